@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs every Debian package Ringkeeper needs to build, test and run its demo.
+# Idempotent; run as root on Debian 12 (bookworm) or later.
+set -euo pipefail
+
+pkgs=(
+  build-essential cmake pkg-config git ca-certificates
+  clang libclang-rt-14-dev          # libFuzzer, ASan/UBSan/TSan runtimes
+  libxxhash-dev                     # XXH3, the ring hash
+  libcjson-dev                      # JSON codec for tables, plans, etcd gateway
+  libcurl4-openssl-dev              # etcd gateway and arc client
+  libmicrohttpd-dev                 # arc server, /metrics, /healthz
+  check                             # unit test framework
+  libmemcached-dev                  # ketama, the benchmark peer
+  etcd-server etcd-client           # the source of truth (tests start their own)
+  procps psmisc iproute2 curl       # process and port handling in tests and demo
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps.sh: must run as root (it calls apt-get)" >&2
+  exit 2
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "install-deps.sh: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,319 @@
+/*
+ * ring.h: the public interface of libring, Ringkeeper's embeddable library.
+ *
+ * Sections:
+ *   1. versions, export macro, errors
+ *   2. the fixed-token table: decode, encode, build, inspect
+ *   3. key lookup: token, owners, write set, read replica (rendezvous)
+ *   4. bounded-load routing (consistent hashing with bounded loads)
+ *   5. the live holder: lock-free readers, atomic swaps
+ *
+ * Ownership, stated once: a function that returns a pointer through `**out`
+ * hands the caller an object it must release with the matching *_free();
+ * pointers returned directly (const char *, const ring_table *) are borrowed
+ * and live as long as the object they came from. Output parameters are
+ * written only on success. Every *_free(NULL) is a no-op.
+ *
+ * Errors: functions return RING_OK (0) or a negative ring_errno value. Where
+ * detail helps (decoding, validation) they also fill a caller-supplied
+ * ring_error, which may be NULL.
+ */
+#ifndef RING_H
+#define RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RING_VERSION_MAJOR 0
+#define RING_VERSION_MINOR 1
+#define RING_VERSION_PATCH 0
+
+#if defined(RING_BUILDING) && defined(__GNUC__)
+#define RING_EXTERN __attribute__((visibility("default")))
+#else
+#define RING_EXTERN /* nothing */
+#endif
+
+/* ---------------------------------------------------------------- 1. errors */
+
+/* XX(name, number, message). Numbers are stable: they appear in logs. */
+#define RING_ERRNO_MAP(XX)                                                     \
+  XX(EINVAL, 1, "invalid argument")                                            \
+  XX(ENOMEM, 2, "out of memory")                                               \
+  XX(ETOOBIG, 3, "input too large")                                            \
+  XX(EJSON, 4, "malformed JSON")                                               \
+  XX(EFORMAT, 5, "unknown table format")                                       \
+  XX(EFIELD, 6, "missing, unknown or mistyped field")                          \
+  XX(ETOKENS, 7, "token count is not a power of two in [64, 65536]")           \
+  XX(EREPLICAS, 8, "replica count out of range")                               \
+  XX(EHASH, 9, "unsupported hash")                                             \
+  XX(ENODEID, 10, "malformed node id")                                         \
+  XX(EDUPNODE, 11, "duplicate node id")                                        \
+  XX(ENODE, 12, "malformed node record")                                       \
+  XX(EOWNERS, 13, "malformed owners array")                                    \
+  XX(EINDEX, 14, "node index out of range")                                    \
+  XX(EDUPOWNER, 15, "a token's owners are not distinct")                       \
+  XX(ECHECKSUM, 16, "checksum mismatch")                                       \
+  XX(EPENDING, 17, "malformed pending entry")                                  \
+  XX(EVERSION, 18, "version out of range")                                     \
+  XX(ESTALE, 19, "version is not newer than the current one")                  \
+  XX(ERANGE, 20, "output buffer too small")                                    \
+  XX(ENOTFOUND, 21, "not found")                                               \
+  XX(EUNAVAIL, 22, "no eligible node")                                         \
+  XX(EBUSY, 23, "operation not allowed inside a read section")
+
+typedef enum ring_errno {
+  RING_OK = 0,
+#define RING_ERRNO_ENUM(name, num, msg) RING_##name = -(num),
+  RING_ERRNO_MAP(RING_ERRNO_ENUM)
+#undef RING_ERRNO_ENUM
+} ring_errno;
+
+#ifndef RING_ERROR_MESSAGE_MAX
+#define RING_ERROR_MESSAGE_MAX 256
+#endif
+
+/* Detail for a failed call: the code it returned and a message that names
+ * the offending field and value, e.g. `nodes[2].id: duplicate id "n1"`. */
+typedef struct ring_error {
+  int code;                              /* a ring_errno, RING_OK if none */
+  char message[RING_ERROR_MESSAGE_MAX];  /* NUL-terminated, never empty on error */
+} ring_error;
+
+/* Returns a static string for a ring_errno code ("unknown error" otherwise). */
+RING_EXTERN const char *ring_strerror(int code);
+
+/* -------------------------------------------------------------- 2. tables */
+
+/* Limits. An embedder may lower (not raise) them at build time. */
+#define RING_TOKENS_MIN 64u
+#define RING_TOKENS_MAX 65536u
+#define RING_REPLICAS_MAX 7
+#define RING_NODES_MAX 65535u   /* indexes are uint16; 0xFFFF means "none" */
+#define RING_NODE_NONE 0xFFFFu
+#define RING_ID_MAX 63          /* node ids and cluster names: [a-z0-9._-]{1,63} */
+#define RING_ADDR_MAX 255
+#define RING_LABELS_MAX 16
+#define RING_VERSION_MAX 9007199254740991ull /* 2^53-1: exact in every JSON reader */
+#ifndef RING_TABLE_JSON_MAX
+#define RING_TABLE_JSON_MAX (64u << 20)
+#endif
+
+typedef enum ring_node_state {
+  RING_NODE_JOINING = 0,
+  RING_NODE_ACTIVE,
+  RING_NODE_DRAINING,
+  RING_NODE_DOWN,
+  RING_NODE_REMOVED
+} ring_node_state;
+
+/* An immutable, versioned placement: T tokens x R replica slots. */
+typedef struct ring_table ring_table;
+
+/* Read-only view of the fields a lookup needs, for the inline fast path in
+ * ring_inline.h. Valid as long as the table. */
+typedef struct ring_view {
+  const uint16_t *owners; /* T*R node indexes, token-major: owners[t*R+r] */
+  uint64_t seed;          /* XXH3 seed */
+  uint32_t tokens;        /* T */
+  uint32_t shift;         /* 64 - log2(T) */
+  uint32_t replicas;      /* R */
+} ring_view;
+
+/* Parses and validates a table in the ringkeeper.table.v1 encoding
+ * (proto/table.md). On success *out owns a new table (ring_table_free it).
+ * On failure returns a negative ring_errno, fills err (if not NULL) with
+ * the offending field, and leaves *out untouched. Never reads past len. */
+RING_EXTERN int ring_table_decode(const char *json, size_t len, ring_table **out,
+                                  ring_error *err);
+
+/* Encodes a table canonically. *json receives a malloc()'ed, NUL-terminated
+ * string that MUST be free()d; *len its length without the NUL. Decoding the
+ * result and encoding again gives the same bytes. */
+RING_EXTERN int ring_table_encode(const ring_table *t, char **json, size_t *len);
+
+RING_EXTERN void ring_table_free(ring_table *t);
+
+/* Parameters of a new, empty table. Strings are copied. */
+typedef struct ring_table_params {
+  const char *cluster;        /* [a-z0-9._-]{1,63} */
+  const char *failure_domain; /* a label key, e.g. "zone"; NULL or "" for none */
+  uint64_t version;           /* 1 .. RING_VERSION_MAX */
+  uint64_t seed;              /* XXH3 seed, 0 .. RING_VERSION_MAX */
+  uint32_t tokens;            /* power of two in [64, 65536] */
+  uint32_t replicas;          /* 1 .. 7 */
+} ring_table_params;
+
+/* One node as the builder takes it. Strings are copied. */
+typedef struct ring_node_spec {
+  const char *id;               /* [a-z0-9._-]{1,63} */
+  const char *addr;             /* host:port of its arc server */
+  const char *const *label_keys; /* n_labels keys, e.g. "zone" */
+  const char *const *label_values;
+  uint32_t n_labels;
+  double weight;                /* > 0, <= 1e6 */
+  ring_node_state state;
+} ring_node_spec;
+
+/* Building a table: ring_table_new, ring_table_add_node for each node, then
+ * ring_table_set_owner / ring_table_add_pending, then ring_table_seal. A
+ * table is mutable until sealed; decoded and cloned-then-sealed tables are
+ * sealed. Lookups and encoding need a sealed table. */
+RING_EXTERN int ring_table_new(const ring_table_params *p, ring_table **out,
+                               ring_error *err);
+/* Appends a node; its index (0, 1, ...) is written to *index if not NULL. */
+RING_EXTERN int ring_table_add_node(ring_table *t, const ring_node_spec *n,
+                                    uint16_t *index, ring_error *err);
+RING_EXTERN int ring_table_set_owner(ring_table *t, uint32_t token, uint32_t slot,
+                                     uint16_t node);
+/* Marks `node` as the pending owner of (token, slot). */
+RING_EXTERN int ring_table_add_pending(ring_table *t, uint32_t token, uint32_t slot,
+                                       uint16_t node);
+/* Drops every pending entry (a cutover clone starts from this). */
+RING_EXTERN void ring_table_clear_pending(ring_table *t);
+/* Validates everything ring_table_decode validates and freezes the table.
+ * On failure the table stays unsealed and err names the problem. */
+RING_EXTERN int ring_table_seal(ring_table *t, ring_error *err);
+/* Copies a table into a new unsealed one with the given version (nodes,
+ * owners and pending entries copied), for building the next version. */
+RING_EXTERN int ring_table_clone(const ring_table *t, uint64_t version, ring_table **out);
+/* Changes a node's state or weight in an unsealed table. */
+RING_EXTERN int ring_table_set_node(ring_table *t, uint16_t index, ring_node_state state,
+                                    double weight);
+
+/* Accessors. Out-of-range arguments give 0, NULL or RING_NODE_NONE. */
+RING_EXTERN uint64_t ring_table_version(const ring_table *t);
+RING_EXTERN const char *ring_table_cluster(const ring_table *t);
+RING_EXTERN const char *ring_table_failure_domain(const ring_table *t); /* "" if none */
+RING_EXTERN uint64_t ring_table_seed(const ring_table *t);
+RING_EXTERN uint32_t ring_table_tokens(const ring_table *t);
+RING_EXTERN uint32_t ring_table_replicas(const ring_table *t);
+RING_EXTERN uint32_t ring_table_node_count(const ring_table *t);
+RING_EXTERN const ring_view *ring_table_view(const ring_table *t);
+RING_EXTERN const char *ring_table_node_id(const ring_table *t, uint16_t index);
+RING_EXTERN const char *ring_table_node_addr(const ring_table *t, uint16_t index);
+RING_EXTERN double ring_table_node_weight(const ring_table *t, uint16_t index);
+RING_EXTERN ring_node_state ring_table_node_state(const ring_table *t, uint16_t index);
+/* The value of label `key` on a node, NULL if the node has no such label. */
+RING_EXTERN const char *ring_table_node_label(const ring_table *t, uint16_t index,
+                                              const char *key);
+/* Token-replicas the node owns in a sealed table. */
+RING_EXTERN uint32_t ring_table_node_replicas(const ring_table *t, uint16_t index);
+/* Index of the node with this id, or RING_ENOTFOUND. */
+RING_EXTERN int ring_table_find_node(const ring_table *t, const char *id);
+RING_EXTERN uint16_t ring_table_owner(const ring_table *t, uint32_t token, uint32_t slot);
+/* Pending owner of (token, slot), RING_NODE_NONE when the slot is settled. */
+RING_EXTERN uint16_t ring_table_pending(const ring_table *t, uint32_t token, uint32_t slot);
+RING_EXTERN uint32_t ring_table_pending_count(const ring_table *t);
+/* The i-th pending entry in (token, slot) order. */
+RING_EXTERN int ring_table_pending_at(const ring_table *t, uint32_t i, uint32_t *token,
+                                      uint32_t *slot, uint16_t *node);
+RING_EXTERN const char *ring_node_state_name(ring_node_state s);
+/* Parses a state name; returns the state or RING_EINVAL. */
+RING_EXTERN int ring_node_state_parse(const char *name);
+
+/* ------------------------------------------------------------- 3. lookup */
+
+/* The token owning a key: the top log2(T) bits of XXH3_64(key, seed). */
+RING_EXTERN uint32_t ring_table_token(const ring_table *t, const void *key, size_t len);
+
+/* The token owning a 64-bit hash: its top log2(T) bits. Token i is the arc
+ * [i*2^64/T, (i+1)*2^64/T). */
+RING_EXTERN uint32_t ring_table_token_of_hash(const ring_table *t, uint64_t hash);
+
+/* Writes the key's token's owners, in slot order, to owners[0..max) and
+ * returns how many were written: min(R, max). A caller wanting only the
+ * primary passes max = 1. RING_EINVAL for a NULL table/key or max < 1. */
+RING_EXTERN int ring_lookup(const ring_table *t, const void *key, size_t len,
+                            uint16_t *owners, int max);
+
+/* The write set of a token: its R owners in slot order, then the pending
+ * owners of its slots. Returns the count, RING_ERANGE if max cannot hold the
+ * whole set (a partial write set would lose writes), RING_EINVAL otherwise. */
+RING_EXTERN int ring_write_set(const ring_table *t, uint32_t token, uint16_t *nodes,
+                               int max);
+
+/* Picks the replica that serves reads of a key: among the token's owners
+ * that are not down or removed, the one with the highest weighted
+ * rendezvous score -w/ln(u), u = hash(key, node) in (0,1). Reads of one key
+ * always go to one replica; across keys, a node gets reads in proportion to
+ * its weight. Returns RING_OK and writes *node, or RING_EUNAVAIL when every
+ * owner is down. */
+RING_EXTERN int ring_read_replica(const ring_table *t, const void *key, size_t len,
+                                  uint16_t *node);
+
+/* The weighted rendezvous pick among `n` candidate nodes of `t`. Returns the
+ * position in `candidates` of the winner, or RING_EINVAL if n < 1. */
+RING_EXTERN int ring_rendezvous_pick(const ring_table *t, uint64_t key_hash,
+                                     const uint16_t *candidates, int n);
+
+/* ---------------------------------------------------- 4. bounded loads */
+
+/* Routing with bounded loads (Mirrokni, Thorup, Zadimoghaddam 2018): a key
+ * goes to the first node in its preference order (its token's owners in slot
+ * order, then the owners of the following tokens clockwise) whose load is
+ * under cap = ceil(c * (total + 1) / n), n the nodes that own tokens and are
+ * not down. A node that reaches the cap is skipped until its load falls to
+ * cap * (1 - margin) (hysteresis, so a node near the cap does not flap), and
+ * a key placed away from its first choice sticks to that node for ttl while
+ * it stays eligible (a bounded map; the oldest entries give way). One router
+ * per thread, or lock it: routing updates its state. */
+typedef struct ring_bounded ring_bounded;
+
+typedef struct ring_bounded_opts {
+  double c;                 /* load factor >= 1, e.g. 1.25 */
+  double margin;            /* hysteresis in [0, 1), e.g. 0.05 */
+  uint32_t sticky_capacity; /* entries in the sticky map; 0 disables it */
+  uint64_t sticky_ttl_ms;   /* how long a placed key stays put after last use */
+} ring_bounded_opts;
+
+RING_EXTERN int ring_bounded_new(const ring_bounded_opts *o, ring_bounded **out);
+RING_EXTERN void ring_bounded_free(ring_bounded *b);
+
+/* Routes a key. loads[i] is the caller's current load of node i (one entry
+ * per node of t); total is their sum. now_ms is the caller's monotonic clock.
+ * Writes the chosen node to *node and, if first_choice is not NULL, whether
+ * it is the key's first choice. Returns RING_OK, RING_EUNAVAIL if no serving
+ * node is under the cap, RING_EINVAL on bad arguments, RING_ENOMEM if the
+ * per-node state cannot grow to a larger table (the router is unchanged).
+ * The caller updates loads. */
+RING_EXTERN int ring_bounded_route(ring_bounded *b, const ring_table *t, const void *key,
+                                   size_t len, const uint64_t *loads, uint64_t total,
+                                   uint64_t now_ms, uint16_t *node, int *first_choice);
+
+/* ------------------------------------------------------- 5. live holder */
+
+/* Holds the current table for any number of reader threads. Readers enter a
+ * read section, look up in the table they got, and exit; they take no lock
+ * and write no shared cache line (each thread writes only its own epoch
+ * slot). A writer swaps in a newer table atomically and frees the old one
+ * once every reader that could see it has exited. */
+typedef struct ring_live ring_live;
+
+RING_EXTERN int ring_live_new(ring_live **out);
+/* Frees the holder and its current table. No reader may be inside. */
+RING_EXTERN void ring_live_free(ring_live *l);
+
+/* Begins a read section and returns the current table (NULL before the
+ * first swap). The table stays valid until ring_live_exit. Sections nest;
+ * keep them short: a writer waits for them. */
+RING_EXTERN const ring_table *ring_live_enter(ring_live *l);
+RING_EXTERN void ring_live_exit(ring_live *l);
+
+/* Installs a sealed table whose version is newer than the current one and
+ * frees the previous table after a grace period. Takes ownership of t on
+ * success only. RING_ESTALE if t is not newer (t stays the caller's),
+ * RING_EBUSY if called inside a read section (it would wait for itself). */
+RING_EXTERN int ring_live_swap(ring_live *l, ring_table *t);
+
+/* The current version, 0 before the first swap. */
+RING_EXTERN uint64_t ring_live_version(ring_live *l);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RING_H */

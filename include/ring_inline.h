@@ -1,0 +1,43 @@
+/*
+ * ring_inline.h: the lookup fast path, inlined into the caller.
+ *
+ * ring_lookup() costs a call into the shared library; a service routing
+ * millions of keys a second can instead take the table's read-only view
+ * once (ring_table_view) and look up here, with XXH3 inlined too. The view
+ * lives as long as the table (inside a ring_live read section, as long as
+ * the section). Needs xxhash.h (Debian libxxhash-dev).
+ */
+#ifndef RING_INLINE_H
+#define RING_INLINE_H
+
+#include "ring.h"
+
+#include <string.h>
+
+#ifndef XXH_INLINE_ALL
+#define XXH_INLINE_ALL
+#endif
+#include <xxhash.h>
+
+/* The token of a key under this view. */
+static inline uint32_t ring_view_token(const ring_view *v, const void *key, size_t len) {
+  return (uint32_t)(XXH3_64bits_withSeed(key, len, v->seed) >> v->shift);
+}
+
+/* Same contract as ring_lookup: writes min(R, max) owners, returns the count
+ * (max must be >= 1; no argument checks on this path). */
+static inline int ring_view_lookup(const ring_view *v, const void *key, size_t len,
+                                   uint16_t *owners, int max) {
+  const uint32_t r = v->replicas;
+  const uint16_t *o = v->owners + (size_t)ring_view_token(v, key, len) * r;
+  const int n = max < (int)r ? max : (int)r;
+  memcpy(owners, o, (size_t)n * sizeof *owners);
+  return n;
+}
+
+/* The primary owner of a key. */
+static inline uint16_t ring_view_primary(const ring_view *v, const void *key, size_t len) {
+  return v->owners[(size_t)ring_view_token(v, key, len) * v->replicas];
+}
+
+#endif /* RING_INLINE_H */

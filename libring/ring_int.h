@@ -1,0 +1,99 @@
+/*
+ * ring_int.h: libring internals shared across its files (ring__ names).
+ * Not installed; embedders see only include/ring.h.
+ */
+#ifndef RING_INT_H
+#define RING_INT_H
+
+#include "ring.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+
+typedef struct ring__label {
+  char key[RING_ID_MAX + 1];   /* label key, [a-z0-9._-]{1,63} */
+  char value[RING_ID_MAX + 1]; /* label value, [A-Za-z0-9._:-]{1,63} */
+} ring__label;
+
+typedef struct ring__node {
+  char id[RING_ID_MAX + 1];     /* unique within the table */
+  char addr[RING_ADDR_MAX + 1]; /* arc server host:port */
+  ring__label labels[RING_LABELS_MAX];
+  uint32_t n_labels;
+  double weight;                /* capacity, > 0 */
+  ring_node_state state;
+  uint64_t id_hash;             /* XXH3(id): rendezvous and sticky identity */
+  uint32_t replicas;            /* token-replicas owned; set by seal */
+} ring__node;
+
+typedef struct ring__pending {
+  uint32_t token;
+  uint16_t slot;
+  uint16_t node;
+} ring__pending;
+
+/* The view comes first so that ring_table_view is a cast in spirit and the
+ * fields a lookup touches share one cache line. */
+struct ring_table {
+  ring_view view;                 /* owners, seed, T, shift, R */
+  uint16_t *owners;               /* T*R, writable alias of view.owners */
+  uint64_t version;               /* 1 .. RING_VERSION_MAX */
+  char cluster[RING_ID_MAX + 1];
+  char failure_domain[RING_ID_MAX + 1]; /* "" if none */
+  ring__node *nodes;              /* n_nodes entries */
+  uint32_t n_nodes;
+  uint32_t cap_nodes;
+  ring__pending *pending;         /* sorted by (token, slot), unique */
+  uint32_t n_pending;
+  uint32_t cap_pending;
+  uint32_t *index;                /* id hash -> node index + 1, open addressing */
+  uint32_t cap_index;             /* power of two, >= 2 * n_nodes, or 0 */
+  uint32_t n_serving;             /* nodes owning a token, not down/removed; set by seal */
+  bool sealed;                    /* validated and frozen */
+};
+
+/* Fills err (if not NULL) with code and a formatted message; returns code. */
+int ring__err(ring_error *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Character-class checks shared by the builder and the decoder. */
+bool ring__valid_id(const char *s);
+bool ring__valid_label_value(const char *s);
+bool ring__valid_addr(const char *s);
+
+/* Full validation of a table's contents (what seal and decode check). */
+int ring__table_validate(const ring_table *t, ring_error *err);
+/* Whether a node takes traffic: it owns a token and is not down or removed. */
+static inline bool ring__node_serves(const ring__node *n) {
+  return n->replicas > 0 && n->state != RING_NODE_DOWN && n->state != RING_NODE_REMOVED;
+}
+
+/* Recomputes per-node replica counts and n_serving; marks sealed. */
+void ring__table_freeze(ring_table *t);
+
+/* XXH3 over the owners as little-endian bytes, whatever the host order. */
+uint64_t ring__owners_checksum(const ring_table *t);
+
+/* Strict RFC 4648 base64 (with padding). encode writes 4*ceil(n/3) chars
+ * plus a NUL; decode returns the byte count or -1 on any malformed input,
+ * writing at most out_cap bytes. */
+size_t ring__base64_encoded_len(size_t n);
+void ring__base64_encode(const uint8_t *in, size_t n, char *out);
+long ring__base64_decode(const char *in, size_t n, uint8_t *out, size_t out_cap);
+
+/* A 64-bit finalizer (from SplitMix64/Stafford): spreads combined hashes. */
+static inline uint64_t ring__mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return x;
+}
+
+uint64_t ring__hash(const void *key, size_t len, uint64_t seed);
+
+/* Index of the first pending entry of a token (n_pending if none). */
+uint32_t ring__pending_first(const ring_table *t, uint32_t token);
+
+#endif /* RING_INT_H */

@@ -1,0 +1,50 @@
+/*
+ * test_tables.h: tables for tests and benchmarks, built through the public
+ * builder API. Not a planner: owners are laid out round-robin, which gives
+ * every node an equal share and distinct owners per token (n >= R).
+ */
+#ifndef RING_TEST_TABLES_H
+#define RING_TEST_TABLES_H
+
+#include "ring.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* A sealed table of n nodes "n0".."n<n-1>" in zones "z0".."z<zones-1>",
+ * weights all 1 unless weights != NULL, owners[t*R+r] = (t*R+r) % n.
+ * Aborts on failure: a test that cannot build its input cannot go on. */
+static inline ring_table *test_table_rr(uint32_t tokens, uint32_t replicas, uint32_t n,
+                                        uint32_t zones, const double *weights,
+                                        uint64_t version) {
+  ring_table_params p = {"test", "zone", version, 0, tokens, replicas};
+  ring_table *t = NULL;
+  ring_error err = {0};
+  if (ring_table_new(&p, &t, &err) != RING_OK) {
+    fprintf(stderr, "test_table_rr: %s\n", err.message);
+    abort();
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    char id[32], addr[32], zone[32];
+    snprintf(id, sizeof id, "n%u", i);
+    snprintf(addr, sizeof addr, "127.0.0.1:%u", 7000 + i % 50000);
+    snprintf(zone, sizeof zone, "z%u", zones ? i % zones : 0);
+    const char *keys[] = {"zone"}, *vals[] = {zone};
+    ring_node_spec s = {id, addr, keys, vals, 1, weights ? weights[i] : 1.0,
+                        RING_NODE_ACTIVE};
+    if (ring_table_add_node(t, &s, NULL, &err) != RING_OK) {
+      fprintf(stderr, "test_table_rr: %s\n", err.message);
+      abort();
+    }
+  }
+  for (uint32_t tok = 0; tok < tokens; tok++)
+    for (uint32_t r = 0; r < replicas; r++)
+      ring_table_set_owner(t, tok, r, (uint16_t)(((uint64_t)tok * replicas + r) % n));
+  if (ring_table_seal(t, &err) != RING_OK) {
+    fprintf(stderr, "test_table_rr: %s\n", err.message);
+    abort();
+  }
+  return t;
+}
+
+#endif /* RING_TEST_TABLES_H */

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs what is needed, then builds and runs every test three times:
+#   1. gcc, warnings as errors, the whole ctest suite (fuzz targets replay their corpus);
+#   2. clang with AddressSanitizer + UndefinedBehaviorSanitizer, the whole suite again,
+#      fuzz targets running libFuzzer for RING_FUZZ_SECONDS each (default 60);
+#   3. clang with ThreadSanitizer, the concurrency tests (label unit).
+# Then a quick run of each benchmark, so their figures are in the log.
+# Usage: tests/run.sh   (as root on Debian; CI runs it through .ci/run)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${RING_BUILD_ROOT:-$root/build}
+jobs=$(nproc)
+
+bash "$root/deploy/install-deps.sh"
+
+# build DIR [cmake args...]: configure and compile with warnings as errors.
+build() {
+  local dir=$1
+  shift
+  cmake -S "$root" -B "$dir" -DRING_WERROR=ON "$@" >"$dir.configure.log" 2>&1 ||
+    { cat "$dir.configure.log"; return 1; }
+  cmake --build "$dir" -j "$jobs"
+}
+
+mkdir -p "$out"
+echo "== 1/3 gcc, -Werror: all tests"
+CC=gcc build "$out/release" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+ctest --test-dir "$out/release" --output-on-failure -j "$jobs"
+
+echo "== 2/3 clang, ASan+UBSan, libFuzzer: all tests"
+CC=clang build "$out/asan" -DCMAKE_BUILD_TYPE=Debug -DRING_SANITIZE=ON -DRING_FUZZ=ON \
+  -DRING_FUZZ_SECONDS="${RING_FUZZ_SECONDS:-60}"
+# CK_FORK=no keeps each Check suite in one process, so LeakSanitizer sees it whole.
+CK_FORK=no ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir "$out/asan" --output-on-failure -j "$jobs"
+
+echo "== 3/3 clang, TSan: concurrency tests"
+CC=clang build "$out/tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRING_TSAN=ON
+CK_FORK=no TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+  ctest --test-dir "$out/tsan" --output-on-failure -L unit -R live
+
+echo "== benchmarks (figures only; they never fail on time)"
+for b in "$out"/release/tests/bench/bench_*; do
+  [ -x "$b" ] && "$b" --quick
+done
+echo "== all test builds passed"
