@@ -64,7 +64,8 @@ extern "C" {
   XX(ERANGE, 20, "output buffer too small")                                    \
   XX(ENOTFOUND, 21, "not found")                                               \
   XX(EUNAVAIL, 22, "no eligible node")                                         \
-  XX(EBUSY, 23, "operation not allowed inside a read section")
+  XX(EBUSY, 23, "operation not allowed inside a read section")                 \
+  XX(EPLAN, 24, "no plan can meet the placement rules")
 
 typedef enum ring_errno {
   RING_OK = 0,
@@ -312,6 +313,107 @@ RING_EXTERN int ring_live_swap(ring_live *l, ring_table *t);
 
 /* The current version, 0 before the first swap. */
 RING_EXTERN uint64_t ring_live_version(ring_live *l);
+
+
+/* ------------------------------------------------------------ 6. planner */
+
+/* The planner turns (current table, desired nodes, config) into a target
+ * table and the moves that reach it, grouped into throttled waves. It
+ * keeps the invariants of DESIGN.md: distinct owners; distinct hard failure
+ * domains (else it refuses and names the violations); every node within
+ * one token-replica of its weighted target; minimal movement (every plan
+ * reports its moves next to the lower bound); at most one replica of a
+ * token per wave; no throttle limit exceeded. Same input, same plan. */
+typedef struct ring_plan ring_plan;
+
+typedef struct ring_plan_config {
+  const char *cluster;          /* used when there is no current table */
+  uint32_t tokens;              /* T, when there is no current table */
+  uint32_t replicas;            /* R, when there is no current table */
+  uint64_t seed;                /* hash seed, when there is no current table */
+  const char *failure_domain;   /* hard level: a label key, NULL or "" for none */
+  const char *best_effort;      /* soft level: a label key, NULL or "" for none */
+  uint32_t max_moves_per_node;  /* concurrent moves a node takes part in (in + out); 0 = no limit */
+  uint32_t max_moves_per_domain; /* concurrent moves touching one hard domain; 0 = no limit */
+  uint32_t max_moves_per_wave;  /* moves in one wave; 0 = no limit */
+  const uint64_t *arc_bytes;    /* bytes held per token (T entries), or NULL */
+} ring_plan_config;
+
+/* One token-replica changing hands. Node indexes are the target table's. */
+typedef struct ring_move {
+  uint32_t token;
+  uint32_t slot;
+  uint16_t from;   /* the owner in the current table */
+  uint16_t to;     /* the new owner */
+  uint16_t source; /* the node to stream from: from, or a live replica when from is down;
+                      RING_NODE_NONE when no live replica is left (data lost) */
+  uint32_t wave;   /* 0-based */
+} ring_move;
+
+/* Computes a plan. `current` may be NULL (initial placement). `nodes` is the
+ * desired membership: a node of `current` missing from it counts as removed;
+ * nodes in state active or joining receive replicas by weight, draining,
+ * down and removed nodes give all theirs up. The target table's version is
+ * current's + 1 (1 without a current table); its node indexes keep
+ * current's, new nodes are appended, and removed nodes that owned nothing
+ * are dropped. On success *out owns the plan (ring_plan_free). When a hard
+ * rule cannot be met the plan is refused: RING_EPLAN, err naming the first
+ * violation, and ring_plan_* are not available (*out untouched). */
+RING_EXTERN int ring_plan_compute(const ring_table *current, const ring_node_spec *nodes,
+                                  uint32_t n_nodes, const ring_plan_config *cfg,
+                                  ring_plan **out, ring_error *err);
+RING_EXTERN void ring_plan_free(ring_plan *p);
+
+/* The target table (sealed, borrowed from the plan, no pending entries). */
+RING_EXTERN const ring_table *ring_plan_target(const ring_plan *p);
+/* Current-table version the plan starts from (0 without a current table). */
+RING_EXTERN uint64_t ring_plan_base_version(const ring_plan *p);
+RING_EXTERN uint32_t ring_plan_move_count(const ring_plan *p);
+/* Moves in (wave, token, slot) order. */
+RING_EXTERN const ring_move *ring_plan_moves(const ring_plan *p);
+RING_EXTERN uint32_t ring_plan_wave_count(const ring_plan *p);
+/* The fewest moves any plan for this input could make: token-replicas on
+ * nodes that must give them up, plus each node's excess over its quota. */
+RING_EXTERN uint32_t ring_plan_lower_bound(const ring_plan *p);
+/* Tokens whose owners repeat a best-effort domain value in the target. */
+RING_EXTERN uint32_t ring_plan_best_effort_violations(const ring_plan *p);
+/* Sum of arc_bytes over the moves (0 without arc sizes). */
+RING_EXTERN uint64_t ring_plan_bytes(const ring_plan *p);
+/* Moves whose every replica is down: their data cannot be streamed. */
+RING_EXTERN uint32_t ring_plan_lost_moves(const ring_plan *p);
+
+/* Per-node load before and after, against the weighted target. Index is the
+ * target table's. before counts the current table (0 for new nodes). */
+typedef struct ring_plan_load {
+  uint32_t before;
+  uint32_t after;
+  double target; /* fractional weighted target, domain caps applied */
+} ring_plan_load;
+RING_EXTERN int ring_plan_node_load(const ring_plan *p, uint16_t index, ring_plan_load *out);
+
+/* Verification, for tests and `ringctl verify`. Each checker appends one
+ * line per violation to `report` (a malloc()'ed, NUL-terminated string the
+ * caller free()s; NULL when clean or when report is NULL) and returns the
+ * number of violations found (lines beyond the first 100 are counted but
+ * not written), or a negative ring_errno. */
+
+/* Checks a sealed table: distinct hard failure domains per token when the
+ * table has at least R of them among serving nodes; every node within one
+ * token-replica of its weighted target (domain caps applied); nodes that
+ * are draining, down or removed own nothing. `failure_domain` NULL means the
+ * table's own. */
+RING_EXTERN int ring_table_verify(const ring_table *t, const char *failure_domain,
+                                  char **report);
+
+/* Checks a plan against its base and config: the target passes
+ * ring_table_verify; applying the moves to the base gives the target;
+ * every move's from/source are right; at most one move per token per wave,
+ * and after every wave the intermediate table keeps owners distinct and
+ * hard domains distinct; no throttle limit exceeded; the move count is at
+ * least the lower bound and at most 1.01x it plus 2 when the domain rule
+ * leaves room (reported, not counted, otherwise). */
+RING_EXTERN int ring_plan_verify(const ring_table *base, const ring_plan *p,
+                                 const ring_plan_config *cfg, char **report);
 
 #ifdef __cplusplus
 }

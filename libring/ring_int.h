@@ -91,6 +91,20 @@ static inline uint64_t ring__mix64(uint64_t x) {
   return x;
 }
 
+/* A growing string. Appends never fail visibly: on allocation failure the
+ * buffer is marked oom and further appends are ignored, so a caller checks
+ * once at the end (then frees p and reports RING_ENOMEM). */
+typedef struct ring__sbuf {
+  char *p;    /* malloc()'ed, NUL-terminated once anything is appended */
+  size_t len; /* bytes used, without the NUL */
+  size_t cap; /* bytes allocated */
+  bool oom;   /* an append failed; the content is incomplete */
+} ring__sbuf;
+
+void ring__sb_reserve(ring__sbuf *b, size_t more);
+void ring__sb_puts(ring__sbuf *b, const char *s);
+void ring__sb_printf(ring__sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 uint64_t ring__hash(const void *key, size_t len, uint64_t seed);
 
 /* Index of the first pending entry of a token (n_pending if none). */

@@ -316,47 +316,6 @@ int ring_table_decode(const char *json, size_t len, ring_table **out, ring_error
 
 /* ---------------------------------------------------------------- encoder */
 
-typedef struct sbuf {
-  char *p;    /* malloc()'ed, NUL-terminated while ok */
-  size_t len; /* bytes used, without the NUL */
-  size_t cap; /* bytes allocated */
-  bool oom;   /* an append failed; the buffer is incomplete */
-} sbuf;
-
-static void sb_reserve(sbuf *b, size_t more) {
-  if (b->oom || b->len + more + 1 <= b->cap)
-    return;
-  size_t cap = b->cap ? b->cap : 256;
-  while (cap < b->len + more + 1)
-    cap *= 2;
-  char *p = realloc(b->p, cap);
-  if (p == NULL) {
-    b->oom = true;
-    return;
-  }
-  b->p = p;
-  b->cap = cap;
-}
-
-static void sb_puts(sbuf *b, const char *s) {
-  size_t n = strlen(s);
-  sb_reserve(b, n);
-  if (!b->oom) {
-    memcpy(b->p + b->len, s, n + 1);
-    b->len += n;
-  }
-}
-
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-  char tmp[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(tmp, sizeof tmp, fmt, ap); /* callers print short, validated fields */
-  va_end(ap);
-  sb_puts(b, tmp);
-}
-
 /* The shortest decimal that reads back as exactly w, always with a '.' or
  * exponent so that it reads as a real ("1.0", not "1"). */
 static void format_weight(double w, char *out, size_t cap) {
@@ -369,20 +328,20 @@ static void format_weight(double w, char *out, size_t cap) {
     strncat(out, ".0", cap - strlen(out) - 1);
 }
 
-static void encode_node(sbuf *b, const ring__node *n) {
+static void encode_node(ring__sbuf *b, const ring__node *n) {
   char w[40];
-  sb_printf(b, "{\"id\":\"%s\",\"addr\":\"%s\",\"labels\":{", n->id, n->addr);
+  ring__sb_printf(b, "{\"id\":\"%s\",\"addr\":\"%s\",\"labels\":{", n->id, n->addr);
   for (uint32_t l = 0; l < n->n_labels; l++)
-    sb_printf(b, "%s\"%s\":\"%s\"", l ? "," : "", n->labels[l].key, n->labels[l].value);
+    ring__sb_printf(b, "%s\"%s\":\"%s\"", l ? "," : "", n->labels[l].key, n->labels[l].value);
   format_weight(n->weight, w, sizeof w);
-  sb_printf(b, "},\"weight\":%s,\"state\":\"%s\"}", w, ring_node_state_name(n->state));
+  ring__sb_printf(b, "},\"weight\":%s,\"state\":\"%s\"}", w, ring_node_state_name(n->state));
 }
 
-static void encode_owners(sbuf *b, const ring_table *t) {
+static void encode_owners(ring__sbuf *b, const ring_table *t) {
   const size_t slots = (size_t)t->view.tokens * t->view.replicas;
   uint8_t *raw = malloc(slots * 2);
   size_t n64 = ring__base64_encoded_len(slots * 2);
-  sb_reserve(b, n64 + 16);
+  ring__sb_reserve(b, n64 + 16);
   if (raw == NULL || b->oom) {
     free(raw);
     b->oom = true;
@@ -392,18 +351,18 @@ static void encode_owners(sbuf *b, const ring_table *t) {
     raw[2 * s] = (uint8_t)t->owners[s];
     raw[2 * s + 1] = (uint8_t)(t->owners[s] >> 8);
   }
-  sb_puts(b, ",\"owners\":\"");
+  ring__sb_puts(b, ",\"owners\":\"");
   ring__base64_encode(raw, slots * 2, b->p + b->len);
   b->len += n64;
-  sb_puts(b, "\"");
+  ring__sb_puts(b, "\"");
   free(raw);
 }
 
 int ring_table_encode(const ring_table *t, char **json, size_t *len) {
   if (t == NULL || json == NULL || !t->sealed)
     return RING_EINVAL;
-  sbuf b = {0};
-  sb_printf(&b,
+  ring__sbuf b = {0};
+  ring__sb_printf(&b,
             "{\"format\":\"" TABLE_FORMAT "\",\"cluster\":\"%s\",\"version\":%" PRIu64
             ",\"tokens\":%u,\"replicas\":%u,\"hash\":{\"name\":\"" HASH_NAME
             "\",\"seed\":%" PRIu64 "},\"failure_domain\":\"%s\",\"nodes\":[",
@@ -411,16 +370,16 @@ int ring_table_encode(const ring_table *t, char **json, size_t *len) {
             t->failure_domain);
   for (uint32_t i = 0; i < t->n_nodes; i++) {
     if (i)
-      sb_puts(&b, ",");
+      ring__sb_puts(&b, ",");
     encode_node(&b, &t->nodes[i]);
   }
-  sb_puts(&b, "]");
+  ring__sb_puts(&b, "]");
   encode_owners(&b, t);
-  sb_puts(&b, ",\"pending\":[");
+  ring__sb_puts(&b, ",\"pending\":[");
   for (uint32_t i = 0; i < t->n_pending; i++)
-    sb_printf(&b, "%s[%u,%u,%u]", i ? "," : "", t->pending[i].token, t->pending[i].slot,
+    ring__sb_printf(&b, "%s[%u,%u,%u]", i ? "," : "", t->pending[i].token, t->pending[i].slot,
               t->pending[i].node);
-  sb_printf(&b, "],\"checksum\":\"" HASH_NAME ":%016" PRIx64 "\"}", ring__owners_checksum(t));
+  ring__sb_printf(&b, "],\"checksum\":\"" HASH_NAME ":%016" PRIx64 "\"}", ring__owners_checksum(t));
   if (b.oom) {
     free(b.p);
     return RING_ENOMEM;

@@ -1,0 +1,460 @@
+/*
+ * plan_assign.c: who owns each token-replica in the target.
+ *
+ * Initial placement fills tokens one by one: each takes the R hard domains
+ * with the most quota left (a choice that can never strand quota, since no
+ * domain's quota exceeds the tokens left), then in each domain the node with
+ * the most left, preferring best-effort values the token lacks.
+ *
+ * Rebalancing starts from the base owners and moves only what it must
+ * (the lower bound): replicas on nodes that give everything up (draining,
+ * down, removed), one of two replicas sharing a hard domain, and each
+ * node's excess over its quota. Each of those moves once, to a node below
+ * its quota that may hold it. A receiver may hold a slot only if it is
+ * neither an owner nor in the domain of an owner of the token's other
+ * slots, before or after: so the token's moves can run in any order and
+ * every intermediate table keeps owners and domains distinct. When that
+ * leaves a unit stranded, a two-hop move through a balanced node places it
+ * at the cost of one extra move.
+ */
+#include "plan_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define NONE RING_NODE_NONE
+
+typedef ring__planner planner;
+
+static uint64_t tie(uint64_t a, uint64_t b) { return ring__mix64(a * 0x9e3779b97f4a7c15ull ^ b); }
+
+/* --------------------------------------------------------- compatibility */
+
+/* Whether node u may own slot (t, r): see the file comment. */
+static bool can_take(const planner *p, uint16_t u, uint32_t t, uint32_t r) {
+  const uint16_t *w = &p->target->owners[(size_t)t * p->R];
+  const uint16_t *o = p->orig ? &p->orig[(size_t)t * p->R] : NULL;
+  const uint32_t du = p->sh.dom[u];
+  for (uint32_t q = 0; q < p->R; q++) {
+    if (q == r)
+      continue;
+    if (w[q] != NONE && (w[q] == u || p->sh.dom[w[q]] == du))
+      return false;
+    if (o && (o[q] == u || p->sh.dom[o[q]] == du))
+      return false;
+  }
+  return true;
+}
+
+/* Owners of the token's other slots sharing u's best-effort value. */
+static uint32_t soft_conflicts(const planner *p, uint16_t u, uint32_t t, uint32_t r) {
+  if (p->soft == NULL)
+    return 0;
+  const uint16_t *w = &p->target->owners[(size_t)t * p->R];
+  uint32_t c = 0;
+  for (uint32_t q = 0; q < p->R; q++)
+    c += q != r && w[q] != NONE && p->soft[w[q]] == p->soft[u];
+  return c;
+}
+
+static void assign(planner *p, uint32_t t, uint32_t r, uint16_t u) {
+  p->target->owners[(size_t)t * p->R + r] = u;
+  p->load[u]++;
+}
+
+/* ------------------------------------------------------ initial placement */
+
+typedef struct pick {
+  uint32_t id;    /* domain or node */
+  uint32_t left;  /* quota left */
+  uint32_t soft;  /* best-effort conflicts */
+  uint64_t tie;   /* deterministic scatter among equals */
+} pick;
+
+/* a better than b: fewer soft conflicts, more left, then the tie hash. */
+static bool better(const pick *a, const pick *b) {
+  if (a->soft != b->soft)
+    return a->soft < b->soft;
+  if (a->left != b->left)
+    return a->left > b->left;
+  return a->tie > b->tie;
+}
+
+typedef struct groups {
+  uint32_t *start; /* D+1 offsets into node */
+  uint32_t *node;  /* eligible nodes grouped by domain */
+  uint32_t *left;  /* per domain quota left */
+} groups;
+
+static int groups_build(const planner *p, groups *g) {
+  const uint32_t D = p->sh.n_dom;
+  g->start = calloc(D + 2, sizeof *g->start);
+  g->node = malloc((p->n ? p->n : 1) * sizeof *g->node);
+  g->left = calloc(D + 1, sizeof *g->left);
+  if (!g->start || !g->node || !g->left)
+    return RING_ENOMEM;
+  for (uint32_t i = 0; i < p->n; i++)
+    if (p->sh.eligible[i]) {
+      g->start[p->sh.dom[i] + 2]++;
+      g->left[p->sh.dom[i]] += p->sh.quota[i];
+    }
+  for (uint32_t d = 0; d < D; d++)
+    g->start[d + 2] += g->start[d + 1];
+  for (uint32_t i = 0; i < p->n; i++)
+    if (p->sh.eligible[i])
+      g->node[g->start[p->sh.dom[i] + 1]++] = i;
+  return RING_OK;
+}
+
+static void groups_free(groups *g) {
+  free(g->start);
+  free(g->node);
+  free(g->left);
+}
+
+/* The node of domain d that token t's slot r should get. */
+static uint16_t pick_in_domain(planner *p, const groups *g, uint32_t d, uint32_t t,
+                               uint32_t r) {
+  pick best = {NONE, 0, UINT32_MAX, 0};
+  for (uint32_t j = g->start[d]; j < g->start[d + 1]; j++) {
+    uint32_t i = g->node[j];
+    if (p->load[i] >= p->sh.quota[i])
+      continue;
+    pick c = {i, p->sh.quota[i] - p->load[i], soft_conflicts(p, (uint16_t)i, t, r), tie(t, i)};
+    if (best.id == NONE || better(&c, &best))
+      best = c;
+  }
+  return (uint16_t)best.id;
+}
+
+/* The domain with the most quota left that token t does not use yet. */
+static uint32_t pick_domain(const planner *p, const groups *g, const bool *used, uint32_t t) {
+  pick best = {DOMAIN_NONE, 0, 0, 0};
+  for (uint32_t d = 0; d < p->sh.n_dom; d++) {
+    if (used[d] || g->left[d] == 0 || g->left[d] < best.left)
+      continue;
+    pick c = {d, g->left[d], 0, tie(t, d + 0x10000)};
+    if (best.id == DOMAIN_NONE || better(&c, &best))
+      best = c;
+  }
+  return best.id;
+}
+
+static int place_initial(planner *p, ring_error *err) {
+  groups g = {0};
+  bool *used = calloc(p->sh.n_dom + 1, sizeof *used);
+  int rc = used ? groups_build(p, &g) : RING_ENOMEM;
+  for (uint32_t t = 0; rc == RING_OK && t < p->T; t++) {
+    uint32_t chosen[RING_REPLICAS_MAX];
+    for (uint32_t r = 0; r < p->R; r++) {
+      uint32_t d = pick_domain(p, &g, used, t);
+      uint16_t u = d == DOMAIN_NONE ? NONE : pick_in_domain(p, &g, d, t, r);
+      if (u == NONE) {
+        rc = ring__err(err, RING_EPLAN, "initial placement stranded token %u slot %u", t, r);
+        break;
+      }
+      used[d] = true;
+      g.left[d]--;
+      chosen[r] = d;
+      assign(p, t, r, u);
+    }
+    for (uint32_t r = 0; r < p->R && rc == RING_OK; r++)
+      used[chosen[r]] = false;
+  }
+  groups_free(&g);
+  free(used);
+  return rc == RING_ENOMEM ? ring__err(err, rc, "planner: out of memory") : rc;
+}
+
+/* ------------------------------------------------------------ rebalancing */
+
+typedef struct rebalance {
+  uint32_t *free_slots; /* slots with no owner yet (t*R+r) */
+  uint32_t n_free;
+  uint32_t *slot_start; /* per node offsets into slots (CSR of base ownership) */
+  uint32_t *slots;
+} rebalance;
+
+static bool unmoved(const planner *p, uint32_t s) {
+  return p->target->owners[s] == p->orig[s];
+}
+
+/* Frees the slots that must move whatever else happens: owners that give
+ * everything up, and the later of two owners sharing a hard domain. */
+static int free_forced(planner *p, rebalance *rb) {
+  rb->free_slots = malloc(((size_t)p->T * p->R) * sizeof *rb->free_slots);
+  if (rb->free_slots == NULL)
+    return RING_ENOMEM;
+  for (uint32_t t = 0; t < p->T; t++)
+    for (uint32_t r = 0; r < p->R; r++) {
+      uint32_t s = t * p->R + r;
+      uint16_t o = p->orig[s];
+      bool clash = false;
+      for (uint32_t q = 0; q < r && p->sh.eligible[o]; q++)
+        clash |= p->sh.eligible[p->orig[t * p->R + q]] &&
+                 p->sh.dom[p->orig[t * p->R + q]] == p->sh.dom[o];
+      if (!p->sh.eligible[o] || clash) {
+        rb->free_slots[rb->n_free++] = s;
+        p->target->owners[s] = NONE;
+      } else {
+        p->load[o]++;
+      }
+    }
+  return RING_OK;
+}
+
+/* Per-node list of the base slots it still holds (for shedding). */
+static int index_slots(const planner *p, rebalance *rb) {
+  rb->slot_start = calloc(p->n + 1, sizeof *rb->slot_start);
+  rb->slots = malloc(((size_t)p->T * p->R) * sizeof *rb->slots);
+  if (!rb->slot_start || !rb->slots)
+    return RING_ENOMEM;
+  const size_t S = (size_t)p->T * p->R;
+  for (size_t s = 0; s < S; s++)
+    if (p->target->owners[s] != NONE)
+      rb->slot_start[p->target->owners[s] + 1]++;
+  for (uint32_t i = 0; i < p->n; i++)
+    rb->slot_start[i + 1] += rb->slot_start[i];
+  uint32_t *fill = calloc(p->n + 1, sizeof *fill);
+  if (fill == NULL)
+    return RING_ENOMEM;
+  for (size_t s = 0; s < S; s++) {
+    uint16_t o = p->target->owners[s];
+    if (o != NONE)
+      rb->slots[rb->slot_start[o] + fill[o]++] = (uint32_t)s;
+  }
+  free(fill);
+  return RING_OK;
+}
+
+static uint32_t deficit(const planner *p, uint32_t i) {
+  return p->sh.eligible[i] && p->load[i] < p->sh.quota[i] ? p->sh.quota[i] - p->load[i] : 0;
+}
+
+static uint32_t excess(const planner *p, uint32_t i) {
+  return p->load[i] > p->sh.quota[i] ? p->load[i] - p->sh.quota[i] : 0;
+}
+
+/* The best receiver below quota for free slot s, or NONE. */
+static uint16_t receiver_for(const planner *p, uint32_t s) {
+  const uint32_t t = s / p->R, r = s % p->R;
+  pick best = {NONE, 0, UINT32_MAX, 0};
+  for (uint32_t i = 0; i < p->n; i++) {
+    uint32_t left = deficit(p, i);
+    if (left == 0 || !can_take(p, (uint16_t)i, t, r))
+      continue;
+    pick c = {i, left, soft_conflicts(p, (uint16_t)i, t, r), tie(s, i)};
+    if (best.id == NONE || better(&c, &best))
+      best = c;
+  }
+  return (uint16_t)best.id;
+}
+
+/* Phase A: every free slot to a compatible node below quota. Slots no one
+ * can take stay free for the repair phase. */
+static void fill_free(planner *p, rebalance *rb) {
+  uint32_t kept = 0;
+  for (uint32_t k = 0; k < rb->n_free; k++) {
+    uint32_t s = rb->free_slots[k];
+    uint16_t u = receiver_for(p, s);
+    if (u == NONE)
+      rb->free_slots[kept++] = s;
+    else
+      assign(p, s / p->R, s % p->R, u);
+  }
+  rb->n_free = kept;
+}
+
+/* An unmoved slot of node o that u may take, with the fewest best-effort
+ * conflicts among the first few found; UINT32_MAX if none. The scan starts
+ * at a pseudo-random point so shed tokens spread over the ring. */
+static uint32_t slot_for(const planner *p, const rebalance *rb, uint32_t o, uint16_t u) {
+  const uint32_t a = rb->slot_start[o], len = rb->slot_start[o + 1] - a;
+  uint32_t best = UINT32_MAX, best_soft = UINT32_MAX, found = 0;
+  const uint32_t start = len ? (uint32_t)(tie(o, u) % len) : 0;
+  for (uint32_t k = 0; k < len && found < 16 && best_soft > 0; k++) {
+    uint32_t s = rb->slots[a + (start + k) % len];
+    if (!unmoved(p, s) || !can_take(p, u, s / p->R, s % p->R))
+      continue;
+    uint32_t c = soft_conflicts(p, u, s / p->R, s % p->R);
+    found++;
+    if (c < best_soft)
+      best = s, best_soft = c;
+  }
+  return best;
+}
+
+static void move_slot(planner *p, uint32_t s, uint16_t to) {
+  uint16_t from = p->target->owners[s];
+  if (from != NONE)
+    p->load[from]--;
+  assign(p, s / p->R, s % p->R, to);
+}
+
+typedef struct donor {
+  uint32_t node;
+  uint32_t excess;
+  bool same_domain; /* as the receiver: always compatible but for token overlap */
+  uint64_t tie;
+} donor;
+
+static int cmp_donor(const void *a, const void *b) {
+  const donor *x = a, *y = b;
+  if (x->excess != y->excess)
+    return x->excess > y->excess ? -1 : 1;
+  if (x->same_domain != y->same_domain)
+    return x->same_domain ? -1 : 1;
+  return (x->tie < y->tie) - (x->tie > y->tie);
+}
+
+/* Receiver u pulls its deficit from nodes above quota, the most loaded
+ * first, one unit from each in turn. Returns the units it could not get. */
+static uint32_t pull_for(planner *p, const rebalance *rb, uint16_t u, donor *buf) {
+  uint32_t k = 0;
+  for (uint32_t o = 0; o < p->n; o++)
+    if (excess(p, o) > 0)
+      buf[k++] = (donor){o, excess(p, o), p->sh.dom[o] == p->sh.dom[u], tie(o, u)};
+  qsort(buf, k, sizeof *buf, cmp_donor);
+  uint32_t need = deficit(p, u);
+  for (bool progress = true; need > 0 && progress;) {
+    progress = false;
+    for (uint32_t j = 0; j < k && need > 0; j++) {
+      if (excess(p, buf[j].node) == 0)
+        continue;
+      uint32_t s = slot_for(p, rb, buf[j].node, u);
+      if (s == UINT32_MAX)
+        continue;
+      move_slot(p, s, u);
+      need--;
+      progress = true;
+    }
+  }
+  return need;
+}
+
+typedef struct by_deficit {
+  uint32_t node;
+  uint32_t deficit;
+} by_deficit;
+
+static int cmp_deficit(const void *a, const void *b) {
+  const by_deficit *x = a, *y = b;
+  if (x->deficit != y->deficit)
+    return x->deficit > y->deficit ? -1 : 1;
+  return (x->node > y->node) - (x->node < y->node);
+}
+
+/* Phase B: receivers, largest deficit first, pull from nodes above quota. */
+static int pull_excess(planner *p, const rebalance *rb) {
+  by_deficit *order = malloc((p->n ? p->n : 1) * sizeof *order);
+  donor *buf = malloc((p->n ? p->n : 1) * sizeof *buf);
+  if (!order || !buf) {
+    free(order);
+    free(buf);
+    return RING_ENOMEM;
+  }
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < p->n; i++)
+    if (deficit(p, i) > 0)
+      order[k++] = (by_deficit){i, deficit(p, i)};
+  qsort(order, k, sizeof *order, cmp_deficit);
+  for (uint32_t j = 0; j < k; j++)
+    pull_for(p, rb, (uint16_t)order[j].node, buf);
+  free(order);
+  free(buf);
+  return RING_OK;
+}
+
+/* Places slot s1 on u by way of a balanced node b: b takes s1 and gives u
+ * one of its own unmoved slots. One move more than the direct route. */
+static bool two_hop(planner *p, const rebalance *rb, uint32_t s1, uint16_t u) {
+  const uint32_t t1 = s1 / p->R, r1 = s1 % p->R;
+  const uint16_t owner = p->target->owners[s1];
+  for (uint32_t b = 0; b < p->n; b++) {
+    if (!p->sh.eligible[b] || b == u || b == owner || !can_take(p, (uint16_t)b, t1, r1))
+      continue;
+    p->target->owners[s1] = (uint16_t)b; /* tentatively, so u's check sees it */
+    uint32_t s2 = slot_for(p, rb, b, u);
+    p->target->owners[s1] = owner;
+    if (s2 == UINT32_MAX || s2 / p->R == t1)
+      continue;
+    move_slot(p, s1, (uint16_t)b);
+    move_slot(p, s2, u);
+    return true;
+  }
+  return false;
+}
+
+static uint16_t any_deficit(const planner *p) {
+  for (uint32_t i = 0; i < p->n; i++)
+    if (deficit(p, i) > 0)
+      return (uint16_t)i;
+  return NONE;
+}
+
+/* Phase C: what phases A and B stranded, by two-hop moves. */
+static int repair(planner *p, rebalance *rb, ring_error *err) {
+  for (uint32_t k = 0; k < rb->n_free; k++) {
+    uint16_t u = any_deficit(p);
+    bool placed = false;
+    for (uint32_t i = u; !placed && i < p->n; i++)
+      placed = deficit(p, i) > 0 && two_hop(p, rb, rb->free_slots[k], (uint16_t)i);
+    if (!placed)
+      return ring__err(err, RING_EPLAN,
+                       "token %u slot %u: no node can take it without breaking a hard rule",
+                       rb->free_slots[k] / p->R, rb->free_slots[k] % p->R);
+  }
+  for (uint32_t o = 0; o < p->n; o++) {
+    const uint32_t a = rb->slot_start[o], len = rb->slot_start[o + 1] - a;
+    for (uint32_t j = 0; j < len && excess(p, o) > 0; j++) {
+      uint32_t s1 = rb->slots[a + j];
+      for (uint32_t i = 0; unmoved(p, s1) && i < p->n; i++)
+        if (deficit(p, i) > 0 && can_take(p, (uint16_t)i, s1 / p->R, s1 % p->R))
+          move_slot(p, s1, (uint16_t)i);
+      for (uint32_t i = 0; unmoved(p, s1) && i < p->n; i++)
+        if (deficit(p, i) > 0)
+          two_hop(p, rb, s1, (uint16_t)i);
+    }
+    if (excess(p, o) > 0)
+      return ring__err(err, RING_EPLAN, "node %s keeps %u token-replicas over its quota",
+                       p->target->nodes[o].id, excess(p, o));
+  }
+  return RING_OK;
+}
+
+static uint32_t lower_bound(const planner *p, const rebalance *rb) {
+  uint32_t lb = rb->n_free;
+  for (uint32_t i = 0; i < p->n; i++)
+    lb += excess(p, i);
+  return lb;
+}
+
+static int place_rebalance(planner *p, ring_error *err) {
+  rebalance rb = {0};
+  int rc = free_forced(p, &rb);
+  if (rc == RING_OK)
+    rc = index_slots(p, &rb);
+  if (rc == RING_OK) {
+    p->lower_bound = lower_bound(p, &rb);
+    fill_free(p, &rb);
+    rc = pull_excess(p, &rb);
+  }
+  if (rc == RING_OK)
+    rc = repair(p, &rb, err);
+  else
+    ring__err(err, rc, "planner: out of memory");
+  free(rb.free_slots);
+  free(rb.slot_start);
+  free(rb.slots);
+  return rc;
+}
+
+int ring__plan_assign(ring__planner *p, ring_error *err) {
+  memset(p->load, 0, p->n * sizeof *p->load);
+  if (p->orig == NULL) {
+    p->lower_bound = 0;
+    return place_initial(p, err);
+  }
+  memcpy(p->target->owners, p->orig, (size_t)p->T * p->R * sizeof *p->orig);
+  return place_rebalance(p, err);
+}

@@ -1,0 +1,87 @@
+/*
+ * plan_int.h: the planner's working state, shared by plan*.c.
+ *
+ * Phases (each in its own file):
+ *   plan.c         membership -> target node list; orchestration; accessors
+ *   plan_quota.c   hard domains, weighted targets with domain caps, integer quotas
+ *   plan_assign.c  initial placement, and minimal-movement rebalancing
+ *   plan_waves.c   stream sources and throttled waves
+ *   plan_verify.c  independent checks of tables and plans
+ */
+#ifndef RING_PLAN_INT_H
+#define RING_PLAN_INT_H
+
+#include "ring_int.h"
+
+#define DOMAIN_NONE UINT32_MAX
+
+/* Per-node facts the planner and the verifier both derive from a node list. */
+typedef struct ring__shares {
+  uint32_t n;          /* nodes */
+  uint32_t n_dom;      /* distinct hard domains among eligible nodes */
+  uint32_t *dom;       /* per node: hard domain id; eligible nodes' ids are < n_dom */
+  double *target;      /* per node: weighted target, domain caps applied; 0 if ineligible */
+  uint32_t *quota;     /* per node: floor or ceil of target, summing to T*R */
+  bool *eligible;      /* per node: active or joining */
+} ring__shares;
+
+/* Whether a node in this state takes replicas. */
+static inline bool ring__eligible(ring_node_state s) {
+  return s == RING_NODE_ACTIVE || s == RING_NODE_JOINING;
+}
+
+/* Whether a node in this state can still stream what it holds. */
+static inline bool ring__alive(ring_node_state s) {
+  return s != RING_NODE_DOWN && s != RING_NODE_REMOVED;
+}
+
+/* Computes domains, targets and quotas for t's node list under the hard
+ * level `fd` ("" = every node is its own domain). `load` (per node, may be
+ * NULL) breaks rounding ties toward nodes that already hold more, so fewer
+ * replicas move. Returns RING_OK, RING_EPLAN with err naming a broken hard
+ * rule (too few domains or nodes, a node without the label), RING_ENOMEM.
+ * On success the caller frees with ring__shares_free. */
+int ring__shares_compute(const ring_table *t, const char *fd, const uint32_t *load,
+                         ring__shares *s, ring_error *err);
+void ring__shares_free(ring__shares *s);
+
+/* Id of a node's value of label `key` among all nodes (equal values, equal
+ * ids); nodes without the label get distinct ids past the labelled ones.
+ * Writes n ids to out; returns the count of distinct labelled values, or
+ * RING_ENOMEM. */
+int ring__label_ids(const ring_table *t, const char *key, uint32_t *out);
+
+struct ring_plan {
+  ring_table *target;    /* sealed target table */
+  uint64_t base_version; /* 0 without a base */
+  ring_move *moves;      /* in (wave, token, slot) order */
+  uint32_t n_moves;
+  uint32_t n_waves;
+  uint32_t lower_bound;
+  uint32_t soft_violations;
+  uint32_t lost;         /* moves with no live source */
+  uint64_t bytes;
+  ring_plan_load *loads; /* per target node */
+};
+
+/* The working state of one ring_plan_compute call. */
+typedef struct ring__planner {
+  const ring_plan_config *cfg;
+  ring_table *target;     /* unsealed; owners hold the working assignment */
+  uint16_t *orig;         /* T*R base owners in target indexes; NULL without a base */
+  ring__shares sh;        /* domains, targets, quotas of target's nodes */
+  uint32_t *soft;         /* per node best-effort domain id, or NULL */
+  uint32_t *load;         /* per node token-replicas in the working assignment */
+  uint32_t T, R, n;
+  uint32_t lower_bound;
+} ring__planner;
+
+/* Fills p->target's owners: from scratch when p->orig is NULL, else moving
+ * as few replicas from p->orig as it can. RING_EPLAN if stuck. */
+int ring__plan_assign(ring__planner *p, ring_error *err);
+
+/* Turns the difference between orig and target into moves with sources
+ * and waves. Fills plan->moves, n_moves, n_waves, lost, bytes. */
+int ring__plan_waves(const ring__planner *p, ring_plan *plan);
+
+#endif /* RING_PLAN_INT_H */

@@ -1,0 +1,48 @@
+/*
+ * sbuf.c: the growing string used by the encoders and the verifiers.
+ */
+#include "ring_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ring__sb_reserve(ring__sbuf *b, size_t more) {
+  if (b->oom || b->len + more + 1 <= b->cap)
+    return;
+  size_t cap = b->cap ? b->cap : 256;
+  while (cap < b->len + more + 1)
+    cap *= 2;
+  char *p = realloc(b->p, cap);
+  if (p == NULL) {
+    b->oom = true;
+    return;
+  }
+  b->p = p;
+  b->cap = cap;
+}
+
+void ring__sb_puts(ring__sbuf *b, const char *s) {
+  size_t n = strlen(s);
+  ring__sb_reserve(b, n);
+  if (!b->oom) {
+    memcpy(b->p + b->len, s, n + 1);
+    b->len += n;
+  }
+}
+
+void ring__sb_printf(ring__sbuf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    return;
+  ring__sb_reserve(b, (size_t)n);
+  if (b->oom)
+    return;
+  va_start(ap, fmt);
+  vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  b->len += (size_t)n;
+}
