@@ -58,13 +58,20 @@ static void check_domains(const ring_table *t, const ring__shares *sh, findings 
   }
 }
 
+/* Nodes that give everything up must hold nothing, whatever else fails. */
+static void check_leavers(const ring_table *t, findings *f) {
+  for (uint32_t i = 0; i < t->n_nodes; i++) {
+    const ring__node *n = &t->nodes[i];
+    if (!ring__eligible(n->state) && n->replicas > 0)
+      finding(f, "node %s is %s but owns %u token-replicas", n->id,
+              ring_node_state_name(n->state), n->replicas);
+  }
+}
+
 static void check_balance(const ring_table *t, const ring__shares *sh, findings *f) {
   for (uint32_t i = 0; i < t->n_nodes; i++) {
     const ring__node *n = &t->nodes[i];
-    if (!sh->eligible[i] && n->replicas > 0)
-      finding(f, "node %s is %s but owns %u token-replicas", n->id,
-              ring_node_state_name(n->state), n->replicas);
-    else if (sh->eligible[i] && fabs((double)n->replicas - sh->target[i]) >= 1.0 - 1e-9)
+    if (sh->eligible[i] && fabs((double)n->replicas - sh->target[i]) >= 1.0 - 1e-9)
       finding(f, "node %s owns %u token-replicas, target %.3f", n->id, n->replicas,
               sh->target[i]);
   }
@@ -81,6 +88,7 @@ static int verify_table(const ring_table *t, const char *fd, findings *f) {
   }
   ring__shares sh;
   ring_error err;
+  check_leavers(t, f);
   int rc = ring__shares_compute(t, t->failure_domain, NULL, &sh, &err);
   if (rc == RING_EPLAN) {
     finding(f, "%s", err.message);
