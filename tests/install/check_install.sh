@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs libring into a temporary prefix and builds a consumer three ways:
+# pkg-config against the shared library, pkg-config --static, and CMake's
+# find_package(Ringkeeper). Also checks that the shared library exports
+# only the public ring_ API (built with -fvisibility=hidden) and carries a
+# versioned SONAME.
+# Usage: check_install.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+lib=$(find "$tmp/prefix" -name 'libring.so.*.*' | head -n1)
+test -f "$tmp/prefix/include/ring.h"
+test -f "$tmp/prefix/include/ring_inline.h"
+
+soname=$(objdump -p "$lib" | awk '/SONAME/ {print $2}')
+[ "$soname" = "libring.so.0" ] || { echo "SONAME is '$soname'"; exit 1; }
+leaked=$(nm -D --defined-only "$lib" | awk '$2 ~ /[TDB]/ {print $3}' | grep -v '^ring_' || true)
+[ -z "$leaked" ] || { echo "exported beyond the API:"; echo "$leaked"; exit 1; }
+internal=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep '^ring__' || true)
+[ -z "$internal" ] || { echo "internal symbols exported: $internal"; exit 1; }
+
+export PKG_CONFIG_PATH=$(dirname "$(find "$tmp/prefix" -name libring.pc)")
+cc -std=c11 -o "$tmp/shared" "$src/examples/ring_lookup_demo.c" \
+  $(pkg-config --cflags --libs libring) -lpthread
+LD_LIBRARY_PATH=$(dirname "$lib") "$tmp/shared" >/dev/null
+cc -std=c11 -o "$tmp/static" "$src/examples/ring_lookup_demo.c" \
+  $(pkg-config --cflags libring) "$(dirname "$lib")/libring.a" \
+  $(pkg-config --libs libxxhash libcjson) -lpthread -lm
+"$tmp/static" >/dev/null
+
+mkdir -p "$tmp/consumer"
+cat >"$tmp/consumer/CMakeLists.txt" <<CMAKE
+cmake_minimum_required(VERSION 3.18)
+project(consumer C)
+find_package(Ringkeeper REQUIRED)
+add_executable(consumer $src/examples/ring_lookup_demo.c)
+target_link_libraries(consumer PRIVATE Ringkeeper::ring)
+CMAKE
+cmake -S "$tmp/consumer" -B "$tmp/consumer/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
+cmake --build "$tmp/consumer/build" >/dev/null
+LD_LIBRARY_PATH=$(dirname "$lib") "$tmp/consumer/build/consumer" >/dev/null
+echo "install: headers, libring.pc, CMake package, SONAME $soname, $(nm -D --defined-only "$lib" | grep -c ' T ring_') exported functions: ok"
