@@ -12,6 +12,7 @@
  * mark point, which would dominate a 200k-request simulation.
  */
 #include "ring.h"
+#include "completion_heap.h"
 #include "test_tables.h"
 
 #include <check.h>
@@ -132,42 +133,6 @@ static uint16_t route_ok(ring_bounded *b, const ring_table *t, const char *key,
 #define SIM_KEYS 100000u
 #define SIM_MEAN_MS 1000u /* mean duration: ~1000 requests in flight */
 
-/* A min-heap of request completions. */
-typedef struct done {
-  uint64_t at;
-  uint16_t node;
-} done;
-
-typedef struct heap {
-  done *v;
-  size_t n;
-} heap;
-
-static void heap_push(heap *h, done d) {
-  size_t i = h->n++;
-  for (; i > 0 && h->v[(i - 1) / 2].at > d.at; i = (i - 1) / 2)
-    h->v[i] = h->v[(i - 1) / 2];
-  h->v[i] = d;
-}
-
-static done heap_pop(heap *h) {
-  done top = h->v[0], last = h->v[--h->n];
-  size_t i = 0;
-  for (;;) {
-    size_t k = 2 * i + 1;
-    if (k >= h->n)
-      break;
-    if (k + 1 < h->n && h->v[k + 1].at < h->v[k].at)
-      k++;
-    if (h->v[k].at >= last.at)
-      break;
-    h->v[i] = h->v[k];
-    i = k;
-  }
-  if (h->n > 0)
-    h->v[i] = last;
-  return top;
-}
 
 static const struct {
   uint32_t nodes;

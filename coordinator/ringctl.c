@@ -1,0 +1,128 @@
+/*
+ * ringctl.c: the operator CLI's entry point. Reads the global options up to
+ * the command name, dispatches through the command table, and turns a
+ * failed write of the output into exit code 1.
+ *
+ * Sections: the command table; help; main.
+ *
+ * Usage: ringctl [GLOBAL OPTIONS] COMMAND [OPTIONS]
+ */
+#include "ringctl.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------ the command table */
+
+typedef struct command {
+  const char *name;           /* what the operator types */
+  int (*run)(ringctl_args *a); /* reads a's options, returns an exit code */
+  const char *summary;        /* one line for `ringctl --help` */
+} command;
+
+/* One line per command, in the order `ringctl --help` lists them. */
+static const command commands[] = {
+    {"simulate", ringctl_cmd_simulate,
+     "compare placement schemes: keys moved on a join or leave, balance"},
+};
+
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static const command *find_command(const char *name) {
+  for (size_t i = 0; i < N_COMMANDS; i++)
+    if (strcmp(commands[i].name, name) == 0)
+      return &commands[i];
+  return NULL;
+}
+
+/* Runs a command with its name in the message prefix ("ringctl simulate:"). */
+static int run_command(const command *c, ringctl_args *a) {
+  char prog[64];
+  const char *outer = a->prog;
+  snprintf(prog, sizeof prog, "ringctl %s", c->name);
+  a->prog = prog;
+  int rc = c->run(a);
+  a->prog = outer; /* prog dies with this frame */
+  return rc;
+}
+
+/* ------------------------------------------------------------------ help */
+
+static void print_usage(FILE *f) {
+  fputs("Usage: ringctl [GLOBAL OPTIONS] COMMAND [OPTIONS]\n"
+        "       ringctl help COMMAND\n"
+        "\n"
+        "Commands:\n",
+        f);
+  for (size_t i = 0; i < N_COMMANDS; i++)
+    fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
+  fputs("\n"
+        "Global options (before or after the command):\n"
+        "  --endpoints URLS  etcd endpoints, comma-separated\n"
+        "  --cluster NAME    cluster name: keys live under /ringkeeper/NAME/\n"
+        "  --json            machine-readable output, where a command prints data\n"
+        "  -h, --help        this help; `ringctl COMMAND --help` for a command's\n"
+        "\n"
+        "Exit codes: 0 success, 1 runtime failure, 2 usage error, 3 conflict.\n",
+        f);
+}
+
+/* Runs `cmd --help` for `ringctl help [COMMAND]`. */
+static int help_command(ringctl_args *a) {
+  const char *name = NULL;
+  int r = ringctl_next_opt(a, NULL, &name);
+  if (r == RINGCTL_ARG_ERROR)
+    return RINGCTL_EXIT_USAGE;
+  if (r != RINGCTL_ARG_POSITIONAL) {
+    print_usage(stdout);
+    return RINGCTL_EXIT_OK;
+  }
+  const command *c = find_command(name);
+  if (c == NULL)
+    return ringctl_usage_error(a, "unknown command \"%s\"", name);
+  char help[] = "--help";
+  char *argv[] = {help, NULL};
+  ringctl_args sub = {1, argv, 0, a->prog, a->globals, false};
+  return run_command(c, &sub);
+}
+
+/* ------------------------------------------------------------------ main */
+
+/* Output that could not be written is a failure, whatever the command
+ * returned: a script reading a truncated table must not see success. */
+static int finish(int rc) {
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    fprintf(stderr, "ringctl: writing output: %s\n", strerror(errno));
+    return RINGCTL_EXIT_FAILURE;
+  }
+  return rc;
+}
+
+static int dispatch(ringctl_args *a) {
+  const char *name = NULL;
+  switch (ringctl_next_opt(a, NULL, &name)) {
+  case RINGCTL_ARG_HELP:
+    print_usage(stdout);
+    return RINGCTL_EXIT_OK;
+  case RINGCTL_ARG_END:
+    print_usage(stderr);
+    return RINGCTL_EXIT_USAGE;
+  case RINGCTL_ARG_POSITIONAL:
+    break;
+  default:
+    return RINGCTL_EXIT_USAGE; /* the reader printed why */
+  }
+  if (strcmp(name, "help") == 0)
+    return help_command(a);
+  const command *c = find_command(name);
+  if (c == NULL)
+    return ringctl_usage_error(a, "unknown command \"%s\"", name);
+  return run_command(c, a);
+}
+
+int main(int argc, char **argv) {
+  ringctl_globals globals = {NULL, NULL, false};
+  ringctl_args a = {argc, argv, 1, "ringctl", &globals, false};
+  return finish(dispatch(&a));
+}

@@ -1,0 +1,161 @@
+/*
+ * ringctl_args.c: the option reader every ringctl command uses.
+ *
+ * Sections: global options; matching one argument; ringctl_next_opt;
+ * usage errors and numbers.
+ *
+ * Only long options ("--name VALUE", "--name=VALUE") plus -h: a handful of
+ * commands with a handful of options each do not need getopt's short-option
+ * clusters, and a hand-written reader lets global options appear anywhere
+ * without getopt's global state or GNU argument permutation.
+ */
+#include "ringctl.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------- global options */
+
+enum { GLOBAL_ENDPOINTS, GLOBAL_CLUSTER, GLOBAL_JSON };
+
+static const ringctl_opt global_opts[] = {
+    {"endpoints", GLOBAL_ENDPOINTS, true},
+    {"cluster", GLOBAL_CLUSTER, true},
+    {"json", GLOBAL_JSON, false},
+    {NULL, 0, false},
+};
+
+static void store_global(ringctl_globals *g, int id, const char *value) {
+  switch (id) {
+  case GLOBAL_ENDPOINTS:
+    g->endpoints = value;
+    break;
+  case GLOBAL_CLUSTER:
+    g->cluster = value;
+    break;
+  case GLOBAL_JSON:
+    g->json = true;
+    break;
+  default:
+    break;
+  }
+}
+
+/* ------------------------------------------------ matching one argument */
+
+/* The entry of `opts` named by arg ("--name" or "--name=value", the dashes
+ * already stripped, name_len the part before any '='), or NULL. */
+static const ringctl_opt *find_opt(const ringctl_opt *opts, const char *name,
+                                   size_t name_len) {
+  for (const ringctl_opt *o = opts; o != NULL && o->name != NULL; o++)
+    if (strlen(o->name) == name_len && strncmp(o->name, name, name_len) == 0)
+      return o;
+  return NULL;
+}
+
+/* Takes the value of option o: the text after '=' (inline, may be NULL),
+ * else the next argument. Returns 0, or RINGCTL_ARG_ERROR after printing
+ * why (a missing value, or a value given to a flag). */
+static int take_value(ringctl_args *a, const ringctl_opt *o, const char *inline_value,
+                      const char **value) {
+  if (!o->has_value) {
+    if (inline_value != NULL) {
+      ringctl_usage_error(a, "--%s takes no value", o->name);
+      return RINGCTL_ARG_ERROR;
+    }
+    *value = NULL;
+    return 0;
+  }
+  if (inline_value != NULL) {
+    *value = inline_value;
+    return 0;
+  }
+  if (a->next >= a->argc) {
+    ringctl_usage_error(a, "--%s needs a value", o->name);
+    return RINGCTL_ARG_ERROR;
+  }
+  *value = a->argv[a->next++];
+  return 0;
+}
+
+/* ------------------------------------------------------ ringctl_next_opt */
+
+/* Looks the long option `arg` (after "--") up in the command's table, then
+ * in the global one, whose options it stores (setting *is_global). Returns
+ * the option's id, or RINGCTL_ARG_ERROR after printing why. */
+static int read_long(ringctl_args *a, const ringctl_opt *opts, const char *arg,
+                     const char **value, bool *is_global) {
+  const char *eq = strchr(arg, '=');
+  const size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+  const char *inline_value = eq ? eq + 1 : NULL;
+  const ringctl_opt *o = find_opt(opts, arg, len);
+  *is_global = o == NULL;
+  if (o == NULL && (o = find_opt(global_opts, arg, len)) == NULL) {
+    ringctl_usage_error(a, "unknown option --%.*s", (int)len, arg);
+    return RINGCTL_ARG_ERROR;
+  }
+  if (take_value(a, o, inline_value, value) != 0)
+    return RINGCTL_ARG_ERROR;
+  if (*is_global)
+    store_global(a->globals, o->id, *value);
+  return o->id;
+}
+
+int ringctl_next_opt(ringctl_args *a, const ringctl_opt *opts, const char **value) {
+  for (;;) {
+    if (a->next >= a->argc)
+      return RINGCTL_ARG_END;
+    const char *arg = a->argv[a->next++];
+    if (a->no_more_opts || arg[0] != '-' || arg[1] == '\0') {
+      *value = arg; /* "-" alone is positional: it conventionally means stdin */
+      return RINGCTL_ARG_POSITIONAL;
+    }
+    if (strcmp(arg, "--") == 0) {
+      a->no_more_opts = true;
+      continue;
+    }
+    if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0)
+      return RINGCTL_ARG_HELP;
+    if (arg[1] != '-') {
+      ringctl_usage_error(a, "unknown option %s (options are long: --name)", arg);
+      return RINGCTL_ARG_ERROR;
+    }
+    bool is_global;
+    int id = read_long(a, opts, arg + 2, value, &is_global);
+    if (id == RINGCTL_ARG_ERROR || !is_global)
+      return id;
+  }
+}
+
+/* ------------------------------------------------ usage errors, numbers */
+
+int ringctl_usage_error(const ringctl_args *a, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "%s: ", a->prog);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\nTry '%s --help'.\n", a->prog);
+  return RINGCTL_EXIT_USAGE;
+}
+
+int ringctl_parse_uint(const ringctl_args *a, const char *name, const char *value,
+                       uint64_t min, uint64_t max, uint64_t *out) {
+  /* strtoull alone accepts " 8", "+8", "-8" (wrapped) and "8x": check the
+   * digits first so every one of those is a usage error. */
+  bool digits = value[0] != '\0';
+  for (const char *p = value; *p != '\0'; p++)
+    digits = digits && *p >= '0' && *p <= '9';
+  if (!digits)
+    return ringctl_usage_error(a, "--%s: \"%s\" is not a whole number", name, value);
+  errno = 0;
+  unsigned long long v = strtoull(value, NULL, 10);
+  if (errno == ERANGE || v < min || v > max)
+    return ringctl_usage_error(a, "--%s must be in [%llu, %llu], got %s", name,
+                               (unsigned long long)min, (unsigned long long)max, value);
+  *out = (uint64_t)v;
+  return RINGCTL_EXIT_OK;
+}
