@@ -13,3 +13,7 @@ cmake --build "$out" -j "$(nproc)" >/dev/null
 
 echo "== libring: a table, key lookups, read replicas, live swaps under a reader"
 "$out/examples/ring_lookup_demo"
+
+echo
+echo "== ringctl simulate: how many keys move when an 8-node cluster grows to 9"
+"$out/coordinator/ringctl" simulate --nodes 8 --keys 100000
