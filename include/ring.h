@@ -65,7 +65,15 @@ extern "C" {
   XX(ENOTFOUND, 21, "not found")                                               \
   XX(EUNAVAIL, 22, "no eligible node")                                         \
   XX(EBUSY, 23, "operation not allowed inside a read section")                 \
-  XX(EPLAN, 24, "no plan can meet the placement rules")
+  XX(EPLAN, 24, "no plan can meet the placement rules")                        \
+  XX(EUNKNOWN, 25, "outcome unknown: re-read before acting")                   \
+  XX(EAUTH, 26, "authentication failed")                                       \
+  XX(ENOTLEADER, 27, "leadership lost")                                        \
+  XX(ECONFLICT, 28, "a compare did not hold")                                  \
+  XX(ECONNECT, 29, "no etcd endpoint reachable")                               \
+  XX(ETIMEDOUT, 30, "timed out")                                               \
+  XX(EPROTO, 31, "malformed response")                                         \
+  XX(ESERVER, 32, "etcd returned an error")
 
 typedef enum ring_errno {
   RING_OK = 0,

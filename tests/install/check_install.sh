@@ -29,7 +29,7 @@ cc -std=c11 -o "$tmp/shared" "$src/examples/ring_lookup_demo.c" \
 LD_LIBRARY_PATH=$(dirname "$lib") "$tmp/shared" >/dev/null
 cc -std=c11 -o "$tmp/static" "$src/examples/ring_lookup_demo.c" \
   $(pkg-config --cflags libring) "$(dirname "$lib")/libring.a" \
-  $(pkg-config --libs libxxhash libcjson) -lpthread -lm
+  $(pkg-config --libs libxxhash libcjson libcurl) -lpthread -lm
 "$tmp/static" >/dev/null
 
 mkdir -p "$tmp/consumer"

@@ -1,0 +1,287 @@
+/*
+ * ring_etcd.h: libring's etcd v3 client (over etcd's gRPC-JSON gateway,
+ * /v3/...) and the live ring watcher built on it.
+ *
+ * Sections:
+ *   1. the client: endpoints, auth, TLS, failover
+ *   2. key-value: range, put, delete, txn
+ *   3. watch: streamed, resumable across member loss and compaction
+ *   4. leases: grant, keep-alive, revoke, time-to-live
+ *   5. election and fencing
+ *   6. the live ring watcher for embedders
+ *
+ * Threads: a ring_etcd handle may be used from any number of threads at
+ * once (each call takes its own connection from a small pool). Watches and
+ * lease keep-alives run on threads of their own and call back from there.
+ *
+ * Keys and values are bytes (pointer + length). Revisions, versions and
+ * lease ids are int64 as in etcd. Results that hold memory are freed with
+ * the matching *_free; callbacks' arguments are borrowed for the call.
+ *
+ * Failover: a read that fails to connect, times out or meets an unavailable
+ * member moves to the next endpoint and is retried there. A write is
+ * retried only when it certainly never reached a server (connection
+ * refused); when its outcome is unknown the call returns RING_EUNKNOWN and
+ * the caller re-reads, so nothing is applied twice.
+ */
+#ifndef RING_ETCD_H
+#define RING_ETCD_H
+
+#include "ring.h"
+
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------- 1. client */
+
+typedef struct ring_etcd ring_etcd;
+
+typedef struct ring_etcd_opts {
+  const char *endpoints;   /* comma-separated URLs, e.g. "http://127.0.0.1:2379,..." */
+  const char *user;        /* NULL: no auth */
+  const char *password;
+  const char *ca_file;     /* TLS: CA bundle to verify members; NULL: system default */
+  const char *cert_file;   /* TLS client certificate, or NULL */
+  const char *key_file;    /* TLS client key, or NULL */
+  uint32_t timeout_ms;     /* per request; 0: 5000 */
+  uint32_t connect_timeout_ms; /* per connection attempt; 0: 1000 */
+} ring_etcd_opts;
+
+/* Opens a client. Connects lazily: a dead etcd fails the first call, not
+ * this one, unless auth is asked for (then it authenticates now and fails
+ * with RING_EAUTH on a wrong password). */
+RING_EXTERN int ring_etcd_open(const ring_etcd_opts *o, ring_etcd **out, ring_error *err);
+/* Stops nothing else: close watches, keep-alives and watchers first. */
+RING_EXTERN void ring_etcd_close(ring_etcd *c);
+/* The endpoint the next request goes to (after failover, another one). */
+RING_EXTERN const char *ring_etcd_endpoint(ring_etcd *c);
+/* Requests sent so far (all endpoints, retries included): for benchmarks. */
+RING_EXTERN uint64_t ring_etcd_requests(ring_etcd *c);
+
+/* ---------------------------------------------------------- 2. key-value */
+
+typedef struct ring_kv {
+  uint8_t *key;            /* malloc()'ed, NUL-terminated for convenience */
+  size_t key_len;
+  uint8_t *value;          /* malloc()'ed, NUL-terminated; NULL with keys_only */
+  size_t value_len;
+  int64_t create_revision;
+  int64_t mod_revision;
+  int64_t version;
+  int64_t lease;
+} ring_kv;
+
+typedef struct ring_kvs {
+  ring_kv *kvs;            /* n entries */
+  uint32_t n;
+  int64_t count;           /* keys in the range (may exceed n with a limit) */
+  bool more;               /* the limit cut the range short */
+  int64_t revision;        /* the store revision the read saw */
+} ring_kvs;
+
+RING_EXTERN void ring_kvs_free(ring_kvs *r); /* frees the contents, not r */
+
+typedef struct ring_range_opts {
+  bool prefix;             /* every key starting with key */
+  int64_t limit;           /* 0: no limit */
+  int64_t revision;        /* 0: latest */
+  bool keys_only;
+  bool count_only;
+} ring_range_opts;
+
+/* Reads a key or a prefix. opts may be NULL. Fills *out (ring_kvs_free it). */
+RING_EXTERN int ring_etcd_range(ring_etcd *c, const void *key, size_t key_len,
+                                const ring_range_opts *opts, ring_kvs *out, ring_error *err);
+
+/* Puts a value; lease 0 for none. *revision (if not NULL) receives the
+ * store revision of the write; *prev (if not NULL) the previous key-value
+ * (key NULL when there was none). */
+RING_EXTERN int ring_etcd_put(ring_etcd *c, const void *key, size_t key_len, const void *value,
+                              size_t value_len, int64_t lease, int64_t *revision, ring_kv *prev,
+                              ring_error *err);
+RING_EXTERN void ring_kv_free(ring_kv *kv); /* frees the contents, not kv */
+
+/* Deletes a key or a prefix; *deleted receives how many went. */
+RING_EXTERN int ring_etcd_delete(ring_etcd *c, const void *key, size_t key_len, bool prefix,
+                                 int64_t *deleted, int64_t *revision, ring_error *err);
+
+typedef enum ring_cmp_target {
+  RING_CMP_VERSION,
+  RING_CMP_CREATE,         /* create_revision; 0 = the key does not exist */
+  RING_CMP_MOD,            /* mod_revision */
+  RING_CMP_VALUE
+} ring_cmp_target;
+
+typedef enum ring_cmp_op { RING_CMP_EQ, RING_CMP_NE, RING_CMP_LT, RING_CMP_GT } ring_cmp_op;
+
+typedef struct ring_cmp {
+  const void *key;
+  size_t key_len;
+  ring_cmp_target target;
+  ring_cmp_op op;
+  int64_t number;          /* for VERSION, CREATE, MOD */
+  const void *value;       /* for VALUE */
+  size_t value_len;
+} ring_cmp;
+
+typedef enum ring_op_type { RING_OP_RANGE, RING_OP_PUT, RING_OP_DELETE } ring_op_type;
+
+typedef struct ring_op {
+  ring_op_type type;
+  const void *key;
+  size_t key_len;
+  const void *value;       /* PUT */
+  size_t value_len;
+  int64_t lease;           /* PUT */
+  bool prefix;             /* RANGE, DELETE */
+} ring_op;
+
+typedef struct ring_txn_result {
+  bool succeeded;          /* the compares held: the success ops ran */
+  int64_t revision;        /* the header's revision: the store after the txn */
+  ring_kvs *ranges;        /* one per op that ran (empty for PUT and DELETE) */
+  uint32_t n_ranges;
+} ring_txn_result;
+
+RING_EXTERN void ring_txn_result_free(ring_txn_result *r);
+
+/* One atomic transaction: if every compare holds, the success ops run,
+ * else the failure ops. out may be NULL. RING_EUNKNOWN when the request
+ * may or may not have been applied (re-read before acting). */
+RING_EXTERN int ring_etcd_txn(ring_etcd *c, const ring_cmp *cmps, uint32_t n_cmps,
+                              const ring_op *success, uint32_t n_success, const ring_op *failure,
+                              uint32_t n_failure, ring_txn_result *out, ring_error *err);
+
+/* Compacts the store's history up to revision (inclusive). */
+RING_EXTERN int ring_etcd_compact(ring_etcd *c, int64_t revision, ring_error *err);
+
+/* -------------------------------------------------------------- 3. watch */
+
+typedef enum ring_event_type { RING_EVENT_PUT, RING_EVENT_DELETE } ring_event_type;
+
+typedef struct ring_event {
+  ring_event_type type;
+  ring_kv kv;              /* borrowed for the callback */
+} ring_event;
+
+/* Called on the watch's thread with each batch of events, in revision
+ * order, or with n == 0 for a progress notification (revision: the store
+ * has no change for this watch up to it). When etcd compacted past the next
+ * revision the watch wanted, `compacted` is true and revision is the
+ * oldest revision still available: the watcher missed changes, so it must
+ * re-read; the watch resumes from there. Return 0 to go on, non-zero to
+ * stop the watch. */
+typedef int (*ring_watch_cb)(void *ud, const ring_event *events, uint32_t n, int64_t revision,
+                             bool compacted);
+
+typedef struct ring_watch ring_watch;
+
+/* Watches key (or the prefix) from start_revision (0: now). A broken stream
+ * reconnects with backoff (to another endpoint if need be) and resumes from
+ * the last revision seen + 1: no event is missed or repeated. */
+RING_EXTERN int ring_etcd_watch(ring_etcd *c, const void *key, size_t key_len, bool prefix,
+                                int64_t start_revision, ring_watch_cb cb, void *ud,
+                                ring_watch **out, ring_error *err);
+/* Stops the watch and joins its thread; no callback runs after it returns.
+ * Not to be called from the watch's own callback (return non-zero instead). */
+RING_EXTERN void ring_watch_cancel(ring_watch *w);
+
+/* ------------------------------------------------------------- 4. leases */
+
+RING_EXTERN int ring_etcd_lease_grant(ring_etcd *c, int64_t ttl_s, int64_t *lease,
+                                      ring_error *err);
+RING_EXTERN int ring_etcd_lease_revoke(ring_etcd *c, int64_t lease, ring_error *err);
+/* Remaining seconds of a lease; RING_ENOTFOUND when it has expired. */
+RING_EXTERN int ring_etcd_lease_ttl(ring_etcd *c, int64_t lease, int64_t *ttl_s,
+                                    ring_error *err);
+/* One keep-alive round trip; RING_ENOTFOUND when the lease is gone. */
+RING_EXTERN int ring_etcd_lease_refresh(ring_etcd *c, int64_t lease, int64_t *ttl_s,
+                                        ring_error *err);
+
+/* Keeps a lease alive from a thread of its own, refreshing before a third
+ * of the TTL is spent. When the lease is lost (expired, revoked, or not
+ * refreshed in time because etcd was unreachable), `lost` is called once
+ * from that thread and the keeper stops. */
+typedef void (*ring_lease_lost_cb)(void *ud, int64_t lease);
+typedef struct ring_keeper ring_keeper;
+RING_EXTERN int ring_etcd_keep_alive(ring_etcd *c, int64_t lease, int64_t ttl_s,
+                                     ring_lease_lost_cb lost, void *ud, ring_keeper **out,
+                                     ring_error *err);
+/* Stops keeping the lease alive (it expires later unless revoked). */
+RING_EXTERN void ring_keeper_stop(ring_keeper *k);
+
+/* -------------------------------------------------- 5. election, fencing */
+
+/* Leadership of one key: held while `key` exists with our lease. The
+ * key's create revision is the leader's fencing token. */
+typedef struct ring_leadership {
+  char *key;               /* malloc()'ed copy */
+  int64_t lease;
+  int64_t create_revision; /* fencing token */
+} ring_leadership;
+
+/* Tries once to become leader: creates key = value under lease only if the
+ * key is absent. RING_OK and *out filled when elected; RING_EBUSY when
+ * someone else leads (their value in *current if not NULL). */
+RING_EXTERN int ring_etcd_campaign(ring_etcd *c, const char *key, const void *value,
+                                   size_t value_len, int64_t lease, ring_leadership *out,
+                                   ring_kv *current, ring_error *err);
+/* Observes an election: the current leader's key-value, RING_ENOTFOUND
+ * when nobody leads. To follow changes, watch the key (section 3). */
+RING_EXTERN int ring_etcd_leader(ring_etcd *c, const char *key, ring_kv *out, ring_error *err);
+/* Gives up leadership: deletes the key if it is still ours. */
+RING_EXTERN int ring_etcd_resign(ring_etcd *c, const ring_leadership *l, ring_error *err);
+RING_EXTERN void ring_leadership_free(ring_leadership *l);
+
+/* A txn that commits only while l is still the leader (the leader key's
+ * create revision is unchanged), so a paused ex-leader can never write.
+ * RING_ENOTLEADER when leadership is gone (nothing was applied);
+ * RING_ECONFLICT when the leader compares held but the caller's did not
+ * (the failure ops ran). */
+RING_EXTERN int ring_etcd_fenced_txn(ring_etcd *c, const ring_leadership *l,
+                                     const ring_cmp *cmps, uint32_t n_cmps,
+                                     const ring_op *success, uint32_t n_success,
+                                     const ring_op *failure, uint32_t n_failure,
+                                     ring_txn_result *out, ring_error *err);
+
+/* ------------------------------------------------ 6. live ring watcher */
+
+/* Follows /ringkeeper/<cluster>/version and keeps the matching table in a
+ * ring_live: on each new version it fetches deltas/<v> when it is exactly
+ * one version behind (proto/delta.md) and tables/<v> otherwise, validates
+ * the result, swaps it in and calls the callback. A table that fails
+ * validation is refused, logged and counted, and the last good table stays
+ * in service; so it does while etcd is unreachable. */
+typedef struct ring_watcher ring_watcher;
+
+typedef void (*ring_table_cb)(void *ud, const ring_table *t);
+
+typedef struct ring_watcher_opts {
+  const char *cluster;     /* [a-z0-9._-]{1,63} */
+  const char *ack_id;      /* when set, writes acks/<id> = version after each swap */
+  ring_table_cb on_table;  /* called after each swap from the watcher's thread, or NULL */
+  void *ud;
+} ring_watcher_opts;
+
+/* Starts following. Reads the current table before returning (a cluster
+ * with no table yet is not an error: the holder stays empty). */
+RING_EXTERN int ring_watcher_start(ring_etcd *c, const ring_watcher_opts *o, ring_live *live,
+                                   ring_watcher **out, ring_error *err);
+RING_EXTERN void ring_watcher_stop(ring_watcher *w);
+
+typedef struct ring_watcher_stats {
+  uint64_t version;        /* in service */
+  uint64_t swaps;          /* tables installed */
+  uint64_t deltas;         /* of which built from a delta */
+  uint64_t rejected;       /* tables or deltas refused by validation */
+  uint64_t errors;         /* etcd errors (retried) */
+} ring_watcher_stats;
+RING_EXTERN void ring_watcher_stats_get(ring_watcher *w, ring_watcher_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RING_ETCD_H */

@@ -1,0 +1,382 @@
+/*
+ * etcd.c: the etcd client's transport: endpoints, the connection pool,
+ * requests with failover, authentication, TLS, and JSON helpers for the
+ * gateway's encoding (bytes as base64, int64 as strings).
+ *
+ * Why the gateway: it is etcd's own HTTP/JSON front (every etcd 3.x serves
+ * it on the client port), so libring needs only libcurl and cJSON, no gRPC
+ * or protobuf runtime.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "etcd_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ------------------------------------------------------------- buffers */
+
+size_t ring__buf_write(char *data, size_t size, size_t n, void *ud) {
+  ring__buf *b = ud;
+  size_t len = size * n;
+  if (b->len + len + 1 > b->max) {
+    b->overflow = true;
+    return 0; /* makes curl fail the transfer */
+  }
+  if (b->len + len + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + len + 1)
+      cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (p == NULL)
+      return 0;
+    b->p = p;
+    b->cap = cap;
+  }
+  memcpy(b->p + b->len, data, len);
+  b->len += len;
+  b->p[b->len] = '\0';
+  return len;
+}
+
+/* ------------------------------------------------------------ open/close */
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+static void curl_init(void) { curl_init_rc = curl_global_init(CURL_GLOBAL_ALL); }
+
+static char *dup_or_null(const char *s) { return s && *s ? strdup(s) : NULL; }
+
+/* Splits "a,b,c" into trimmed URLs without trailing slashes. */
+static int parse_endpoints(ring_etcd *c, const char *list, ring_error *err) {
+  char *copy = strdup(list), *save = NULL;
+  if (copy == NULL)
+    return ring__err(err, RING_ENOMEM, "endpoints");
+  for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    while (*tok == ' ')
+      tok++;
+    size_t n = strlen(tok);
+    while (n > 0 && (tok[n - 1] == '/' || tok[n - 1] == ' '))
+      tok[--n] = '\0';
+    if (n == 0)
+      continue;
+    if (strncmp(tok, "http://", 7) != 0 && strncmp(tok, "https://", 8) != 0) {
+      free(copy);
+      return ring__err(err, RING_EINVAL, "endpoint \"%.100s\": want http:// or https://", tok);
+    }
+    char **e = realloc(c->endpoints, (c->n_endpoints + 1) * sizeof *e);
+    if (e == NULL || (e[c->n_endpoints] = strdup(tok)) == NULL) {
+      if (e)
+        c->endpoints = e;
+      free(copy);
+      return ring__err(err, RING_ENOMEM, "endpoints");
+    }
+    c->endpoints = e;
+    c->n_endpoints++;
+  }
+  free(copy);
+  return c->n_endpoints ? RING_OK : ring__err(err, RING_EINVAL, "no endpoints given");
+}
+
+static int authenticate(ring_etcd *c, ring_error *err);
+
+int ring_etcd_open(const ring_etcd_opts *o, ring_etcd **out, ring_error *err) {
+  if (o == NULL || out == NULL || o->endpoints == NULL)
+    return ring__err(err, RING_EINVAL, "ring_etcd_open: NULL argument");
+  pthread_once(&curl_once, curl_init);
+  if (curl_init_rc != CURLE_OK)
+    return ring__err(err, RING_ENOMEM, "curl_global_init failed");
+  ring_etcd *c = calloc(1, sizeof *c);
+  if (c == NULL)
+    return ring__err(err, RING_ENOMEM, "client");
+  pthread_mutex_init(&c->lock, NULL);
+  c->timeout_ms = o->timeout_ms ? o->timeout_ms : 5000;
+  c->connect_timeout_ms = o->connect_timeout_ms ? o->connect_timeout_ms : 1000;
+  c->user = dup_or_null(o->user);
+  c->password = o->password ? strdup(o->password) : NULL;
+  c->ca_file = dup_or_null(o->ca_file);
+  c->cert_file = dup_or_null(o->cert_file);
+  c->key_file = dup_or_null(o->key_file);
+  int rc = parse_endpoints(c, o->endpoints, err);
+  if (rc == RING_OK && c->user)
+    rc = authenticate(c, err);
+  if (rc != RING_OK) {
+    ring_etcd_close(c);
+    return rc;
+  }
+  *out = c;
+  return RING_OK;
+}
+
+void ring_etcd_close(ring_etcd *c) {
+  if (c == NULL)
+    return;
+  for (uint32_t i = 0; i < c->n_pool; i++)
+    curl_easy_cleanup(c->pool[i]);
+  for (uint32_t i = 0; i < c->n_endpoints; i++)
+    free(c->endpoints[i]);
+  free(c->endpoints);
+  free(c->user);
+  free(c->password);
+  free(c->ca_file);
+  free(c->cert_file);
+  free(c->key_file);
+  free(c->token);
+  pthread_mutex_destroy(&c->lock);
+  free(c);
+}
+
+const char *ring_etcd_endpoint(ring_etcd *c) {
+  return c ? c->endpoints[atomic_load(&c->current) % c->n_endpoints] : NULL;
+}
+
+uint64_t ring_etcd_requests(ring_etcd *c) { return c ? atomic_load(&c->requests) : 0; }
+
+void ring__etcd_failover(ring_etcd *c, uint32_t from) {
+  uint32_t next = (from + 1) % c->n_endpoints;
+  atomic_compare_exchange_strong(&c->current, &from, next);
+}
+
+/* --------------------------------------------------------------- handles */
+
+CURL *ring__etcd_handle(ring_etcd *c, uint32_t ep, const char *path, bool with_token,
+                        struct curl_slist **headers) {
+  CURL *h = NULL;
+  pthread_mutex_lock(&c->lock);
+  if (c->n_pool > 0)
+    h = c->pool[--c->n_pool];
+  char auth[1024] = "";
+  if (c->token && with_token)
+    snprintf(auth, sizeof auth, "Authorization: %s", c->token);
+  pthread_mutex_unlock(&c->lock);
+  if (h == NULL && (h = curl_easy_init()) == NULL)
+    return NULL;
+  char url[1024];
+  snprintf(url, sizeof url, "%s/v3/%s", c->endpoints[ep % c->n_endpoints], path);
+  curl_easy_reset(h); /* keeps the handle's open connections */
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  if (c->ca_file)
+    curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
+  if (c->cert_file)
+    curl_easy_setopt(h, CURLOPT_SSLCERT, c->cert_file);
+  if (c->key_file)
+    curl_easy_setopt(h, CURLOPT_SSLKEY, c->key_file);
+  *headers = curl_slist_append(NULL, "Content-Type: application/json");
+  if (*auth && *headers)
+    *headers = curl_slist_append(*headers, auth);
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, *headers);
+  atomic_fetch_add(&c->requests, 1);
+  return h;
+}
+
+void ring__etcd_release(ring_etcd *c, CURL *h) {
+  pthread_mutex_lock(&c->lock);
+  if (c->n_pool < ETCD_POOL_MAX) {
+    c->pool[c->n_pool++] = h;
+    h = NULL;
+  }
+  pthread_mutex_unlock(&c->lock);
+  if (h)
+    curl_easy_cleanup(h);
+}
+
+/* -------------------------------------------------------------- requests */
+
+/* What one HTTP exchange came to. */
+typedef enum outcome {
+  OUT_DONE,      /* a reply: success or an error etcd stated */
+  OUT_REFUSED,   /* never reached a server: safe to retry anywhere */
+  OUT_UNCERTAIN  /* sent, no reply: a read may retry, a write's fate is unknown */
+} outcome;
+
+static outcome classify(CURLcode rc) {
+  switch (rc) {
+  case CURLE_OK:
+    return OUT_DONE;
+  case CURLE_COULDNT_CONNECT:
+  case CURLE_COULDNT_RESOLVE_HOST:
+  case CURLE_SSL_CONNECT_ERROR:
+    return OUT_REFUSED;
+  default:
+    return OUT_UNCERTAIN;
+  }
+}
+
+/* One POST to endpoint ep; the reply body lands in b. */
+static outcome post(ring_etcd *c, uint32_t ep, const char *path, bool with_token,
+                    const char *body, ring__buf *b, long *status, CURLcode *crc) {
+  struct curl_slist *hdr = NULL;
+  CURL *h = ring__etcd_handle(c, ep, path, with_token, &hdr);
+  if (h == NULL || hdr == NULL) {
+    curl_slist_free_all(hdr);
+    if (h)
+      ring__etcd_release(c, h);
+    *crc = CURLE_OUT_OF_MEMORY;
+    return OUT_REFUSED;
+  }
+  curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, ring__buf_write);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
+  *crc = curl_easy_perform(h);
+  *status = 0;
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+  curl_slist_free_all(hdr);
+  ring__etcd_release(c, h);
+  return classify(*crc);
+}
+
+/* gRPC status codes the gateway reports. */
+enum { GRPC_DEADLINE = 4, GRPC_NOT_FOUND = 5, GRPC_UNAVAILABLE = 14, GRPC_UNAUTHENTICATED = 16 };
+
+/* Maps an error reply to a ring_errno; *transient says a read may retry
+ * elsewhere (the member is unavailable, the leader changed). */
+static int reply_error(const cJSON *resp, long status, bool *transient, ring_error *err) {
+  const cJSON *msg = cJSON_GetObjectItemCaseSensitive(resp, "message");
+  if (!cJSON_IsString(msg))
+    msg = cJSON_GetObjectItemCaseSensitive(resp, "error");
+  const char *m = cJSON_IsString(msg) ? msg->valuestring : "no message";
+  const cJSON *code = cJSON_GetObjectItemCaseSensitive(resp, "code");
+  int g = cJSON_IsNumber(code) ? code->valueint : 0;
+  *transient = g == GRPC_UNAVAILABLE || g == GRPC_DEADLINE || status == 503;
+  if (g == GRPC_UNAUTHENTICATED || strstr(m, "auth") != NULL)
+    return ring__err(err, RING_EAUTH, "etcd: %s", m);
+  if (g == GRPC_NOT_FOUND)
+    return ring__err(err, RING_ENOTFOUND, "etcd: %s", m);
+  if (*transient)
+    return ring__err(err, RING_EUNKNOWN, "etcd: %s", m);
+  return ring__err(err, RING_ESERVER, "etcd: %s (HTTP %ld)", m, status);
+}
+
+/* Parses a reply; RING_OK with *resp, or the error it states. */
+static int parse_reply(ring__buf *b, long status, cJSON **resp, bool *transient,
+                       ring_error *err) {
+  *transient = false;
+  cJSON *j = b->p ? cJSON_ParseWithLength(b->p, b->len) : NULL;
+  if (j == NULL || !cJSON_IsObject(j)) {
+    cJSON_Delete(j);
+    *transient = status >= 500;
+    return ring__err(err, RING_EPROTO, "etcd: HTTP %ld with %s body", status,
+                     b->len ? "a non-JSON" : "an empty");
+  }
+  if (status == 200 && !cJSON_HasObjectItem(j, "error")) {
+    *resp = j;
+    return RING_OK;
+  }
+  int rc = reply_error(j, status, transient, err);
+  cJSON_Delete(j);
+  return rc;
+}
+
+static void pause_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* One attempt at the current endpoint. *again: worth another attempt. */
+static int attempt(ring_etcd *c, const char *path, const char *body, ring__retry retry,
+                   bool with_token, cJSON **resp, bool *again, ring_error *err) {
+  uint32_t ep = atomic_load(&c->current) % c->n_endpoints;
+  ring__buf b = {NULL, 0, 0, RING_ETCD_RESPONSE_MAX, false};
+  long status;
+  CURLcode crc;
+  outcome o = post(c, ep, path, with_token, body, &b, &status, &crc);
+  int rc;
+  bool transient = false;
+  if (b.overflow) {
+    rc = ring__err(err, RING_EPROTO, "etcd: reply over %u bytes", RING_ETCD_RESPONSE_MAX);
+  } else if (o == OUT_DONE) {
+    rc = parse_reply(&b, status, resp, &transient, err);
+  } else {
+    transient = true;
+    rc = ring__err(err, crc == CURLE_OPERATION_TIMEDOUT ? RING_ETIMEDOUT : RING_ECONNECT,
+                   "etcd %s: %s", c->endpoints[ep], curl_easy_strerror(crc));
+  }
+  free(b.p);
+  *again = transient && (retry == RING__READ || o == OUT_REFUSED);
+  if (transient)
+    ring__etcd_failover(c, ep);
+  if (transient && !*again && retry == RING__WRITE)
+    rc = ring__err(err, RING_EUNKNOWN, "etcd %s: %s: the write may or may not have applied",
+                   c->endpoints[ep], err ? err->message : "no reply");
+  return rc;
+}
+
+/* Sends text with failover. with_token: the request carries (and may
+ * renew) the auth token; the authenticate call itself goes without. */
+static int call(ring_etcd *c, const char *path, const char *text, ring__retry retry,
+                bool with_token, cJSON **resp, ring_error *err) {
+  const uint32_t tries = 2 * c->n_endpoints + 1;
+  bool reauthed = false;
+  int rc = RING_ECONNECT;
+  for (uint32_t i = 0; i < tries; i++) {
+    pthread_mutex_lock(&c->lock);
+    uint64_t gen = c->token_gen;
+    pthread_mutex_unlock(&c->lock);
+    bool again = false;
+    rc = attempt(c, path, text, retry, with_token, resp, &again, err);
+    if (rc == RING_EAUTH && with_token && c->user && !reauthed) { /* the token may have expired */
+      reauthed = true;
+      if ((rc = ring__etcd_reauth(c, gen, err)) != RING_OK)
+        break;
+      i--;
+      continue;
+    }
+    if (rc == RING_OK || !again)
+      break;
+    if ((i + 1) % c->n_endpoints == 0) /* every endpoint failed once: back off */
+      pause_ms(100L << (i / c->n_endpoints < 4 ? i / c->n_endpoints : 4));
+  }
+  return rc;
+}
+
+int ring__etcd_call(ring_etcd *c, const char *path, cJSON *body, ring__retry retry,
+                    cJSON **resp, ring_error *err) {
+  char *text = cJSON_PrintUnformatted(body);
+  if (text == NULL)
+    return ring__err(err, RING_ENOMEM, "request body");
+  int rc = call(c, path, text, retry, true, resp, err);
+  free(text);
+  return rc;
+}
+
+/* ------------------------------------------------------------------ auth */
+
+static int authenticate(ring_etcd *c, ring_error *err) {
+  cJSON *body = cJSON_CreateObject(), *resp = NULL;
+  cJSON_AddStringToObject(body, "name", c->user);
+  cJSON_AddStringToObject(body, "password", c->password ? c->password : "");
+  char *text = cJSON_PrintUnformatted(body);
+  cJSON_Delete(body);
+  if (text == NULL)
+    return ring__err(err, RING_ENOMEM, "auth request");
+  int rc = call(c, "auth/authenticate", text, RING__READ, false, &resp, err);
+  free(text);
+  if (rc == RING_EAUTH || rc == RING_ESERVER)
+    return ring__err(err, RING_EAUTH, "etcd auth as %s: %s", c->user, err ? err->message : "");
+  if (rc != RING_OK)
+    return rc;
+  const cJSON *tok = cJSON_GetObjectItemCaseSensitive(resp, "token");
+  char *token = cJSON_IsString(tok) ? strdup(tok->valuestring) : NULL;
+  cJSON_Delete(resp);
+  if (token == NULL)
+    return ring__err(err, RING_EPROTO, "etcd auth: no token in the reply");
+  pthread_mutex_lock(&c->lock);
+  free(c->token);
+  c->token = token;
+  c->token_gen++;
+  pthread_mutex_unlock(&c->lock);
+  return RING_OK;
+}
+
+int ring__etcd_reauth(ring_etcd *c, uint64_t seen_gen, ring_error *err) {
+  pthread_mutex_lock(&c->lock);
+  bool stale = c->token_gen == seen_gen; /* another thread may have re-authenticated */
+  pthread_mutex_unlock(&c->lock);
+  return stale ? authenticate(c, err) : RING_OK;
+}

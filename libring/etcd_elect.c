@@ -1,0 +1,1 @@
+/* etcd_elect.c: being written. */

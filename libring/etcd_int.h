@@ -1,0 +1,81 @@
+/*
+ * etcd_int.h: internals of the etcd client shared by etcd*.c and watcher.c.
+ */
+#ifndef RING_ETCD_INT_H
+#define RING_ETCD_INT_H
+
+#include "ring_etcd.h"
+#include "ring_int.h"
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define ETCD_POOL_MAX 8                   /* idle connections kept for reuse */
+#ifndef RING_ETCD_RESPONSE_MAX
+#define RING_ETCD_RESPONSE_MAX (128u << 20) /* a reply larger than this is refused */
+#endif
+
+struct ring_etcd {
+  char **endpoints;            /* n_endpoints base URLs, no trailing '/' */
+  uint32_t n_endpoints;
+  _Atomic uint32_t current;    /* index of the endpoint requests go to */
+  char *user, *password;       /* NULL without auth */
+  char *ca_file, *cert_file, *key_file;
+  long timeout_ms, connect_timeout_ms;
+  pthread_mutex_t lock;        /* guards token, token_gen and pool */
+  char *token;                 /* auth token, NULL before authenticating */
+  uint64_t token_gen;          /* bumps on each re-authentication */
+  CURL *pool[ETCD_POOL_MAX];   /* idle easy handles (their connections stay open) */
+  uint32_t n_pool;
+  _Atomic uint64_t requests;   /* HTTP requests sent */
+};
+
+/* How a request may be retried on another endpoint. */
+typedef enum ring__retry {
+  RING__READ,  /* idempotent: retry on any transport failure */
+  RING__WRITE  /* retry only when it certainly never reached a server */
+} ring__retry;
+
+/* A growable byte buffer with a hard cap, for response bodies. */
+typedef struct ring__buf {
+  char *p;
+  size_t len, cap, max;
+  bool overflow;
+} ring__buf;
+
+size_t ring__buf_write(char *data, size_t size, size_t n, void *ud); /* curl write callback */
+
+/* Sends a JSON body to /v3/<path> and parses the reply. On RING_OK *resp
+ * owns the parsed object (cJSON_Delete it). Maps gateway errors to
+ * ring_errno (RING_ESERVER with etcd's message, RING_EAUTH, ...), fails
+ * over between endpoints per `retry`, re-authenticates once on an
+ * expired token. */
+int ring__etcd_call(ring_etcd *c, const char *path, cJSON *body, ring__retry retry,
+                    cJSON **resp, ring_error *err);
+
+/* A curl handle set up for c's endpoint `ep` and path, with auth and TLS;
+ * the caller adds body and callbacks. Returns NULL on ENOMEM. The headers
+ * list (freed by the caller) is returned through *headers. */
+CURL *ring__etcd_handle(ring_etcd *c, uint32_t ep, const char *path, bool with_token,
+                        struct curl_slist **headers);
+void ring__etcd_release(ring_etcd *c, CURL *h); /* back to the pool */
+/* Moves c to the endpoint after `from` (unless another thread already did). */
+void ring__etcd_failover(ring_etcd *c, uint32_t from);
+/* Authenticates again (after the token expired); RING_EAUTH on refusal. */
+int ring__etcd_reauth(ring_etcd *c, uint64_t seen_gen, ring_error *err);
+
+/* JSON helpers for the gateway's encoding: bytes as base64 strings, int64
+ * as decimal strings (or numbers). */
+int ring__json_add_bytes(cJSON *o, const char *name, const void *p, size_t n);
+int ring__json_add_i64(cJSON *o, const char *name, int64_t v);
+bool ring__json_i64(const cJSON *o, const char *name, int64_t *out); /* absent: 0, true */
+/* Decodes a base64 field into a malloc()'ed NUL-terminated buffer. */
+int ring__json_bytes(const cJSON *o, const char *name, uint8_t **out, size_t *len);
+int ring__kv_parse(const cJSON *o, ring_kv *kv);
+int ring__kvs_parse(const cJSON *resp, ring_kvs *out);
+/* The first key after every key with this prefix (etcd's range_end). */
+int ring__prefix_end(const void *key, size_t len, uint8_t **out, size_t *out_len);
+
+#endif /* RING_ETCD_INT_H */

@@ -1,0 +1,1 @@
+/* etcd_lease.c: being written. */

@@ -1,0 +1,1 @@
+/* etcd_watch.c: being written. */

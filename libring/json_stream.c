@@ -1,0 +1,1 @@
+/* json_stream.c: being written. */

@@ -1,0 +1,1 @@
+/* watcher.c: being written. */

@@ -1,0 +1,1 @@
+/* delta_codec.c: being written. */

@@ -1,0 +1,230 @@
+/*
+ * etcd_harness.h: real etcd for tests. Starts 1 to 5 members of a fresh
+ * cluster on free loopback ports, each with a temporary data dir, waits
+ * until they serve, and stops and removes them after. Members die with the
+ * test process (PR_SET_PDEATHSIG), so a crashed test leaves nothing behind.
+ */
+#ifndef RING_ETCD_HARNESS_H
+#define RING_ETCD_HARNESS_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ETCD_MEMBERS_MAX 5
+
+typedef struct etcd_member {
+  pid_t pid;            /* 0 when not running */
+  int client_port;
+  int peer_port;
+  char name[16];
+  char dir[300];        /* data dir and log */
+  char url[64];         /* http://127.0.0.1:<client_port> */
+} etcd_member;
+
+typedef struct etcd_cluster {
+  int n;
+  etcd_member m[ETCD_MEMBERS_MAX];
+  char base[256];                 /* temporary root */
+  char initial_cluster[1024];
+  char endpoints[512];            /* all client URLs, comma-separated */
+  char extra[256];                /* extra etcd flags, space-separated (e.g. auth TTL) */
+} etcd_cluster;
+
+/* A loopback port nobody listens on right now. */
+static inline int harness_free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+      getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+    perror("harness_free_port");
+    abort();
+  }
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+static inline double harness_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static inline void harness_sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+static size_t harness_sink(char *p, size_t s, size_t n, void *ud) {
+  (void)p;
+  (void)ud;
+  return s * n;
+}
+
+/* Whether a member answers a read on its client port. */
+static inline bool harness_serving(const etcd_member *m) {
+  CURL *h = curl_easy_init();
+  char url[96];
+  snprintf(url, sizeof url, "%s/v3/kv/range", m->url);
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_POSTFIELDS, "{\"key\":\"AA==\"}");
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 1000L);
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, harness_sink);
+  long status = 0;
+  CURLcode rc = curl_easy_perform(h);
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_cleanup(h);
+  return rc == CURLE_OK && (status == 200 || status == 401 || status == 400);
+}
+
+static inline void harness_spawn(etcd_cluster *c, int i, const char *state) {
+  etcd_member *m = &c->m[i];
+  char log[320], client[64], peer[64], extra[256];
+  snprintf(log, sizeof log, "%s/etcd.log", m->dir);
+  snprintf(client, sizeof client, "http://127.0.0.1:%d", m->client_port);
+  snprintf(peer, sizeof peer, "http://127.0.0.1:%d", m->peer_port);
+  snprintf(extra, sizeof extra, "%s", c->extra);
+  pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    char *argv[40];
+    int a = 0;
+    char data[320];
+    snprintf(data, sizeof data, "%s/data", m->dir);
+    argv[a++] = "etcd";
+    argv[a++] = "--name", argv[a++] = m->name;
+    argv[a++] = "--data-dir", argv[a++] = data;
+    argv[a++] = "--listen-client-urls", argv[a++] = client;
+    argv[a++] = "--advertise-client-urls", argv[a++] = client;
+    argv[a++] = "--listen-peer-urls", argv[a++] = peer;
+    argv[a++] = "--initial-advertise-peer-urls", argv[a++] = peer;
+    argv[a++] = "--initial-cluster", argv[a++] = c->initial_cluster;
+    argv[a++] = "--initial-cluster-state", argv[a++] = (char *)state;
+    argv[a++] = "--heartbeat-interval", argv[a++] = "50";
+    argv[a++] = "--election-timeout", argv[a++] = "500";
+    argv[a++] = "--logger", argv[a++] = "zap";
+    argv[a++] = "--log-level", argv[a++] = "warn";
+    for (char *save = NULL, *tok = strtok_r(extra, " ", &save); tok && a < 38;
+         tok = strtok_r(NULL, " ", &save))
+      argv[a++] = tok;
+    argv[a] = NULL;
+    execvp("etcd", argv);
+    perror("exec etcd");
+    _exit(127);
+  }
+  m->pid = pid;
+}
+
+/* Waits until member i serves; false after timeout_s. */
+static inline bool harness_wait(etcd_cluster *c, int i, double timeout_s) {
+  double end = harness_now() + timeout_s;
+  while (harness_now() < end) {
+    if (harness_serving(&c->m[i]))
+      return true;
+    int status;
+    if (waitpid(c->m[i].pid, &status, WNOHANG) == c->m[i].pid) {
+      c->m[i].pid = 0;
+      return false;
+    }
+    harness_sleep_ms(50);
+  }
+  return false;
+}
+
+/* Starts an n-member cluster (extra: more etcd flags, or NULL). Aborts if
+ * etcd cannot start: a test without its etcd cannot mean anything. */
+static inline void etcd_cluster_start(etcd_cluster *c, int n, const char *extra) {
+  memset(c, 0, sizeof *c);
+  c->n = n;
+  snprintf(c->extra, sizeof c->extra, "%s", extra ? extra : "");
+  snprintf(c->base, sizeof c->base, "/tmp/ringkeeper-etcd-XXXXXX");
+  if (mkdtemp(c->base) == NULL) {
+    perror("mkdtemp");
+    abort();
+  }
+  size_t off = 0, eoff = 0;
+  for (int i = 0; i < n; i++) {
+    etcd_member *m = &c->m[i];
+    m->client_port = harness_free_port();
+    m->peer_port = harness_free_port();
+    snprintf(m->name, sizeof m->name, "m%d", i);
+    snprintf(m->dir, sizeof m->dir, "%s/%s", c->base, m->name);
+    snprintf(m->url, sizeof m->url, "http://127.0.0.1:%d", m->client_port);
+    mkdir(m->dir, 0700);
+    off += (size_t)snprintf(c->initial_cluster + off, sizeof c->initial_cluster - off,
+                            "%s%s=http://127.0.0.1:%d", i ? "," : "", m->name, m->peer_port);
+    eoff += (size_t)snprintf(c->endpoints + eoff, sizeof c->endpoints - eoff, "%s%s",
+                             i ? "," : "", m->url);
+  }
+  for (int i = 0; i < n; i++)
+    harness_spawn(c, i, "new");
+  for (int i = 0; i < n; i++)
+    if (!harness_wait(c, i, 30)) {
+      fprintf(stderr, "etcd member %d did not start; see %s/etcd.log\n", i, c->m[i].dir);
+      abort();
+    }
+}
+
+/* Sends sig to member i; for SIGKILL and SIGTERM also reaps it. */
+static inline void etcd_member_signal(etcd_cluster *c, int i, int sig) {
+  if (c->m[i].pid <= 0)
+    return;
+  kill(c->m[i].pid, sig);
+  if (sig == SIGKILL || sig == SIGTERM) {
+    waitpid(c->m[i].pid, NULL, 0);
+    c->m[i].pid = 0;
+  }
+}
+
+/* Restarts a stopped member with its data; waits until it serves. */
+static inline bool etcd_member_restart(etcd_cluster *c, int i) {
+  harness_spawn(c, i, "existing");
+  return harness_wait(c, i, 30);
+}
+
+static inline void etcd_cluster_stop(etcd_cluster *c) {
+  for (int i = 0; i < c->n; i++)
+    etcd_member_signal(c, i, SIGKILL);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", c->base);
+  if (system(cmd) != 0)
+    fprintf(stderr, "could not remove %s\n", c->base);
+}
+
+/* Runs etcdctl against the cluster; returns its exit status. */
+static inline int etcdctl(const etcd_cluster *c, const char *fmt, ...) {
+  char args[1024], cmd[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(args, sizeof args, fmt, ap);
+  va_end(ap);
+  snprintf(cmd, sizeof cmd, "ETCDCTL_API=3 etcdctl --endpoints=%s %s >/dev/null 2>&1",
+           c->endpoints, args);
+  return system(cmd);
+}
+
+#endif /* RING_ETCD_HARNESS_H */
