@@ -62,8 +62,9 @@ static int parse_endpoints(ring_etcd *c, const char *list, ring_error *err) {
     if (n == 0)
       continue;
     if (strncmp(tok, "http://", 7) != 0 && strncmp(tok, "https://", 8) != 0) {
+      int rc = ring__err(err, RING_EINVAL, "endpoint \"%.100s\": want http:// or https://", tok);
       free(copy);
-      return ring__err(err, RING_EINVAL, "endpoint \"%.100s\": want http:// or https://", tok);
+      return rc;
     }
     char **e = realloc(c->endpoints, (c->n_endpoints + 1) * sizeof *e);
     if (e == NULL || (e[c->n_endpoints] = strdup(tok)) == NULL) {
@@ -278,32 +279,40 @@ static void pause_ms(long ms) {
   nanosleep(&ts, NULL);
 }
 
-/* One attempt at the current endpoint. *again: worth another attempt. */
+static int auth_refusal(ring_etcd *c, uint32_t ep, int rc, ring_error *e);
+
+/* One attempt at the current endpoint. *again: worth another attempt.
+ * Works on a local ring_error when err is NULL, so that the auth check
+ * below can read etcd's message whatever the caller passed. */
 static int attempt(ring_etcd *c, const char *path, const char *body, ring__retry retry,
                    bool with_token, cJSON **resp, bool *again, ring_error *err) {
   uint32_t ep = atomic_load(&c->current) % c->n_endpoints;
   ring__buf b = {NULL, 0, 0, RING_ETCD_RESPONSE_MAX, false};
+  ring_error local, *e = err ? err : &local;
   long status;
   CURLcode crc;
   outcome o = post(c, ep, path, with_token, body, &b, &status, &crc);
   int rc;
   bool transient = false;
   if (b.overflow) {
-    rc = ring__err(err, RING_EPROTO, "etcd: reply over %u bytes", RING_ETCD_RESPONSE_MAX);
+    rc = ring__err(e, RING_EPROTO, "etcd: reply over %u bytes", RING_ETCD_RESPONSE_MAX);
   } else if (o == OUT_DONE) {
-    rc = parse_reply(&b, status, resp, &transient, err);
+    rc = auth_refusal(c, ep, parse_reply(&b, status, resp, &transient, e), e);
   } else {
     transient = true;
-    rc = ring__err(err, crc == CURLE_OPERATION_TIMEDOUT ? RING_ETIMEDOUT : RING_ECONNECT,
+    rc = ring__err(e, crc == CURLE_OPERATION_TIMEDOUT ? RING_ETIMEDOUT : RING_ECONNECT,
                    "etcd %s: %s", c->endpoints[ep], curl_easy_strerror(crc));
   }
   free(b.p);
   *again = transient && (retry == RING__READ || o == OUT_REFUSED);
   if (transient)
     ring__etcd_failover(c, ep);
-  if (transient && !*again && retry == RING__WRITE)
-    rc = ring__err(err, RING_EUNKNOWN, "etcd %s: %s: the write may or may not have applied",
-                   c->endpoints[ep], err ? err->message : "no reply");
+  if (transient && !*again && retry == RING__WRITE) {
+    char why[RING_ERROR_MESSAGE_MAX]; /* e->message cannot be both source and target */
+    snprintf(why, sizeof why, "%s", e->message);
+    rc = ring__err(e, RING_EUNKNOWN, "etcd %s: %s: the write may or may not have applied",
+                   c->endpoints[ep], why);
+  }
   return rc;
 }
 
@@ -347,6 +356,23 @@ int ring__etcd_call(ring_etcd *c, const char *path, cJSON *body, ring__retry ret
 
 /* ------------------------------------------------------------------ auth */
 
+/* etcd refuses a request that lacks a token with InvalidArgument ("user
+ * name is empty"), and one whose user may not do it with PermissionDenied:
+ * both are auth failures to the caller, not server errors. */
+static int auth_refusal(ring_etcd *c, uint32_t ep, int rc, ring_error *e) {
+  if (rc != RING_ESERVER)
+    return rc;
+  if (strstr(e->message, "user name is empty") != NULL) {
+    char why[RING_ERROR_MESSAGE_MAX];
+    snprintf(why, sizeof why, "%s", e->message);
+    return ring__err(e, RING_EAUTH, "etcd %s requires authentication%s (%s)", c->endpoints[ep],
+                     c->user ? "" : " and no user is configured", why);
+  }
+  if (strstr(e->message, "permission denied") != NULL)
+    e->code = rc = RING_EAUTH;
+  return rc;
+}
+
 static int authenticate(ring_etcd *c, ring_error *err) {
   cJSON *body = cJSON_CreateObject(), *resp = NULL;
   cJSON_AddStringToObject(body, "name", c->user);
@@ -355,10 +381,14 @@ static int authenticate(ring_etcd *c, ring_error *err) {
   cJSON_Delete(body);
   if (text == NULL)
     return ring__err(err, RING_ENOMEM, "auth request");
-  int rc = call(c, "auth/authenticate", text, RING__READ, false, &resp, err);
+  ring_error local, *e = err ? err : &local;
+  int rc = call(c, "auth/authenticate", text, RING__READ, false, &resp, e);
   free(text);
-  if (rc == RING_EAUTH || rc == RING_ESERVER)
-    return ring__err(err, RING_EAUTH, "etcd auth as %s: %s", c->user, err ? err->message : "");
+  if (rc == RING_EAUTH || rc == RING_ESERVER) {
+    char why[RING_ERROR_MESSAGE_MAX]; /* e->message cannot be both source and target */
+    snprintf(why, sizeof why, "%s", e->message);
+    return ring__err(err, RING_EAUTH, "etcd auth as %s: %s", c->user, why);
+  }
   if (rc != RING_OK)
     return rc;
   const cJSON *tok = cJSON_GetObjectItemCaseSensitive(resp, "token");
