@@ -7,6 +7,9 @@
  *   3. key lookup: token, owners, write set, read replica (rendezvous)
  *   4. bounded-load routing (consistent hashing with bounded loads)
  *   5. the live holder: lock-free readers, atomic swaps
+ *   6. the planner and the verifiers
+ *   7. deltas between table versions
+ * The etcd client and the live ring watcher are in ring_etcd.h.
  *
  * Ownership, stated once: a function that returns a pointer through `**out`
  * hands the caller an object it must release with the matching *_free();
@@ -64,7 +67,7 @@ extern "C" {
   XX(ERANGE, 20, "output buffer too small")                                    \
   XX(ENOTFOUND, 21, "not found")                                               \
   XX(EUNAVAIL, 22, "no eligible node")                                         \
-  XX(EBUSY, 23, "operation not allowed inside a read section")                 \
+  XX(EBUSY, 23, "busy: held elsewhere, or called inside a read section")                 \
   XX(EPLAN, 24, "no plan can meet the placement rules")                        \
   XX(EUNKNOWN, 25, "outcome unknown: re-read before acting")                   \
   XX(EAUTH, 26, "authentication failed")                                       \
@@ -417,11 +420,40 @@ RING_EXTERN int ring_table_verify(const ring_table *t, const char *failure_domai
  * ring_table_verify; applying the moves to the base gives the target;
  * every move's from/source are right; at most one move per token per wave,
  * and after every wave the intermediate table keeps owners distinct and
- * hard domains distinct; no throttle limit exceeded; the move count is at
- * least the lower bound and at most 1.01x it plus 2 when the domain rule
- * leaves room (reported, not counted, otherwise). */
+ * hard domains distinct (where the base did); no throttle limit exceeded;
+ * the move count is at least the lower bound. How close a plan comes to
+ * the bound is the property tests' business, not a rule of every plan. */
 RING_EXTERN int ring_plan_verify(const ring_table *base, const ring_plan *p,
                                  const ring_plan_config *cfg, char **report);
+
+/* ------------------------------------------------------------- 7. deltas */
+
+/* A delta (ringkeeper.delta.v1, proto/delta.md) is what changed from one
+ * table to a newer one of the same cluster: changed and appended node
+ * records, dropped nodes, moved owner slots, the new pending list, and the
+ * owners checksums of both tables. A client one version behind applies
+ * deltas/<v> instead of reading tables/<v>. */
+
+/* Encodes the delta from `from` to `to`, two sealed tables of one cluster
+ * with the same T, R, seed and failure domain, `to` of any newer version.
+ * Dropped and reordered nodes are expressed too, so every such pair has a
+ * delta. *json receives a malloc()'ed, NUL-terminated string that MUST be
+ * free()d; *len (if not NULL) its length without the NUL. Returns RING_OK;
+ * RING_EINVAL for NULL or unsealed tables, RING_EFIELD when the clusters
+ * or failure domains differ, RING_ETOKENS / RING_EREPLICAS / RING_EHASH
+ * when T, R or the seed differ, RING_ESTALE when `to` is not newer,
+ * RING_ENOMEM; on failure *json and *len are untouched. */
+RING_EXTERN int ring_delta_encode(const ring_table *from, const ring_table *to, char **json,
+                                  size_t *len);
+
+/* Applies a delta to `base` (sealed). On success *out owns a new sealed
+ * table (ring_table_free it) equal to the table the delta was made from:
+ * both encode to the same bytes. On failure returns a negative ring_errno
+ * (RING_EVERSION or RING_ECHECKSUM when `base` is not the delta's base),
+ * fills err (if not NULL) naming the offending field, and leaves *out
+ * untouched; base is never modified. Never reads past len. */
+RING_EXTERN int ring_delta_apply(const ring_table *base, const char *json, size_t len,
+                                 ring_table **out, ring_error *err);
 
 #ifdef __cplusplus
 }

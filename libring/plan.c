@@ -12,20 +12,10 @@
 
 /* ------------------------------------------------------ target node list */
 
-/* A builder spec for an existing node record, with a given state. */
-static ring_node_spec spec_of(const ring__node *n, ring_node_state state, const char **keys,
-                              const char **values) {
-  for (uint32_t l = 0; l < n->n_labels; l++) {
-    keys[l] = n->labels[l].key;
-    values[l] = n->labels[l].value;
-  }
-  return (ring_node_spec){n->id, n->addr, keys, values, n->n_labels, n->weight, state};
-}
-
 static int add_record(ring_table *t, const ring__node *n, ring_node_state state,
                       ring_error *err) {
   const char *k[RING_LABELS_MAX], *v[RING_LABELS_MAX];
-  ring_node_spec s = spec_of(n, state, k, v);
+  ring_node_spec s = ring__node_spec(n, state, k, v);
   return ring_table_add_node(t, &s, NULL, err);
 }
 

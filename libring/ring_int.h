@@ -61,6 +61,11 @@ bool ring__valid_id(const char *s);
 bool ring__valid_label_value(const char *s);
 bool ring__valid_addr(const char *s);
 
+/* A node record as a builder spec with the given state; the strings stay
+ * the record's. keys/values hold RING_LABELS_MAX entries. */
+ring_node_spec ring__node_spec(const ring__node *n, ring_node_state state, const char **keys,
+                               const char **values);
+
 /* Full validation of a table's contents (what seal and decode check). */
 int ring__table_validate(const ring_table *t, ring_error *err);
 /* Whether a node takes traffic: it owns a token and is not down or removed. */

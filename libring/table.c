@@ -257,6 +257,15 @@ int ring_table_add_node(ring_table *t, const ring_node_spec *s, uint16_t *index,
   return RING_OK;
 }
 
+ring_node_spec ring__node_spec(const ring__node *n, ring_node_state state, const char **keys,
+                               const char **values) {
+  for (uint32_t l = 0; l < n->n_labels; l++) {
+    keys[l] = n->labels[l].key;
+    values[l] = n->labels[l].value;
+  }
+  return (ring_node_spec){n->id, n->addr, keys, values, n->n_labels, n->weight, state};
+}
+
 int ring_table_set_owner(ring_table *t, uint32_t token, uint32_t slot, uint16_t node) {
   if (t == NULL || t->sealed || token >= t->view.tokens || slot >= t->view.replicas)
     return RING_EINVAL;

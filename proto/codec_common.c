@@ -1,0 +1,229 @@
+/*
+ * codec_common.c: what the table and delta codecs share: typed access to
+ * JSON fields with precise errors, node records and pending entries in
+ * both directions, checksums, and the top-level parse.
+ */
+#include "codec_int.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ fields */
+
+/* Checks that obj has only the listed keys, each at most once. */
+int ring__json_check_keys(const cJSON *obj, const char *where, const char *const *keys, size_t n_keys,
+                      ring_error *err) {
+  unsigned seen = 0;
+  for (const cJSON *c = obj->child; c != NULL; c = c->next) {
+    size_t k = 0;
+    while (k < n_keys && strcmp(c->string, keys[k]) != 0)
+      k++;
+    if (k == n_keys)
+      return ring__err(err, RING_EFIELD, "%sunknown field \"%.64s\"", where, c->string);
+    if (seen & (1u << k))
+      return ring__err(err, RING_EFIELD, "%sfield \"%s\" given twice", where, keys[k]);
+    seen |= 1u << k;
+  }
+  return RING_OK;
+}
+
+/* A JSON number that is an integer in [0, max]. */
+bool ring__json_as_uint(const cJSON *item, uint64_t max, uint64_t *out) {
+  if (!cJSON_IsNumber(item))
+    return false;
+  double v = item->valuedouble;
+  if (!isfinite(v) || v < 0 || v != floor(v) || v > (double)max)
+    return false;
+  *out = (uint64_t)v;
+  return true;
+}
+
+const cJSON *ring__json_field(const cJSON *obj, const char *name) {
+  return cJSON_GetObjectItemCaseSensitive(obj, name);
+}
+
+int ring__json_string(const cJSON *obj, const char *where, const char *name, const char **out,
+                      ring_error *err) {
+  const cJSON *it = ring__json_field(obj, name);
+  if (!cJSON_IsString(it))
+    return ring__err(err, RING_EFIELD, "%s%s: %s", where, name,
+                     it ? "must be a string" : "missing");
+  *out = it->valuestring;
+  return RING_OK;
+}
+
+/* An integer field in [min, max]; out of range (or not an integer) is
+ * `code`, missing or not a number RING_EFIELD. */
+int ring__json_uint(const cJSON *obj, const char *name, uint64_t min, uint64_t max, int code,
+                    uint64_t *out, ring_error *err) {
+  const cJSON *it = ring__json_field(obj, name);
+  if (it == NULL)
+    return ring__err(err, RING_EFIELD, "%s: missing", name);
+  if (!ring__json_as_uint(it, max, out) || *out < min)
+    return ring__err(err, cJSON_IsNumber(it) ? code : RING_EFIELD,
+                     "%s: must be an integer in [%" PRIu64 ", %" PRIu64 "]", name, min, max);
+  return RING_OK;
+}
+
+const cJSON *ring__json_array(const cJSON *obj, const char *name, ring_error *err) {
+  const cJSON *it = ring__json_field(obj, name);
+  if (!cJSON_IsArray(it))
+    ring__err(err, RING_EFIELD, "%s: %s", name, it ? "must be an array" : "missing");
+  return cJSON_IsArray(it) ? it : NULL;
+}
+
+/* "xxh3-64:<16 lowercase hex digits>" -> the 64-bit value. */
+int ring__json_checksum(const cJSON *obj, const char *name, uint64_t *out, ring_error *err) {
+  const char *s = "";
+  int rc = ring__json_string(obj, "", name, &s, err);
+  if (rc != RING_OK)
+    return rc;
+  static const char prefix[] = HASH_NAME ":";
+  const size_t plen = sizeof prefix - 1;
+  bool ok = strlen(s) == plen + 16 && strncmp(s, prefix, plen) == 0;
+  uint64_t v = 0;
+  for (size_t i = plen; ok && i < plen + 16; i++) {
+    char c = s[i];
+    ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+    v = v << 4 | (uint64_t)(c <= '9' ? c - '0' : c - 'a' + 10);
+  }
+  if (!ok)
+    return ring__err(err, RING_ECHECKSUM,
+                     "%s: \"%.40s\" is not " HASH_NAME ":<16 lowercase hex digits>", name, s);
+  *out = v;
+  return RING_OK;
+}
+
+static bool only_space(const char *p, const char *end) {
+  for (; p < end; p++)
+    if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r')
+      return false;
+  return true;
+}
+
+/* ------------------------------------------------------- node records */
+
+static int decode_labels(const cJSON *labels, const char *where, const char **keys,
+                         const char **values, uint32_t *n, ring_error *err) {
+  if (!cJSON_IsObject(labels))
+    return ring__err(err, RING_ENODE, "%slabels: %s", where,
+                     labels ? "must be an object" : "missing");
+  uint32_t i = 0;
+  for (const cJSON *l = labels->child; l != NULL; l = l->next, i++) {
+    if (i == RING_LABELS_MAX)
+      return ring__err(err, RING_ENODE, "%slabels: more than %d", where, RING_LABELS_MAX);
+    if (!cJSON_IsString(l))
+      return ring__err(err, RING_ENODE, "%slabels.%.63s: must be a string", where, l->string);
+    keys[i] = l->string;
+    values[i] = l->valuestring;
+  }
+  *n = i;
+  return RING_OK;
+}
+
+/* A node record (proto/table.md) as a builder spec borrowing its strings.
+ * keys/values hold RING_LABELS_MAX entries. */
+int ring__node_record_decode(const cJSON *node, const char *where, const char **keys,
+                         const char **values, ring_node_spec *s, ring_error *err) {
+  static const char *const names[] = {"id", "addr", "labels", "weight", "state"};
+  if (!cJSON_IsObject(node))
+    return ring__err(err, RING_ENODE, "%smust be an object", where);
+  const char *state = "";
+  *s = (ring_node_spec){.label_keys = keys, .label_values = values};
+  int rc = ring__json_check_keys(node, where, names, 5, err);
+  if (rc == RING_OK && (rc = ring__json_string(node, where, "id", &s->id, err)) != RING_OK)
+    rc = ring__err(err, RING_ENODEID, "%sid: missing or not a string", where);
+  if (rc == RING_OK)
+    rc = ring__json_string(node, where, "addr", &s->addr, err);
+  if (rc == RING_OK)
+    rc = decode_labels(ring__json_field(node, "labels"), where, keys, values, &s->n_labels, err);
+  const cJSON *w = ring__json_field(node, "weight");
+  if (rc == RING_OK && !cJSON_IsNumber(w))
+    rc = ring__err(err, RING_ENODE, "%sweight: missing or not a number", where);
+  if (rc == RING_OK && (rc = ring__json_string(node, where, "state", &state, err)) == RING_OK &&
+      ring_node_state_parse(state) < 0)
+    rc = ring__err(err, RING_ENODE, "%sstate: \"%.32s\" unknown", where, state);
+  if (rc != RING_OK)
+    return rc;
+  s->weight = w->valuedouble;
+  s->state = (ring_node_state)ring_node_state_parse(state);
+  return RING_OK;
+}
+
+/* ---------------------------------------------------------- pending */
+
+int ring__pending_entry_decode(ring_table *t, const cJSON *e, uint32_t i, uint64_t *prev,
+                                ring_error *err) {
+  uint64_t v[3];
+  const cJSON *c = cJSON_IsArray(e) ? e->child : NULL;
+  int k = 0;
+  for (; c != NULL && k < 3; c = c->next, k++)
+    if (!ring__json_as_uint(c,
+                 k == 0   ? RING_TOKENS_MAX - 1
+                 : k == 1 ? RING_REPLICAS_MAX - 1
+                          : RING_NODES_MAX - 1,
+                 &v[k]))
+      return ring__err(err, RING_EPENDING, "pending[%u][%d]: not a valid %s", i, k,
+                       k == 0   ? "token"
+                       : k == 1 ? "slot"
+                                : "node index");
+  if (k != 3 || c != NULL)
+    return ring__err(err, RING_EPENDING, "pending[%u]: must be [token, slot, node_index]", i);
+  uint64_t key = v[0] << 8 | v[1];
+  if (i > 0 && key <= *prev)
+    return ring__err(err, RING_EPENDING, "pending[%u]: not in ascending (token, slot) order", i);
+  *prev = key;
+  if (ring_table_add_pending(t, (uint32_t)v[0], (uint32_t)v[1], (uint16_t)v[2]) != RING_OK)
+    return ring__err(
+        err, v[0] >= t->view.tokens || v[1] >= t->view.replicas ? RING_EPENDING : RING_ENOMEM,
+        "pending[%u]: token %" PRIu64 " slot %" PRIu64 " out of range", i, v[0], v[1]);
+  return RING_OK;
+}
+
+/* ------------------------------------------------------------- parse */
+
+int ring__json_parse_object(const char *json, size_t len, const char *what, cJSON **root,
+                            ring_error *err) {
+  if (len > RING_TABLE_JSON_MAX)
+    return ring__err(err, RING_ETOOBIG, "%s of %zu bytes exceeds %u", what, len, RING_TABLE_JSON_MAX);
+  const char *end = NULL;
+  cJSON *r = cJSON_ParseWithLengthOpts(json, len, &end, 0);
+  if (r == NULL || end == NULL || !only_space(end, json + len)) {
+    size_t at = end ? (size_t)(end - json) : 0;
+    cJSON_Delete(r);
+    return ring__err(err, RING_EJSON, "malformed JSON near byte %zu", at);
+  }
+  if (!cJSON_IsObject(r)) {
+    cJSON_Delete(r);
+    return ring__err(err, RING_EJSON, "top level must be an object");
+  }
+  *root = r;
+  return RING_OK;
+}
+
+/* ---------------------------------------------------------- encoding */
+
+/* The shortest decimal that reads back as exactly w, always with a '.' or
+ * exponent (as table_codec.c writes weights). */
+static void format_weight(double w, char *out, size_t cap) {
+  for (int prec = 1; prec <= 17; prec++) {
+    snprintf(out, cap, "%.*g", prec, w);
+    if (strtod(out, NULL) == w)
+      break;
+  }
+  if (strpbrk(out, ".e") == NULL)
+    strncat(out, ".0", cap - strlen(out) - 1);
+}
+
+void ring__node_record_encode(ring__sbuf *b, const ring__node *n) {
+  char w[40];
+  ring__sb_printf(b, "{\"id\":\"%s\",\"addr\":\"%s\",\"labels\":{", n->id, n->addr);
+  for (uint32_t l = 0; l < n->n_labels; l++)
+    ring__sb_printf(b, "%s\"%s\":\"%s\"", l ? "," : "", n->labels[l].key, n->labels[l].value);
+  format_weight(n->weight, w, sizeof w);
+  ring__sb_printf(b, "},\"weight\":%s,\"state\":\"%s\"}", w, ring_node_state_name(n->state));
+}
+
