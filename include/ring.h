@@ -67,7 +67,7 @@ extern "C" {
   XX(ERANGE, 20, "output buffer too small")                                    \
   XX(ENOTFOUND, 21, "not found")                                               \
   XX(EUNAVAIL, 22, "no eligible node")                                         \
-  XX(EBUSY, 23, "busy: held elsewhere, or called inside a read section")                 \
+  XX(EBUSY, 23, "busy: held elsewhere, or called inside a read section")       \
   XX(EPLAN, 24, "no plan can meet the placement rules")                        \
   XX(EUNKNOWN, 25, "outcome unknown: re-read before acting")                   \
   XX(EAUTH, 26, "authentication failed")                                       \
