@@ -1,1 +1,554 @@
-/* watcher.c: being written. */
+/*
+ * watcher.c: the live ring watcher (ring_etcd.h, section 6): follows
+ * /ringkeeper/<cluster>/version and keeps the matching table in a ring_live.
+ *
+ * Sections:
+ *   1. the watcher's state; keys; logging
+ *   2. reading from etcd: the version; values, read once per client
+ *   3. installing one version: from deltas/<v> when exactly one behind
+ *      (proto/delta.md), else from tables/<v>; validation; swap; callback
+ *   4. following: catch up to the newest version, ack, retry with backoff
+ *   5. the watch callback and the public calls
+ *
+ * Threads: ring_watcher_start installs the current table on the caller's
+ * thread (so on_table first runs there); everything after runs on the
+ * watch's thread (ring_etcd_watch calls back from there), one version at a
+ * time, so the fields marked "watch thread" need no lock. Counters are
+ * atomics, read by ring_watcher_stats_get from any thread. While etcd is
+ * unreachable the callback waits out its backoff and retries; the watch
+ * itself reconnects and resumes; readers keep the last table all along.
+ * Errors etcd states (auth, permissions) are logged and not retried until
+ * the next event, so a watcher never spins on them.
+ *
+ * Memory: besides the table in service, a watcher holds its state (about
+ * 0.5 KiB) and, while installing, the new table and what building it
+ * takes: a fetched value (shared by the watchers of one client, below)
+ * and its parse, at most a few times the table's size, freed as soon as
+ * the new table is in. The watch's buffers are ring_etcd_watch's.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "delta_int.h"
+#include "etcd_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifndef RING_WATCHER_BACKOFF_MIN_MS
+#define RING_WATCHER_BACKOFF_MIN_MS 50L
+#endif
+#ifndef RING_WATCHER_BACKOFF_MAX_MS
+#define RING_WATCHER_BACKOFF_MAX_MS 2000L
+#endif
+#ifndef RING_WATCHER_START_TRIES
+#define RING_WATCHER_START_TRIES 3 /* etcd errors ring_watcher_start rides out */
+#endif
+/* JSON nested deeper than this is refused before it is parsed: a table or
+ * delta nests 5 deep, and the parsers recurse on the watch's small stack. */
+#define NESTING_MAX 16
+#define KEY_MAX 160 /* "/ringkeeper/" + cluster + "/tables/" + 16 digits, with room */
+
+/* ---------------------------------------------- 1. state, keys, logging */
+
+struct ring_watcher {
+  ring_etcd *c;    /* borrowed: the caller closes it after stopping */
+  ring_live *live; /* borrowed */
+  char cluster[RING_ID_MAX + 1];
+  char ack_id[RING_ID_MAX + 1]; /* "" without acks */
+  ring_table_cb on_table;
+  void *ud;
+  ring_watch *watch;    /* NULL until started */
+  uint64_t acked;       /* highest version acked; watch thread */
+  uint64_t refused;     /* last version refused, never fetched again; watch thread */
+  _Atomic bool stop;    /* set once by ring_watcher_stop */
+  pthread_mutex_t lock; /* with wake: the backoff sleep, cut short by stop */
+  pthread_cond_t wake;
+  _Atomic uint64_t swaps, deltas, rejected, errors; /* ring_watcher_stats */
+};
+
+/* Writes "/ringkeeper/<cluster>/<what>[<n>]" to key; returns its length. */
+static size_t make_key(const ring_watcher *w, char *key, const char *what, uint64_t n) {
+  int len = n ? snprintf(key, KEY_MAX, "/ringkeeper/%s/%s%" PRIu64, w->cluster, what, n)
+              : snprintf(key, KEY_MAX, "/ringkeeper/%s/%s", w->cluster, what);
+  return (size_t)len;
+}
+
+/* Copies s into a logfmt quoted value: quotes and backslashes escaped,
+ * control characters blanked, cut to fit. */
+static void logfmt_quote(const char *s, char *out, size_t cap) {
+  size_t o = 0;
+  for (; *s && o + 3 < cap; s++) {
+    char ch = *s;
+    if (ch == '"' || ch == '\\')
+      out[o++] = '\\';
+    out[o++] = (unsigned char)ch < 0x20 ? ' ' : ch;
+  }
+  out[o] = '\0';
+}
+
+/* One logfmt line on stderr. */
+static void log_line(const char *level, const char *msg, const ring_watcher *w, uint64_t version,
+                     const char *source, const char *error) {
+  struct timespec ts;
+  struct tm tm;
+  char when[32], quoted[2 * RING_ERROR_MESSAGE_MAX];
+  clock_gettime(CLOCK_REALTIME, &ts);
+  gmtime_r(&ts.tv_sec, &tm);
+  strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+  logfmt_quote(error, quoted, sizeof quoted);
+  fprintf(stderr,
+          "ts=%s.%03ldZ level=%s msg=\"%s\" cluster=%s version=%" PRIu64 " source=%s err=\"%s\"\n",
+          when, ts.tv_nsec / 1000000L, level, msg, w->cluster, version, source, quoted);
+}
+
+static void refuse(ring_watcher *w, uint64_t version, const char *source, const ring_error *err) {
+  atomic_fetch_add(&w->rejected, 1);
+  log_line("warn", "table refused", w, version, source, err->message);
+}
+
+/* ---------------------------------------------------- 2. reading etcd */
+
+/* Parses a decimal version, 1 .. RING_VERSION_MAX, nothing else. */
+static bool parse_version(const uint8_t *p, size_t len, uint64_t *out) {
+  uint64_t v = 0;
+  if (p == NULL || len == 0 || len > 16)
+    return false;
+  for (size_t i = 0; i < len; i++) {
+    if (p[i] < '0' || p[i] > '9')
+      return false;
+    v = v * 10 + (uint64_t)(p[i] - '0');
+  }
+  if (v < 1 || v > RING_VERSION_MAX)
+    return false;
+  *out = v;
+  return true;
+}
+
+/* Reads the version key: *version is 0 when it is absent or refused, and
+ * *revision (if not NULL) the store revision read. */
+static int read_version(ring_watcher *w, uint64_t *version, int64_t *revision, ring_error *err) {
+  char key[KEY_MAX];
+  ring_kvs kvs;
+  int rc = ring_etcd_range(w->c, key, make_key(w, key, "version", 0), NULL, &kvs, err);
+  if (rc != RING_OK)
+    return rc;
+  *version = 0;
+  if (kvs.n == 1 && !parse_version(kvs.kvs[0].value, kvs.kvs[0].value_len, version)) {
+    ring_error bad;
+    ring__err(&bad, RING_EVERSION, "version: value \"%.24s\" is not a version",
+              kvs.kvs[0].value ? (const char *)kvs.kvs[0].value : "");
+    refuse(w, 0, "version", &bad);
+  }
+  if (revision)
+    *revision = kvs.revision;
+  ring_kvs_free(&kvs);
+  return RING_OK;
+}
+
+/* Reads of tables/<v> and deltas/<v> by watchers that share a client are
+ * joined while one is in flight: those values never change once written
+ * (the coordinator writes each key once, in the txn that publishes the
+ * version), so one reply serves every watcher that asks meanwhile, and
+ * 100 watchers in a process cost etcd one read, not 100. A flight leaves
+ * the list when its reply is in, so a later read goes to etcd again. */
+typedef struct flight {
+  struct flight *next; /* in flights.head while in the air */
+  ring_etcd *c;
+  char key[KEY_MAX];
+  size_t key_len;
+  unsigned refs; /* the reader and every joiner not yet done with it */
+  bool done;     /* rc, err, value and len are set */
+  int rc;
+  ring_error err;
+  char *value; /* malloc()'ed, NUL-terminated; NULL unless rc is RING_OK */
+  size_t len;
+} flight;
+
+static struct {
+  pthread_mutex_t lock;  /* guards head and every flight's refs, done and result */
+  pthread_cond_t landed; /* broadcast when any flight is done */
+  flight *head;
+} flights = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL};
+
+static void flight_release(flight *f) {
+  pthread_mutex_lock(&flights.lock);
+  bool last = --f->refs == 0;
+  pthread_mutex_unlock(&flights.lock);
+  if (last) {
+    free(f->value);
+    free(f);
+  }
+}
+
+/* Reads the flight's key from etcd into its result. */
+static void flight_fly(flight *f) {
+  ring_kvs kvs;
+  f->rc = ring_etcd_range(f->c, f->key, f->key_len, NULL, &kvs, &f->err);
+  if (f->rc != RING_OK)
+    return; /* kvs holds nothing */
+  if (kvs.n == 0) {
+    f->rc = ring__err(&f->err, RING_ENOTFOUND, "%s: not found", f->key);
+  } else {
+    f->value = (char *)kvs.kvs[0].value; /* taken over */
+    f->len = kvs.kvs[0].value_len;
+    kvs.kvs[0].value = NULL;
+    if (f->value == NULL && (f->value = calloc(1, 1)) == NULL) /* an empty value */
+      f->rc = ring__err(&f->err, RING_ENOMEM, "%s", f->key);
+  }
+  ring_kvs_free(&kvs);
+}
+
+/* Reads key "<what><v>" of w's cluster. On RING_OK *out holds the value
+ * (f->value, f->len; read-only, shared) until flight_release(*out).
+ * RING_ENOTFOUND when the key is absent; else an etcd error in err. */
+static int read_shared(ring_watcher *w, const char *what, uint64_t v, flight **out,
+                       ring_error *err) {
+  char key[KEY_MAX];
+  size_t key_len = make_key(w, key, what, v);
+  pthread_mutex_lock(&flights.lock);
+  flight *f = flights.head;
+  while (f && !(f->c == w->c && f->key_len == key_len && memcmp(f->key, key, key_len) == 0))
+    f = f->next;
+  if (f != NULL) { /* join it */
+    f->refs++;
+    while (!f->done)
+      pthread_cond_wait(&flights.landed, &flights.lock);
+    pthread_mutex_unlock(&flights.lock);
+  } else {
+    pthread_mutex_unlock(&flights.lock);
+    if ((f = calloc(1, sizeof *f)) == NULL)
+      return ring__err(err, RING_ENOMEM, "%s", key);
+    f->c = w->c;
+    memcpy(f->key, key, key_len + 1);
+    f->key_len = key_len;
+    f->refs = 1;
+    pthread_mutex_lock(&flights.lock);
+    f->next = flights.head;
+    flights.head = f;
+    pthread_mutex_unlock(&flights.lock);
+    flight_fly(f);
+    pthread_mutex_lock(&flights.lock);
+    flight **pp = &flights.head;
+    while (*pp != f)
+      pp = &(*pp)->next;
+    *pp = f->next;
+    f->done = true;
+    pthread_cond_broadcast(&flights.landed);
+    pthread_mutex_unlock(&flights.lock);
+  }
+  if (f->rc == RING_OK) {
+    *out = f;
+    return RING_OK;
+  }
+  int rc = ring__err(err, f->rc, "%s", f->err.message);
+  flight_release(f);
+  return rc;
+}
+
+/* Whether JSON text nests deeper than max (strings skipped). */
+static bool too_deep(const char *p, size_t len, int max) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < len; i++) {
+    char ch = p[i];
+    if (in_string) {
+      if (ch == '\\')
+        i++;
+      else if (ch == '"')
+        in_string = false;
+    } else if (ch == '"') {
+      in_string = true;
+    } else if ((ch == '{' || ch == '[') && ++depth > max) {
+      return true;
+    } else if (ch == '}' || ch == ']') {
+      depth--;
+    }
+  }
+  return false;
+}
+
+/* ------------------------------------------------ 3. installing a version */
+
+/* The table version v from deltas/<v> applied to the table in service.
+ * RING_OK with *out; RING_ENOTFOUND without a delta (or when the table in
+ * service is no longer v-1); RING_EINVAL when the delta was refused
+ * (logged, counted); else an etcd error. */
+static int from_delta(ring_watcher *w, uint64_t v, ring_table **out, ring_error *err) {
+  flight *f;
+  int rc = read_shared(w, "deltas/", v, &f, err);
+  if (rc != RING_OK)
+    return rc;
+  ring_error why = {0};
+  if (too_deep(f->value, f->len, NESTING_MAX)) {
+    rc = ring__err(&why, RING_EJSON, "nested deeper than %d", NESTING_MAX);
+  } else {
+    /* Only what reads the base runs inside the section: a swap anywhere in
+     * the process waits for every open section, and 100 watchers on a few
+     * cores hold them long enough as it is. The seal reads only the result. */
+    const ring_table *base = ring_live_enter(w->live);
+    rc = base && ring_table_version(base) == v - 1
+             ? ring__delta_build(base, f->value, f->len, out, &why)
+             : RING_ENOTFOUND;
+    ring_live_exit(w->live);
+    if (rc == RING_OK && (rc = ring_table_seal(*out, &why)) != RING_OK)
+      ring_table_free(*out);
+  }
+  flight_release(f);
+  if (rc == RING_ENOTFOUND) /* another writer swapped meanwhile: read the table */
+    return rc;
+  if (rc == RING_OK && ring_table_version(*out) != v) {
+    rc = ring__err(&why, RING_EVERSION, "version: delta gives %" PRIu64 ", key is %" PRIu64,
+                   ring_table_version(*out), v);
+    ring_table_free(*out);
+  }
+  if (rc == RING_OK)
+    return RING_OK;
+  refuse(w, v, "delta", &why);
+  return RING_EINVAL;
+}
+
+/* The table version v from tables/<v>. RING_OK with *out; RING_EINVAL when
+ * it was refused (logged, counted); else an etcd error (RING_ENOTFOUND when
+ * the key is absent). */
+static int from_table(ring_watcher *w, uint64_t v, ring_table **out, ring_error *err) {
+  flight *f;
+  int rc = read_shared(w, "tables/", v, &f, err);
+  if (rc != RING_OK)
+    return rc;
+  ring_error why = {0};
+  ring_table *t = NULL;
+  rc = too_deep(f->value, f->len, NESTING_MAX)
+           ? ring__err(&why, RING_EJSON, "nested deeper than %d", NESTING_MAX)
+           : ring_table_decode(f->value, f->len, &t, &why);
+  flight_release(f);
+  if (rc == RING_OK && strcmp(ring_table_cluster(t), w->cluster) != 0)
+    rc = ring__err(&why, RING_EFIELD, "cluster: table is for \"%s\"", ring_table_cluster(t));
+  else if (rc == RING_OK && ring_table_version(t) != v)
+    rc = ring__err(&why, RING_EVERSION, "version: table says %" PRIu64 ", key is %" PRIu64,
+                   ring_table_version(t), v);
+  if (rc == RING_OK) {
+    *out = t;
+    return RING_OK;
+  }
+  ring_table_free(t);
+  refuse(w, v, "table", &why);
+  return RING_EINVAL;
+}
+
+/* Installs version v: swap, count, call back. RING_OK also when v was
+ * refused or something newer is already in service; else an etcd error
+ * to retry (RING_ENOTFOUND: tables/<v> is missing). */
+static int install(ring_watcher *w, uint64_t v, ring_error *err) {
+  ring_table *t = NULL;
+  bool delta = false;
+  int rc = RING_ENOTFOUND;
+  uint64_t have = ring_live_version(w->live);
+  if (have > 0 && have == v - 1) {
+    rc = from_delta(w, v, &t, err);
+    if (rc != RING_OK && rc != RING_ENOTFOUND && rc != RING_EINVAL)
+      return rc; /* etcd trouble: retry later rather than fetch the whole table */
+    delta = rc == RING_OK;
+  }
+  if (t == NULL && (rc = from_table(w, v, &t, err)) != RING_OK) {
+    if (rc == RING_EINVAL)
+      w->refused = v;
+    return rc == RING_EINVAL ? RING_OK : rc;
+  }
+  if (ring_live_swap(w->live, t) != RING_OK) { /* someone installed a newer one */
+    ring_table_free(t);
+    return RING_OK;
+  }
+  atomic_fetch_add(&w->swaps, 1);
+  if (delta)
+    atomic_fetch_add(&w->deltas, 1);
+  if (w->on_table) {
+    const ring_table *now = ring_live_enter(w->live);
+    w->on_table(w->ud, now);
+    ring_live_exit(w->live);
+  }
+  return RING_OK;
+}
+
+/* ------------------------------------------------------- 4. following */
+
+/* Writes acks/<id> = the version in service, if newer than the last ack. */
+static int ack(ring_watcher *w, ring_error *err) {
+  uint64_t v = ring_live_version(w->live);
+  if (w->ack_id[0] == '\0' || v <= w->acked)
+    return RING_OK;
+  char key[KEY_MAX], value[24];
+  size_t klen = (size_t)snprintf(key, sizeof key, "/ringkeeper/%s/acks/%s", w->cluster, w->ack_id);
+  int vlen = snprintf(value, sizeof value, "%" PRIu64, v);
+  int rc = ring_etcd_put(w->c, key, klen, value, (size_t)vlen, 0, NULL, NULL, err);
+  if (rc == RING_OK)
+    w->acked = v;
+  return rc;
+}
+
+/* Sleeps ms unless stopped first; false when stopped. */
+static bool pause_unless_stopped(ring_watcher *w, long ms) {
+  struct timespec until;
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  until.tv_sec += ms / 1000;
+  until.tv_nsec += (ms % 1000) * 1000000L;
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&w->lock);
+  while (!atomic_load(&w->stop) && pthread_cond_timedwait(&w->wake, &w->lock, &until) != ETIMEDOUT)
+    ;
+  pthread_mutex_unlock(&w->lock);
+  return !atomic_load(&w->stop);
+}
+
+/* Errors worth retrying: etcd could not be reached or did not answer. */
+static bool transient(int rc) {
+  return rc == RING_ECONNECT || rc == RING_ETIMEDOUT || rc == RING_EUNKNOWN || rc == RING_EPROTO ||
+         rc == RING_ENOMEM;
+}
+
+/* Brings the holder to the newest version and acks it. hint: a version
+ * seen in an event, or 0 to read the version key. Retries etcd errors with
+ * backoff until stopped, or `tries` times when tries > 0. Returns RING_OK
+ * or the last error. */
+static int follow(ring_watcher *w, uint64_t hint, int tries, ring_error *err) {
+  long backoff = RING_WATCHER_BACKOFF_MIN_MS;
+  int rc = RING_OK;
+  for (int attempt = 1; !atomic_load(&w->stop); attempt++) {
+    uint64_t v = hint;
+    rc = hint ? RING_OK : read_version(w, &v, NULL, err);
+    if (rc == RING_OK && v > ring_live_version(w->live) && v != w->refused)
+      rc = install(w, v, err);
+    if (rc == RING_ENOTFOUND && hint == 0) { /* the key names a table that is not there */
+      refuse(w, v, "table", err);
+      w->refused = v;
+      rc = RING_OK;
+    }
+    if (rc == RING_OK)
+      rc = ack(w, err);
+    if (rc == RING_OK)
+      return RING_OK;
+    hint = 0; /* after any trouble, read the version afresh: it may have moved on */
+    if (rc == RING_ENOTFOUND)
+      continue; /* a newer version replaced the table: no backoff */
+    atomic_fetch_add(&w->errors, 1);
+    if (!transient(rc)) { /* auth, permissions: waiting will not help; the next event retries */
+      log_line("error", "etcd refused the watcher", w, v, "etcd", err->message);
+      return rc;
+    }
+    if ((tries > 0 && attempt >= tries) || !pause_unless_stopped(w, backoff))
+      return rc;
+    backoff = backoff * 2 < RING_WATCHER_BACKOFF_MAX_MS ? backoff * 2 : RING_WATCHER_BACKOFF_MAX_MS;
+  }
+  return rc;
+}
+
+/* ------------------------------------------ 5. callback, public calls */
+
+static int on_watch(void *ud, const ring_event *events, uint32_t n, int64_t revision,
+                    bool compacted) {
+  (void)revision;
+  ring_watcher *w = ud;
+  ring_error err = {0};
+  uint64_t newest = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    uint64_t v;
+    if (events[i].type != RING_EVENT_PUT)
+      continue; /* a deleted version key: keep serving what we have */
+    if (parse_version(events[i].kv.value, events[i].kv.value_len, &v))
+      newest = v > newest ? v : newest;
+    else
+      refuse(w, 0, "version",
+             &(ring_error){RING_EVERSION, "version: the key's new value is not a version"});
+  }
+  if (compacted || n == 0) /* missed changes, or a quiet moment: read afresh */
+    follow(w, 0, 0, &err);
+  else if (newest > 0)
+    follow(w, newest, 0, &err);
+  return atomic_load(&w->stop) ? 1 : 0;
+}
+
+static void watcher_free(ring_watcher *w) {
+  pthread_cond_destroy(&w->wake);
+  pthread_mutex_destroy(&w->lock);
+  free(w);
+}
+
+static int check_opts(const ring_etcd *c, const ring_watcher_opts *o, const ring_live *live,
+                      ring_watcher **out, ring_error *err) {
+  if (c == NULL || o == NULL || live == NULL || out == NULL)
+    return ring__err(err, RING_EINVAL, "ring_watcher_start: NULL argument");
+  if (o->cluster == NULL || !ring__valid_id(o->cluster))
+    return ring__err(err, RING_EINVAL, "cluster \"%.63s\" must match [a-z0-9._-]{1,63}",
+                     o->cluster ? o->cluster : "");
+  if (o->ack_id && *o->ack_id && !ring__valid_id(o->ack_id))
+    return ring__err(err, RING_EINVAL, "ack_id \"%.63s\" must match [a-z0-9._-]{1,63}", o->ack_id);
+  return RING_OK;
+}
+
+int ring_watcher_start(ring_etcd *c, const ring_watcher_opts *o, ring_live *live,
+                       ring_watcher **out, ring_error *err) {
+  int rc = check_opts(c, o, live, out, err);
+  if (rc != RING_OK)
+    return rc;
+  ring_watcher *w = calloc(1, sizeof *w);
+  if (w == NULL)
+    return ring__err(err, RING_ENOMEM, "ring_watcher_start");
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&w->wake, &ca);
+  pthread_condattr_destroy(&ca);
+  pthread_mutex_init(&w->lock, NULL);
+  w->c = c;
+  w->live = live;
+  strcpy(w->cluster, o->cluster);
+  strcpy(w->ack_id, o->ack_id ? o->ack_id : "");
+  w->on_table = o->on_table;
+  w->ud = o->ud;
+  /* The current table first; the watch starts right after the read, so
+   * nothing published in between is missed. */
+  uint64_t v = 0;
+  int64_t rev = 0;
+  char key[KEY_MAX];
+  for (int i = 1; (rc = read_version(w, &v, &rev, err)) != RING_OK && transient(rc) &&
+                  i < RING_WATCHER_START_TRIES && pause_unless_stopped(w, 100L << i);
+       i++)
+    ;
+  if (rc == RING_OK)
+    rc = follow(w, v, RING_WATCHER_START_TRIES, err);
+  if (rc == RING_OK)
+    rc = ring_etcd_watch(c, key, make_key(w, key, "version", 0), false, rev + 1, on_watch, w,
+                         &w->watch, err);
+  if (rc != RING_OK) {
+    watcher_free(w);
+    return rc;
+  }
+  *out = w;
+  return RING_OK;
+}
+
+void ring_watcher_stop(ring_watcher *w) {
+  if (w == NULL)
+    return;
+  pthread_mutex_lock(&w->lock);
+  atomic_store(&w->stop, true);
+  pthread_cond_broadcast(&w->wake);
+  pthread_mutex_unlock(&w->lock);
+  ring_watch_cancel(w->watch); /* joins the watch thread: no callback after this */
+  watcher_free(w);
+}
+
+void ring_watcher_stats_get(ring_watcher *w, ring_watcher_stats *out) {
+  if (w == NULL || out == NULL)
+    return;
+  *out = (ring_watcher_stats){.version = ring_live_version(w->live),
+                              .swaps = atomic_load(&w->swaps),
+                              .deltas = atomic_load(&w->deltas),
+                              .rejected = atomic_load(&w->rejected),
+                              .errors = atomic_load(&w->errors)};
+}

@@ -13,10 +13,13 @@
  *
  * Every case walks the same pre-built key array ("session-0".."session-<K-1>")
  * so key generation is not timed; with 2 threads each thread walks the whole
- * array and the figure is aggregate throughput. Results are summed per
- * thread and folded into a volatile sink so the compiler cannot drop work.
- * Repeats are interleaved across the cases of one node count (so a slow
- * patch of the machine does not land on one system) and the best is kept.
+ * array and the figure is aggregate throughput. Threads start together on a
+ * spinning barrier, and a run walks the array as many times (passes) as it
+ * takes to last BENCH_MIN_RUN_S, so that thread start-up skew stays small
+ * next to the run. Results are summed per thread and folded into a volatile
+ * sink so the compiler cannot drop work. Repeats are interleaved across the
+ * cases of one node count (so a slow patch of the machine does not land on
+ * one system) and the best is kept.
  *
  * Cheap cases (XXH3, libring, the cpu-only control) run three times as many
  * repeats as the rest: the machine is shared, and only the best runs show
@@ -32,6 +35,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +60,9 @@
 #define BENCH_REPEATS_MAX 32u
 #define BENCH_CHEAP_FACTOR 3u /* repeats multiplier for cheap cases */
 #define BENCH_THREADS_MAX 2u
+#define BENCH_MIN_RUN_S 0.02        /* a timed run lasts at least this long */
+#define BENCH_MIN_RUN_S_QUICK 0.004
+#define BENCH_PASSES_MAX 1000u
 /* O(N)-per-key rendezvous runs on fewer keys when N is large: at most this
  * many node visits per run (quick: a tenth of it). */
 #define BENCH_RENDEZVOUS_BUDGET 100000000.0
@@ -398,7 +405,9 @@ typedef struct worker {
   const bench_ctx *ctx;
   const bench_key *keys;
   size_t n;
-  pthread_barrier_t *start;
+  unsigned passes;        /* walks over keys[0..n) */
+  atomic_uint *arrived;   /* the spinning start barrier */
+  unsigned threads;       /* how many must arrive */
   struct timespec t0, t1; /* this thread's window, after the barrier */
   uint64_t acc;
   char pad[64];           /* keeps workers' writes off each other's lines */
@@ -410,33 +419,36 @@ static double ts_sec(const struct timespec *t) {
 
 static void *worker_main(void *arg) {
   worker *w = arg;
-  pthread_barrier_wait(w->start);
+  /* Spin rather than sleep: a futex wake-up can cost a slow VM a
+   * millisecond, which would land on one thread only. */
+  atomic_fetch_add(w->arrived, 1);
+  while (atomic_load(w->arrived) < w->threads)
+    ;
   clock_gettime(CLOCK_MONOTONIC, &w->t0);
-  w->acc = w->fn(w->ctx, w->keys, w->n);
+  uint64_t acc = 0;
+  for (unsigned p = 0; p < w->passes; p++)
+    acc += w->fn(w->ctx, w->keys, w->n);
   clock_gettime(CLOCK_MONOTONIC, &w->t1);
+  w->acc = acc;
   return NULL;
 }
 
-/* Thread setup failed: no figure this program could print means anything. */
-static void die_threads(void) {
-  fprintf(stderr, "bench_lookup: cannot start threads\n");
-  exit(1);
-}
-
-/* One run: `threads` threads each look up keys[0..n), released together.
- * Returns the wall time from the first start to the last finish, in
- * seconds. Exits the program if the threads cannot be started. */
+/* One run: `threads` threads each look up keys[0..n) `passes` times,
+ * released together. Returns the wall time from the first start to the
+ * last finish, in seconds. Exits the program if a thread cannot be started
+ * (no figure it could print would mean anything). */
 static double run_once(bench_fn fn, const bench_ctx *c, const bench_key *keys, size_t n,
-                       unsigned threads) {
-  pthread_barrier_t start;
+                       unsigned passes, unsigned threads) {
+  atomic_uint arrived = 0;
   pthread_t tid[BENCH_THREADS_MAX];
   worker w[BENCH_THREADS_MAX];
-  if (pthread_barrier_init(&start, NULL, threads) != 0)
-    die_threads();
   for (unsigned i = 0; i < threads; i++) {
-    w[i] = (worker){.fn = fn, .ctx = c, .keys = keys, .n = n, .start = &start};
-    if (pthread_create(&tid[i], NULL, worker_main, &w[i]) != 0)
-      die_threads(); /* the started ones wait at the barrier; exit ends them */
+    w[i] = (worker){.fn = fn, .ctx = c, .keys = keys, .n = n, .passes = passes,
+                    .arrived = &arrived, .threads = threads};
+    if (pthread_create(&tid[i], NULL, worker_main, &w[i]) != 0) {
+      fprintf(stderr, "bench_lookup: cannot start threads\n");
+      exit(1); /* the started ones spin at the barrier; exit ends them */
+    }
   }
   double first = 0, last = 0;
   for (unsigned i = 0; i < threads; i++) {
@@ -448,7 +460,6 @@ static double run_once(bench_fn fn, const bench_ctx *c, const bench_key *keys, s
     if (i == 0 || b > last)
       last = b;
   }
-  pthread_barrier_destroy(&start);
   return last - first;
 }
 
@@ -456,7 +467,8 @@ static double run_once(bench_fn fn, const bench_ctx *c, const bench_key *keys, s
 typedef struct bench_case {
   int sys;           /* SYS_* */
   unsigned threads;  /* 1 or 2 */
-  size_t keys;       /* keys each thread looks up per run */
+  size_t keys;       /* keys each thread looks up per pass */
+  unsigned passes;   /* passes per run, set from the warm-up run */
   unsigned repeats;  /* timed runs */
   double wall[BENCH_REPEATS_MAX * BENCH_CHEAP_FACTOR];
   double best_ns;    /* best wall time / keys: what each thread sees per key */
@@ -475,26 +487,45 @@ static void case_summarize(bench_case *bc) {
   memcpy(s, bc->wall, repeats * sizeof *s);
   qsort(s, repeats, sizeof *s, cmp_double);
   double med = repeats % 2 ? s[repeats / 2] : (s[repeats / 2 - 1] + s[repeats / 2]) / 2;
-  bc->best_ns = s[0] * 1e9 / (double)bc->keys;
-  bc->median_ns = med * 1e9 / (double)bc->keys;
-  bc->mlps = (double)bc->keys * bc->threads / s[0] * 1e-6;
+  const double per_run = (double)bc->keys * bc->passes;
+  bc->best_ns = s[0] * 1e9 / per_run;
+  bc->median_ns = med * 1e9 / per_run;
+  bc->mlps = per_run * bc->threads / s[0] * 1e-6;
 }
 
-/* One untimed warm-up run per case (page faults, caches, branch history),
- * then rounds that each run every case that still wants a run, once. */
+static double case_run(const bench_case *bc, const bench_ctx *c, const keyset *ks) {
+  return run_once(systems[bc->sys].fn, c, ks->key, bc->keys, bc->passes, bc->threads);
+}
+
+/* Wakes both cores before the first figure: a vCPU that has idled a while
+ * can take a run or two to be scheduled at full speed. */
+static void warm_up_machine(const keyset *ks) {
+  const bench_ctx c = {.seed = 1};
+  for (int i = 0; i < 5; i++)
+    (void)run_once(run_cpu_only, &c, ks->key, ks->n, 1, BENCH_THREADS_MAX);
+}
+
+/* One untimed warm-up pass per case (page faults, caches, branch history)
+ * that also sets its passes per run, then rounds that each run every case
+ * that still wants a run, once. */
 static void measure(bench_case *cases, size_t n_cases, const bench_ctx *c,
-                    const keyset *ks) {
+                    const keyset *ks, double min_run_s) {
   unsigned rounds = 0;
   for (size_t i = 0; i < n_cases; i++) {
-    (void)run_once(systems[cases[i].sys].fn, c, ks->key, cases[i].keys, cases[i].threads);
-    if (cases[i].repeats > rounds)
-      rounds = cases[i].repeats;
+    bench_case *bc = &cases[i];
+    bc->passes = 1;
+    double warm = case_run(bc, c, ks);
+    double want = warm > 0 ? min_run_s / warm : BENCH_PASSES_MAX;
+    bc->passes = want >= BENCH_PASSES_MAX ? BENCH_PASSES_MAX
+                 : want > 1              ? (unsigned)want + 1
+                                         : 1;
+    if (bc->repeats > rounds)
+      rounds = bc->repeats;
   }
   for (unsigned r = 0; r < rounds; r++)
     for (size_t i = 0; i < n_cases; i++)
       if (r < cases[i].repeats)
-        cases[i].wall[r] =
-            run_once(systems[cases[i].sys].fn, c, ks->key, cases[i].keys, cases[i].threads);
+        cases[i].wall[r] = case_run(&cases[i], c, ks);
   for (size_t i = 0; i < n_cases; i++)
     case_summarize(&cases[i]);
 }
@@ -619,11 +650,11 @@ static size_t rendezvous_keys(const bench_opts *o, uint32_t nodes) {
 }
 
 static void print_header(void) {
-  printf("%-26s %6s %3s %8s %4s %10s %10s %11s %8s\n", "system", "nodes", "thr", "keys",
-         "runs", "ns/lookup", "median ns", "Mlookups/s", "x xxh3");
-  printf("%-26s %6s %3s %8s %4s %10s %10s %11s %8s\n", "--------------------------",
-         "------", "---", "--------", "----", "----------", "----------", "-----------",
-         "--------");
+  printf("%-26s %6s %3s %8s %4s %4s %10s %10s %11s %8s\n", "system", "nodes", "thr",
+         "keys", "pass", "runs", "ns/lookup", "median ns", "Mlookups/s", "x xxh3");
+  printf("%-26s %6s %3s %8s %4s %4s %10s %10s %11s %8s\n", "--------------------------",
+         "------", "---", "--------", "----", "----", "----------", "----------",
+         "-----------", "--------");
 }
 
 /* The 1-minute load average, or a negative value where unknown. Other work
@@ -722,7 +753,7 @@ static int bench_size(size_t si, const bench_opts *o, const keyset *ks) {
 #endif
   n = add_case(cases, n, SYS_RENDEZVOUS, 1, rendezvous_keys(o, nodes), rep);
 
-  measure(cases, n, &c, ks);
+  measure(cases, n, &c, ks, o->quick ? BENCH_MIN_RUN_S_QUICK : BENCH_MIN_RUN_S);
 
   for (size_t i = 0; i < n; i++) {
     bench_case *bc = &cases[i];
@@ -737,9 +768,9 @@ static int bench_size(size_t si, const bench_opts *o, const keyset *ks) {
         if (bc->sys != s || bc->threads != th || s == SYS_CPU_ONLY)
           continue;
         double base = result_ns[SYS_XXH3][si][th - 1];
-        printf("%-26s %6u %3u %8zu %4u %10.2f %10.2f %11.1f %7.2fx\n", systems[s].name,
-               nodes, th, bc->keys, bc->repeats, bc->best_ns, bc->median_ns, bc->mlps,
-               base > 0 ? bc->best_ns / base : 0.0);
+        printf("%-26s %6u %3u %8zu %4u %4u %10.2f %10.2f %11.1f %7.2fx\n",
+               systems[s].name, nodes, th, bc->keys, bc->passes, bc->repeats, bc->best_ns,
+               bc->median_ns, bc->mlps, base > 0 ? bc->best_ns / base : 0.0);
       }
   printf("\n");
 
@@ -849,7 +880,8 @@ static void print_derived(const bench_opts *o, size_t keys_total) {
   print_speedup_row(SYS_RING_PRIMARY);
   print_speedup_row(SYS_JUMP);
   print_speedup_row(SYS_CPU_ONLY);
-  printf("  (the cpu-only row shares no memory at all: it is this machine's ceiling)\n\n");
+  printf("  (the cpu-only row touches no memory: it is the most this machine gave two\n"
+         "   threads while that node count ran; near 1.0x, something else held a core)\n\n");
 
   const size_t owners = (size_t)o->tokens * BENCH_REPLICAS * sizeof(uint16_t);
   printf("memory:\n");
@@ -893,12 +925,16 @@ int main(int argc, char **argv) {
   printf("libring tables: test_table_rr(T=%u, R=%u, N, zones=%u); XXH3 seed = table "
          "seed\n",
          o.tokens, BENCH_REPLICAS, BENCH_ZONES);
-  printf("ns/lookup = best wall time / keys per thread; Mlookups/s = aggregate over "
-         "threads;\n"
-         "x xxh3 = ns/lookup over xxh3's at the same N and thread count\n");
+  printf("keys = keys per pass, pass = passes per run (a run lasts >= %.0f ms), runs = "
+         "timed runs;\n"
+         "ns/lookup = best run's wall time / (keys * passes), per thread; Mlookups/s = "
+         "aggregate\nover threads; x xxh3 = ns/lookup over xxh3's at the same N and "
+         "thread count\n",
+         (o.quick ? BENCH_MIN_RUN_S_QUICK : BENCH_MIN_RUN_S) * 1e3);
   printf("load average at start: %.2f\n\n", load_average());
   print_header();
 
+  warm_up_machine(&ks);
   int failed = 0;
   for (size_t si = 0; si < N_SIZES && !failed; si++)
     failed = bench_size(si, &o, &ks) != 0;
