@@ -30,8 +30,17 @@ static uint64_t tie(uint64_t a, uint64_t b) { return ring__mix64(a * 0x9e3779b97
 
 /* --------------------------------------------------------- compatibility */
 
-/* Whether node u may own slot (t, r): see the file comment. */
-static bool can_take(const planner *p, uint16_t u, uint32_t t, uint32_t r) {
+/* Whether u clashes with node x: the same node, or (x staying) its domain. */
+static bool clashes(const planner *p, uint16_t u, uint16_t x) {
+  return x == u || (p->sh.eligible[x] && p->sh.dom[x] == p->sh.dom[u]);
+}
+
+/* Whether node u may own slot (t, r): see the file comment. `relaxed` (the
+ * last resort) also lets u clash with the base owner of another slot q
+ * that has already moved away, provided q's new owner does not clash with
+ * r's base owner: then the waves run q's move before r's (plan_waves.c),
+ * and every intermediate table still keeps the rule. */
+static bool can_take_as(const planner *p, uint16_t u, uint32_t t, uint32_t r, bool relaxed) {
   const uint16_t *w = &p->target->owners[(size_t)t * p->R];
   const uint16_t *o = p->orig ? &p->orig[(size_t)t * p->R] : NULL;
   const uint32_t du = p->sh.dom[u];
@@ -40,10 +49,15 @@ static bool can_take(const planner *p, uint16_t u, uint32_t t, uint32_t r) {
       continue;
     if (w[q] != NONE && (w[q] == u || p->sh.dom[w[q]] == du))
       return false;
-    if (o && (o[q] == u || p->sh.dom[o[q]] == du))
+    if (o && clashes(p, u, o[q]) &&
+        !(relaxed && w[q] != o[q] && w[q] != NONE && !clashes(p, w[q], o[r])))
       return false;
   }
   return true;
+}
+
+static bool can_take(const planner *p, uint16_t u, uint32_t t, uint32_t r) {
+  return can_take_as(p, u, t, r, false);
 }
 
 /* Owners of the token's other slots sharing u's best-effort value. */
@@ -173,6 +187,8 @@ typedef struct rebalance {
   uint32_t n_free;
   uint32_t *slot_start; /* per node offsets into slots (CSR of base ownership) */
   uint32_t *slots;
+  uint32_t *moved;      /* slots given a new owner so far, each once */
+  uint32_t n_moved;
 } rebalance;
 
 static bool unmoved(const planner *p, uint32_t s) {
@@ -183,7 +199,8 @@ static bool unmoved(const planner *p, uint32_t s) {
  * everything up, and the later of two owners sharing a hard domain. */
 static int free_forced(planner *p, rebalance *rb) {
   rb->free_slots = malloc(((size_t)p->T * p->R) * sizeof *rb->free_slots);
-  if (rb->free_slots == NULL)
+  rb->moved = malloc(((size_t)p->T * p->R) * sizeof *rb->moved);
+  if (rb->free_slots == NULL || rb->moved == NULL)
     return RING_ENOMEM;
   for (uint32_t t = 0; t < p->T; t++)
     for (uint32_t r = 0; r < p->R; r++) {
@@ -235,6 +252,17 @@ static uint32_t excess(const planner *p, uint32_t i) {
   return p->load[i] > p->sh.quota[i] ? p->load[i] - p->sh.quota[i] : 0;
 }
 
+/* Gives slot s to `to`, remembering it among the moved slots the first
+ * time it leaves its base owner. */
+static void move_slot(planner *p, rebalance *rb, uint32_t s, uint16_t to) {
+  uint16_t from = p->target->owners[s];
+  if (from == p->orig[s] || from == NONE)
+    rb->moved[rb->n_moved++] = s;
+  if (from != NONE)
+    p->load[from]--;
+  assign(p, s / p->R, s % p->R, to);
+}
+
 /* The best receiver below quota for free slot s, or NONE. */
 static uint16_t receiver_for(const planner *p, uint32_t s) {
   const uint32_t t = s / p->R, r = s % p->R;
@@ -260,7 +288,7 @@ static void fill_free(planner *p, rebalance *rb) {
     if (u == NONE)
       rb->free_slots[kept++] = s;
     else
-      assign(p, s / p->R, s % p->R, u);
+      move_slot(p, rb, s, u);
   }
   rb->n_free = kept;
 }
@@ -284,13 +312,6 @@ static uint32_t slot_for(const planner *p, const rebalance *rb, uint32_t o, uint
   return best;
 }
 
-static void move_slot(planner *p, uint32_t s, uint16_t to) {
-  uint16_t from = p->target->owners[s];
-  if (from != NONE)
-    p->load[from]--;
-  assign(p, s / p->R, s % p->R, to);
-}
-
 typedef struct donor {
   uint32_t node;
   uint32_t excess;
@@ -309,7 +330,7 @@ static int cmp_donor(const void *a, const void *b) {
 
 /* Receiver u pulls its deficit from nodes above quota, the most loaded
  * first, one unit from each in turn. Returns the units it could not get. */
-static uint32_t pull_for(planner *p, const rebalance *rb, uint16_t u, donor *buf) {
+static uint32_t pull_for(planner *p, rebalance *rb, uint16_t u, donor *buf) {
   uint32_t k = 0;
   for (uint32_t o = 0; o < p->n; o++)
     if (excess(p, o) > 0)
@@ -324,7 +345,7 @@ static uint32_t pull_for(planner *p, const rebalance *rb, uint16_t u, donor *buf
       uint32_t s = slot_for(p, rb, buf[j].node, u);
       if (s == UINT32_MAX)
         continue;
-      move_slot(p, s, u);
+      move_slot(p, rb, s, u);
       need--;
       progress = true;
     }
@@ -345,7 +366,7 @@ static int cmp_deficit(const void *a, const void *b) {
 }
 
 /* Phase B: receivers, largest deficit first, pull from nodes above quota. */
-static int pull_excess(planner *p, const rebalance *rb) {
+static int pull_excess(planner *p, rebalance *rb) {
   by_deficit *order = malloc((p->n ? p->n : 1) * sizeof *order);
   donor *buf = malloc((p->n ? p->n : 1) * sizeof *buf);
   if (!order || !buf) {
@@ -365,9 +386,32 @@ static int pull_excess(planner *p, const rebalance *rb) {
   return RING_OK;
 }
 
-/* Places slot s1 on u by way of a balanced node b: b takes s1 and gives u
- * one of its own unmoved slots. One move more than the direct route. */
-static bool two_hop(planner *p, const rebalance *rb, uint32_t s1, uint16_t u) {
+/* Places slot s1 on u by way of another node b that takes s1 and hands u
+ * a slot b itself received in this plan: that slot still moves once (from
+ * its base owner to u instead of to b), so this costs no extra move. */
+static bool relay(planner *p, rebalance *rb, uint32_t s1, uint16_t u) {
+  const uint32_t t1 = s1 / p->R, r1 = s1 % p->R;
+  for (uint32_t k = 0; k < rb->n_moved; k++) {
+    uint32_t s2 = rb->moved[k];
+    uint16_t b = p->target->owners[s2];
+    if (b == u || b == NONE || s2 / p->R == t1 || !can_take(p, u, s2 / p->R, s2 % p->R))
+      continue;
+    const uint16_t owner = p->target->owners[s1];
+    p->target->owners[s2] = u; /* tentatively, so b's check sees it */
+    bool ok = b != owner && can_take(p, b, t1, r1);
+    p->target->owners[s2] = b;
+    if (!ok)
+      continue;
+    move_slot(p, rb, s2, u);
+    move_slot(p, rb, s1, b);
+    return true;
+  }
+  return false;
+}
+
+/* Places slot s1 on u by way of a node b that takes s1 and gives u one of
+ * its own unmoved slots: one move more than the direct route. */
+static bool two_hop(planner *p, rebalance *rb, uint32_t s1, uint16_t u) {
   const uint32_t t1 = s1 / p->R, r1 = s1 % p->R;
   const uint16_t owner = p->target->owners[s1];
   for (uint32_t b = 0; b < p->n; b++) {
@@ -378,43 +422,134 @@ static bool two_hop(planner *p, const rebalance *rb, uint32_t s1, uint16_t u) {
     p->target->owners[s1] = owner;
     if (s2 == UINT32_MAX || s2 / p->R == t1)
       continue;
-    move_slot(p, s1, (uint16_t)b);
-    move_slot(p, s2, u);
+    move_slot(p, rb, s1, (uint16_t)b);
+    move_slot(p, rb, s2, u);
     return true;
   }
   return false;
 }
 
-static uint16_t any_deficit(const planner *p) {
-  for (uint32_t i = 0; i < p->n; i++)
-    if (deficit(p, i) > 0)
-      return (uint16_t)i;
+/* A breadth-first search for a chain of hand-overs: the start (node o, or
+ * the free slot s1 with no owner) gives a slot to n1, n1 one of its slots
+ * to n2, ... until a node below quota is reached. Loads in between do not
+ * change. Each hand-over of a slot that had not moved yet costs one move
+ * beyond the lower bound, so this runs only where nothing cheaper did. */
+typedef struct chain {
+  uint16_t *from;   /* per node: who handed it a slot in the search */
+  uint32_t *slot;   /* per node: which slot */
+  uint16_t *queue;
+  bool *seen;
+} chain;
+
+/* Tries every slot X holds (base slots still unmoved, and slots it
+ * received) against every unseen node; returns a node below quota reached,
+ * or NONE after queueing the rest. */
+static uint16_t expand(planner *p, const rebalance *rb, chain *c, uint16_t x, uint32_t *tail,
+                       bool free_only) {
+  const uint32_t a = rb->slot_start[x], len = rb->slot_start[x + 1] - a;
+  /* With free_only, beyond the start only slots that moved already hand
+   * over: such a chain costs no move beyond the lower bound. */
+  const uint32_t from = free_only && c->from[x] != x ? len : 0;
+  for (uint32_t k = from; k < len + rb->n_moved; k++) {
+    uint32_t s = k < len ? rb->slots[a + k] : rb->moved[k - len];
+    if (p->target->owners[s] != x)
+      continue;
+    for (uint32_t y = 0; y < p->n; y++) {
+      if (c->seen[y] || !p->sh.eligible[y] || !can_take_as(p, (uint16_t)y, s / p->R, s % p->R, true))
+        continue;
+      c->seen[y] = true;
+      c->from[y] = x;
+      c->slot[y] = s;
+      if (deficit(p, y) > 0)
+        return (uint16_t)y;
+      c->queue[(*tail)++] = (uint16_t)y;
+    }
+  }
   return NONE;
 }
 
-/* Phase C: what phases A and B stranded, by two-hop moves. */
+/* Applies the chain ending at u if its slots are of distinct tokens (then
+ * each hand-over's check is independent of the others). */
+static bool apply_chain(planner *p, rebalance *rb, const chain *c, uint16_t u, uint16_t start) {
+  uint32_t tokens[64], n = 0;
+  for (uint16_t y = u; y != start && n < 64; y = c->from[y]) {
+    for (uint32_t i = 0; i < n; i++)
+      if (tokens[i] == c->slot[y] / p->R)
+        return false;
+    tokens[n++] = c->slot[y] / p->R;
+  }
+  for (uint16_t y = u, x; y != start; y = x) {
+    x = c->from[y];
+    move_slot(p, rb, c->slot[y], y);
+  }
+  return true;
+}
+
+static bool augment(planner *p, rebalance *rb, uint16_t o, uint32_t s1, bool free_only) {
+  chain c = {malloc(p->n * sizeof *c.from), malloc(p->n * sizeof *c.slot),
+             malloc(p->n * sizeof *c.queue), calloc(p->n, sizeof *c.seen)};
+  bool done = false;
+  if (c.from && c.slot && c.queue && c.seen) {
+    uint32_t head = 0, tail = 0;
+    uint16_t start = o, found = NONE;
+    if (s1 != UINT32_MAX) { /* a free slot: its first taker starts the chain */
+      start = NONE;
+      for (uint32_t y = 0; y < p->n && found == NONE; y++)
+        if (p->sh.eligible[y] && can_take_as(p, (uint16_t)y, s1 / p->R, s1 % p->R, true)) {
+          c.seen[y] = true, c.from[y] = NONE, c.slot[y] = s1;
+          if (deficit(p, y) > 0)
+            found = (uint16_t)y;
+          else
+            c.queue[tail++] = (uint16_t)y;
+        }
+    } else {
+      c.seen[o] = true;
+      c.from[o] = o; /* marks the start: its base slots may hand over */
+      c.queue[tail++] = o;
+    }
+    while (found == NONE && head < tail)
+      found = expand(p, rb, &c, c.queue[head++], &tail, free_only);
+    done = found != NONE && apply_chain(p, rb, &c, found, start);
+  }
+  free(c.from);
+  free(c.slot);
+  free(c.queue);
+  free(c.seen);
+  return done;
+}
+
+/* Places s1 on some node below quota: directly, by a relay, by a two-hop
+ * move, or by a longer chain, in that order of cost. */
+static bool place_stranded(planner *p, rebalance *rb, uint32_t s1) {
+  for (uint32_t i = 0; i < p->n; i++)
+    if (deficit(p, i) > 0 && can_take(p, (uint16_t)i, s1 / p->R, s1 % p->R)) {
+      move_slot(p, rb, s1, (uint16_t)i);
+      return true;
+    }
+  for (uint32_t i = 0; i < p->n; i++)
+    if (deficit(p, i) > 0 && relay(p, rb, s1, (uint16_t)i))
+      return true;
+  uint16_t owner = p->target->owners[s1];
+  if (augment(p, rb, owner, owner == NONE ? s1 : UINT32_MAX, true))
+    return true;
+  for (uint32_t i = 0; i < p->n; i++)
+    if (deficit(p, i) > 0 && two_hop(p, rb, s1, (uint16_t)i))
+      return true;
+  return augment(p, rb, owner, owner == NONE ? s1 : UINT32_MAX, false);
+}
+
+/* Phase C: what phases A and B stranded. */
 static int repair(planner *p, rebalance *rb, ring_error *err) {
-  for (uint32_t k = 0; k < rb->n_free; k++) {
-    uint16_t u = any_deficit(p);
-    bool placed = false;
-    for (uint32_t i = u; !placed && i < p->n; i++)
-      placed = deficit(p, i) > 0 && two_hop(p, rb, rb->free_slots[k], (uint16_t)i);
-    if (!placed)
+  for (uint32_t k = 0; k < rb->n_free; k++)
+    if (!place_stranded(p, rb, rb->free_slots[k]))
       return ring__err(err, RING_EPLAN,
                        "token %u slot %u: no node can take it without breaking a hard rule",
                        rb->free_slots[k] / p->R, rb->free_slots[k] % p->R);
-  }
   for (uint32_t o = 0; o < p->n; o++) {
     const uint32_t a = rb->slot_start[o], len = rb->slot_start[o + 1] - a;
-    for (uint32_t j = 0; j < len && excess(p, o) > 0; j++) {
-      uint32_t s1 = rb->slots[a + j];
-      for (uint32_t i = 0; unmoved(p, s1) && i < p->n; i++)
-        if (deficit(p, i) > 0 && can_take(p, (uint16_t)i, s1 / p->R, s1 % p->R))
-          move_slot(p, s1, (uint16_t)i);
-      for (uint32_t i = 0; unmoved(p, s1) && i < p->n; i++)
-        if (deficit(p, i) > 0)
-          two_hop(p, rb, s1, (uint16_t)i);
-    }
+    for (uint32_t j = 0; j < len && excess(p, o) > 0; j++)
+      if (unmoved(p, rb->slots[a + j]))
+        place_stranded(p, rb, rb->slots[a + j]);
     if (excess(p, o) > 0)
       return ring__err(err, RING_EPLAN, "node %s keeps %u token-replicas over its quota",
                        p->target->nodes[o].id, excess(p, o));
@@ -446,6 +581,7 @@ static int place_rebalance(planner *p, ring_error *err) {
   free(rb.free_slots);
   free(rb.slot_start);
   free(rb.slots);
+  free(rb.moved);
   return rc;
 }
 

@@ -109,12 +109,15 @@ static void domain_shares(const double *weight, uint32_t d, double total, double
 
 typedef struct round_cand {
   uint32_t node;
+  bool whole;      /* the target is a whole number: the floor is exact */
   bool holds_more; /* holds more than the floor today: rounding up saves a move */
   double frac;
 } round_cand;
 
 static int cmp_round(const void *a, const void *b) {
   const round_cand *x = a, *y = b;
+  if (x->whole != y->whole)
+    return x->whole ? 1 : -1;
   if (x->holds_more != y->holds_more)
     return x->holds_more ? -1 : 1;
   if (x->frac != y->frac)
@@ -122,33 +125,47 @@ static int cmp_round(const void *a, const void *b) {
   return (x->node > y->node) - (x->node < y->node);
 }
 
-/* Quotas for the nodes in `group` (n_group of them) summing to `total`:
- * floors, then +1 for the best candidates. */
-static void apportion(ring__shares *s, const uint32_t *group, uint32_t n_group,
-                      uint32_t total, const uint32_t *load, round_cand *scratch) {
+/* Quotas for the nodes in `group` summing to `total`: floors, then +1 for
+ * the best candidates whose domain has room (room[d]: token-replicas the
+ * domain may still take, at most T in all). Nodes with fractional targets
+ * go first, so a whole target is never rounded up while another can be. */
+static void apportion(ring__shares *s, const uint32_t *group, uint32_t n_group, uint32_t total,
+                      const uint32_t *load, uint32_t *room, round_cand *scratch) {
   uint32_t sum = 0;
   for (uint32_t j = 0; j < n_group; j++) {
     uint32_t i = group[j];
-    double fl = floor(s->target[i] + 1e-9);
+    double fl = floor(s->target[i] + 1e-9), frac = s->target[i] - fl;
     s->quota[i] = (uint32_t)fl;
     sum += s->quota[i];
-    scratch[j] = (round_cand){i, load && load[i] > s->quota[i], s->target[i] - fl};
+    room[s->dom[i]] -= room[s->dom[i]] >= s->quota[i] ? s->quota[i] : room[s->dom[i]];
+    scratch[j] = (round_cand){i, frac < 1e-9, load && load[i] > s->quota[i], frac};
   }
   qsort(scratch, n_group, sizeof *scratch, cmp_round);
-  for (uint32_t j = 0; sum < total && n_group > 0; j = (j + 1) % n_group, sum++)
-    s->quota[scratch[j].node]++;
+  /* Two passes at most: the second ignores room, a guard against rounding
+   * error that exact arithmetic never needs. */
+  for (int pass = 0; pass < 2 && sum < total; pass++)
+    for (uint32_t j = 0; j < n_group && sum < total; j++) {
+      uint32_t i = scratch[j].node, d = s->dom[i];
+      if (s->quota[i] > floor(s->target[i] + 1e-9) || (pass == 0 && room[d] == 0))
+        continue;
+      s->quota[i]++;
+      room[d] -= room[d] > 0;
+      sum++;
+    }
 }
 
-/* Sets target and quota of every node given which domains are capped.
- * Returns the first uncapped domain whose rounded quotas exceed T, or
- * DOMAIN_NONE when all fit. */
-static uint32_t fill_quotas(ring__shares *s, const ring_table *t, const double *dw,
-                            bool *capped, const uint32_t *load, uint32_t *group,
-                            round_cand *scratch) {
+/* Sets target and quota of every node: water-filled domain shares, then
+ * rounding. Returns RING_OK or RING_ENOMEM. */
+static int fill_quotas(ring__shares *s, const ring_table *t, const double *dw, bool *capped,
+                       const uint32_t *load, uint32_t *group, round_cand *scratch) {
   const uint32_t T = t->view.tokens, D = s->n_dom;
   double *share = malloc((D ? D : 1) * sizeof *share);
-  if (share == NULL)
-    return DOMAIN_NONE - 1;
+  uint32_t *room = malloc((D ? D : 1) * sizeof *room);
+  if (share == NULL || room == NULL) {
+    free(share);
+    free(room);
+    return RING_ENOMEM;
+  }
   domain_shares(dw, D, (double)T * t->view.replicas, (double)T, capped, share);
   uint32_t n_cap = 0, m = 0;
   for (uint32_t i = 0; i < s->n; i++) {
@@ -156,6 +173,8 @@ static uint32_t fill_quotas(ring__shares *s, const ring_table *t, const double *
     s->target[i] = s->eligible[i] ? share[d] * t->nodes[i].weight / dw[d] : 0;
     s->quota[i] = 0;
   }
+  for (uint32_t d = 0; d < D; d++)
+    room[d] = T;
   for (uint32_t d = 0; d < D; d++) { /* a capped domain shares exactly T */
     if (!capped[d])
       continue;
@@ -164,23 +183,16 @@ static uint32_t fill_quotas(ring__shares *s, const ring_table *t, const double *
     for (uint32_t i = 0; i < s->n; i++)
       if (s->eligible[i] && s->dom[i] == d)
         group[m++] = i;
-    apportion(s, group, m, T, load, scratch);
+    apportion(s, group, m, T, load, room, scratch);
   }
   m = 0;
   for (uint32_t i = 0; i < s->n; i++)
     if (s->eligible[i] && !capped[s->dom[i]])
       group[m++] = i;
-  apportion(s, group, m, T * t->view.replicas - T * n_cap, load, scratch);
+  apportion(s, group, m, T * t->view.replicas - T * n_cap, load, room, scratch);
   free(share);
-  for (uint32_t d = 0; d < D; d++) { /* rounding may push a near-full domain past T */
-    uint32_t sum = 0;
-    for (uint32_t i = 0; i < s->n; i++)
-      if (s->eligible[i] && s->dom[i] == d)
-        sum += s->quota[i];
-    if (!capped[d] && sum > T)
-      return d;
-  }
-  return DOMAIN_NONE;
+  free(room);
+  return RING_OK;
 }
 
 /* -------------------------------------------------------------- entry */
@@ -240,12 +252,7 @@ int ring__shares_compute(const ring_table *t, const char *fd, const uint32_t *lo
   for (uint32_t i = 0; i < n; i++)
     if (s->eligible[i])
       dw[s->dom[i]] += t->nodes[i].weight;
-  for (uint32_t over; (over = fill_quotas(s, t, dw, capped, load, scratch, rc)) != DOMAIN_NONE;) {
-    if (over == DOMAIN_NONE - 1)
-      goto done; /* out of memory */
-    capped[over] = true;
-  }
-  code = RING_OK;
+  code = fill_quotas(s, t, dw, capped, load, scratch, rc);
 done:
   free(scratch);
   free(rc);

@@ -43,7 +43,8 @@ static uint16_t pick_source(const ring__planner *p, uint32_t s, uint32_t *stream
 }
 
 /* (wave, token, slot) order. Before waves are placed, `wave` holds the
- * priority: 0 for moves that restore redundancy, 1 for the rest. */
+ * order key: 2 * rank + (0 for moves that restore redundancy, 1 for the
+ * rest), rank being how many of the token's other moves must run first. */
 static int cmp_wave(const void *a, const void *b) {
   const ring_move *x = a, *y = b;
   if (x->wave != y->wave)
@@ -126,6 +127,31 @@ static int place_in_wave(const ring__planner *p, wave_limits *w, ring_move *m,
   return RING_OK;
 }
 
+/* Whether move a must wait for move b of the same token: a's new owner
+ * clashes with b's base owner (the same node, or a staying node's domain). */
+static bool waits_for(const ring__planner *p, const ring_move *a, const ring_move *b) {
+  const ring__node *ob = &p->target->nodes[b->from];
+  return a->to == b->from ||
+         (ring__eligible(ob->state) && p->sh.dom[a->to] == p->sh.dom[b->from]);
+}
+
+/* Ranks the moves of each token (contiguous in m) so dependencies run
+ * first; R rounds settle any acyclic order. */
+static void rank_moves(const ring__planner *p, ring_move *m, uint32_t n) {
+  for (uint32_t i = 0, j; i < n; i = j) {
+    for (j = i; j < n && m[j].token == m[i].token;)
+      j++;
+    uint32_t rank[RING_REPLICAS_MAX] = {0};
+    for (uint32_t round = 0; round < p->R && j - i > 1; round++)
+      for (uint32_t a = i; a < j; a++)
+        for (uint32_t b = i; b < j; b++)
+          if (a != b && waits_for(p, &m[a], &m[b]) && rank[a - i] <= rank[b - i])
+            rank[a - i] = rank[b - i] + 1 < RING_REPLICAS_MAX ? rank[b - i] + 1 : rank[a - i];
+    for (uint32_t a = i; a < j; a++)
+      m[a].wave += 2 * rank[a - i];
+  }
+}
+
 static int collect_moves(const ring__planner *p, ring_plan *plan) {
   const size_t S = (size_t)p->T * p->R;
   uint32_t n = 0;
@@ -152,6 +178,7 @@ static int collect_moves(const ring__planner *p, ring_plan *plan) {
       plan->bytes += p->cfg->arc_bytes[m->token];
   }
   free(streams);
+  rank_moves(p, plan->moves, plan->n_moves);
   return RING_OK;
 }
 
