@@ -12,8 +12,6 @@
 
 #include "ring.h"
 
-#include <string.h>
-
 #ifndef XXH_INLINE_ALL
 #define XXH_INLINE_ALL
 #endif
@@ -30,14 +28,21 @@ static inline uint32_t ring_view_token(const ring_view *v, const void *key, size
   return (uint32_t)(XXH3_64bits_withSeed(key, len, v->seed) >> v->shift);
 }
 
+/* The key's token's R owners in slot order, read in place: no copy. The
+ * pointer lives as long as the view. */
+static inline const uint16_t *ring_view_owners(const ring_view *v, const void *key, size_t len) {
+  return v->owners + (size_t)ring_view_token(v, key, len) * v->replicas;
+}
+
 /* Same contract as ring_lookup: writes min(R, max) owners, returns the count
- * (max must be >= 1; no argument checks on this path). */
+ * (max must be >= 1; no argument checks on this path). A plain loop: memcpy
+ * of a run-time size would be a library call. */
 static inline int ring_view_lookup(const ring_view *v, const void *key, size_t len,
                                    uint16_t *owners, int max) {
-  const uint32_t r = v->replicas;
-  const uint16_t *o = v->owners + (size_t)ring_view_token(v, key, len) * r;
-  const int n = max < (int)r ? max : (int)r;
-  memcpy(owners, o, (size_t)n * sizeof *owners);
+  const uint16_t *o = ring_view_owners(v, key, len);
+  const int n = max < (int)v->replicas ? max : (int)v->replicas;
+  for (int i = 0; i < n; i++)
+    owners[i] = o[i];
   return n;
 }
 

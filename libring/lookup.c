@@ -7,8 +7,21 @@
 #include <math.h>
 #include <string.h>
 
+#include <xxhash.h>
+
+static inline uint64_t key_hash(const ring_table *t, const void *key, size_t len) {
+  return XXH3_64bits_withSeed(key, len, t->view.seed);
+}
+
+/* Copies n <= RING_REPLICAS_MAX owners: a short loop, where memcpy of a
+ * run-time size would be a library call. */
+static inline void copy_owners(uint16_t *dst, const uint16_t *src, int n) {
+  for (int i = 0; i < n; i++)
+    dst[i] = src[i];
+}
+
 uint32_t ring_table_token(const ring_table *t, const void *key, size_t len) {
-  return (uint32_t)(ring__hash(key, len, t->view.seed) >> t->view.shift);
+  return (uint32_t)(key_hash(t, key, len) >> t->view.shift);
 }
 
 uint32_t ring_table_token_of_hash(const ring_table *t, uint64_t hash) {
@@ -20,9 +33,9 @@ int ring_lookup(const ring_table *t, const void *key, size_t len, uint16_t *owne
   if (t == NULL || (key == NULL && len > 0) || owners == NULL || max < 1 || !t->sealed)
     return RING_EINVAL;
   const uint32_t R = t->view.replicas;
-  const uint32_t tok = (uint32_t)(ring__hash(key, len, t->view.seed) >> t->view.shift);
+  const uint32_t tok = (uint32_t)(key_hash(t, key, len) >> t->view.shift);
   const int n = max < (int)R ? max : (int)R;
-  memcpy(owners, &t->owners[(size_t)tok * R], (size_t)n * sizeof *owners);
+  copy_owners(owners, &t->owners[(size_t)tok * R], n);
   return n;
 }
 
@@ -78,7 +91,7 @@ int ring_read_replica(const ring_table *t, const void *key, size_t len, uint16_t
   if (t == NULL || (key == NULL && len > 0) || node == NULL || !t->sealed)
     return RING_EINVAL;
   const uint32_t R = t->view.replicas;
-  const uint64_t h = ring__hash(key, len, t->view.seed);
+  const uint64_t h = key_hash(t, key, len);
   const uint16_t *o = &t->owners[(size_t)(h >> t->view.shift) * R];
   uint16_t cand[RING_REPLICAS_MAX];
   int n = 0;

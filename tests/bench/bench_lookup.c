@@ -274,6 +274,15 @@ BENCH_FLATTEN static uint64_t run_ring_view(const bench_ctx *c, const bench_key 
   return acc;
 }
 
+BENCH_FLATTEN static uint64_t run_ring_owners(const bench_ctx *c, const bench_key *k, size_t n) {
+  uint64_t acc = 0;
+  for (size_t i = 0; i < n; i++) {
+    const uint16_t *o = ring_view_owners(c->view, k[i].p, k[i].len);
+    acc += (uint64_t)o[0] + o[1] + o[2];
+  }
+  return acc;
+}
+
 BENCH_FLATTEN static uint64_t run_ring_primary(const bench_ctx *c, const bench_key *k,
                                                size_t n) {
   uint64_t acc = 0;
@@ -366,6 +375,7 @@ enum {
   SYS_XXH3,
   SYS_RING_CALL,
   SYS_RING_VIEW,
+  SYS_RING_OWNERS,
   SYS_RING_PRIMARY,
   SYS_KETAMA,
   SYS_KETAMA_MD5,
@@ -383,6 +393,7 @@ static const struct {
     [SYS_XXH3] = {"xxh3 (baseline)", run_xxh3},
     [SYS_RING_CALL] = {"libring ring_lookup", run_ring_lookup},
     [SYS_RING_VIEW] = {"libring ring_view_lookup", run_ring_view},
+    [SYS_RING_OWNERS] = {"libring ring_view_owners", run_ring_owners},
     [SYS_RING_PRIMARY] = {"libring ring_view_primary", run_ring_primary},
 #ifdef HAVE_LIBMEMCACHED
     [SYS_KETAMA] = {"ketama libmemcached", run_ketama},
@@ -733,6 +744,7 @@ static int bench_size(size_t si, const bench_opts *o, const keyset *ks) {
     n = add_case(cases, n, SYS_XXH3, th, ks->n, cheap);
     n = add_case(cases, n, SYS_RING_CALL, th, ks->n, cheap);
     n = add_case(cases, n, SYS_RING_VIEW, th, ks->n, cheap);
+    n = add_case(cases, n, SYS_RING_OWNERS, th, ks->n, cheap);
     n = add_case(cases, n, SYS_RING_PRIMARY, th, ks->n, cheap);
     n = add_case(cases, n, SYS_JUMP, th, ks->n, rep);
     n = add_case(cases, n, SYS_CPU_ONLY, th, ks->n, cheap);
@@ -832,6 +844,7 @@ static void print_derived(const bench_opts *o, size_t keys_total) {
   print_sizes_header("nodes");
   print_ratio_row("ring_lookup (library call)", SYS_RING_CALL);
   print_ratio_row("ring_view_lookup (inline)", SYS_RING_VIEW);
+  print_ratio_row("ring_view_owners (inline, 3)", SYS_RING_OWNERS);
   print_ratio_row("ring_view_primary (inline, 1)", SYS_RING_PRIMARY);
   print_ratio_row("(jump hash, for reference)", SYS_JUMP);
   printf("\n");
@@ -877,6 +890,7 @@ static void print_derived(const bench_opts *o, size_t keys_total) {
   print_speedup_row(SYS_XXH3);
   print_speedup_row(SYS_RING_CALL);
   print_speedup_row(SYS_RING_VIEW);
+  print_speedup_row(SYS_RING_OWNERS);
   print_speedup_row(SYS_RING_PRIMARY);
   print_speedup_row(SYS_JUMP);
   print_speedup_row(SYS_CPU_ONLY);
