@@ -12,6 +12,8 @@
 
 #include "ring.h"
 
+#include <string.h>
+
 #ifndef XXH_INLINE_ALL
 #define XXH_INLINE_ALL
 #endif
@@ -28,6 +30,21 @@ static inline uint32_t ring_view_token(const ring_view *v, const void *key, size
   return (uint32_t)(XXH3_64bits_withSeed(key, len, v->seed) >> v->shift);
 }
 
+/* Copies n (1..7) owners with a fixed-size copy per case, which compiles
+ * to a few moves: memcpy of a run-time size would be a library call. */
+static inline void ring__copy_owners(uint16_t *dst, const uint16_t *src, int n) {
+  switch (n) {
+  case 1: memcpy(dst, src, 2); break;
+  case 2: memcpy(dst, src, 4); break;
+  case 3: memcpy(dst, src, 6); break;
+  case 4: memcpy(dst, src, 8); break;
+  case 5: memcpy(dst, src, 10); break;
+  case 6: memcpy(dst, src, 12); break;
+  case 7: memcpy(dst, src, 14); break;
+  default: break;
+  }
+}
+
 /* The key's token's R owners in slot order, read in place: no copy. The
  * pointer lives as long as the view. */
 static inline const uint16_t *ring_view_owners(const ring_view *v, const void *key, size_t len) {
@@ -35,14 +52,12 @@ static inline const uint16_t *ring_view_owners(const ring_view *v, const void *k
 }
 
 /* Same contract as ring_lookup: writes min(R, max) owners, returns the count
- * (max must be >= 1; no argument checks on this path). A plain loop: memcpy
- * of a run-time size would be a library call. */
+ * (max must be >= 1; no argument checks on this path). */
 static inline int ring_view_lookup(const ring_view *v, const void *key, size_t len,
                                    uint16_t *owners, int max) {
   const uint16_t *o = ring_view_owners(v, key, len);
   const int n = max < (int)v->replicas ? max : (int)v->replicas;
-  for (int i = 0; i < n; i++)
-    owners[i] = o[i];
+  ring__copy_owners(owners, o, n);
   return n;
 }
 

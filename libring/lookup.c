@@ -3,23 +3,15 @@
  * pick of the replica that serves a key's reads.
  */
 #include "ring_int.h"
+#include "ring_inline.h" /* XXH3 inlined: the hash is most of a lookup */
 
 #include <math.h>
 #include <string.h>
-
-#define XXH_INLINE_ALL /* the hash is most of a lookup: no call for it */
-#include <xxhash.h>
 
 static inline uint64_t key_hash(const ring_table *t, const void *key, size_t len) {
   return XXH3_64bits_withSeed(key, len, t->view.seed);
 }
 
-/* Copies n <= RING_REPLICAS_MAX owners: a short loop, where memcpy of a
- * run-time size would be a library call. */
-static inline void copy_owners(uint16_t *dst, const uint16_t *src, int n) {
-  for (int i = 0; i < n; i++)
-    dst[i] = src[i];
-}
 
 uint32_t ring_table_token(const ring_table *t, const void *key, size_t len) {
   return (uint32_t)(key_hash(t, key, len) >> t->view.shift);
@@ -36,7 +28,7 @@ int ring_lookup(const ring_table *t, const void *key, size_t len, uint16_t *owne
   const uint32_t R = t->view.replicas;
   const uint32_t tok = (uint32_t)(key_hash(t, key, len) >> t->view.shift);
   const int n = max < (int)R ? max : (int)R;
-  copy_owners(owners, &t->owners[(size_t)tok * R], n);
+  ring__copy_owners(owners, &t->owners[(size_t)tok * R], n);
   return n;
 }
 

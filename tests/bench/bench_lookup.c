@@ -267,7 +267,7 @@ static uint64_t run_ring_lookup(const bench_ctx *c, const bench_key *k, size_t n
 BENCH_FLATTEN static uint64_t run_ring_view(const bench_ctx *c, const bench_key *k, size_t n) {
   uint64_t acc = 0;
   for (size_t i = 0; i < n; i++) {
-    uint16_t o[BENCH_REPLICAS];
+    uint16_t o[BENCH_REPLICAS] = {0};
     int got = ring_view_lookup(c->view, k[i].p, k[i].len, o, (int)BENCH_REPLICAS);
     acc += (uint64_t)got + o[0] + o[1] + o[2];
   }
