@@ -195,6 +195,30 @@ START_TEST(three_members_survive_a_kill) {
   get_one(c, "/k", &kv);
   ck_assert_str_eq((char *)kv.kvs[0].value, "after-49");
   ring_kvs_free(&kv);
+  /* every other operation on the surviving members too */
+  ring_error err;
+  ring_cmp cmp = {"/k", 2, RING_CMP_VALUE, RING_CMP_EQ, 0, "after-49", 8};
+  ring_op op = {RING_OP_PUT, "/k", 2, "txn", 3, 0, false};
+  ring_txn_result r;
+  ck_assert_msg(ring_etcd_txn(c, &cmp, 1, &op, 1, NULL, 0, &r, &err) == RING_OK, "%s",
+                err.message);
+  ck_assert(r.succeeded);
+  ring_txn_result_free(&r);
+  int64_t lease = 0, ttl = 0, deleted = 0;
+  ck_assert_msg(ring_etcd_lease_grant(c, 10, &lease, &err) == RING_OK, "%s", err.message);
+  ck_assert_int_eq(ring_etcd_lease_refresh(c, lease, &ttl, &err), RING_OK);
+  ck_assert_int_gt(ttl, 0);
+  ring_leadership lead;
+  ck_assert_msg(ring_etcd_campaign(c, "/leader", "me", 2, lease, &lead, NULL, &err) == RING_OK,
+                "%s", err.message);
+  ring_op fenced = {RING_OP_PUT, "/fenced", 7, "ok", 2, 0, false};
+  ck_assert_int_eq(ring_etcd_fenced_txn(c, &lead, NULL, 0, &fenced, 1, NULL, 0, NULL, &err),
+                   RING_OK);
+  ck_assert_int_eq(ring_etcd_resign(c, &lead, &err), RING_OK);
+  ring_leadership_free(&lead);
+  ck_assert_int_eq(ring_etcd_lease_revoke(c, lease, &err), RING_OK);
+  ck_assert_int_eq(ring_etcd_delete(c, "/fenced", 7, false, &deleted, NULL, &err), RING_OK);
+  ck_assert_int_eq(deleted, 1);
   ck_assert(etcd_member_restart(&three, victim));
   ring_etcd_close(c);
   etcd_cluster_stop(&three);
