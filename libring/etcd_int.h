@@ -11,6 +11,7 @@
 #include <curl/curl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <time.h>
 
 #define ETCD_POOL_MAX 8                   /* idle connections kept for reuse */
 #ifndef RING_ETCD_RESPONSE_MAX
@@ -65,6 +66,10 @@ void ring__etcd_release(ring_etcd *c, CURL *h); /* back to the pool */
 void ring__etcd_failover(ring_etcd *c, uint32_t from);
 /* Authenticates again (after the token expired); RING_EAUTH on refusal. */
 int ring__etcd_reauth(ring_etcd *c, uint64_t seen_gen, ring_error *err);
+
+/* CLOCK_MONOTONIC now + ms: the deadline for a pthread_cond_timedwait on a
+ * condition variable set to the monotonic clock (waits that a stop wakes). */
+struct timespec ring__deadline_ms(long ms);
 
 /* JSON helpers for the gateway's encoding: bytes as base64 strings, int64
  * as decimal strings (or numbers). */

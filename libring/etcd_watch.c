@@ -494,14 +494,7 @@ static int run_stream(ring_watch *w, uint32_t ep) {
 
 /* Sleeps ms unless cancelled first; false when cancelled. */
 static bool pause_unless_cancelled(ring_watch *w, long ms) {
-  struct timespec until;
-  clock_gettime(CLOCK_MONOTONIC, &until);
-  until.tv_sec += ms / 1000;
-  until.tv_nsec += (ms % 1000) * 1000000L;
-  if (until.tv_nsec >= 1000000000L) {
-    until.tv_sec++;
-    until.tv_nsec -= 1000000000L;
-  }
+  struct timespec until = ring__deadline_ms(ms);
   pthread_mutex_lock(&w->lock);
   while (!atomic_load(&w->cancel) &&
          pthread_cond_timedwait(&w->wake, &w->lock, &until) != ETIMEDOUT)

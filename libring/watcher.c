@@ -390,14 +390,7 @@ static int ack(ring_watcher *w, ring_error *err) {
 
 /* Sleeps ms unless stopped first; false when stopped. */
 static bool pause_unless_stopped(ring_watcher *w, long ms) {
-  struct timespec until;
-  clock_gettime(CLOCK_MONOTONIC, &until);
-  until.tv_sec += ms / 1000;
-  until.tv_nsec += (ms % 1000) * 1000000L;
-  if (until.tv_nsec >= 1000000000L) {
-    until.tv_sec++;
-    until.tv_nsec -= 1000000000L;
-  }
+  struct timespec until = ring__deadline_ms(ms);
   pthread_mutex_lock(&w->lock);
   while (!atomic_load(&w->stop) && pthread_cond_timedwait(&w->wake, &w->lock, &until) != ETIMEDOUT)
     ;

@@ -8,6 +8,7 @@
  */
 #include "etcd_harness.h"
 #include "ring_etcd.h"
+#include "check_main.h"
 
 #include <check.h>
 #include <netinet/tcp.h>
@@ -473,10 +474,5 @@ int main(void) {
   tcase_add_test(tc, campaign_with_a_lost_reply_rereads);
   tcase_add_test(tc, bad_arguments);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_set_fork_status(sr, CK_NOFORK); /* fixtures hold processes */
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return run_suite_as(s, 1); /* fixtures hold processes */
 }

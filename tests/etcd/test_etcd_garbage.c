@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include "etcd_harness.h"
 #include "ring_etcd.h"
+#include "check_main.h"
 
 #include <check.h>
 #include <poll.h>
@@ -558,10 +559,5 @@ int main(void) {
   tcase_add_test(tc, watch_resumes_after_the_last_revision);
   tcase_add_test(tc, watch_endless_progress_is_cancellable);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_set_fork_status(sr, CK_NOFORK);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return run_suite_as(s, 1); /* fixtures hold processes */
 }

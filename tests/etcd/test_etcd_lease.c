@@ -7,6 +7,7 @@
  */
 #include "etcd_harness.h"
 #include "ring_etcd.h"
+#include "check_main.h"
 
 #include <check.h>
 #include <stdatomic.h>
@@ -249,10 +250,5 @@ int main(void) {
   tcase_set_timeout(tc3, 180);
   tcase_add_test(tc3, keeper_survives_a_killed_member);
   suite_add_tcase(s, tc3);
-  SRunner *sr = srunner_create(s);
-  srunner_set_fork_status(sr, CK_NOFORK); /* fixtures hold processes */
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return run_suite_as(s, 1); /* fixtures hold processes */
 }

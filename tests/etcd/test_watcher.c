@@ -11,6 +11,7 @@
 #include "etcd_harness.h"
 #include "ring_etcd.h"
 #include "test_cluster.h"
+#include "check_main.h"
 
 #include <check.h>
 #include <poll.h>
@@ -887,10 +888,5 @@ int main(void) {
   tcase_add_test(tc, partition_then_compaction);
   tcase_add_test(tc, etcd_killed_while_publishing);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_set_fork_status(sr, CK_NOFORK); /* fixtures hold processes */
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return run_suite_as(s, 1); /* fixtures hold processes */
 }

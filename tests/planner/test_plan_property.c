@@ -36,6 +36,7 @@
 
 #include "ring.h"
 #include "test_cluster.h"
+#include "check_main.h"
 
 #include <check.h>
 #include <math.h>

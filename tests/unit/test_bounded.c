@@ -14,6 +14,7 @@
 #include "ring.h"
 #include "completion_heap.h"
 #include "test_tables.h"
+#include "check_main.h"
 
 #include <check.h>
 #include <math.h>
@@ -810,9 +811,5 @@ static Suite *bounded_suite(void) {
 }
 
 int main(void) {
-  SRunner *sr = srunner_create(bounded_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return run_suite(bounded_suite());
 }

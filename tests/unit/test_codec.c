@@ -6,6 +6,7 @@
 #include "ring.h"
 #include "ring_int.h"
 #include "test_tables.h"
+#include "check_main.h"
 
 #include <check.h>
 #include <cjson/cJSON.h>
@@ -449,9 +450,5 @@ static Suite *codec_suite(void) {
 }
 
 int main(void) {
-  SRunner *sr = srunner_create(codec_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return run_suite(codec_suite());
 }

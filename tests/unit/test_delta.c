@@ -9,6 +9,7 @@
 #include "ring.h"
 #include "ring_int.h"
 #include "test_cluster.h"
+#include "check_main.h"
 
 #include <check.h>
 #include <cjson/cJSON.h>
@@ -886,9 +887,5 @@ int main(void) {
   tcase_add_test(te, err_pending);
   tcase_add_test(te, err_replicas);
   suite_add_tcase(s, te);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return run_suite(s);
 }

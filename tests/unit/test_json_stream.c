@@ -7,6 +7,7 @@
  */
 #include "json_stream.h"
 #include "ring.h"
+#include "check_main.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -349,9 +350,5 @@ Suite *suite(void) {
 }
 
 int main(void) {
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return run_suite(suite());
 }

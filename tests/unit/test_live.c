@@ -8,6 +8,7 @@
  */
 #include "ring.h"
 #include "test_tables.h"
+#include "check_main.h"
 
 #include <check.h>
 #include <pthread.h>
@@ -189,9 +190,5 @@ static Suite *live_suite(void) {
 }
 
 int main(void) {
-  SRunner *sr = srunner_create(live_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return run_suite(live_suite());
 }

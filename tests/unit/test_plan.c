@@ -5,6 +5,7 @@
  */
 #include "ring.h"
 #include "test_cluster.h"
+#include "check_main.h"
 
 #include <check.h>
 #include <math.h>
@@ -385,9 +386,5 @@ static Suite *plan_suite(void) {
 }
 
 int main(void) {
-  SRunner *sr = srunner_create(plan_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return run_suite(plan_suite());
 }

@@ -11,6 +11,7 @@
  */
 #include "ring.h"
 #include "test_tables.h"
+#include "check_main.h"
 
 #include <check.h>
 #include <math.h>
@@ -269,9 +270,5 @@ static Suite *rendezvous_suite(void) {
 }
 
 int main(void) {
-  SRunner *sr = srunner_create(rendezvous_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return run_suite(rendezvous_suite());
 }

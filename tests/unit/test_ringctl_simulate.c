@@ -12,6 +12,8 @@
  * planner placement of 65536 tokens and three bounded-load replays.
  */
 #define _POSIX_C_SOURCE 200809L /* popen, pclose */
+#include "check_main.h"
+
 #include <check.h>
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -357,9 +359,5 @@ static Suite *simulate_suite(void) {
 }
 
 int main(void) {
-  SRunner *sr = srunner_create(simulate_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return run_suite(simulate_suite());
 }

@@ -5,6 +5,7 @@
 #include "ring.h"
 #include "ring_inline.h"
 #include "test_tables.h"
+#include "check_main.h"
 
 #include <check.h>
 #include <stdbool.h>
@@ -267,9 +268,5 @@ static Suite *table_suite(void) {
 }
 
 int main(void) {
-  SRunner *sr = srunner_create(table_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return run_suite(table_suite());
 }
