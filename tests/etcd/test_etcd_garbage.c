@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "etcd_harness.h"
+#include "etcd_client.h"
 #include "ring_etcd.h"
 #include "check_main.h"
 
@@ -159,11 +160,7 @@ static void fake_stop(fake *f) {
 static ring_etcd *client_of(const fake *f, uint32_t timeout_ms) {
   char ep[64];
   snprintf(ep, sizeof ep, "http://127.0.0.1:%d", f->port);
-  ring_etcd_opts o = {.endpoints = ep, .timeout_ms = timeout_ms, .connect_timeout_ms = 1000};
-  ring_etcd *c = NULL;
-  ring_error err;
-  ck_assert_msg(ring_etcd_open(&o, &c, &err) == RING_OK, "%s", err.message);
-  return c;
+  return test_client(ep, timeout_ms, 1000);
 }
 
 /* Fills buf with as many whole copies of unit as fit, NUL-terminated. */

@@ -4,6 +4,7 @@
  * dead etcd.
  */
 #include "etcd_harness.h"
+#include "etcd_client.h"
 #include "ring_etcd.h"
 #include "check_main.h"
 
@@ -11,13 +12,7 @@
 
 static etcd_cluster one;
 
-static ring_etcd *client(const char *endpoints) {
-  ring_etcd_opts o = {.endpoints = endpoints, .timeout_ms = 3000};
-  ring_etcd *c = NULL;
-  ring_error err;
-  ck_assert_msg(ring_etcd_open(&o, &c, &err) == RING_OK, "%s", err.message);
-  return c;
-}
+static ring_etcd *client(const char *endpoints) { return test_client(endpoints, 3000, 0); }
 
 static void put(ring_etcd *c, const char *k, const char *v, int64_t *rev) {
   ring_error err;

@@ -6,6 +6,7 @@
  * member it talks to in a three-member cluster.
  */
 #include "etcd_harness.h"
+#include "etcd_client.h"
 #include "ring_etcd.h"
 #include "check_main.h"
 
@@ -14,13 +15,7 @@
 
 static etcd_cluster one;
 
-static ring_etcd *client(const char *endpoints) {
-  ring_etcd_opts o = {.endpoints = endpoints, .timeout_ms = 3000};
-  ring_etcd *c = NULL;
-  ring_error err;
-  ck_assert_msg(ring_etcd_open(&o, &c, &err) == RING_OK, "%s", err.message);
-  return c;
-}
+static ring_etcd *client(const char *endpoints) { return test_client(endpoints, 3000, 0); }
 
 static int64_t grant(ring_etcd *c, int64_t ttl) {
   int64_t lease = 0;

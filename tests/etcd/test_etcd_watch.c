@@ -7,6 +7,7 @@
  * writer publishes 1,000 versions.
  */
 #include "etcd_harness.h"
+#include "etcd_client.h"
 #include "ring_etcd.h"
 #include "check_main.h"
 
@@ -153,13 +154,7 @@ static int snapshot(rec *r, const int *field) {
 
 static etcd_cluster one;
 
-static ring_etcd *client(const char *endpoints) {
-  ring_etcd_opts o = {.endpoints = endpoints, .timeout_ms = 3000, .connect_timeout_ms = 500};
-  ring_etcd *c = NULL;
-  ring_error err;
-  ck_assert_msg(ring_etcd_open(&o, &c, &err) == RING_OK, "%s", err.message);
-  return c;
-}
+static ring_etcd *client(const char *endpoints) { return test_client(endpoints, 3000, 500); }
 
 static int64_t put(ring_etcd *c, const char *k, const char *v) {
   ring_error err;

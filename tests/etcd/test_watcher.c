@@ -9,6 +9,7 @@
  * off by a proxy, so that each watch resumes into a compacted past.
  */
 #include "etcd_harness.h"
+#include "etcd_client.h"
 #include "ring_etcd.h"
 #include "test_cluster.h"
 #include "check_main.h"
@@ -22,13 +23,7 @@
 
 static etcd_cluster one;
 
-static ring_etcd *client(const char *endpoints) {
-  ring_etcd_opts o = {.endpoints = endpoints, .timeout_ms = 3000};
-  ring_etcd *c = NULL;
-  ring_error err;
-  ck_assert_msg(ring_etcd_open(&o, &c, &err) == RING_OK, "%s", err.message);
-  return c;
-}
+static ring_etcd *client(const char *endpoints) { return test_client(endpoints, 3000, 0); }
 
 /* ------------------------------------------------------------ publishing */
 
