@@ -6,6 +6,7 @@
 #include "ring.h"
 #include "ring_int.h"
 #include "test_tables.h"
+#include "json_edit.h"
 #include "check_main.h"
 
 #include <check.h>
@@ -138,21 +139,7 @@ static void expect(const char *text, int code, const char *fragment) {
 
 /* The sample's JSON with one top-level field replaced (value NULL: removed). */
 static char *with_field(const char *name, const char *value) {
-  char *json = sample_json();
-  cJSON *root = cJSON_Parse(json);
-  free(json);
-  if (value == NULL) {
-    cJSON_DeleteItemFromObjectCaseSensitive(root, name);
-  } else {
-    cJSON *v = cJSON_CreateRaw(value); /* verbatim: numbers keep their digits */
-    if (cJSON_GetObjectItemCaseSensitive(root, name))
-      cJSON_ReplaceItemInObjectCaseSensitive(root, name, v);
-    else
-      cJSON_AddItemToObject(root, name, v);
-  }
-  char *out = cJSON_PrintUnformatted(root);
-  cJSON_Delete(root);
-  return out;
+  return json_with_field(sample_json(), name, value);
 }
 
 static void expect_field(const char *name, const char *value, int code, const char *frag) {
@@ -168,12 +155,7 @@ static void expect_node_field(int i, const char *name, const char *value, int co
   cJSON *root = cJSON_Parse(json);
   free(json);
   cJSON *node = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "nodes"), i);
-  if (value == NULL)
-    cJSON_DeleteItemFromObjectCaseSensitive(node, name);
-  else if (cJSON_GetObjectItemCaseSensitive(node, name))
-    cJSON_ReplaceItemInObjectCaseSensitive(node, name, cJSON_CreateRaw(value));
-  else
-    cJSON_AddItemToObject(node, name, cJSON_CreateRaw(value));
+  json_set_raw(node, name, value);
   char *text = cJSON_PrintUnformatted(root);
   cJSON_Delete(root);
   expect(text, code, frag);

@@ -7,6 +7,7 @@
  * offending field.
  */
 #include "ring.h"
+#include "json_edit.h"
 #include "ring_int.h"
 #include "test_cluster.h"
 #include "check_main.h"
@@ -516,21 +517,7 @@ static void expect(const char *text, int code, const char *fragment) {
 /* The pair's delta with one top-level field replaced (value NULL: removed). */
 static char *with_field(const char *name, const char *value) {
   size_t len;
-  char *json = pair_delta(&len);
-  cJSON *root = cJSON_Parse(json);
-  free(json);
-  if (value == NULL) {
-    cJSON_DeleteItemFromObjectCaseSensitive(root, name);
-  } else {
-    cJSON *v = cJSON_CreateRaw(value);
-    if (cJSON_GetObjectItemCaseSensitive(root, name))
-      cJSON_ReplaceItemInObjectCaseSensitive(root, name, v);
-    else
-      cJSON_AddItemToObject(root, name, v);
-  }
-  char *out = cJSON_PrintUnformatted(root);
-  cJSON_Delete(root);
-  return out;
+  return json_with_field(pair_delta(&len), name, value);
 }
 
 static void expect_field(const char *name, const char *value, int code, const char *frag) {
