@@ -192,6 +192,11 @@ static void follower_stop(follower *f) {
   ring_live_free(f->live);
 }
 
+static void followers_stop(follower *f, int n) {
+  for (int i = 0; i < n; i++)
+    follower_stop(&f[i]);
+}
+
 /* Waits until every follower serves version v; false after timeout_s. */
 static bool wait_all(follower *f, int n, uint64_t v, double timeout_s) {
   double end = harness_now() + timeout_s;
@@ -654,8 +659,7 @@ START_TEST(hundred_watchers) {
   ck_assert_uint_gt(deltas, MANY * 10); /* most steps were deltas */
   assert_serving(&f[MANY - 1], wr.cur);
   assert_ack(writer_c, "w90", wr.v);
-  for (int i = 0; i < MANY; i++)
-    follower_stop(&f[i]);
+  followers_stop(f, MANY);
   free(f);
   ring_etcd_close(shared);
   writer_free(&wr);
@@ -776,8 +780,7 @@ START_TEST(etcd_killed_while_publishing) {
   }
   assert_serving(&f[FEW - 1], wr.cur);
   assert_ack(wc, "killed-0", wr.v);
-  for (int i = 0; i < FEW; i++)
-    follower_stop(&f[i]);
+  followers_stop(f, FEW);
   ring_etcd_close(shared);
   writer_free(&wr);
   ring_etcd_close(wc);
@@ -805,8 +808,7 @@ START_TEST(compaction_while_publishing) {
     ck_assert(!atomic_load(&f[i].s.backwards));
   }
   assert_serving(&f[0], wr.cur);
-  for (int i = 0; i < FEW; i++)
-    follower_stop(&f[i]);
+  followers_stop(f, FEW);
   ring_etcd_close(shared);
   writer_free(&wr);
   ring_etcd_close(wc);
@@ -857,8 +859,7 @@ START_TEST(partition_then_compaction) {
   ck_assert_uint_eq(after.rejected, 0);
   assert_serving(&f[FEW - 1], wr.cur);
   assert_ack(wc, "cut-0", wr.v);
-  for (int i = 0; i < FEW; i++)
-    follower_stop(&f[i]);
+  followers_stop(f, FEW);
   ring_etcd_close(cut);
   proxy_stop(&px);
   writer_free(&wr);
