@@ -1,0 +1,2 @@
+/* cluster.c: see cluster.h. (Being written.) */
+#include "cluster.h"

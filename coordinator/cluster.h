@@ -1,0 +1,126 @@
+/*
+ * cluster.h: a cluster's state as read from etcd, shared by ring-coordinator
+ * and ringctl. One read is one etcd txn of range ops, so everything in an
+ * rk_state comes from one store revision.
+ *
+ * Sections: the snapshot; reading it; tables; the planner's input.
+ */
+#ifndef RING_COORD_CLUSTER_H
+#define RING_COORD_CLUSTER_H
+
+#include "plan_doc.h"
+#include "records.h"
+#include "ring.h"
+#include "ring_etcd.h"
+
+/* --------------------------------------------------------- the snapshot */
+
+/* What to read: a bit set. */
+enum {
+  RK_READ_CONFIG = 1u << 0,
+  RK_READ_VERSION = 1u << 1, /* the version key (not the table) */
+  RK_READ_NODES = 1u << 2,
+  RK_READ_ALIVE = 1u << 3,
+  RK_READ_PLANS = 1u << 4,   /* plan/proposed and plan/active */
+  RK_READ_ACKS = 1u << 5,
+  RK_READ_PROGRESS = 1u << 6,
+  RK_READ_LEADER = 1u << 7,
+  RK_READ_ALL = 0xFFu
+};
+
+typedef struct rk_ack {
+  char id[RING_ID_MAX + 1];
+  uint64_t version; /* 0 when the value is malformed */
+} rk_ack;
+
+typedef struct rk_agent_progress {
+  char id[RING_ID_MAX + 1];
+  rk_progress p;    /* version 0 and no tokens when malformed */
+} rk_agent_progress;
+
+typedef struct rk_alive_entry {
+  rk_alive a;       /* id set from the key; the rest zero when malformed */
+  bool valid;       /* the value parsed */
+  int64_t lease;
+} rk_alive_entry;
+
+typedef struct rk_state {
+  int64_t revision;          /* the store revision of the read */
+
+  bool has_config;
+  rk_config config;
+  int64_t config_mod;        /* mod revision, for compare-and-swap */
+
+  uint64_t version;          /* 0: no table published yet */
+  int64_t version_mod;       /* 0 when the key is absent */
+
+  rk_node *nodes;            /* sorted by id */
+  int64_t *node_mod;
+  uint32_t n_nodes;
+
+  rk_alive_entry *alive;     /* sorted by id */
+  uint32_t n_alive;
+
+  bool has_proposed;
+  rk_plan_doc proposed;
+  int64_t proposed_mod;
+  bool has_active;
+  rk_run active;
+  int64_t active_mod;
+
+  rk_ack *acks;              /* sorted by id */
+  uint32_t n_acks;
+  rk_agent_progress *progress; /* sorted by id */
+  uint32_t n_progress;
+
+  bool has_leader;
+  rk_leader leader;
+
+  /* Agent-written values (alive, acks, progress) that did not parse: kept
+   * as "present but empty" so liveness never depends on a value's bytes. */
+  uint32_t n_bad;
+  char first_bad[RK_REASON_MAX];
+} rk_state;
+
+void rk_state_free(rk_state *s); /* frees the contents, not s */
+
+/* ------------------------------------------------------------ reading it */
+
+/* Reads `what` of the cluster in one txn. A malformed config, node record or
+ * plan fails the read (RING_EFORMAT / RING_EFIELD / ..., err naming the key):
+ * the caller must not act on a state it cannot read whole. Agent-written
+ * values are tolerated as described above. RING_OK with has_config false
+ * when the cluster was never initialised. */
+int rk_state_read(ring_etcd *c, const char *cluster, unsigned what, rk_state *out,
+                  ring_error *err);
+
+/* Lookups in a read state; NULL when absent. */
+rk_node *rk_state_node(const rk_state *s, const char *id);
+const rk_alive_entry *rk_state_alive(const rk_state *s, const char *id);
+uint64_t rk_state_ack(const rk_state *s, const char *id); /* 0 when absent */
+const rk_progress *rk_state_progress(const rk_state *s, const char *id);
+
+/* ----------------------------------------------------------------- tables */
+
+/* Reads and decodes tables/<version>. RING_ENOTFOUND when the key is gone
+ * (retention, or a version that never existed), else the decoder's error. */
+int rk_table_read(ring_etcd *c, const char *cluster, uint64_t version, ring_table **out,
+                  ring_error *err);
+
+/* ---------------------------------------------------- the planner's input */
+
+/* The planner's input for the desired membership: the config's settings and
+ * one entry per node record that is not removed-and-empty: state `down` for
+ * down nodes, `draining` for desired drained or removed, `active` for
+ * joining and active ones. Nodes appear in the order of `table`'s node
+ * indexes (so plans keep indexes stable), then new ones by id. `table` may be
+ * NULL. in->nodes is malloc()'ed (rk_plan_input_free). */
+int rk_desired_input(const rk_state *s, const ring_table *table, rk_plan_input *in,
+                     ring_error *err);
+
+/* True when the table already is what the input asks for: the same nodes
+ * (ids, addrs, labels, weights, serving or not) and no planner move needed.
+ * Used to decide whether a plan must be proposed at all. */
+bool rk_input_matches_table(const rk_plan_input *in, const ring_table *table);
+
+#endif /* RING_COORD_CLUSTER_H */

@@ -1,0 +1,1 @@
+# ring-coordinator: the daemon (not built yet).

@@ -1,0 +1,146 @@
+/*
+ * records.h: codecs of the small etcd values (proto/etcd.md): config,
+ * nodes/<id>, alive/<id>, progress/<id>, leader, and the key names.
+ * Internal to Ringkeeper (compiled into libring with hidden visibility;
+ * the daemons and ringctl link ring_static).
+ *
+ * Sections: keys; config; node records; alive; progress; leader.
+ *
+ * Decoders validate everything (proto/etcd.md), name the offending field
+ * in err, never read past len, and leave *out untouched on failure.
+ * Encoders write canonical compact JSON into a malloc()'ed, NUL-terminated
+ * string the caller free()s (*len without the NUL).
+ */
+#ifndef RING_PROTO_RECORDS_H
+#define RING_PROTO_RECORDS_H
+
+#include "ring.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---------------------------------------------------------------- keys */
+
+#define RK_KEY_MAX 192 /* "/ringkeeper/" + cluster + "/plan/history/" + id, with room */
+
+/* Writes "/ringkeeper/<cluster>/<what>" (e.g. what = "nodes/n1") to key;
+ * returns its length, or RING_EINVAL when it does not fit. */
+int rk_key(char key[RK_KEY_MAX], const char *cluster, const char *what);
+/* The same with a suffix: "/ringkeeper/<cluster>/<dir><name>". */
+int rk_key2(char key[RK_KEY_MAX], const char *cluster, const char *dir, const char *name);
+/* "/ringkeeper/<cluster>/<dir><v>" with v in decimal (tables/, deltas/). */
+int rk_key_version(char key[RK_KEY_MAX], const char *cluster, const char *dir, uint64_t v);
+
+/* ------------------------------------------------------------- config */
+
+typedef enum rk_migration { RK_MIGRATE_STREAM = 0, RK_MIGRATE_NONE } rk_migration;
+
+typedef struct rk_throttle {
+  uint32_t moves_per_node;   /* 0 = no limit */
+  uint32_t moves_per_domain; /* 0 = no limit */
+  uint32_t moves_per_wave;   /* 0 = no limit */
+  uint64_t bytes_per_sec;    /* per agent, incoming; 0 = no limit */
+} rk_throttle;
+
+typedef struct rk_config {
+  uint32_t tokens;
+  uint32_t replicas;
+  uint64_t seed;
+  char failure_domain[RING_ID_MAX + 1]; /* "" for none */
+  char best_effort[RING_ID_MAX + 1];    /* "" for none */
+  rk_migration migration;
+  uint64_t down_after_ms;
+  bool auto_apply;
+  rk_throttle throttle;
+  uint32_t keep_versions; /* retention.versions, >= 2 */
+  uint32_t keep_plans;    /* retention.plans, >= 1 */
+} rk_config;
+
+/* T 16384, R 3, seed 0, no domains, stream, down_after 60 s, no auto-apply,
+ * throttle 4 per node / none per domain / 256 per wave / no byte limit,
+ * keep 16 versions and 32 plans. */
+void rk_config_defaults(rk_config *c);
+/* Checks every rule of proto/etcd.md on a config built in memory. */
+int rk_config_validate(const rk_config *c, ring_error *err);
+int rk_config_decode(const char *json, size_t len, rk_config *out, ring_error *err);
+int rk_config_encode(const rk_config *c, char **json, size_t *len);
+const char *rk_migration_name(rk_migration m);
+
+/* ------------------------------------------------------- node records */
+
+typedef struct rk_labels {
+  uint32_t n;
+  char key[RING_LABELS_MAX][RING_ID_MAX + 1];
+  char value[RING_LABELS_MAX][RING_ID_MAX + 1];
+} rk_labels;
+
+/* The value of label `key`, NULL if absent. */
+const char *rk_labels_get(const rk_labels *l, const char *key);
+/* Adds or replaces a label (key and value validated as in table.md). */
+int rk_labels_set(rk_labels *l, const char *key, const char *value, ring_error *err);
+
+typedef enum rk_desired { RK_WANT_ACTIVE = 0, RK_WANT_DRAINED, RK_WANT_REMOVED } rk_desired;
+
+typedef struct rk_node {
+  char id[RING_ID_MAX + 1];
+  char addr[RING_ADDR_MAX + 1];
+  rk_labels labels;
+  double weight;
+  ring_node_state state;
+  rk_desired desired;
+  uint64_t lost_ms;  /* when alive/<id> was first seen gone; 0 while present */
+  uint64_t since_ms; /* when state last changed */
+} rk_node;
+
+int rk_node_decode(const char *json, size_t len, rk_node *out, ring_error *err);
+int rk_node_encode(const rk_node *n, char **json, size_t *len);
+const char *rk_desired_name(rk_desired d);
+/* Parses "active" / "drained" / "removed"; returns the value or RING_EINVAL. */
+int rk_desired_parse(const char *name);
+
+/* A builder spec borrowing n's strings; keys/values hold RING_LABELS_MAX
+ * entries and must outlive the spec. State and weight are copied as is. */
+void rk_node_spec(const rk_node *n, const char **keys, const char **values, ring_node_spec *s);
+
+/* --------------------------------------------------------------- alive */
+
+typedef struct rk_alive {
+  char id[RING_ID_MAX + 1];
+  char addr[RING_ADDR_MAX + 1];
+  rk_labels labels;
+  double weight;
+  uint64_t started_ms;
+} rk_alive;
+
+int rk_alive_decode(const char *json, size_t len, rk_alive *out, ring_error *err);
+int rk_alive_encode(const rk_alive *a, char **json, size_t *len);
+
+/* ------------------------------------------------------------ progress */
+
+typedef struct rk_progress {
+  uint64_t version;
+  uint32_t n_tokens;
+  uint32_t *tokens; /* ascending, malloc()'ed (NULL when n_tokens is 0) */
+  uint64_t bytes;
+} rk_progress;
+
+/* Tokens must be strictly ascending and below RING_TOKENS_MAX. */
+int rk_progress_decode(const char *json, size_t len, rk_progress *out, ring_error *err);
+int rk_progress_encode(const rk_progress *p, char **json, size_t *len);
+void rk_progress_free(rk_progress *p); /* frees the contents, not p */
+/* True when p covers every token of want[0..n) (want ascending). */
+bool rk_progress_covers(const rk_progress *p, const uint32_t *want, uint32_t n);
+
+/* -------------------------------------------------------------- leader */
+
+typedef struct rk_leader {
+  char id[RING_ID_MAX + 1];
+  char addr[RING_ADDR_MAX + 1]; /* its /metrics listener, "" if none */
+  int64_t pid;
+} rk_leader;
+
+int rk_leader_decode(const char *json, size_t len, rk_leader *out, ring_error *err);
+int rk_leader_encode(const rk_leader *l, char **json, size_t *len);
+
+#endif /* RING_PROTO_RECORDS_H */
