@@ -1,0 +1,225 @@
+/*
+ * http.c: the /metrics and /healthz server, on libmicrohttpd.
+ *
+ * Sections: limits; the listen address; responses; routing; start and stop.
+ *
+ * libmicrohttpd runs its own polling thread, bounds the connections and
+ * times idle ones out, so a slow or stuck scraper cannot tie up the daemon
+ * and stopping never waits on a client. Handlers run on that thread.
+ */
+#define _POSIX_C_SOURCE 200809L /* getaddrinfo */
+#include "daemon.h"
+
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+/* ------------------------------------------------------------------ limits */
+
+#ifndef RD_HTTP_CONNECTIONS
+#define RD_HTTP_CONNECTIONS 64 /* scrapers and probes: a handful is normal */
+#endif
+#ifndef RD_HTTP_TIMEOUT_S
+#define RD_HTTP_TIMEOUT_S 10 /* an idle connection is closed after this */
+#endif
+
+#define METRICS_TYPE "text/plain; version=0.0.4"
+#define PLAIN_TYPE "text/plain; charset=utf-8"
+
+#if MHD_VERSION >= 0x00097002
+typedef enum MHD_Result mhd_result;
+#else
+typedef int mhd_result; /* before 0.9.71 handlers returned int */
+#endif
+
+struct rd_http {
+  struct MHD_Daemon *mhd; /* owns the listening socket and the thread */
+  rd_metrics_fn metrics;  /* may be NULL: /metrics is then empty */
+  rd_health_fn health;    /* may be NULL: always healthy */
+  void *ud;               /* both callbacks' argument */
+  uint16_t port;          /* the port bound */
+  char error[256];        /* the server's last complaint, for a failed start */
+};
+
+/* ------------------------------------------------------- the listen address */
+
+/* Splits "HOST:PORT" or "[V6]:PORT" into host (empty: every IPv4 address)
+ * and port. Returns 0 or -1 with err set. */
+static int split_listen(const char *listen, char *host, size_t hostcap, char *port,
+                        size_t portcap, char *err, size_t errcap) {
+  const char *colon = strrchr(listen, ':');
+  const char *h = listen, *h_end = colon;
+  if (listen[0] == '[') {
+    h = listen + 1;
+    h_end = strchr(listen, ']');
+    if (h_end == NULL || h_end[1] != ':')
+      h_end = NULL;
+  }
+  size_t hlen = h_end != NULL ? (size_t)(h_end - h) : 0;
+  const char *p = colon != NULL ? colon + 1 : "";
+  if (h_end == NULL || hlen >= hostcap || p[0] == '\0' || strlen(p) >= portcap ||
+      strspn(p, "0123456789") != strlen(p) || atol(p) > 65535) {
+    snprintf(err, errcap, "bad listen address '%s' (expected HOST:PORT, [IPV6]:PORT or :PORT)",
+             listen);
+    return -1;
+  }
+  memcpy(host, h, hlen);
+  host[hlen] = '\0';
+  strcpy(port, p);
+  return 0;
+}
+
+/* Resolves listen into addr. Returns 0 or -1 with err set. */
+static int resolve(const char *listen, struct sockaddr_storage *addr, char *err, size_t errcap) {
+  char host[256], port[8];
+  if (split_listen(listen, host, sizeof host, port, sizeof port, err, errcap) != 0)
+    return -1;
+  struct addrinfo hints, *res;
+  memset(&hints, 0, sizeof hints);
+  hints.ai_family = host[0] != '\0' ? AF_UNSPEC : AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV | (host[0] != '\0' ? 0 : AI_PASSIVE);
+  int rc = getaddrinfo(host[0] != '\0' ? host : NULL, port, &hints, &res);
+  if (rc != 0) {
+    snprintf(err, errcap, "cannot resolve '%s': %s", listen, gai_strerror(rc));
+    return -1;
+  }
+  memcpy(addr, res->ai_addr, res->ai_addrlen); /* the first answer, as a client would */
+  freeaddrinfo(res);
+  return 0;
+}
+
+/* ----------------------------------------------------------------- responses */
+
+/* Queues body (freed by libmicrohttpd through free_body, which may be NULL
+ * for static text) with the given status and content type. */
+static mhd_result reply(struct MHD_Connection *c, unsigned status, const char *type, char *body,
+                        size_t len, MHD_ContentReaderFreeCallback free_body) {
+  struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback(len, body, free_body);
+  if (r == NULL) {
+    if (free_body != NULL)
+      free_body(body);
+    return MHD_NO; /* libmicrohttpd closes the connection */
+  }
+  MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+  if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+    MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+  mhd_result ok = MHD_queue_response(c, status, r);
+  MHD_destroy_response(r);
+  return ok;
+}
+
+static mhd_result reply_static(struct MHD_Connection *c, unsigned status, const char *text) {
+  return reply(c, status, PLAIN_TYPE, (char *)text, strlen(text), NULL);
+}
+
+/* Hands t's buffer to libmicrohttpd; a failed t becomes a 500. */
+static mhd_result reply_text(struct MHD_Connection *c, unsigned status, const char *type,
+                             rd_text *t) {
+  if (t->failed) {
+    free(t->data);
+    return reply_static(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+  }
+  if (t->data == NULL)
+    return reply(c, status, type, (char *)"", 0, NULL);
+  return reply(c, status, type, t->data, t->len, free);
+}
+
+/* ------------------------------------------------------------------ routing */
+
+static mhd_result serve_metrics(const rd_http *h, struct MHD_Connection *c) {
+  rd_text t = {0};
+  if (h->metrics != NULL)
+    h->metrics(h->ud, &t);
+  return reply_text(c, MHD_HTTP_OK, METRICS_TYPE, &t);
+}
+
+static mhd_result serve_health(const rd_http *h, struct MHD_Connection *c) {
+  rd_text t = {0};
+  bool ok = true;
+  if (h->health != NULL)
+    ok = h->health(h->ud, &t);
+  if (t.len == 0)
+    rd_text_printf(&t, "%s", ok ? "ok" : "unhealthy");
+  if (!t.failed && t.data[t.len - 1] != '\n')
+    rd_text_printf(&t, "\n");
+  return reply_text(c, ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, PLAIN_TYPE, &t);
+}
+
+/* libmicrohttpd's request callback. Answers on the first call: no page
+ * takes a body, so there is nothing to wait for (a POST's body is dropped
+ * with the connection). */
+static mhd_result route(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                        const char *version, const char *upload_data, size_t *upload_size,
+                        void **state) {
+  (void)version, (void)upload_data, (void)upload_size, (void)state;
+  const rd_http *h = cls;
+  bool metrics = strcmp(url, "/metrics") == 0;
+  if (!metrics && strcmp(url, "/healthz") != 0)
+    return reply_static(c, MHD_HTTP_NOT_FOUND, "not found\n");
+  if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+    return reply_static(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
+  return metrics ? serve_metrics(h, c) : serve_health(h, c);
+}
+
+/* ------------------------------------------------------------ start and stop */
+
+/* libmicrohttpd's complaints go to the log, and the latest is kept so a
+ * failed start can say why. */
+__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt,
+                                                          va_list ap) {
+  rd_http *h = cls;
+  vsnprintf(h->error, sizeof h->error, fmt, ap);
+  h->error[strcspn(h->error, "\n")] = '\0';
+  rd_log(RD_WARN, "http server", "error", h->error, NULL);
+}
+
+static struct MHD_Daemon *start_mhd(rd_http *h, const struct sockaddr_storage *addr) {
+  unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+  if (addr->ss_family == AF_INET6)
+    flags |= MHD_USE_IPv6;
+  /* The logger first: libmicrohttpd reports problems with later options
+   * through it. */
+  return MHD_start_daemon(flags, 0, NULL, NULL, route, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
+                          MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_CONNECTION_LIMIT,
+                          (unsigned)RD_HTTP_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
+                          (unsigned)RD_HTTP_TIMEOUT_S, MHD_OPTION_END);
+}
+
+rd_http *rd_http_start(const char *listen, rd_metrics_fn metrics, rd_health_fn health, void *ud,
+                       char *errbuf, size_t errcap) {
+  char scratch[1];
+  if (errbuf == NULL || errcap == 0)
+    errbuf = scratch, errcap = sizeof scratch;
+  struct sockaddr_storage addr;
+  if (resolve(listen != NULL ? listen : "", &addr, errbuf, errcap) != 0)
+    return NULL;
+  rd_http *h = calloc(1, sizeof *h);
+  if (h == NULL) {
+    snprintf(errbuf, errcap, "out of memory");
+    return NULL;
+  }
+  *h = (rd_http){.metrics = metrics, .health = health, .ud = ud};
+  if ((h->mhd = start_mhd(h, &addr)) == NULL) {
+    snprintf(errbuf, errcap, "cannot serve HTTP on %s: %s", listen,
+             h->error[0] != '\0' ? h->error : "libmicrohttpd failed to start");
+    free(h);
+    return NULL;
+  }
+  const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_BIND_PORT);
+  h->port = info != NULL ? info->port : 0;
+  return h;
+}
+
+uint16_t rd_http_port(const rd_http *h) { return h != NULL ? h->port : 0; }
+
+/* Closes the listening socket and every connection, then joins the thread. */
+void rd_http_stop(rd_http *h) {
+  if (h == NULL)
+    return;
+  MHD_stop_daemon(h->mhd);
+  free(h);
+}

@@ -1,0 +1,243 @@
+/*
+ * log.c: logfmt lines (`ts=... level=info comp=coordinator msg="..." k=v`).
+ *
+ * Sections: settings; building a line; values; writing; the entry points.
+ *
+ * A line is built in a fixed buffer on the caller's stack and written with
+ * one write(2): writes of at most PIPE_BUF bytes to a pipe are atomic, and
+ * O_APPEND files and terminals do not split a single write in practice, so
+ * lines from different threads never interleave and no lock is needed. A
+ * line that would not fit is cut at a character boundary, its open quote
+ * closed, and ends with ` truncated=true`, so it still parses.
+ */
+#define _POSIX_C_SOURCE 200809L /* gmtime_r */
+#include "daemon.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef RD_LOG_LINE_MAX
+#define RD_LOG_LINE_MAX 4096 /* PIPE_BUF on Linux: the most one atomic pipe write carries */
+#endif
+#define TRUNCATED " truncated=true\n"
+
+/* ----------------------------------------------------------------- settings */
+
+static const char *const level_names[] = {"debug", "info", "warn", "error"};
+
+/* Level and fd are atomic so a test or a reload may change them while
+ * threads log; the component is set once, before threads start. */
+static atomic_int log_min = RD_INFO;
+static atomic_int log_fd = STDERR_FILENO;
+static char log_comp[64];
+
+int rd_log_level_parse(const char *name) {
+  for (int i = RD_DEBUG; i <= RD_ERROR; i++)
+    if (name != NULL && strcasecmp(name, level_names[i]) == 0)
+      return i;
+  return -1;
+}
+
+void rd_log_init(const char *component, rd_level min, int fd) {
+  snprintf(log_comp, sizeof log_comp, "%s", component != NULL ? component : "");
+  atomic_store(&log_min, (int)min);
+  atomic_store(&log_fd, fd >= 0 ? fd : STDERR_FILENO);
+}
+
+bool rd_log_enabled(rd_level l) { return (int)l >= atomic_load(&log_min); }
+
+/* -------------------------------------------------------------- building a line */
+
+typedef struct line {
+  char buf[RD_LOG_LINE_MAX];
+  size_t len;   /* bytes used */
+  size_t limit; /* len never passes this: the rest is kept for TRUNCATED */
+  bool cut;     /* something did not fit; nothing more is added */
+} line;
+
+static void line_init(line *l) {
+  l->len = 0;
+  l->limit = sizeof l->buf - (sizeof TRUNCATED - 1);
+  l->cut = false;
+}
+
+/* Appends n bytes whole, or marks the line cut. */
+static void put_raw(line *l, const char *s, size_t n) {
+  if (l->cut || l->len + n > l->limit) {
+    l->cut = true;
+    return;
+  }
+  memcpy(l->buf + l->len, s, n);
+  l->len += n;
+}
+
+static void put_str(line *l, const char *s) { put_raw(l, s, strlen(s)); }
+
+/* " key=", with bytes that would break the format replaced by '_'. */
+static void put_key(line *l, const char *key) {
+  size_t n = strlen(key);
+  if (l->cut || l->len + n + 2 > l->limit) {
+    l->cut = true;
+    return;
+  }
+  l->buf[l->len++] = ' ';
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)key[i];
+    l->buf[l->len++] = c <= ' ' || c == '=' || c == '"' || c == 0x7f ? '_' : (char)c;
+  }
+  l->buf[l->len++] = '=';
+}
+
+/* ------------------------------------------------------------------ values */
+
+static bool is_control(unsigned char c) { return c < 0x20 || c == 0x7f; }
+
+/* Empty values are quoted too, so `k=""` is not read as a bare key. */
+static bool needs_quotes(const char *v) {
+  if (*v == '\0')
+    return true;
+  for (const unsigned char *p = (const unsigned char *)v; *p != '\0'; p++)
+    if (*p == ' ' || *p == '"' || *p == '=' || is_control(*p))
+      return true;
+  return false;
+}
+
+/* c as it appears inside quotes; returns the length written to out. */
+static size_t escape(unsigned char c, char out[8]) {
+  static const char hex[] = "0123456789abcdef";
+  const char *named = c == '"'    ? "\\\""
+                      : c == '\\' ? "\\\\"
+                      : c == '\n' ? "\\n"
+                      : c == '\r' ? "\\r"
+                      : c == '\t' ? "\\t"
+                                  : NULL;
+  if (named != NULL)
+    return memcpy(out, named, 2), 2;
+  if (!is_control(c))
+    return out[0] = (char)c, 1;
+  memcpy(out, "\\u00", 4);
+  out[4] = hex[c >> 4];
+  out[5] = hex[c & 15];
+  return 6;
+}
+
+/* Appends the bytes of v (escaped when quoted) while they fit below room;
+ * a cut never splits an escape or a UTF-8 sequence. */
+static void put_bytes(line *l, const char *v, bool quoted, size_t room) {
+  size_t seq = l->len; /* where the current UTF-8 sequence began */
+  for (const unsigned char *p = (const unsigned char *)v; *p != '\0'; p++) {
+    char out[8];
+    size_t n = quoted ? escape(*p, out) : (out[0] = (char)*p, 1);
+    bool continuation = (*p & 0xC0) == 0x80;
+    if (!continuation)
+      seq = l->len;
+    if (l->len + n > room) {
+      l->len = continuation ? seq : l->len;
+      l->cut = true;
+      return;
+    }
+    memcpy(l->buf + l->len, out, n);
+    l->len += n;
+  }
+}
+
+/* A value, quoted and escaped if it needs it; NULL logs as "". */
+static void put_value(line *l, const char *v) {
+  v = v != NULL ? v : "";
+  bool quoted = needs_quotes(v);
+  if (!quoted) {
+    put_bytes(l, v, false, l->limit);
+    return;
+  }
+  put_raw(l, "\"", 1);
+  if (l->cut)
+    return;
+  put_bytes(l, v, true, l->limit - 1); /* room for the closing quote */
+  l->buf[l->len++] = '"';
+}
+
+/* ------------------------------------------------------------------ writing */
+
+/* One write(2); the loop only finishes a write a signal or a full disk
+ * interrupted. errno is kept: callers log and then look at it. */
+static void emit(const char *buf, size_t len) {
+  int saved = errno;
+  int fd = atomic_load(&log_fd);
+  while (len > 0) {
+    ssize_t n = write(fd, buf, len);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    buf += n;
+    len -= (size_t)n;
+  }
+  errno = saved;
+}
+
+static void put_header(line *l, rd_level lv, const char *msg) {
+  char ts[40];
+  uint64_t ms = rd_wall_ms();
+  time_t secs = (time_t)(ms / 1000);
+  struct tm tm;
+  gmtime_r(&secs, &tm);
+  size_t n = strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(ts + n, sizeof ts - n, ".%03uZ", (unsigned)(ms % 1000));
+  put_str(l, "ts=");
+  put_str(l, ts);
+  put_str(l, " level=");
+  put_str(l, level_names[lv >= RD_DEBUG && lv <= RD_ERROR ? lv : RD_ERROR]);
+  if (log_comp[0] != '\0') {
+    put_key(l, "comp");
+    put_value(l, log_comp);
+  }
+  put_key(l, "msg");
+  put_value(l, msg);
+}
+
+static void finish(line *l) {
+  if (l->cut)
+    memcpy(l->buf + l->len, TRUNCATED, sizeof TRUNCATED - 1), l->len += sizeof TRUNCATED - 1;
+  else
+    l->buf[l->len++] = '\n';
+  emit(l->buf, l->len);
+}
+
+/* ------------------------------------------------------------ entry points */
+
+void rd_log(rd_level lv, const char *msg, ...) {
+  if (!rd_log_enabled(lv))
+    return;
+  line l;
+  line_init(&l);
+  put_header(&l, lv, msg);
+  va_list ap;
+  va_start(ap, msg);
+  for (const char *key; (key = va_arg(ap, const char *)) != NULL;) {
+    const char *value = va_arg(ap, const char *);
+    put_key(&l, key);
+    put_value(&l, value);
+  }
+  va_end(ap);
+  finish(&l);
+}
+
+void rd_logf(rd_level lv, const char *fmt, ...) {
+  if (!rd_log_enabled(lv))
+    return;
+  char msg[RD_LOG_LINE_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  line l;
+  line_init(&l);
+  put_header(&l, lv, n >= 0 ? msg : fmt);
+  l.cut = l.cut || n >= (int)sizeof msg;
+  finish(&l);
+}
