@@ -59,13 +59,54 @@ int ring__json_string(const cJSON *obj, const char *where, const char *name, con
  * `code`, missing or not a number RING_EFIELD. */
 int ring__json_uint(const cJSON *obj, const char *name, uint64_t min, uint64_t max, int code,
                     uint64_t *out, ring_error *err) {
+  return ring__json_uint_at(obj, "", name, min, max, code, out, err);
+}
+
+int ring__json_uint_at(const cJSON *obj, const char *where, const char *name, uint64_t min,
+                       uint64_t max, int code, uint64_t *out, ring_error *err) {
   const cJSON *it = ring__json_field(obj, name);
   if (it == NULL)
-    return ring__err(err, RING_EFIELD, "%s: missing", name);
+    return ring__err(err, RING_EFIELD, "%s%s: missing", where, name);
   if (!ring__json_as_uint(it, max, out) || *out < min)
     return ring__err(err, cJSON_IsNumber(it) ? code : RING_EFIELD,
-                     "%s: must be an integer in [%" PRIu64 ", %" PRIu64 "]", name, min, max);
+                     "%s%s: must be an integer in [%" PRIu64 ", %" PRIu64 "]", where, name, min,
+                     max);
   return RING_OK;
+}
+
+int ring__json_string_copy(const cJSON *obj, const char *where, const char *name, char *dst,
+                           size_t cap, ring_error *err) {
+  const char *s = "";
+  int rc = ring__json_string(obj, where, name, &s, err);
+  if (rc != RING_OK)
+    return rc;
+  size_t n = strlen(s);
+  if (n >= cap)
+    return ring__err(err, RING_EFIELD, "%s%s: %zu bytes, at most %zu", where, name, n, cap - 1);
+  memcpy(dst, s, n + 1);
+  return RING_OK;
+}
+
+int ring__json_bool(const cJSON *obj, const char *where, const char *name, bool *out,
+                    ring_error *err) {
+  const cJSON *it = ring__json_field(obj, name);
+  if (!cJSON_IsBool(it))
+    return ring__err(err, RING_EFIELD, "%s%s: %s", where, name,
+                     it ? "must be true or false" : "missing");
+  *out = cJSON_IsTrue(it);
+  return RING_OK;
+}
+
+const cJSON *ring__json_object(const cJSON *obj, const char *where, const char *name,
+                               const char *const *keys, size_t n_keys, ring_error *err) {
+  const cJSON *it = ring__json_field(obj, name);
+  if (!cJSON_IsObject(it)) {
+    ring__err(err, RING_EFIELD, "%s%s: %s", where, name, it ? "must be an object" : "missing");
+    return NULL;
+  }
+  char inner[80];
+  snprintf(inner, sizeof inner, "%s%s: ", where, name);
+  return ring__json_check_keys(it, inner, keys, n_keys, err) == RING_OK ? it : NULL;
 }
 
 const cJSON *ring__json_array(const cJSON *obj, const char *name, ring_error *err) {
@@ -127,14 +168,21 @@ static int decode_labels(const cJSON *labels, const char *where, const char **ke
 /* A node record (proto/table.md) as a builder spec borrowing its strings.
  * keys/values hold RING_LABELS_MAX entries. */
 int ring__node_record_decode(const cJSON *node, const char *where, const char **keys,
-                         const char **values, ring_node_spec *s, ring_error *err) {
+                             const char **values, ring_node_spec *s, ring_error *err) {
   static const char *const names[] = {"id", "addr", "labels", "weight", "state"};
   if (!cJSON_IsObject(node))
     return ring__err(err, RING_ENODE, "%smust be an object", where);
-  const char *state = "";
-  *s = (ring_node_spec){.label_keys = keys, .label_values = values};
   int rc = ring__json_check_keys(node, where, names, 5, err);
-  if (rc == RING_OK && (rc = ring__json_string(node, where, "id", &s->id, err)) != RING_OK)
+  return rc == RING_OK ? ring__node_fields_decode(node, where, true, keys, values, s, err) : rc;
+}
+
+int ring__node_fields_decode(const cJSON *node, const char *where, bool with_state,
+                             const char **keys, const char **values, ring_node_spec *s,
+                             ring_error *err) {
+  const char *state = "active";
+  *s = (ring_node_spec){.label_keys = keys, .label_values = values};
+  int rc = ring__json_string(node, where, "id", &s->id, err);
+  if (rc != RING_OK)
     rc = ring__err(err, RING_ENODEID, "%sid: missing or not a string", where);
   if (rc == RING_OK)
     rc = ring__json_string(node, where, "addr", &s->addr, err);
@@ -143,7 +191,8 @@ int ring__node_record_decode(const cJSON *node, const char *where, const char **
   const cJSON *w = ring__json_field(node, "weight");
   if (rc == RING_OK && !cJSON_IsNumber(w))
     rc = ring__err(err, RING_ENODE, "%sweight: missing or not a number", where);
-  if (rc == RING_OK && (rc = ring__json_string(node, where, "state", &state, err)) == RING_OK &&
+  if (rc == RING_OK && with_state &&
+      (rc = ring__json_string(node, where, "state", &state, err)) == RING_OK &&
       ring_node_state_parse(state) < 0)
     rc = ring__err(err, RING_ENODE, "%sstate: \"%.32s\" unknown", where, state);
   if (rc != RING_OK)
@@ -208,7 +257,7 @@ int ring__json_parse_object(const char *json, size_t len, const char *what, cJSO
 
 /* The shortest decimal that reads back as exactly w, always with a '.' or
  * exponent (as table_codec.c writes weights). */
-static void format_weight(double w, char *out, size_t cap) {
+void ring__format_weight(double w, char *out, size_t cap) {
   for (int prec = 1; prec <= 17; prec++) {
     snprintf(out, cap, "%.*g", prec, w);
     if (strtod(out, NULL) == w)
@@ -218,12 +267,55 @@ static void format_weight(double w, char *out, size_t cap) {
     strncat(out, ".0", cap - strlen(out) - 1);
 }
 
-void ring__node_record_encode(ring__sbuf *b, const ring__node *n) {
-  char w[40];
-  ring__sb_printf(b, "{\"id\":\"%s\",\"addr\":\"%s\",\"labels\":{", n->id, n->addr);
-  for (uint32_t l = 0; l < n->n_labels; l++)
-    ring__sb_printf(b, "%s\"%s\":\"%s\"", l ? "," : "", n->labels[l].key, n->labels[l].value);
-  format_weight(n->weight, w, sizeof w);
-  ring__sb_printf(b, "},\"weight\":%s,\"state\":\"%s\"}", w, ring_node_state_name(n->state));
+void ring__sb_json_string(ring__sbuf *b, const char *s) {
+  static const char hex[] = "0123456789abcdef";
+  char esc[8];
+  ring__sb_puts(b, "\"");
+  for (const char *run = s;; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c != 0 && c != '"' && c != '\\' && c >= 0x20)
+      continue;
+    if (s > run) { /* the plain bytes before c */
+      ring__sb_reserve(b, (size_t)(s - run));
+      if (!b->oom) {
+        memcpy(b->p + b->len, run, (size_t)(s - run));
+        b->len += (size_t)(s - run);
+        b->p[b->len] = '\0';
+      }
+    }
+    if (c == 0)
+      break;
+    if (c == '"' || c == '\\')
+      snprintf(esc, sizeof esc, "\\%c", c);
+    else
+      snprintf(esc, sizeof esc, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
+    ring__sb_puts(b, esc);
+    run = s + 1;
+  }
+  ring__sb_puts(b, "\"");
 }
 
+void ring__node_fields_encode(ring__sbuf *b, const ring_node_spec *s) {
+  char w[40];
+  ring__sb_puts(b, "\"id\":");
+  ring__sb_json_string(b, s->id);
+  ring__sb_puts(b, ",\"addr\":");
+  ring__sb_json_string(b, s->addr);
+  ring__sb_puts(b, ",\"labels\":{");
+  for (uint32_t l = 0; l < s->n_labels; l++) {
+    ring__sb_puts(b, l ? "," : "");
+    ring__sb_json_string(b, s->label_keys[l]);
+    ring__sb_puts(b, ":");
+    ring__sb_json_string(b, s->label_values[l]);
+  }
+  ring__format_weight(s->weight, w, sizeof w);
+  ring__sb_printf(b, "},\"weight\":%s", w);
+}
+
+void ring__node_record_encode(ring__sbuf *b, const ring__node *n) {
+  const char *k[RING_LABELS_MAX], *v[RING_LABELS_MAX];
+  ring_node_spec s = ring__node_spec(n, n->state, k, v);
+  ring__sb_puts(b, "{");
+  ring__node_fields_encode(b, &s);
+  ring__sb_printf(b, ",\"state\":\"%s\"}", ring_node_state_name(n->state));
+}

@@ -1,6 +1,8 @@
 /*
- * codec_int.h: helpers shared by the table and delta codecs (codec_common.c).
- * Every decoder error names the field: `where` prefixes messages ("nodes[3]: ").
+ * codec_int.h: helpers shared by the codecs of proto/ (codec_common.c): the
+ * table and delta codecs, the etcd records and the plan documents.
+ * Every decoder error names the field: `where` prefixes messages ("nodes[3]: ",
+ * "throttle.").
  */
 #ifndef RING_CODEC_INT_H
 #define RING_CODEC_INT_H
@@ -24,6 +26,20 @@ int ring__json_string(const cJSON *obj, const char *where, const char *name, con
  * number RING_EFIELD. */
 int ring__json_uint(const cJSON *obj, const char *name, uint64_t min, uint64_t max, int code,
                     uint64_t *out, ring_error *err);
+/* The same with a prefix for the field's name ("throttle."). */
+int ring__json_uint_at(const cJSON *obj, const char *where, const char *name, uint64_t min,
+                       uint64_t max, int code, uint64_t *out, ring_error *err);
+/* A string field copied into dst[cap]; RING_EFIELD when missing, mistyped
+ * or too long (dst untouched then). */
+int ring__json_string_copy(const cJSON *obj, const char *where, const char *name, char *dst,
+                           size_t cap, ring_error *err);
+/* A true/false field; RING_EFIELD when missing or not a boolean. */
+int ring__json_bool(const cJSON *obj, const char *where, const char *name, bool *out,
+                    ring_error *err);
+/* An object field holding only the listed keys, or NULL with RING_EFIELD
+ * in err. */
+const cJSON *ring__json_object(const cJSON *obj, const char *where, const char *name,
+                               const char *const *keys, size_t n_keys, ring_error *err);
 /* An array field, or NULL with RING_EFIELD in err. */
 const cJSON *ring__json_array(const cJSON *obj, const char *name, ring_error *err);
 /* "xxh3-64:<16 lowercase hex digits>" -> the value; RING_ECHECKSUM if malformed. */
@@ -37,9 +53,39 @@ int ring__json_parse_object(const char *json, size_t len, const char *what, cJSO
  * keys/values hold RING_LABELS_MAX entries. */
 int ring__node_record_decode(const cJSON *node, const char *where, const char **keys,
                              const char **values, ring_node_spec *s, ring_error *err);
+/* The id, addr, labels, weight (and state when with_state; else the spec
+ * says active) of a node object whose keys the caller has checked. Types
+ * only: values are the builder's to validate. */
+int ring__node_fields_decode(const cJSON *node, const char *where, bool with_state,
+                             const char **keys, const char **values, ring_node_spec *s,
+                             ring_error *err);
 void ring__node_record_encode(ring__sbuf *b, const ring__node *n);
+/* Appends "id":..,"addr":..,"labels":{..},"weight":.. (no braces). */
+void ring__node_fields_encode(ring__sbuf *b, const ring_node_spec *s);
+/* Appends s as a JSON string, quoted and escaped. */
+void ring__sb_json_string(ring__sbuf *b, const char *s);
+/* The shortest decimal that reads back as exactly w, with a '.' or an
+ * exponent; cap >= 32. */
+void ring__format_weight(double w, char *out, size_t cap);
 /* One [token, slot, node_index] entry, strictly after *prev in (token, slot). */
 int ring__pending_entry_decode(ring_table *t, const cJSON *e, uint32_t i, uint64_t *prev,
                                ring_error *err);
+
+/* ------------------------------------------ records.c, for plan_doc.c */
+
+struct rk_node;
+/* Parses a record: one object whose "format" is `format` (else
+ * RING_EFORMAT) holding only the listed keys. *root is the caller's to
+ * cJSON_Delete. */
+int ring__record_parse(const char *json, size_t len, const char *format, const char *const *keys,
+                       size_t n_keys, cJSON **root, ring_error *err);
+/* An empty table to validate node specs against (ring_table_add_node
+ * checks id, addr, labels, weight, and repeated ids). */
+int ring__scratch_table(ring_table **out, ring_error *err);
+/* A node record of table.md (id, addr, labels, weight, state) into *out,
+ * validated and added to scratch; *out untouched on failure. */
+int ring__plan_node_decode(const cJSON *o, const char *where, ring_table *scratch,
+                           struct rk_node *out, ring_error *err);
+void ring__plan_node_encode(ring__sbuf *b, const struct rk_node *n);
 
 #endif /* RING_CODEC_INT_H */

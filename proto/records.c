@@ -1,0 +1,612 @@
+/*
+ * records.c: the small etcd values of proto/etcd.md (records.h).
+ *
+ * Sections: keys; shared pieces (top-level parse, node fields); config;
+ * labels and node records; alive; progress; leader.
+ *
+ * Every decoder parses with cJSON into a local value and copies it to *out
+ * only when every rule holds. Node fields are validated by adding the node
+ * to a scratch table: the builder (libring/table.c) owns the rules for ids,
+ * addresses, labels and weights, so they live in one place.
+ */
+#include "codec_int.h"
+#include "records.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CONFIG_FORMAT "ringkeeper.config.v1"
+#define NODE_FORMAT "ringkeeper.node.v1"
+#define ALIVE_FORMAT "ringkeeper.alive.v1"
+#define PROGRESS_FORMAT "ringkeeper.progress.v1"
+#define LEADER_FORMAT "ringkeeper.leader.v1"
+
+#define N_KEYS(a) (sizeof(a) / sizeof *(a))
+
+/* ------------------------------------------------------------------- keys */
+
+static int key_printf(char key[RK_KEY_MAX], const char *fmt, const char *cluster,
+                      const char *dir, const char *name) {
+  if (key == NULL || cluster == NULL || dir == NULL || name == NULL)
+    return RING_EINVAL;
+  int n = snprintf(key, RK_KEY_MAX, fmt, cluster, dir, name);
+  return n < 0 || n >= RK_KEY_MAX ? RING_EINVAL : n;
+}
+
+int rk_key(char key[RK_KEY_MAX], const char *cluster, const char *what) {
+  return key_printf(key, "/ringkeeper/%s/%s%s", cluster, what, "");
+}
+
+int rk_key2(char key[RK_KEY_MAX], const char *cluster, const char *dir, const char *name) {
+  return key_printf(key, "/ringkeeper/%s/%s%s", cluster, dir, name);
+}
+
+int rk_key_version(char key[RK_KEY_MAX], const char *cluster, const char *dir, uint64_t v) {
+  char num[24];
+  snprintf(num, sizeof num, "%" PRIu64, v);
+  return rk_key2(key, cluster, dir, num);
+}
+
+/* --------------------------------------------------------- shared pieces */
+
+int ring__record_parse(const char *json, size_t len, const char *format, const char *const *keys,
+                       size_t n_keys, cJSON **root, ring_error *err) {
+  if (json == NULL)
+    return ring__err(err, RING_EINVAL, "%s: NULL input", format);
+  cJSON *r = NULL;
+  int rc = ring__json_parse_object(json, len, format, &r, err);
+  const char *f = "";
+  if (rc == RING_OK && (rc = ring__json_string(r, "", "format", &f, err)) == RING_OK &&
+      strcmp(f, format) != 0)
+    rc = ring__err(err, RING_EFORMAT, "format: \"%.64s\" (want \"%s\")", f, format);
+  if (rc == RING_OK)
+    rc = ring__json_check_keys(r, "", keys, n_keys, err);
+  if (rc != RING_OK) {
+    cJSON_Delete(r);
+    return rc;
+  }
+  *root = r;
+  return RING_OK;
+}
+
+/* Encoders finish here: hand over the buffer, or report RING_ENOMEM. */
+static int finish(ring__sbuf *b, char **json, size_t *len) {
+  if (b->oom || b->p == NULL) {
+    free(b->p);
+    return RING_ENOMEM;
+  }
+  *json = b->p;
+  if (len)
+    *len = b->len;
+  return RING_OK;
+}
+
+int ring__scratch_table(ring_table **out, ring_error *err) {
+  ring_table_params p = {"scratch", "", 1, 0, RING_TOKENS_MIN, 1};
+  return ring_table_new(&p, out, err);
+}
+
+/* Copies a validated spec's strings (the builder bounded their lengths). */
+static void member_copy(const ring_node_spec *s, char id[RING_ID_MAX + 1],
+                        char addr[RING_ADDR_MAX + 1], rk_labels *labels) {
+  snprintf(id, RING_ID_MAX + 1, "%s", s->id);
+  snprintf(addr, RING_ADDR_MAX + 1, "%s", s->addr);
+  labels->n = s->n_labels;
+  for (uint32_t l = 0; l < s->n_labels; l++) {
+    snprintf(labels->key[l], RING_ID_MAX + 1, "%s", s->label_keys[l]);
+    snprintf(labels->value[l], RING_ID_MAX + 1, "%s", s->label_values[l]);
+  }
+}
+
+/* Validates a decoded spec by adding it to `scratch` (which also catches a
+ * repeated id); the builder's message gets `where` in front. */
+static int member_check(ring_table *scratch, const ring_node_spec *s, const char *where,
+                        ring_error *err) {
+  ring_error inner = {0};
+  int rc = ring_table_add_node(scratch, s, NULL, &inner);
+  return rc == RING_OK ? RING_OK : ring__err(err, rc, "%s%s", where, inner.message);
+}
+
+/* The node fields of a record (id, addr, labels, weight, and state when
+ * with_state) into n's fields, validated; the caller checked the keys. */
+static int member_decode(const cJSON *o, const char *where, bool with_state, ring_table *scratch,
+                         rk_node *n, ring_error *err) {
+  const char *keys[RING_LABELS_MAX], *values[RING_LABELS_MAX];
+  ring_node_spec s;
+  int rc = ring__node_fields_decode(o, where, with_state, keys, values, &s, err);
+  if (rc == RING_OK)
+    rc = member_check(scratch, &s, where, err);
+  if (rc != RING_OK)
+    return rc;
+  member_copy(&s, n->id, n->addr, &n->labels);
+  n->weight = s.weight;
+  n->state = s.state;
+  return RING_OK;
+}
+
+int ring__plan_node_decode(const cJSON *o, const char *where, ring_table *scratch,
+                           rk_node *out, ring_error *err) {
+  static const char *const keys[] = {"id", "addr", "labels", "weight", "state"};
+  if (!cJSON_IsObject(o))
+    return ring__err(err, RING_ENODE, "%smust be an object", where);
+  rk_node n = {0};
+  int rc = ring__json_check_keys(o, where, keys, N_KEYS(keys), err);
+  if (rc == RING_OK)
+    rc = member_decode(o, where, true, scratch, &n, err);
+  if (rc == RING_OK)
+    *out = n;
+  return rc;
+}
+
+static void labels_spec(const rk_labels *l, const char **keys, const char **values) {
+  for (uint32_t i = 0; i < l->n && i < RING_LABELS_MAX; i++) {
+    keys[i] = l->key[i];
+    values[i] = l->value[i];
+  }
+}
+
+void ring__plan_node_encode(ring__sbuf *b, const rk_node *n) {
+  const char *keys[RING_LABELS_MAX], *values[RING_LABELS_MAX];
+  ring_node_spec s;
+  rk_node_spec(n, keys, values, &s);
+  ring__sb_puts(b, "{");
+  ring__node_fields_encode(b, &s);
+  ring__sb_printf(b, ",\"state\":\"%s\"}", ring_node_state_name(n->state));
+}
+
+/* ------------------------------------------------------------------ config */
+
+static const char *const migration_names[] = {"stream", "none"};
+
+const char *rk_migration_name(rk_migration m) {
+  return (unsigned)m < N_KEYS(migration_names) ? migration_names[m] : "unknown";
+}
+
+void rk_config_defaults(rk_config *c) {
+  *c = (rk_config){.tokens = 16384,
+                   .replicas = 3,
+                   .migration = RK_MIGRATE_STREAM,
+                   .down_after_ms = 60000,
+                   .throttle = {.moves_per_node = 4, .moves_per_wave = 256},
+                   .keep_versions = 16,
+                   .keep_plans = 32};
+}
+
+/* "" or a label key. */
+static bool valid_level(const char *s) { return *s == '\0' || ring__valid_id(s); }
+
+int rk_config_validate(const rk_config *c, ring_error *err) {
+  if (c == NULL)
+    return ring__err(err, RING_EINVAL, "rk_config_validate: NULL config");
+  if (c->tokens < RING_TOKENS_MIN || c->tokens > RING_TOKENS_MAX ||
+      (c->tokens & (c->tokens - 1)) != 0)
+    return ring__err(err, RING_ETOKENS, "tokens: %u is not a power of two in [64, 65536]",
+                     c->tokens);
+  if (c->replicas < 1 || c->replicas > RING_REPLICAS_MAX)
+    return ring__err(err, RING_EREPLICAS, "replicas: %u not in [1, %d]", c->replicas,
+                     RING_REPLICAS_MAX);
+  if (c->seed > RING_VERSION_MAX)
+    return ring__err(err, RING_EFIELD, "seed: above 2^53-1");
+  if (memchr(c->failure_domain, '\0', sizeof c->failure_domain) == NULL ||
+      !valid_level(c->failure_domain))
+    return ring__err(err, RING_EFIELD, "failure_domain: must be \"\" or a label key");
+  if (memchr(c->best_effort, '\0', sizeof c->best_effort) == NULL || !valid_level(c->best_effort))
+    return ring__err(err, RING_EFIELD, "best_effort: must be \"\" or a label key");
+  if (*c->best_effort && strcmp(c->best_effort, c->failure_domain) == 0)
+    return ring__err(err, RING_EFIELD, "best_effort: \"%s\" is also the failure_domain",
+                     c->best_effort);
+  if ((unsigned)c->migration >= N_KEYS(migration_names))
+    return ring__err(err, RING_EFIELD, "migration: unknown mode %d", (int)c->migration);
+  if (c->down_after_ms < 1000 || c->down_after_ms > 86400000)
+    return ring__err(err, RING_EFIELD, "down_after_ms: %" PRIu64 " not in [1000, 86400000]",
+                     c->down_after_ms);
+  if (c->throttle.bytes_per_sec > RING_VERSION_MAX)
+    return ring__err(err, RING_EFIELD, "throttle.bytes_per_sec: above 2^53-1");
+  if (c->keep_versions < 2)
+    return ring__err(err, RING_EFIELD, "retention.versions: %u, at least 2", c->keep_versions);
+  if (c->keep_plans < 1)
+    return ring__err(err, RING_EFIELD, "retention.plans: 0, at least 1");
+  return RING_OK;
+}
+
+static int decode_u32(const cJSON *o, const char *where, const char *name, uint32_t *out,
+                      ring_error *err) {
+  uint64_t v = 0;
+  int rc = ring__json_uint_at(o, where, name, 0, UINT32_MAX, RING_EFIELD, &v, err);
+  if (rc == RING_OK)
+    *out = (uint32_t)v;
+  return rc;
+}
+
+static int decode_throttle(const cJSON *root, rk_config *c, ring_error *err) {
+  static const char *const keys[] = {"moves_per_node", "moves_per_domain", "moves_per_wave",
+                                     "bytes_per_sec"};
+  const cJSON *t = ring__json_object(root, "", "throttle", keys, N_KEYS(keys), err);
+  if (t == NULL)
+    return RING_EFIELD;
+  int rc = decode_u32(t, "throttle.", "moves_per_node", &c->throttle.moves_per_node, err);
+  if (rc == RING_OK)
+    rc = decode_u32(t, "throttle.", "moves_per_domain", &c->throttle.moves_per_domain, err);
+  if (rc == RING_OK)
+    rc = decode_u32(t, "throttle.", "moves_per_wave", &c->throttle.moves_per_wave, err);
+  if (rc == RING_OK)
+    rc = ring__json_uint_at(t, "throttle.", "bytes_per_sec", 0, RING_VERSION_MAX, RING_EFIELD,
+                            &c->throttle.bytes_per_sec, err);
+  return rc;
+}
+
+static int decode_retention(const cJSON *root, rk_config *c, ring_error *err) {
+  static const char *const keys[] = {"versions", "plans"};
+  const cJSON *r = ring__json_object(root, "", "retention", keys, N_KEYS(keys), err);
+  if (r == NULL)
+    return RING_EFIELD;
+  int rc = decode_u32(r, "retention.", "versions", &c->keep_versions, err);
+  return rc == RING_OK ? decode_u32(r, "retention.", "plans", &c->keep_plans, err) : rc;
+}
+
+static int decode_config(const cJSON *root, rk_config *c, ring_error *err) {
+  uint64_t tokens = 0, replicas = 0;
+  const char *mig = "";
+  int rc = ring__json_uint(root, "tokens", 0, RING_TOKENS_MAX, RING_ETOKENS, &tokens, err);
+  if (rc == RING_OK)
+    rc = ring__json_uint(root, "replicas", 0, RING_REPLICAS_MAX, RING_EREPLICAS, &replicas, err);
+  if (rc == RING_OK)
+    rc = ring__json_uint(root, "seed", 0, RING_VERSION_MAX, RING_EFIELD, &c->seed, err);
+  if (rc == RING_OK)
+    rc = ring__json_string_copy(root, "", "failure_domain", c->failure_domain,
+                                sizeof c->failure_domain, err);
+  if (rc == RING_OK)
+    rc = ring__json_string_copy(root, "", "best_effort", c->best_effort, sizeof c->best_effort,
+                                err);
+  if (rc == RING_OK && (rc = ring__json_string(root, "", "migration", &mig, err)) == RING_OK) {
+    c->migration = strcmp(mig, "none") == 0 ? RK_MIGRATE_NONE : RK_MIGRATE_STREAM;
+    if (strcmp(mig, "stream") != 0 && strcmp(mig, "none") != 0)
+      rc = ring__err(err, RING_EFIELD, "migration: \"%.32s\" (want \"stream\" or \"none\")", mig);
+  }
+  if (rc == RING_OK)
+    rc = ring__json_uint(root, "down_after_ms", 0, RING_VERSION_MAX, RING_EFIELD,
+                         &c->down_after_ms, err);
+  if (rc == RING_OK)
+    rc = ring__json_bool(root, "", "auto_apply", &c->auto_apply, err);
+  if (rc == RING_OK)
+    rc = decode_throttle(root, c, err);
+  if (rc == RING_OK)
+    rc = decode_retention(root, c, err);
+  c->tokens = (uint32_t)tokens;
+  c->replicas = (uint32_t)replicas;
+  return rc == RING_OK ? rk_config_validate(c, err) : rc;
+}
+
+int rk_config_decode(const char *json, size_t len, rk_config *out, ring_error *err) {
+  static const char *const keys[] = {"format",        "tokens",      "replicas",
+                                     "seed",          "failure_domain", "best_effort",
+                                     "migration",     "down_after_ms", "auto_apply",
+                                     "throttle",      "retention"};
+  cJSON *root = NULL;
+  rk_config c = {0};
+  int rc = ring__record_parse(json, len, CONFIG_FORMAT, keys, N_KEYS(keys), &root, err);
+  if (rc == RING_OK)
+    rc = decode_config(root, &c, err);
+  cJSON_Delete(root);
+  if (rc == RING_OK && out)
+    *out = c;
+  return rc;
+}
+
+int rk_config_encode(const rk_config *c, char **json, size_t *len) {
+  if (c == NULL || json == NULL || rk_config_validate(c, NULL) != RING_OK)
+    return RING_EINVAL;
+  ring__sbuf b = {0};
+  ring__sb_printf(&b,
+                  "{\"format\":\"" CONFIG_FORMAT "\",\"tokens\":%u,\"replicas\":%u,"
+                  "\"seed\":%" PRIu64 ",\"failure_domain\":\"%s\",\"best_effort\":\"%s\","
+                  "\"migration\":\"%s\",\"down_after_ms\":%" PRIu64 ",\"auto_apply\":%s,",
+                  c->tokens, c->replicas, c->seed, c->failure_domain, c->best_effort,
+                  rk_migration_name(c->migration), c->down_after_ms,
+                  c->auto_apply ? "true" : "false");
+  ring__sb_printf(&b,
+                  "\"throttle\":{\"moves_per_node\":%u,\"moves_per_domain\":%u,"
+                  "\"moves_per_wave\":%u,\"bytes_per_sec\":%" PRIu64 "},"
+                  "\"retention\":{\"versions\":%u,\"plans\":%u}}",
+                  c->throttle.moves_per_node, c->throttle.moves_per_domain,
+                  c->throttle.moves_per_wave, c->throttle.bytes_per_sec, c->keep_versions,
+                  c->keep_plans);
+  return finish(&b, json, len);
+}
+
+/* ------------------------------------------------ labels and node records */
+
+const char *rk_labels_get(const rk_labels *l, const char *key) {
+  for (uint32_t i = 0; l && key && i < l->n && i < RING_LABELS_MAX; i++)
+    if (strcmp(l->key[i], key) == 0)
+      return l->value[i];
+  return NULL;
+}
+
+int rk_labels_set(rk_labels *l, const char *key, const char *value, ring_error *err) {
+  if (l == NULL || key == NULL || value == NULL)
+    return ring__err(err, RING_EINVAL, "rk_labels_set: NULL argument");
+  if (!ring__valid_id(key))
+    return ring__err(err, RING_ENODE, "labels: key \"%.63s\" must match [a-z0-9._-]{1,63}", key);
+  if (!ring__valid_label_value(value))
+    return ring__err(err, RING_ENODE, "labels.%s: value must match [A-Za-z0-9._:-]{1,63}", key);
+  uint32_t i = 0;
+  while (i < l->n && strcmp(l->key[i], key) != 0)
+    i++;
+  if (i >= RING_LABELS_MAX)
+    return ring__err(err, RING_ENODE, "labels: more than %d", RING_LABELS_MAX);
+  if (i == l->n) {
+    snprintf(l->key[i], sizeof l->key[i], "%s", key);
+    l->n++;
+  }
+  snprintf(l->value[i], sizeof l->value[i], "%s", value);
+  return RING_OK;
+}
+
+static const char *const desired_names[] = {"active", "drained", "removed"};
+
+const char *rk_desired_name(rk_desired d) {
+  return (unsigned)d < N_KEYS(desired_names) ? desired_names[d] : "unknown";
+}
+
+int rk_desired_parse(const char *name) {
+  for (int i = 0; name && i < (int)N_KEYS(desired_names); i++)
+    if (strcmp(name, desired_names[i]) == 0)
+      return i;
+  return RING_EINVAL;
+}
+
+void rk_node_spec(const rk_node *n, const char **keys, const char **values, ring_node_spec *s) {
+  labels_spec(&n->labels, keys, values);
+  *s = (ring_node_spec){n->id,      n->addr,  keys, values, n->labels.n, n->weight,
+                        n->state};
+}
+
+/* Decodes one record of nodes/ or alive/: the shared node fields through a
+ * scratch table, then what `rest` adds. */
+static int member_record_decode(const char *json, size_t len, const char *format,
+                                const char *const *keys, size_t n_keys, bool with_state,
+                                int (*rest)(const cJSON *, rk_node *, void *, ring_error *),
+                                rk_node *n, void *extra, ring_error *err) {
+  cJSON *root = NULL;
+  ring_table *scratch = NULL;
+  int rc = ring__record_parse(json, len, format, keys, n_keys, &root, err);
+  if (rc == RING_OK)
+    rc = ring__scratch_table(&scratch, err);
+  if (rc == RING_OK)
+    rc = member_decode(root, "", with_state, scratch, n, err);
+  if (rc == RING_OK)
+    rc = rest(root, n, extra, err);
+  ring_table_free(scratch);
+  cJSON_Delete(root);
+  return rc;
+}
+
+static int node_rest(const cJSON *root, rk_node *n, void *extra, ring_error *err) {
+  (void)extra;
+  const char *desired = "";
+  int rc = ring__json_string(root, "", "desired", &desired, err);
+  if (rc == RING_OK && rk_desired_parse(desired) < 0)
+    rc = ring__err(err, RING_EFIELD, "desired: \"%.32s\" (want active, drained or removed)",
+                   desired);
+  if (rc == RING_OK)
+    rc = ring__json_uint(root, "lost_ms", 0, RING_VERSION_MAX, RING_EFIELD, &n->lost_ms, err);
+  if (rc == RING_OK)
+    rc = ring__json_uint(root, "since_ms", 0, RING_VERSION_MAX, RING_EFIELD, &n->since_ms, err);
+  if (rc == RING_OK)
+    n->desired = (rk_desired)rk_desired_parse(desired);
+  return rc;
+}
+
+int rk_node_decode(const char *json, size_t len, rk_node *out, ring_error *err) {
+  static const char *const keys[] = {"format", "id",      "addr",    "labels",  "weight",
+                                     "state",  "desired", "lost_ms", "since_ms"};
+  rk_node n = {0};
+  int rc = member_record_decode(json, len, NODE_FORMAT, keys, N_KEYS(keys), true, node_rest, &n,
+                                NULL, err);
+  if (rc == RING_OK && out)
+    *out = n;
+  return rc;
+}
+
+/* The record's validity, as the decoder would judge it. */
+static bool member_valid(const char *id, const char *addr, const rk_labels *l, double weight,
+                         ring_node_state state) {
+  ring_table *scratch = NULL;
+  if (l->n > RING_LABELS_MAX || ring__scratch_table(&scratch, NULL) != RING_OK)
+    return false;
+  const char *keys[RING_LABELS_MAX], *values[RING_LABELS_MAX];
+  labels_spec(l, keys, values);
+  ring_node_spec s = {id, addr, keys, values, l->n, weight, state};
+  bool ok = ring_table_add_node(scratch, &s, NULL, NULL) == RING_OK;
+  ring_table_free(scratch);
+  return ok;
+}
+
+static void member_encode(ring__sbuf *b, const char *format, const rk_node *n) {
+  const char *keys[RING_LABELS_MAX], *values[RING_LABELS_MAX];
+  ring_node_spec s;
+  rk_node_spec(n, keys, values, &s);
+  ring__sb_printf(b, "{\"format\":\"%s\",", format);
+  ring__node_fields_encode(b, &s);
+}
+
+int rk_node_encode(const rk_node *n, char **json, size_t *len) {
+  if (n == NULL || json == NULL ||
+      !member_valid(n->id, n->addr, &n->labels, n->weight, n->state) ||
+      (unsigned)n->desired >= N_KEYS(desired_names) || n->lost_ms > RING_VERSION_MAX ||
+      n->since_ms > RING_VERSION_MAX)
+    return RING_EINVAL;
+  ring__sbuf b = {0};
+  member_encode(&b, NODE_FORMAT, n);
+  ring__sb_printf(&b,
+                  ",\"state\":\"%s\",\"desired\":\"%s\",\"lost_ms\":%" PRIu64
+                  ",\"since_ms\":%" PRIu64 "}",
+                  ring_node_state_name(n->state), rk_desired_name(n->desired), n->lost_ms,
+                  n->since_ms);
+  return finish(&b, json, len);
+}
+
+/* ------------------------------------------------------------------- alive */
+
+static int alive_rest(const cJSON *root, rk_node *n, void *extra, ring_error *err) {
+  (void)n;
+  return ring__json_uint(root, "started_ms", 0, RING_VERSION_MAX, RING_EFIELD,
+                         (uint64_t *)extra, err);
+}
+
+int rk_alive_decode(const char *json, size_t len, rk_alive *out, ring_error *err) {
+  static const char *const keys[] = {"format", "id",     "addr",
+                                     "labels", "weight", "started_ms"};
+  rk_node n = {0};
+  uint64_t started = 0;
+  int rc = member_record_decode(json, len, ALIVE_FORMAT, keys, N_KEYS(keys), false, alive_rest,
+                                &n, &started, err);
+  if (rc != RING_OK || out == NULL)
+    return rc;
+  memcpy(out->id, n.id, sizeof out->id);
+  memcpy(out->addr, n.addr, sizeof out->addr);
+  out->labels = n.labels;
+  out->weight = n.weight;
+  out->started_ms = started;
+  return RING_OK;
+}
+
+int rk_alive_encode(const rk_alive *a, char **json, size_t *len) {
+  if (a == NULL || json == NULL ||
+      !member_valid(a->id, a->addr, &a->labels, a->weight, RING_NODE_ACTIVE) ||
+      a->started_ms > RING_VERSION_MAX)
+    return RING_EINVAL;
+  rk_node n = {.labels = a->labels, .weight = a->weight};
+  memcpy(n.id, a->id, sizeof n.id);
+  memcpy(n.addr, a->addr, sizeof n.addr);
+  ring__sbuf b = {0};
+  member_encode(&b, ALIVE_FORMAT, &n);
+  ring__sb_printf(&b, ",\"started_ms\":%" PRIu64 "}", a->started_ms);
+  return finish(&b, json, len);
+}
+
+/* ---------------------------------------------------------------- progress */
+
+static int decode_tokens(const cJSON *root, rk_progress *p, ring_error *err) {
+  const cJSON *arr = ring__json_array(root, "tokens", err);
+  if (arr == NULL)
+    return RING_EFIELD;
+  int n = cJSON_GetArraySize(arr);
+  if (n > (int)RING_TOKENS_MAX)
+    return ring__err(err, RING_EFIELD, "tokens: %d entries, at most %u", n, RING_TOKENS_MAX);
+  if (n == 0)
+    return RING_OK;
+  if ((p->tokens = malloc((size_t)n * sizeof *p->tokens)) == NULL)
+    return ring__err(err, RING_ENOMEM, "tokens: out of memory");
+  uint32_t i = 0;
+  for (const cJSON *e = arr->child; e != NULL; e = e->next, i++) {
+    uint64_t v = 0;
+    if (!ring__json_as_uint(e, RING_TOKENS_MAX - 1, &v))
+      return ring__err(err, RING_EFIELD, "tokens[%u]: must be an integer in [0, %u]", i,
+                       RING_TOKENS_MAX - 1);
+    if (i > 0 && v <= p->tokens[i - 1])
+      return ring__err(err, RING_EFIELD, "tokens[%u]: %" PRIu64 " not above %u", i, v,
+                       p->tokens[i - 1]);
+    p->tokens[i] = (uint32_t)v;
+  }
+  p->n_tokens = i;
+  return RING_OK;
+}
+
+int rk_progress_decode(const char *json, size_t len, rk_progress *out, ring_error *err) {
+  static const char *const keys[] = {"format", "version", "tokens", "bytes"};
+  cJSON *root = NULL;
+  rk_progress p = {0};
+  int rc = ring__record_parse(json, len, PROGRESS_FORMAT, keys, N_KEYS(keys), &root, err);
+  if (rc == RING_OK)
+    rc = ring__json_uint(root, "version", 0, RING_VERSION_MAX, RING_EVERSION, &p.version, err);
+  if (rc == RING_OK)
+    rc = decode_tokens(root, &p, err);
+  if (rc == RING_OK)
+    rc = ring__json_uint(root, "bytes", 0, RING_VERSION_MAX, RING_EFIELD, &p.bytes, err);
+  cJSON_Delete(root);
+  if (rc != RING_OK || out == NULL) {
+    rk_progress_free(&p);
+    return rc;
+  }
+  *out = p;
+  return RING_OK;
+}
+
+int rk_progress_encode(const rk_progress *p, char **json, size_t *len) {
+  if (p == NULL || json == NULL || (p->n_tokens > 0 && p->tokens == NULL) ||
+      p->version > RING_VERSION_MAX || p->bytes > RING_VERSION_MAX)
+    return RING_EINVAL;
+  for (uint32_t i = 0; i < p->n_tokens; i++)
+    if (p->tokens[i] >= RING_TOKENS_MAX || (i > 0 && p->tokens[i] <= p->tokens[i - 1]))
+      return RING_EINVAL;
+  ring__sbuf b = {0};
+  ring__sb_printf(&b, "{\"format\":\"" PROGRESS_FORMAT "\",\"version\":%" PRIu64 ",\"tokens\":[",
+                  p->version);
+  for (uint32_t i = 0; i < p->n_tokens; i++)
+    ring__sb_printf(&b, "%s%u", i ? "," : "", p->tokens[i]);
+  ring__sb_printf(&b, "],\"bytes\":%" PRIu64 "}", p->bytes);
+  return finish(&b, json, len);
+}
+
+void rk_progress_free(rk_progress *p) {
+  if (p == NULL)
+    return;
+  free(p->tokens);
+  p->tokens = NULL;
+  p->n_tokens = 0;
+}
+
+bool rk_progress_covers(const rk_progress *p, const uint32_t *want, uint32_t n) {
+  uint32_t j = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    while (p && j < p->n_tokens && p->tokens[j] < want[i])
+      j++;
+    if (p == NULL || j == p->n_tokens || p->tokens[j] != want[i])
+      return false;
+  }
+  return true;
+}
+
+/* ------------------------------------------------------------------ leader */
+
+int rk_leader_decode(const char *json, size_t len, rk_leader *out, ring_error *err) {
+  static const char *const keys[] = {"format", "id", "addr", "pid"};
+  cJSON *root = NULL;
+  rk_leader l = {0};
+  uint64_t pid = 0;
+  int rc = ring__record_parse(json, len, LEADER_FORMAT, keys, N_KEYS(keys), &root, err);
+  if (rc == RING_OK && (rc = ring__json_string_copy(root, "", "id", l.id, sizeof l.id, err)) ==
+                           RING_OK && !ring__valid_id(l.id))
+    rc = ring__err(err, RING_ENODEID, "id: \"%s\" must match [a-z0-9._-]{1,63}", l.id);
+  if (rc == RING_OK &&
+      (rc = ring__json_string_copy(root, "", "addr", l.addr, sizeof l.addr, err)) == RING_OK &&
+      *l.addr && !ring__valid_addr(l.addr))
+    rc = ring__err(err, RING_EFIELD, "addr: \"%.64s\" is not \"\" or host:port", l.addr);
+  if (rc == RING_OK)
+    rc = ring__json_uint(root, "pid", 0, RING_VERSION_MAX, RING_EFIELD, &pid, err);
+  cJSON_Delete(root);
+  if (rc != RING_OK)
+    return rc;
+  l.pid = (int64_t)pid;
+  if (out)
+    *out = l;
+  return RING_OK;
+}
+
+int rk_leader_encode(const rk_leader *l, char **json, size_t *len) {
+  if (l == NULL || json == NULL || memchr(l->id, '\0', sizeof l->id) == NULL ||
+      !ring__valid_id(l->id) || memchr(l->addr, '\0', sizeof l->addr) == NULL ||
+      (*l->addr && !ring__valid_addr(l->addr)) || l->pid < 0 ||
+      (uint64_t)l->pid > RING_VERSION_MAX)
+    return RING_EINVAL;
+  ring__sbuf b = {0};
+  ring__sb_printf(&b,
+                  "{\"format\":\"" LEADER_FORMAT "\",\"id\":\"%s\",\"addr\":\"%s\",\"pid\":%" PRId64
+                  "}",
+                  l->id, l->addr, l->pid);
+  return finish(&b, json, len);
+}
