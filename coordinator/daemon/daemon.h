@@ -34,6 +34,8 @@ typedef struct rd_opt {
   double min, max;   /* for UINT, DOUBLE, MS */
   const char *help;  /* one line for --help */
 } rd_opt;
+/* min == max == 0 leaves a number unbounded. On RD_OPTS_ERROR every target
+ * holds what it held on entry. */
 
 /* Parses argv: first finds --config FILE (if any) and applies the file,
  * then applies the flags. Unknown keys or flags, bad values, a missing or
@@ -64,6 +66,8 @@ bool rd_log_enabled(rd_level l);
  * (const char *key, const char *value) pairs ending with a NULL key; each
  * value is quoted and escaped if it needs it. */
 void rd_log(rd_level l, const char *msg, ...);
+/* The compiler checks that the list ends with NULL. */
+void rd_log(rd_level l, const char *msg, ...) __attribute__((sentinel));
 /* The same with printf formatting of the message; no key=value pairs. */
 void rd_logf(rd_level l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -108,6 +112,7 @@ void rd_http_stop(rd_http *h);
  * thread that waits for them: SIGTERM and SIGINT call on_stop once, SIGHUP
  * calls on_reload (may be NULL). SIGPIPE is ignored. */
 int rd_signals_start(void (*on_stop)(void *ud), void (*on_reload)(void *ud), void *ud);
+/* rd_signals_start and rd_waker_init return 0 or an errno value. */
 
 /* ------------------------------------------------------------ waking a loop */
 
