@@ -1,2 +1,468 @@
-/* cluster.c: see cluster.h. (Being written.) */
+/*
+ * cluster.c: a cluster's state read from etcd in one txn (cluster.h).
+ *
+ * Sections:
+ *   1. the read: one range op per part asked for, all in one txn
+ *   2. parsing each part (strict for what the control plane writes,
+ *      tolerant for what agents write)
+ *   3. lookups and tables
+ *   4. the planner's input from node records
+ */
 #include "cluster.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int rk_fail(ring_error *err, int code, const char *fmt, ...) {
+  if (err != NULL) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+    err->code = code;
+  }
+  return code;
+}
+
+/* ------------------------------------------------------------- 1. the read */
+
+/* One part of the state: which bit asks for it, its key and whether the
+ * key is a prefix. */
+typedef struct part {
+  unsigned bit;
+  const char *what;
+  bool prefix;
+} part;
+
+static const part parts[] = {
+    {RK_READ_CONFIG, "config", false},     {RK_READ_VERSION, "version", false},
+    {RK_READ_NODES, "nodes/", true},       {RK_READ_ALIVE, "alive/", true},
+    {RK_READ_PLANS, "plan/proposed", false}, {RK_READ_PLANS, "plan/active", false},
+    {RK_READ_ACKS, "acks/", true},         {RK_READ_PROGRESS, "progress/", true},
+    {RK_READ_LEADER, "leader", false},
+};
+#define N_PARTS (sizeof parts / sizeof parts[0])
+
+typedef int (*part_parser)(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
+
+static int parse_config(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
+static int parse_version(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
+static int parse_nodes(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
+static int parse_alive(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
+static int parse_proposed(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
+static int parse_active(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
+static int parse_acks(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
+static int parse_progress(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
+static int parse_leader(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
+
+/* In the order of parts[]. */
+static const part_parser parsers[N_PARTS] = {
+    parse_config, parse_version, parse_nodes,    parse_alive,  parse_proposed,
+    parse_active, parse_acks,    parse_progress, parse_leader,
+};
+
+int rk_state_read(ring_etcd *c, const char *cluster, unsigned what, rk_state *out,
+                  ring_error *err) {
+  char keys[N_PARTS][RK_KEY_MAX];
+  ring_op ops[N_PARTS];
+  size_t idx[N_PARTS];
+  uint32_t n = 0;
+  for (size_t i = 0; i < N_PARTS; i++) {
+    if (!(what & parts[i].bit))
+      continue;
+    int len = rk_key(keys[i], cluster, parts[i].what);
+    if (len < 0)
+      return rk_fail(err, RING_EINVAL, "cluster name \"%.63s\" is not valid", cluster);
+    ops[n] = (ring_op){.type = RING_OP_RANGE, .key = keys[i], .key_len = (size_t)len,
+                       .prefix = parts[i].prefix};
+    idx[n++] = i;
+  }
+  ring_txn_result r;
+  int rc = ring_etcd_txn(c, NULL, 0, ops, n, NULL, 0, &r, err);
+  if (rc != RING_OK)
+    return rc;
+  rk_state s = {.revision = r.revision};
+  for (uint32_t k = 0; k < n && k < r.n_ranges && rc == RING_OK; k++)
+    rc = parsers[idx[k]](&s, &r.ranges[k], strlen(keys[idx[k]]), err);
+  ring_txn_result_free(&r);
+  if (rc != RING_OK) {
+    rk_state_free(&s);
+    return rc;
+  }
+  *out = s;
+  return RING_OK;
+}
+
+void rk_state_free(rk_state *s) {
+  if (s == NULL)
+    return;
+  free(s->nodes);
+  free(s->node_mod);
+  free(s->alive);
+  if (s->has_proposed)
+    rk_plan_doc_free(&s->proposed);
+  if (s->has_active)
+    rk_run_free(&s->active);
+  free(s->acks);
+  for (uint32_t i = 0; i < s->n_progress; i++)
+    rk_progress_free(&s->progress[i].p);
+  free(s->progress);
+  memset(s, 0, sizeof *s);
+}
+
+/* ---------------------------------------------------- 2. parsing each part */
+
+/* Prefixes err's message with the key it came from, relative to the
+ * cluster ("nodes/n1: ..."), and returns rc. */
+static int keyed(ring_error *err, int rc, const ring_kv *kv) {
+  if (err == NULL)
+    return rc;
+  char inner[RING_ERROR_MESSAGE_MAX];
+  memcpy(inner, err->message, sizeof inner);
+  inner[sizeof inner - 1] = '\0';
+  const char *p = (const char *)kv->key; /* "/ringkeeper/<cluster>/<what>" */
+  for (int slashes = 0; *p != '\0' && slashes < 3; p++)
+    slashes += *p == '/';
+  return rk_fail(err, rc, "%.64s: %s", p, inner);
+}
+
+/* The id after a prefix key ("/ringkeeper/c/nodes/" + id); false if the
+ * rest is not a valid id (such keys are not ours: they are reported). */
+static bool key_id(const ring_kv *kv, size_t prefix_len, char id[RING_ID_MAX + 1]) {
+  if (kv->key_len <= prefix_len || kv->key_len - prefix_len > RING_ID_MAX)
+    return false;
+  size_t n = kv->key_len - prefix_len;
+  memcpy(id, kv->key + prefix_len, n);
+  id[n] = '\0';
+  for (size_t i = 0; i < n; i++) {
+    char ch = id[i];
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' ||
+          ch == '-'))
+      return false;
+  }
+  return true;
+}
+
+/* Notes an agent-written value that did not parse (the first one's reason). */
+static void note_bad(rk_state *s, const ring_kv *kv, const char *why) {
+  if (s->n_bad++ == 0)
+    snprintf(s->first_bad, sizeof s->first_bad, "%.100s: %.140s", (const char *)kv->key, why);
+}
+
+static int parse_config(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err) {
+  (void)prefix_len;
+  if (r->n == 0)
+    return RING_OK;
+  const ring_kv *kv = &r->kvs[0];
+  int rc = rk_config_decode((const char *)kv->value, kv->value_len, &s->config, err);
+  if (rc != RING_OK)
+    return keyed(err, rc, kv);
+  s->has_config = true;
+  s->config_mod = kv->mod_revision;
+  return RING_OK;
+}
+
+/* A decimal in 1 .. 2^53-1, nothing else. */
+static bool parse_decimal(const uint8_t *p, size_t n, uint64_t *out) {
+  uint64_t v = 0;
+  if (n == 0 || n > 16 || p[0] == '0')
+    return false;
+  for (size_t i = 0; i < n; i++) {
+    if (p[i] < '0' || p[i] > '9')
+      return false;
+    v = v * 10 + (uint64_t)(p[i] - '0');
+  }
+  if (v > RING_VERSION_MAX)
+    return false;
+  *out = v;
+  return true;
+}
+
+static int parse_version(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err) {
+  (void)prefix_len;
+  if (r->n == 0)
+    return RING_OK;
+  const ring_kv *kv = &r->kvs[0];
+  if (!parse_decimal(kv->value, kv->value_len, &s->version)) {
+    rk_fail(err, RING_EVERSION, "not a version number: \"%.32s\"", (const char *)kv->value);
+    return keyed(err, RING_EVERSION, kv);
+  }
+  s->version_mod = kv->mod_revision;
+  return RING_OK;
+}
+
+static int parse_nodes(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err) {
+  if (r->n == 0)
+    return RING_OK;
+  s->nodes = calloc(r->n, sizeof *s->nodes);
+  s->node_mod = calloc(r->n, sizeof *s->node_mod);
+  if (s->nodes == NULL || s->node_mod == NULL)
+    return rk_fail(err, RING_ENOMEM, "out of memory reading %u node records", r->n);
+  for (uint32_t i = 0; i < r->n; i++) {
+    const ring_kv *kv = &r->kvs[i];
+    char id[RING_ID_MAX + 1];
+    rk_node *n = &s->nodes[i];
+    int rc = rk_node_decode((const char *)kv->value, kv->value_len, n, err);
+    if (rc != RING_OK)
+      return keyed(err, rc, kv);
+    if (!key_id(kv, prefix_len, id) || strcmp(id, n->id) != 0) {
+      rk_fail(err, RING_ENODEID, "the record's id \"%s\" is not its key's", n->id);
+      return keyed(err, RING_ENODEID, kv);
+    }
+    s->node_mod[i] = kv->mod_revision;
+    s->n_nodes = i + 1;
+  }
+  return RING_OK;
+}
+
+static int parse_alive(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err) {
+  if (r->n == 0)
+    return RING_OK;
+  if ((s->alive = calloc(r->n, sizeof *s->alive)) == NULL)
+    return rk_fail(err, RING_ENOMEM, "out of memory reading %u alive keys", r->n);
+  for (uint32_t i = 0; i < r->n; i++) {
+    const ring_kv *kv = &r->kvs[i];
+    rk_alive_entry *e = &s->alive[s->n_alive];
+    if (!key_id(kv, prefix_len, e->a.id)) {
+      note_bad(s, kv, "not a node id");
+      continue;
+    }
+    ring_error why = {0};
+    rk_alive a;
+    e->valid = rk_alive_decode((const char *)kv->value, kv->value_len, &a, &why) == RING_OK &&
+               strcmp(a.id, e->a.id) == 0;
+    if (e->valid)
+      e->a = a;
+    else
+      note_bad(s, kv, why.code ? why.message : "id differs from the key's");
+    e->lease = kv->lease;
+    s->n_alive++;
+  }
+  return RING_OK;
+}
+
+static int parse_proposed(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err) {
+  (void)prefix_len;
+  if (r->n == 0)
+    return RING_OK;
+  const ring_kv *kv = &r->kvs[0];
+  int rc = rk_plan_doc_decode((const char *)kv->value, kv->value_len, &s->proposed, err);
+  if (rc != RING_OK)
+    return keyed(err, rc, kv);
+  s->has_proposed = true;
+  s->proposed_mod = kv->mod_revision;
+  return RING_OK;
+}
+
+static int parse_active(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err) {
+  (void)prefix_len;
+  if (r->n == 0)
+    return RING_OK;
+  const ring_kv *kv = &r->kvs[0];
+  int rc = rk_run_decode((const char *)kv->value, kv->value_len, &s->active, err);
+  if (rc != RING_OK)
+    return keyed(err, rc, kv);
+  s->has_active = true;
+  s->active_mod = kv->mod_revision;
+  return RING_OK;
+}
+
+static int parse_acks(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err) {
+  if (r->n == 0)
+    return RING_OK;
+  if ((s->acks = calloc(r->n, sizeof *s->acks)) == NULL)
+    return rk_fail(err, RING_ENOMEM, "out of memory reading %u acks", r->n);
+  for (uint32_t i = 0; i < r->n; i++) {
+    const ring_kv *kv = &r->kvs[i];
+    rk_ack *a = &s->acks[s->n_acks];
+    if (!key_id(kv, prefix_len, a->id)) {
+      note_bad(s, kv, "not a node id");
+      continue;
+    }
+    if (!parse_decimal(kv->value, kv->value_len, &a->version)) {
+      a->version = 0;
+      note_bad(s, kv, "not a version number");
+    }
+    s->n_acks++;
+  }
+  return RING_OK;
+}
+
+static int parse_progress(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err) {
+  if (r->n == 0)
+    return RING_OK;
+  if ((s->progress = calloc(r->n, sizeof *s->progress)) == NULL)
+    return rk_fail(err, RING_ENOMEM, "out of memory reading %u progress keys", r->n);
+  for (uint32_t i = 0; i < r->n; i++) {
+    const ring_kv *kv = &r->kvs[i];
+    rk_agent_progress *p = &s->progress[s->n_progress];
+    if (!key_id(kv, prefix_len, p->id)) {
+      note_bad(s, kv, "not a node id");
+      continue;
+    }
+    ring_error why = {0};
+    if (rk_progress_decode((const char *)kv->value, kv->value_len, &p->p, &why) != RING_OK) {
+      p->p = (rk_progress){0};
+      note_bad(s, kv, why.message);
+    }
+    s->n_progress++;
+  }
+  return RING_OK;
+}
+
+static int parse_leader(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err) {
+  (void)prefix_len;
+  (void)err;
+  if (r->n == 0)
+    return RING_OK;
+  const ring_kv *kv = &r->kvs[0];
+  ring_error why = {0};
+  s->has_leader = rk_leader_decode((const char *)kv->value, kv->value_len, &s->leader, &why) ==
+                  RING_OK;
+  if (!s->has_leader)
+    note_bad(s, kv, why.message);
+  return RING_OK;
+}
+
+/* ------------------------------------------------------ 3. lookups, tables */
+
+static int by_id(const void *key, const void *elem) {
+  return strcmp((const char *)key, (const char *)elem); /* every element starts with its id */
+}
+
+rk_node *rk_state_node(const rk_state *s, const char *id) {
+  return s->n_nodes ? bsearch(id, s->nodes, s->n_nodes, sizeof *s->nodes, by_id) : NULL;
+}
+
+const rk_alive_entry *rk_state_alive(const rk_state *s, const char *id) {
+  return s->n_alive ? bsearch(id, s->alive, s->n_alive, sizeof *s->alive, by_id) : NULL;
+}
+
+uint64_t rk_state_ack(const rk_state *s, const char *id) {
+  const rk_ack *a = s->n_acks ? bsearch(id, s->acks, s->n_acks, sizeof *s->acks, by_id) : NULL;
+  return a ? a->version : 0;
+}
+
+const rk_progress *rk_state_progress(const rk_state *s, const char *id) {
+  const rk_agent_progress *p =
+      s->n_progress ? bsearch(id, s->progress, s->n_progress, sizeof *s->progress, by_id) : NULL;
+  return p ? &p->p : NULL;
+}
+
+int rk_table_read(ring_etcd *c, const char *cluster, uint64_t version, ring_table **out,
+                  ring_error *err) {
+  char key[RK_KEY_MAX];
+  int len = rk_key_version(key, cluster, "tables/", version);
+  if (len < 0)
+    return rk_fail(err, RING_EINVAL, "cluster name \"%.63s\" is not valid", cluster);
+  ring_kvs r;
+  int rc = ring_etcd_range(c, key, (size_t)len, NULL, &r, err);
+  if (rc != RING_OK)
+    return rc;
+  if (r.n == 0)
+    rc = rk_fail(err, RING_ENOTFOUND, "tables/%" PRIu64 ": not in etcd", version);
+  else if ((rc = ring_table_decode((const char *)r.kvs[0].value, r.kvs[0].value_len, out,
+                                   err)) != RING_OK)
+    keyed(err, rc, &r.kvs[0]);
+  else if (ring_table_version(*out) != version) {
+    ring_table_free(*out);
+    rc = rk_fail(err, RING_EVERSION, "tables/%" PRIu64 ": holds version %" PRIu64, version,
+                 ring_table_version(*out));
+  }
+  ring_kvs_free(&r);
+  return rc;
+}
+
+/* ------------------------------------------- 4. the planner's input */
+
+/* The state the planner is given for a node record (cluster.h). */
+static ring_node_state planned_state(const rk_node *n) {
+  if (n->state == RING_NODE_DOWN)
+    return RING_NODE_DOWN;
+  if (n->desired == RK_WANT_REMOVED)
+    return RING_NODE_REMOVED;
+  if (n->desired == RK_WANT_DRAINED)
+    return RING_NODE_DRAINING;
+  return RING_NODE_ACTIVE;
+}
+
+/* A table node that has no record (records lost or never written): kept as
+ * the table has it, so a missing record never moves data by itself. */
+static void node_from_table(const ring_table *t, uint16_t i, rk_node *n) {
+  *n = (rk_node){.weight = ring_table_node_weight(t, i), .state = ring_table_node_state(t, i)};
+  snprintf(n->id, sizeof n->id, "%s", ring_table_node_id(t, i));
+  snprintf(n->addr, sizeof n->addr, "%s", ring_table_node_addr(t, i));
+}
+
+static void input_settings(const rk_config *c, rk_plan_input *in) {
+  in->tokens = c->tokens;
+  in->replicas = c->replicas;
+  in->seed = c->seed;
+  snprintf(in->failure_domain, sizeof in->failure_domain, "%s", c->failure_domain);
+  snprintf(in->best_effort, sizeof in->best_effort, "%s", c->best_effort);
+  in->moves_per_node = c->throttle.moves_per_node;
+  in->moves_per_domain = c->throttle.moves_per_domain;
+  in->moves_per_wave = c->throttle.moves_per_wave;
+}
+
+int rk_desired_input(const rk_state *s, const ring_table *table, rk_plan_input *in,
+                     ring_error *err) {
+  if (!s->has_config)
+    return rk_fail(err, RING_ENOTFOUND, "the cluster is not initialised (no config)");
+  uint32_t in_table = table ? ring_table_node_count(table) : 0;
+  rk_plan_input r = {0};
+  input_settings(&s->config, &r);
+  if ((r.nodes = calloc((size_t)in_table + s->n_nodes + 1, sizeof *r.nodes)) == NULL)
+    return rk_fail(err, RING_ENOMEM, "out of memory building the planner's input");
+  for (uint16_t i = 0; i < in_table; i++) {
+    const rk_node *rec = rk_state_node(s, ring_table_node_id(table, i));
+    rk_node *n = &r.nodes[r.n_nodes++];
+    if (rec == NULL) {
+      node_from_table(table, i, n);
+      continue;
+    }
+    *n = *rec;
+    n->state = planned_state(rec);
+  }
+  for (uint32_t i = 0; i < s->n_nodes; i++) {
+    const rk_node *rec = &s->nodes[i];
+    bool known = table && ring_table_find_node(table, rec->id) >= 0;
+    if (known || rec->state == RING_NODE_REMOVED || planned_state(rec) == RING_NODE_REMOVED)
+      continue; /* a node that never held anything and is gone needs no plan */
+    r.nodes[r.n_nodes] = *rec;
+    r.nodes[r.n_nodes++].state = planned_state(rec);
+  }
+  *in = r;
+  return RING_OK;
+}
+
+static bool same_labels(const rk_node *n, const ring_table *t, uint16_t i) {
+  if (n->labels.n != ring_table_node_label_count(t, i))
+    return false;
+  for (uint32_t k = 0; k < n->labels.n; k++) {
+    const char *v = ring_table_node_label(t, i, n->labels.key[k]);
+    if (v == NULL || strcmp(v, n->labels.value[k]) != 0)
+      return false; /* keys are unique, so equal counts and all found = equal sets */
+  }
+  return true;
+}
+
+bool rk_input_matches_table(const rk_plan_input *in, const ring_table *table) {
+  if (table == NULL || in->n_nodes != ring_table_node_count(table))
+    return false;
+  for (uint16_t i = 0; i < in->n_nodes; i++) {
+    const rk_node *n = &in->nodes[i];
+    if (strcmp(n->id, ring_table_node_id(table, i)) != 0 ||
+        strcmp(n->addr, ring_table_node_addr(table, i)) != 0 ||
+        n->weight != ring_table_node_weight(table, i) ||
+        n->state != ring_table_node_state(table, i) || !same_labels(n, table, i))
+      return false;
+  }
+  char *report = NULL;
+  int violations = ring_table_verify(table, in->failure_domain, &report);
+  free(report);
+  return violations == 0;
+}

@@ -84,6 +84,9 @@ typedef struct rk_state {
 
 void rk_state_free(rk_state *s); /* frees the contents, not s */
 
+/* Fills err (if not NULL) with code and a printf message; returns code. */
+int rk_fail(ring_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* ------------------------------------------------------------ reading it */
 
 /* Reads `what` of the cluster in one txn. A malformed config, node record or

@@ -213,6 +213,11 @@ RING_EXTERN ring_node_state ring_table_node_state(const ring_table *t, uint16_t 
 /* The value of label `key` on a node, NULL if the node has no such label. */
 RING_EXTERN const char *ring_table_node_label(const ring_table *t, uint16_t index,
                                               const char *key);
+/* How many labels a node has, and the k-th one in stored order (RING_OK,
+ * or RING_EINVAL when out of range; *key and *value untouched then). */
+RING_EXTERN uint32_t ring_table_node_label_count(const ring_table *t, uint16_t index);
+RING_EXTERN int ring_table_node_label_at(const ring_table *t, uint16_t index, uint32_t k,
+                                         const char **key, const char **value);
 /* Token-replicas the node owns in a sealed table. */
 RING_EXTERN uint32_t ring_table_node_replicas(const ring_table *t, uint16_t index);
 /* Index of the node with this id, or RING_ENOTFOUND. */

@@ -384,6 +384,21 @@ const char *ring_table_node_label(const ring_table *t, uint16_t index, const cha
   return NULL;
 }
 
+uint32_t ring_table_node_label_count(const ring_table *t, uint16_t index) {
+  const ring__node *n = node_at(t, index);
+  return n ? n->n_labels : 0;
+}
+
+int ring_table_node_label_at(const ring_table *t, uint16_t index, uint32_t k, const char **key,
+                             const char **value) {
+  const ring__node *n = node_at(t, index);
+  if (n == NULL || k >= n->n_labels || key == NULL || value == NULL)
+    return RING_EINVAL;
+  *key = n->labels[k].key;
+  *value = n->labels[k].value;
+  return RING_OK;
+}
+
 uint16_t ring_table_owner(const ring_table *t, uint32_t token, uint32_t slot) {
   if (t == NULL || token >= t->view.tokens || slot >= t->view.replicas)
     return RING_NODE_NONE;

@@ -1,0 +1,158 @@
+/*
+ * coord.h: the ring-coordinator daemon's parts. Internal to the binary.
+ *
+ * One main thread does all the work in a loop (coord_main.c): campaign for
+ * leadership, and while leading, read the cluster state in one txn and take
+ * at most one step towards what it should be (membership records, a
+ * proposal, the next step of the active run, retention). Every write is a
+ * fenced txn that also compares the mod revisions it was computed from, so
+ * a step computed from a stale read, or by a leader that lost its lease
+ * while paused, never lands. Watches and the lease keeper only wake the loop.
+ *
+ * Sections: the daemon; leadership; membership; proposals; runs; tables and
+ * publishing; retention; metrics.
+ */
+#ifndef RING_COORD_H
+#define RING_COORD_H
+
+#include "cluster.h"
+#include "daemon.h"
+
+#include <stdatomic.h>
+
+/* ------------------------------------------------------------ the daemon */
+
+typedef struct coord_opts {
+  char *endpoints;
+  char *cluster;
+  char *id;            /* this instance's name in the leader key */
+  char *listen;        /* /metrics and /healthz; NULL: none */
+  char *log_level;
+  char *user;
+  char *password_file;
+  char *ca_file, *cert_file, *key_file;
+  bool auto_apply;     /* approve own plans even if config says no */
+  uint64_t lease_ttl_ms;
+  uint64_t tick_ms;    /* the loop's longest sleep */
+  uint64_t compact_every_ms;
+  uint64_t etcd_timeout_ms;
+} coord_opts;
+
+/* Counters and gauges read by /metrics from the server's thread. */
+typedef struct coord_metrics {
+  _Atomic uint64_t leader;          /* 1 while leading */
+  _Atomic uint64_t terms;           /* times elected */
+  _Atomic uint64_t version;
+  _Atomic uint64_t nodes[5];        /* by ring_node_state */
+  _Atomic int plan_state;           /* COORD_PLAN_* */
+  _Atomic uint64_t moves_total, moves_done, waves_total, wave;
+  _Atomic uint64_t errors;
+  _Atomic uint64_t publishes, publish_bytes;
+  _Atomic uint64_t runs_done, runs_failed, runs_cancelled;
+} coord_metrics;
+
+enum { COORD_PLAN_NONE, COORD_PLAN_PROPOSED, COORD_PLAN_ACTIVE, COORD_PLAN_PAUSED,
+       COORD_PLAN_CANCELLING };
+
+typedef struct coord {
+  coord_opts o;
+  ring_etcd *etcd;
+  rd_waker waker;
+  atomic_bool stop;
+
+  /* leadership (coord_lead.c) */
+  int64_t lease;               /* 0: none */
+  ring_keeper *keeper;
+  atomic_bool lease_lost;      /* set by the keeper's thread */
+  bool leading;
+  ring_leadership lead;
+
+  ring_watch *watch;           /* the cluster prefix: any change wakes the loop */
+
+  /* caches, owned by the loop */
+  ring_table *table;           /* the table at `version` */
+  ring_plan *run_plan;         /* the active run's plan, recomputed once */
+  char run_plan_id[RK_PLAN_ID_LEN + 1];
+  ring_table *run_base;        /* its base table (NULL for a first placement) */
+  uint64_t input_hash;         /* the last proposal's input and base */
+  uint64_t last_gc_ms;
+  int64_t compact_at;          /* revision to compact to at the next pass */
+
+  /* health: the last error that stopped a step, "" when fine */
+  pthread_mutex_t health_mu;
+  char health[RK_REASON_MAX];
+
+  coord_metrics m;
+} coord;
+
+/* Logs a failed step once per distinct message and keeps it for /healthz. */
+void coord_trouble(coord *c, const char *what, const ring_error *err);
+void coord_healthy(coord *c);
+
+/* ------------------------------------------------------------ leadership */
+
+/* Campaigns when not leading; handles a lost lease. Returns true when this
+ * instance leads after the call. */
+bool coord_lead(coord *c);
+/* Steps down after a write found leadership gone. */
+void coord_step_down(coord *c, const char *why);
+/* Resigns and revokes the lease (SIGTERM). */
+void coord_resign(coord *c);
+
+/* Runs a fenced txn; on RING_ENOTLEADER steps down. */
+int coord_txn(coord *c, const ring_cmp *cmps, uint32_t n_cmps, const ring_op *ops, uint32_t n_ops,
+              ring_error *err);
+
+/* ------------------------------------------------------------ membership */
+
+/* Creates records for new agents and updates states (lost, down, back,
+ * joining -> active, removed). Returns 1 when it wrote (re-read before the
+ * next step), 0 when nothing changed, or a negative ring_errno. */
+int coord_membership(coord *c, const rk_state *s);
+
+/* ------------------------------------------------------------- proposals */
+
+/* Proposes (and with auto-apply approves) a plan when the desired
+ * membership differs from the table; drops a proposal that no longer
+ * applies. Same return convention as coord_membership. */
+int coord_propose(coord *c, const rk_state *s);
+
+/* ------------------------------------------------------------------ runs */
+
+/* Takes the next step of plan/active. Same return convention. */
+int coord_run_step(coord *c, const rk_state *s);
+
+/* ------------------------------------------------ tables and publishing */
+
+/* The table the run is at: the target's nodes; base owners with every move
+ * in `done` applied; a pending owner for every move in `pending` (may be
+ * NULL). Sealed, at `version`. */
+int coord_build_table(const ring_table *base, const ring_plan *p, const uint8_t *done,
+                      const uint8_t *pending, uint64_t version, ring_table **out, ring_error *err);
+
+/* Publishes `next` (version = s->version + 1): tables/<v>, deltas/<v>
+ * (from c->table when there is one), version, and the extra ops, in one
+ * fenced txn that compares the version key and plan/active as read in s.
+ * On success c->table becomes next (ownership taken); on failure next is
+ * freed. */
+int coord_publish(coord *c, const rk_state *s, ring_table *next, const ring_op *extra,
+                  uint32_t n_extra, ring_error *err);
+
+/* ------------------------------------------------------------- retention */
+
+/* Every compact_every: deletes tables and deltas older than the retention
+ * (never the active run's base), history beyond its count, and compacts
+ * etcd to the revision seen one period ago. */
+void coord_gc(coord *c, const rk_state *s);
+
+/* -------------------------------------------------------------- metrics */
+
+void coord_metrics_text(void *ud, rd_text *t);
+bool coord_health_text(void *ud, rd_text *t);
+/* Updates gauges from a state read by the leader. */
+void coord_metrics_observe(coord *c, const rk_state *s);
+
+/* Helpers shared by the parts. */
+int coord_key(const coord *c, char key[RK_KEY_MAX], const char *what);
+
+#endif /* RING_COORD_H */

@@ -1,0 +1,155 @@
+/*
+ * coord_lead.c: leadership. One lease per term, kept alive from the
+ * keeper's thread; the leader key `leader` is created under it only if
+ * absent, and its create revision fences every write (coord_txn).
+ *
+ * A lost lease (etcd unreachable past the TTL, a SIGSTOP, a revoke) is
+ * noticed by the keeper, which sets lease_lost and wakes the loop; the loop
+ * steps down and campaigns again with a new lease. A write that finds the
+ * leader key changed (RING_ENOTLEADER) steps down the same way. Either way
+ * the old term's writes can no longer commit.
+ */
+#include "coord.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int coord_key(const coord *c, char key[RK_KEY_MAX], const char *what) {
+  return rk_key(key, c->o.cluster, what);
+}
+
+static void on_lease_lost(void *ud, int64_t lease) {
+  coord *c = ud;
+  (void)lease;
+  atomic_store(&c->lease_lost, true);
+  rd_waker_wake(&c->waker);
+}
+
+/* Drops the caches a term built: the next leader step reads everything. */
+static void forget_term(coord *c) {
+  ring_leadership_free(&c->lead);
+  memset(&c->lead, 0, sizeof c->lead);
+  c->leading = false;
+  atomic_store(&c->m.leader, 0);
+  ring_plan_free(c->run_plan);
+  c->run_plan = NULL;
+  c->run_plan_id[0] = '\0';
+  ring_table_free(c->run_base);
+  c->run_base = NULL;
+  c->input_hash = 0;
+}
+
+void coord_step_down(coord *c, const char *why) {
+  if (c->leading)
+    rd_log(RD_WARN, "lost leadership", "id", c->o.id, "why", why, NULL);
+  forget_term(c);
+}
+
+static void drop_lease(coord *c) {
+  if (c->keeper) {
+    ring_keeper_stop(c->keeper);
+    c->keeper = NULL;
+  }
+  c->lease = 0;
+  atomic_store(&c->lease_lost, false);
+}
+
+static int new_lease(coord *c) {
+  ring_error err = {0};
+  int64_t ttl_s = (int64_t)((c->o.lease_ttl_ms + 999) / 1000);
+  if (ring_etcd_lease_grant(c->etcd, ttl_s, &c->lease, &err) != RING_OK ||
+      ring_etcd_keep_alive(c->etcd, c->lease, ttl_s, on_lease_lost, c, &c->keeper, &err) !=
+          RING_OK) {
+    coord_trouble(c, "granting a lease", &err);
+    c->lease = 0;
+    return -1;
+  }
+  return 0;
+}
+
+/* One attempt to become leader with the current lease. */
+static void campaign(coord *c) {
+  char key[RK_KEY_MAX], *value = NULL;
+  size_t len = 0;
+  coord_key(c, key, "leader");
+  rk_leader me = {.pid = (int64_t)getpid()};
+  snprintf(me.id, sizeof me.id, "%s", c->o.id);
+  snprintf(me.addr, sizeof me.addr, "%s", c->o.listen ? c->o.listen : "");
+  if (rk_leader_encode(&me, &value, &len) != RING_OK)
+    return;
+  ring_error err = {0};
+  int rc = ring_etcd_campaign(c->etcd, key, value, len, c->lease, &c->lead, NULL, &err);
+  free(value);
+  if (rc == RING_OK) {
+    c->leading = true;
+    atomic_store(&c->m.leader, 1);
+    atomic_fetch_add(&c->m.terms, 1);
+    rd_log(RD_INFO, "became leader", "id", c->o.id, NULL);
+    rd_logf(RD_INFO, "fencing revision %" PRId64 " lease %" PRId64, c->lead.create_revision,
+            c->lease);
+  } else if (rc != RING_EBUSY) {
+    coord_trouble(c, "campaigning", &err);
+  }
+}
+
+bool coord_lead(coord *c) {
+  if (atomic_load(&c->lease_lost)) {
+    coord_step_down(c, "lease lost");
+    drop_lease(c);
+  }
+  if (c->leading)
+    return true;
+  if (c->lease == 0 && new_lease(c) != 0)
+    return false;
+  campaign(c);
+  return c->leading;
+}
+
+int coord_txn(coord *c, const ring_cmp *cmps, uint32_t n_cmps, const ring_op *ops, uint32_t n_ops,
+              ring_error *err) {
+  if (!c->leading)
+    return rk_fail(err, RING_ENOTLEADER, "not the leader");
+  int rc = ring_etcd_fenced_txn(c->etcd, &c->lead, cmps, n_cmps, ops, n_ops, NULL, 0, NULL, err);
+  if (rc == RING_ENOTLEADER)
+    coord_step_down(c, "a write found another leader");
+  if (rc != RING_OK && rc != RING_ECONFLICT)
+    atomic_fetch_add(&c->m.errors, 1);
+  return rc;
+}
+
+void coord_resign(coord *c) {
+  ring_error err = {0};
+  if (c->leading && ring_etcd_resign(c->etcd, &c->lead, &err) != RING_OK)
+    rd_log(RD_WARN, "resign failed: the lease expiry will end the term", "err", err.message,
+           NULL);
+  forget_term(c);
+  int64_t lease = c->lease;
+  drop_lease(c);
+  if (lease != 0)
+    ring_etcd_lease_revoke(c->etcd, lease, &err);
+}
+
+/* ------------------------------------------------------------- health */
+
+void coord_trouble(coord *c, const char *what, const ring_error *err) {
+  char line[RK_REASON_MAX];
+  snprintf(line, sizeof line, "%.60s: %.190s", what, err && err->message[0] ? err->message : "failed");
+  pthread_mutex_lock(&c->health_mu);
+  bool repeat = strcmp(line, c->health) == 0;
+  memcpy(c->health, line, sizeof line);
+  pthread_mutex_unlock(&c->health_mu);
+  if (!repeat) /* one line per distinct trouble: a stuck cluster does not flood the log */
+    rd_log(RD_ERROR, what, "err", err && err->message[0] ? err->message : "failed", NULL);
+}
+
+void coord_healthy(coord *c) {
+  pthread_mutex_lock(&c->health_mu);
+  bool was = c->health[0] != '\0';
+  c->health[0] = '\0';
+  pthread_mutex_unlock(&c->health_mu);
+  if (was)
+    rd_log(RD_INFO, "recovered", NULL);
+}

@@ -1,0 +1,244 @@
+/*
+ * coord_main.c: ring-coordinator's entry point: options, start-up, the
+ * loop, and a clean stop on SIGTERM.
+ *
+ * Sections: options; start-up; the loop; main.
+ *
+ * Usage: ring-coordinator --endpoints URLS --cluster NAME [--listen HOST:PORT]
+ *        [--auto-apply] [--config FILE] ...  (see --help and deploy/ring-coordinator.conf)
+ */
+#define _GNU_SOURCE /* strdup, gethostname */
+#include "coord.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- options */
+
+static void opts_table(coord_opts *o, rd_opt *t) {
+  const rd_opt table[] = {
+      {"endpoints", RD_OPT_STRING, &o->endpoints, 0, 0, "etcd client URLs, comma-separated"},
+      {"cluster", RD_OPT_STRING, &o->cluster, 0, 0, "cluster name: keys under /ringkeeper/NAME/"},
+      {"id", RD_OPT_STRING, &o->id, 0, 0, "this instance's name (default: hostname-pid)"},
+      {"listen", RD_OPT_STRING, &o->listen, 0, 0, "HOST:PORT for /metrics and /healthz"},
+      {"auto-apply", RD_OPT_BOOL, &o->auto_apply, 0, 0,
+       "approve own plans (else the cluster config decides)"},
+      {"lease-ttl", RD_OPT_MS, &o->lease_ttl_ms, 2000, 600000,
+       "leadership lease; a follower takes over within 2 of these"},
+      {"tick", RD_OPT_MS, &o->tick_ms, 50, 60000, "longest sleep between two looks at etcd"},
+      {"compact-every", RD_OPT_MS, &o->compact_every_ms, 1000, 86400000,
+       "retention and etcd compaction period"},
+      {"etcd-timeout", RD_OPT_MS, &o->etcd_timeout_ms, 100, 600000, "per etcd request"},
+      {"log-level", RD_OPT_STRING, &o->log_level, 0, 0, "debug, info, warn or error"},
+      {"user", RD_OPT_STRING, &o->user, 0, 0, "etcd user"},
+      {"password-file", RD_OPT_STRING, &o->password_file, 0, 0, "file holding the etcd password"},
+      {"ca-file", RD_OPT_STRING, &o->ca_file, 0, 0, "CA bundle for etcd TLS"},
+      {"cert-file", RD_OPT_STRING, &o->cert_file, 0, 0, "client certificate for etcd TLS"},
+      {"key-file", RD_OPT_STRING, &o->key_file, 0, 0, "client key for etcd TLS"},
+      {NULL, 0, NULL, 0, 0, NULL},
+  };
+  memcpy(t, table, sizeof table);
+}
+#define N_OPTS 16
+
+/* Checks what the option parser cannot: required options, names. */
+static int opts_check(const coord_opts *o, char *msg, size_t cap) {
+  if (o->endpoints == NULL || o->endpoints[0] == '\0')
+    return snprintf(msg, cap, "--endpoints is required"), -1;
+  if (o->cluster == NULL || rk_key((char[RK_KEY_MAX]){0}, o->cluster, "x") < 0 ||
+      strpbrk(o->cluster, "/ ") != NULL)
+    return snprintf(msg, cap, "--cluster NAME is required ([a-z0-9._-]{1,63})"), -1;
+  if (o->log_level && rd_log_level_parse(o->log_level) < 0)
+    return snprintf(msg, cap, "--log-level: \"%s\" is not debug, info, warn or error",
+                    o->log_level),
+           -1;
+  if ((o->user == NULL) != (o->password_file == NULL))
+    return snprintf(msg, cap, "--user and --password-file go together"), -1;
+  return 0;
+}
+
+/* Reads the first line of a password file (without its newline). */
+static char *read_secret(const char *path, char *msg, size_t cap) {
+  FILE *f = fopen(path, "r");
+  char line[512];
+  if (f == NULL || fgets(line, sizeof line, f) == NULL) {
+    snprintf(msg, cap, "%s: %s", path, f ? "empty" : strerror(errno));
+    if (f)
+      fclose(f);
+    return NULL;
+  }
+  fclose(f);
+  line[strcspn(line, "\r\n")] = '\0';
+  return strdup(line);
+}
+
+/* ------------------------------------------------------------- start-up */
+
+static void on_stop(void *ud) {
+  coord *c = ud;
+  atomic_store(&c->stop, true);
+  rd_waker_wake(&c->waker);
+}
+
+static int wake_on_change(void *ud, const ring_event *ev, uint32_t n, int64_t rev, bool compacted) {
+  (void)ev, (void)rev;
+  if (n > 0 || compacted)
+    rd_waker_wake(&((coord *)ud)->waker);
+  return 0;
+}
+
+static int open_etcd(coord *c, char *msg, size_t cap) {
+  char *password = NULL;
+  if (c->o.password_file && (password = read_secret(c->o.password_file, msg, cap)) == NULL)
+    return -1;
+  ring_etcd_opts eo = {.endpoints = c->o.endpoints, .user = c->o.user, .password = password,
+                       .ca_file = c->o.ca_file, .cert_file = c->o.cert_file,
+                       .key_file = c->o.key_file, .timeout_ms = (uint32_t)c->o.etcd_timeout_ms};
+  ring_error err = {0};
+  int rc = ring_etcd_open(&eo, &c->etcd, &err);
+  free(password);
+  if (rc != RING_OK)
+    return snprintf(msg, cap, "etcd: %s", err.message), -1;
+  char prefix[RK_KEY_MAX];
+  int len = coord_key(c, prefix, "");
+  if (ring_etcd_watch(c->etcd, prefix, (size_t)len, true, 0, wake_on_change, c, &c->watch,
+                      &err) != RING_OK)
+    rd_log(RD_WARN, "no watch yet: polling every tick until etcd answers", "err", err.message,
+           NULL); /* the loop still runs on its tick; the watch is retried below */
+  return 0;
+}
+
+static void default_id(coord_opts *o) {
+  if (o->id != NULL)
+    return;
+  char host[64] = "coordinator";
+  gethostname(host, sizeof host);
+  host[sizeof host - 1] = '\0';
+  char buf[RING_ID_MAX + 1];
+  snprintf(buf, sizeof buf, "%.40s-%ld", host, (long)getpid());
+  o->id = strdup(buf);
+}
+
+/* ------------------------------------------------------------- the loop */
+
+/* Keeps c->table at the version in etcd (it changes under us only when
+ * another leader published, or at start). */
+static int sync_table(coord *c, const rk_state *s) {
+  if (c->table && ring_table_version(c->table) == s->version)
+    return RING_OK;
+  ring_table_free(c->table);
+  c->table = NULL;
+  ring_error err = {0};
+  if (s->version == 0)
+    return RING_OK;
+  int rc = rk_table_read(c->etcd, c->o.cluster, s->version, &c->table, &err);
+  if (rc != RING_OK)
+    coord_trouble(c, "reading the current table", &err);
+  return rc;
+}
+
+/* One look at the cluster while leading: at most one kind of write per
+ * look (records, then the run, then a proposal, then retention). Returns
+ * true when it wrote, so the loop looks again at once. */
+static bool leader_step(coord *c) {
+  rk_state s;
+  ring_error err = {0};
+  if (rk_state_read(c->etcd, c->o.cluster, RK_READ_ALL, &s, &err) != RING_OK) {
+    coord_trouble(c, "reading the cluster state", &err);
+    return false;
+  }
+  coord_metrics_observe(c, &s);
+  int wrote = -1;
+  if (!s.has_config)
+    coord_trouble(c, "idle", (rk_fail(&err, RING_ENOTFOUND, "no config: run `ringctl init`"), &err));
+  else if (sync_table(c, &s) == RING_OK && (wrote = coord_membership(c, &s)) == 0 &&
+           (wrote = coord_run_step(c, &s)) == 0 && !s.has_active)
+    wrote = coord_propose(c, &s);
+  if (wrote == 0) {
+    coord_gc(c, &s);
+    coord_healthy(c);
+  }
+  rk_state_free(&s);
+  return wrote > 0;
+}
+
+static void run_loop(coord *c) {
+  while (!atomic_load(&c->stop)) {
+    bool again = false;
+    if (c->watch == NULL) {
+      char prefix[RK_KEY_MAX];
+      int len = coord_key(c, prefix, "");
+      ring_etcd_watch(c->etcd, prefix, (size_t)len, true, 0, wake_on_change, c, &c->watch, NULL);
+    }
+    if (coord_lead(c))
+      again = leader_step(c);
+    if (!again)
+      rd_waker_wait(&c->waker, c->o.tick_ms);
+  }
+}
+
+/* ----------------------------------------------------------------- main */
+
+static int start(coord *c, rd_opt *table, int argc, char **argv) {
+  char msg[512] = "";
+  c->o = (coord_opts){.lease_ttl_ms = 10000, .tick_ms = 1000, .compact_every_ms = 300000,
+                      .etcd_timeout_ms = 5000};
+  opts_table(&c->o, table);
+  int rc = rd_opts_parse(argc, argv,
+                         "ring-coordinator: membership, plans and throttled migrations for one "
+                         "Ringkeeper cluster",
+                         table, msg, sizeof msg);
+  if (rc == RD_OPTS_HELP)
+    return 0;
+  if (rc != RD_OPTS_OK || opts_check(&c->o, msg, sizeof msg) != 0) {
+    fprintf(stderr, "ring-coordinator: %s\n", msg);
+    return 2;
+  }
+  default_id(&c->o);
+  rd_log_init("coordinator", c->o.log_level ? (rd_level)rd_log_level_parse(c->o.log_level) : RD_INFO,
+              2);
+  if (c->o.tick_ms > c->o.lease_ttl_ms / 3)
+    c->o.tick_ms = c->o.lease_ttl_ms / 3; /* take over well within 2 TTLs */
+  return -1;
+}
+
+int main(int argc, char **argv) {
+  static coord c; /* one per process; its address is handed to threads */
+  static rd_opt table[N_OPTS];
+  int rc = start(&c, table, argc, argv);
+  if (rc >= 0)
+    return rc;
+  rd_waker_init(&c.waker);
+  pthread_mutex_init(&c.health_mu, NULL);
+  if (rd_signals_start(on_stop, NULL, &c) != 0) {
+    fprintf(stderr, "ring-coordinator: cannot set up signal handling\n");
+    return 1;
+  }
+  char msg[512] = "";
+  rd_http *http = NULL;
+  if (open_etcd(&c, msg, sizeof msg) != 0 ||
+      (c.o.listen && (http = rd_http_start(c.o.listen, coord_metrics_text, coord_health_text, &c,
+                                           msg, sizeof msg)) == NULL)) {
+    rd_log(RD_ERROR, "cannot start", "err", msg, NULL);
+    return 1;
+  }
+  rd_log(RD_INFO, "started", "id", c.o.id, "cluster", c.o.cluster, "endpoints", c.o.endpoints,
+         NULL);
+  run_loop(&c);
+  coord_resign(&c);
+  if (c.watch)
+    ring_watch_cancel(c.watch);
+  if (http)
+    rd_http_stop(http);
+  ring_table_free(c.table);
+  ring_plan_free(c.run_plan);
+  ring_table_free(c.run_base);
+  ring_etcd_close(c.etcd);
+  rd_log(RD_INFO, "stopped", "id", c.o.id, NULL);
+  rd_opts_free(table);
+  return 0;
+}

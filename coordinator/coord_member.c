@@ -1,0 +1,138 @@
+/*
+ * coord_member.c: node records (nodes/<id>) from what agents and
+ * operators say. The coordinator is the only writer of `state` and
+ * `lost_ms`; ringctl writes `desired` and `weight`; every write compares
+ * the record's mod revision, so neither overwrites the other.
+ *
+ * States (proto/etcd.md):
+ *   new alive/<id>                     -> record created, joining
+ *   alive gone                         -> lost_ms = now (state unchanged: a flap is not a change)
+ *   alive back                         -> lost_ms = 0; a down node rejoins as joining
+ *   gone for down_after                -> down (the planner then moves its replicas away)
+ *   joining, in the table, no run      -> active
+ *   desired removed, owns nothing      -> removed
+ */
+#include "coord.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BATCH 64 /* records per txn: well under etcd's 128 ops per txn */
+
+typedef struct batch {
+  ring_cmp cmps[BATCH];
+  ring_op ops[BATCH];
+  char keys[BATCH][RK_KEY_MAX];
+  char *values[BATCH];
+  uint32_t n;
+} batch;
+
+static int flush(coord *c, batch *b) {
+  ring_error err = {0};
+  int rc = b->n ? coord_txn(c, b->cmps, b->n, b->ops, b->n, &err) : RING_OK;
+  if (rc != RING_OK && rc != RING_ECONFLICT && rc != RING_ENOTLEADER)
+    coord_trouble(c, "writing node records", &err);
+  for (uint32_t i = 0; i < b->n; i++)
+    free(b->values[i]);
+  b->n = 0;
+  return rc == RING_ECONFLICT ? RING_OK : rc; /* a conflict: re-read and look again */
+}
+
+/* Queues a compare-and-put of a record; mod 0 means "create only". */
+static int queue(coord *c, batch *b, const rk_node *n, int64_t mod) {
+  if (b->n == BATCH && flush(c, b) != RING_OK)
+    return -1;
+  size_t vlen;
+  uint32_t i = b->n;
+  int klen = rk_key2(b->keys[i], c->o.cluster, "nodes/", n->id);
+  if (klen < 0 || rk_node_encode(n, &b->values[i], &vlen) != RING_OK)
+    return -1;
+  b->cmps[i] = (ring_cmp){.key = b->keys[i], .key_len = (size_t)klen,
+                          .target = mod ? RING_CMP_MOD : RING_CMP_CREATE, .op = RING_CMP_EQ,
+                          .number = mod};
+  b->ops[i] = (ring_op){.type = RING_OP_PUT, .key = b->keys[i], .key_len = (size_t)klen,
+                        .value = b->values[i], .value_len = vlen};
+  b->n++;
+  return 0;
+}
+
+static void log_state(const rk_node *n, const char *why) {
+  rd_log(RD_INFO, "node state", "node", n->id, "state", ring_node_state_name(n->state), "why",
+         why, NULL);
+}
+
+static void new_record(const rk_alive *a, uint64_t now, rk_node *n) {
+  *n = (rk_node){.labels = a->labels, .weight = a->weight > 0 ? a->weight : 1.0,
+                 .state = RING_NODE_JOINING, .desired = RK_WANT_ACTIVE, .since_ms = now};
+  memcpy(n->id, a->id, sizeof n->id);
+  memcpy(n->addr, a->addr, sizeof n->addr);
+}
+
+/* Still named by the table? A removed node leaves it through a plan that
+ * drops it once it owns nothing; only then is its record `removed`. */
+static bool in_table(const ring_table *t, const char *id) {
+  return t != NULL && ring_table_find_node(t, id) >= 0;
+}
+
+/* The record n should be now; returns true when it differs from *old. */
+static bool next_record(const coord *c, const rk_state *s, const rk_node *old, rk_node *n,
+                        uint64_t now) {
+  *n = *old;
+  const rk_alive_entry *a = rk_state_alive(s, old->id);
+  int ti = c->table ? ring_table_find_node(c->table, old->id) : -1;
+  if (a != NULL) {
+    n->lost_ms = 0;
+    if (a->valid && strcmp(a->a.addr, old->addr) != 0)
+      memcpy(n->addr, a->a.addr, sizeof n->addr); /* restarted elsewhere: follow it */
+    if (old->state == RING_NODE_DOWN || old->state == RING_NODE_REMOVED)
+      n->state = RING_NODE_JOINING;
+  } else if (old->lost_ms == 0) {
+    n->lost_ms = now;
+  } else if (now - old->lost_ms >= s->config.down_after_ms && old->state != RING_NODE_DOWN &&
+             old->state != RING_NODE_REMOVED) {
+    n->state = RING_NODE_DOWN;
+  }
+  if (n->state == RING_NODE_JOINING && ti >= 0 && !s->has_active && !s->has_proposed &&
+      ring_table_node_state(c->table, (uint16_t)ti) == RING_NODE_ACTIVE)
+    n->state = RING_NODE_ACTIVE;
+  if (n->state == RING_NODE_ACTIVE && n->desired == RK_WANT_DRAINED)
+    n->state = RING_NODE_DRAINING;
+  if (n->state == RING_NODE_DRAINING && n->desired == RK_WANT_ACTIVE)
+    n->state = RING_NODE_ACTIVE;
+  if (n->desired == RK_WANT_REMOVED && n->state != RING_NODE_REMOVED && !s->has_active &&
+      !in_table(c->table, n->id))
+    n->state = RING_NODE_REMOVED;
+  if (n->state != old->state)
+    n->since_ms = now;
+  return n->state != old->state || n->lost_ms != old->lost_ms || strcmp(n->addr, old->addr) != 0;
+}
+
+int coord_membership(coord *c, const rk_state *s) {
+  batch b = {.n = 0};
+  uint64_t now = rd_wall_ms();
+  int wrote = 0;
+  for (uint32_t i = 0; i < s->n_alive; i++) {
+    const rk_alive_entry *a = &s->alive[i];
+    if (!a->valid || rk_state_node(s, a->a.id) != NULL)
+      continue;
+    rk_node n;
+    new_record(&a->a, now, &n);
+    log_state(&n, "agent registered");
+    if (queue(c, &b, &n, 0) != 0)
+      return RING_EINVAL;
+    wrote = 1;
+  }
+  for (uint32_t i = 0; i < s->n_nodes; i++) {
+    rk_node n;
+    if (!next_record(c, s, &s->nodes[i], &n, now))
+      continue;
+    if (n.state != s->nodes[i].state)
+      log_state(&n, n.lost_ms ? "lease gone past down_after" : "membership");
+    if (queue(c, &b, &n, s->node_mod[i]) != 0)
+      return RING_EINVAL;
+    wrote = 1;
+  }
+  int rc = flush(c, &b);
+  return rc != RING_OK ? rc : wrote;
+}

@@ -1,0 +1,85 @@
+/*
+ * coord_metrics.c: /metrics (Prometheus text) and /healthz. The loop
+ * stores gauges in atomics after each read; the HTTP thread only loads
+ * them, so a slow scrape never holds up the loop.
+ */
+#include "coord.h"
+
+#include <stdio.h>
+
+void coord_metrics_observe(coord *c, const rk_state *s) {
+  uint64_t by_state[5] = {0};
+  for (uint32_t i = 0; i < s->n_nodes; i++)
+    if ((unsigned)s->nodes[i].state < 5)
+      by_state[s->nodes[i].state]++;
+  for (int i = 0; i < 5; i++)
+    atomic_store(&c->m.nodes[i], by_state[i]);
+  atomic_store(&c->m.version, s->version);
+  int plan = COORD_PLAN_NONE;
+  if (s->has_active)
+    plan = s->active.state == RK_RUN_PAUSED       ? COORD_PLAN_PAUSED
+           : s->active.state == RK_RUN_CANCELLING ? COORD_PLAN_CANCELLING
+                                                  : COORD_PLAN_ACTIVE;
+  else if (s->has_proposed)
+    plan = COORD_PLAN_PROPOSED;
+  atomic_store(&c->m.plan_state, plan);
+  if (!s->has_active) {
+    atomic_store(&c->m.moves_total, 0);
+    atomic_store(&c->m.moves_done, 0);
+    atomic_store(&c->m.waves_total, 0);
+    atomic_store(&c->m.wave, 0);
+  }
+}
+
+static void gauge(rd_text *t, const char *name, const char *help, double v) {
+  rd_metric_head(t, name, "gauge", help);
+  rd_metric_sample(t, name, "", v);
+}
+
+static void counter(rd_text *t, const char *name, const char *help, double v) {
+  rd_metric_head(t, name, "counter", help);
+  rd_metric_sample(t, name, "", v);
+}
+
+void coord_metrics_text(void *ud, rd_text *t) {
+  coord *c = ud;
+  coord_metrics *m = &c->m;
+  static const char *const plans[] = {"none", "proposed", "active", "paused", "cancelling"};
+  gauge(t, "ring_coordinator_leader", "1 while this instance leads", (double)m->leader);
+  counter(t, "ring_coordinator_terms_total", "times this instance was elected", (double)m->terms);
+  gauge(t, "ring_coordinator_version", "the table version in etcd", (double)m->version);
+  rd_metric_head(t, "ring_coordinator_nodes", "gauge", "node records by state");
+  for (int i = 0; i < 5; i++) {
+    char labels[48];
+    snprintf(labels, sizeof labels, "state=\"%s\"", ring_node_state_name((ring_node_state)i));
+    rd_metric_sample(t, "ring_coordinator_nodes", labels, (double)m->nodes[i]);
+  }
+  rd_metric_head(t, "ring_coordinator_plan", "gauge", "1 for the plan state the cluster is in");
+  for (int i = 0; i < 5; i++) {
+    char labels[48];
+    snprintf(labels, sizeof labels, "state=\"%s\"", plans[i]);
+    rd_metric_sample(t, "ring_coordinator_plan", labels, atomic_load(&m->plan_state) == i);
+  }
+  gauge(t, "ring_coordinator_moves_total", "moves of the active run", (double)m->moves_total);
+  gauge(t, "ring_coordinator_moves_done", "moves of the active run done", (double)m->moves_done);
+  gauge(t, "ring_coordinator_waves_total", "waves of the active run", (double)m->waves_total);
+  gauge(t, "ring_coordinator_wave", "the wave the active run is in", (double)m->wave);
+  counter(t, "ring_coordinator_errors_total", "failed etcd writes and steps", (double)m->errors);
+  counter(t, "ring_coordinator_etcd_requests_total", "etcd requests sent",
+          (double)ring_etcd_requests(c->etcd));
+  counter(t, "ring_coordinator_publishes_total", "table versions published", (double)m->publishes);
+  counter(t, "ring_coordinator_publish_bytes_total", "bytes of values written by publishes",
+          (double)m->publish_bytes);
+  counter(t, "ring_coordinator_runs_done_total", "runs finished", (double)m->runs_done);
+  counter(t, "ring_coordinator_runs_failed_total", "runs failed", (double)m->runs_failed);
+  counter(t, "ring_coordinator_runs_cancelled_total", "runs cancelled", (double)m->runs_cancelled);
+}
+
+bool coord_health_text(void *ud, rd_text *t) {
+  coord *c = ud;
+  pthread_mutex_lock(&c->health_mu);
+  bool ok = c->health[0] == '\0';
+  rd_text_printf(t, "%s\n", ok ? "ok" : c->health);
+  pthread_mutex_unlock(&c->health_mu);
+  return ok;
+}

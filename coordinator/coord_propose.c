@@ -1,0 +1,144 @@
+/*
+ * coord_propose.c: plan/proposed. Whenever the desired membership (node
+ * records, config) differs from the table and no run is active, the plan
+ * for it is computed and stored, replacing one made for an older
+ * membership or base version. With auto-apply the run starts in the same
+ * txn. The planner runs only when its input changed (a hash of it), so an
+ * idle cluster costs one read per tick and no CPU.
+ */
+#include "coord.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+/* A hash of everything the planner reads, plus the base version. */
+static uint64_t input_hash(const rk_plan_input *in, uint64_t base) {
+  XXH3_state_t *h = XXH3_createState();
+  if (h == NULL)
+    return 0; /* 0 never matches a cached hash: the plan is just recomputed */
+  XXH3_64bits_reset(h);
+  uint64_t nums[] = {base, in->tokens, in->replicas, in->seed, in->moves_per_node,
+                     in->moves_per_domain, in->moves_per_wave, in->n_nodes};
+  XXH3_64bits_update(h, nums, sizeof nums);
+  XXH3_64bits_update(h, in->failure_domain, strlen(in->failure_domain) + 1);
+  XXH3_64bits_update(h, in->best_effort, strlen(in->best_effort) + 1);
+  for (uint32_t i = 0; i < in->n_nodes; i++) {
+    const rk_node *n = &in->nodes[i];
+    XXH3_64bits_update(h, n->id, strlen(n->id) + 1);
+    XXH3_64bits_update(h, n->addr, strlen(n->addr) + 1);
+    for (uint32_t k = 0; k < n->labels.n; k++) {
+      XXH3_64bits_update(h, n->labels.key[k], strlen(n->labels.key[k]) + 1);
+      XXH3_64bits_update(h, n->labels.value[k], strlen(n->labels.value[k]) + 1);
+    }
+    uint64_t st[2] = {(uint64_t)n->state, n->labels.n};
+    XXH3_64bits_update(h, st, sizeof st);
+    XXH3_64bits_update(h, &n->weight, sizeof n->weight);
+  }
+  uint64_t v = XXH3_64bits_digest(h);
+  XXH3_freeState(h);
+  return v ? v : 1;
+}
+
+/* Deletes a proposal that no longer applies. */
+static int withdraw(coord *c, const rk_state *s) {
+  char key[RK_KEY_MAX];
+  int len = coord_key(c, key, "plan/proposed");
+  ring_cmp cmp = {.key = key, .key_len = (size_t)len, .target = RING_CMP_MOD, .op = RING_CMP_EQ,
+                  .number = s->proposed_mod};
+  ring_op op = {.type = RING_OP_DELETE, .key = key, .key_len = (size_t)len};
+  ring_error err = {0};
+  int rc = coord_txn(c, &cmp, 1, &op, 1, &err);
+  if (rc == RING_OK)
+    rd_log(RD_INFO, "proposal withdrawn: the table already matches", "plan", s->proposed.id,
+           NULL);
+  return rc == RING_OK ? 1 : rc == RING_ECONFLICT ? 0 : rc;
+}
+
+static bool auto_apply(const coord *c, const rk_state *s, const rk_plan_doc *d) {
+  return (c->o.auto_apply || s->config.auto_apply) && d->n_violations == 0;
+}
+
+/* Writes the proposal, or with auto-apply the run (and no proposal), in
+ * one txn that also checks the base version and that no run exists. */
+static int store(coord *c, const rk_state *s, const rk_plan_doc *d) {
+  char kprop[RK_KEY_MAX], kact[RK_KEY_MAX], kver[RK_KEY_MAX];
+  int lprop = coord_key(c, kprop, "plan/proposed"), lact = coord_key(c, kact, "plan/active");
+  int lver = coord_key(c, kver, "version");
+  ring_cmp cmps[3] = {
+      {.key = kver, .key_len = (size_t)lver, .target = RING_CMP_MOD, .op = RING_CMP_EQ,
+       .number = s->version_mod},
+      {.key = kact, .key_len = (size_t)lact, .target = RING_CMP_CREATE, .op = RING_CMP_EQ},
+      {.key = kprop, .key_len = (size_t)lprop, .target = RING_CMP_MOD, .op = RING_CMP_EQ,
+       .number = s->has_proposed ? s->proposed_mod : 0},
+  };
+  char *value = NULL;
+  size_t vlen = 0;
+  ring_op ops[2];
+  uint32_t n_ops = 0;
+  int rc;
+  rk_run run;
+  if (auto_apply(c, s, d)) {
+    if ((rc = rk_run_start(d, rd_wall_ms(), &run)) != RING_OK)
+      return rc;
+    rc = rk_run_encode(&run, &value, &vlen);
+    rk_run_free(&run);
+    ops[n_ops++] = (ring_op){.type = RING_OP_PUT, .key = kact, .key_len = (size_t)lact,
+                             .value = value, .value_len = vlen};
+    if (s->has_proposed)
+      ops[n_ops++] = (ring_op){.type = RING_OP_DELETE, .key = kprop, .key_len = (size_t)lprop};
+  } else {
+    rc = rk_plan_doc_encode(d, NULL, &value, &vlen);
+    ops[n_ops++] = (ring_op){.type = RING_OP_PUT, .key = kprop, .key_len = (size_t)lprop,
+                             .value = value, .value_len = vlen};
+  }
+  ring_error err = {0};
+  if (rc == RING_OK)
+    rc = coord_txn(c, cmps, 3, ops, n_ops, &err);
+  free(value);
+  if (rc == RING_OK)
+    rd_log(RD_INFO, auto_apply(c, s, d) ? "plan approved (auto-apply)" : "plan proposed", "plan",
+           d->id[0] ? d->id : "refused", "violations", d->n_violations ? d->violations[0] : "none",
+           NULL);
+  else if (rc != RING_ECONFLICT && rc != RING_ENOTLEADER)
+    coord_trouble(c, "storing the plan", &err);
+  return rc == RING_OK ? 1 : rc == RING_ECONFLICT ? 0 : rc;
+}
+
+int coord_propose(coord *c, const rk_state *s) {
+  rk_plan_input in;
+  ring_error err = {0};
+  int rc = rk_desired_input(s, c->table, &in, &err);
+  if (rc != RING_OK) {
+    coord_trouble(c, "building the planner's input", &err);
+    return rc;
+  }
+  if (in.n_nodes == 0 || rk_input_matches_table(&in, c->table)) {
+    rk_plan_input_free(&in);
+    c->input_hash = 0;
+    return s->has_proposed ? withdraw(c, s) : 0;
+  }
+  uint64_t h = input_hash(&in, s->version);
+  bool fresh = s->has_proposed && s->proposed.base_version == s->version;
+  if (h == c->input_hash && fresh && !auto_apply(c, s, &s->proposed)) {
+    rk_plan_input_free(&in);
+    return 0; /* proposed for exactly this input already */
+  }
+  rk_plan_doc d;
+  ring_plan *p = NULL;
+  rc = rk_plan_doc_make(c->table, c->o.cluster, &in, rd_wall_ms(), &d, &p, &err);
+  rk_plan_input_free(&in);
+  if (rc != RING_OK) {
+    coord_trouble(c, "planning", &err);
+    return rc;
+  }
+  ring_plan_free(p); /* the run recomputes it from the document */
+  c->input_hash = h;
+  bool same = fresh && strcmp(s->proposed.id, d.id) == 0 &&
+              s->proposed.n_violations == d.n_violations;
+  rc = same && !auto_apply(c, s, &d) ? 0 : store(c, s, &d);
+  rk_plan_doc_free(&d);
+  return rc;
+}

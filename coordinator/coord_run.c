@@ -1,0 +1,392 @@
+/*
+ * coord_run.c: executing plan/active one step at a time (proto/plan.md,
+ * "How a run advances").
+ *
+ * Sections:
+ *   1. the run's plan: recomputed from its document once per term
+ *   2. choosing the in-flight set under the live throttle
+ *   3. waiting: acks and progress
+ *   4. writing the next cursor, finishing a run
+ *   5. the step
+ */
+#include "coord.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------ 1. the run's plan */
+
+static int load_plan(coord *c, const rk_run *run, ring_error *err) {
+  if (c->run_plan && strcmp(c->run_plan_id, run->plan.id) == 0)
+    return RING_OK;
+  ring_plan_free(c->run_plan);
+  ring_table_free(c->run_base);
+  c->run_plan = NULL;
+  c->run_base = NULL;
+  int rc = RING_OK;
+  if (run->plan.base_version != 0)
+    rc = rk_table_read(c->etcd, c->o.cluster, run->plan.base_version, &c->run_base, err);
+  if (rc == RING_OK)
+    rc = rk_plan_doc_compute(&run->plan, c->run_base, &c->run_plan, err);
+  if (rc != RING_OK)
+    return rc;
+  memcpy(c->run_plan_id, run->plan.id, sizeof c->run_plan_id);
+  return RING_OK;
+}
+
+/* Errors that no retry can fix: the run fails with the reason. */
+static bool fatal(int rc) {
+  return rc == RING_ENOTFOUND || rc == RING_ECHECKSUM || rc == RING_EVERSION || rc == RING_EPLAN ||
+         rc == RING_EFORMAT || rc == RING_EFIELD;
+}
+
+/* ------------------------------------- 2. choosing the in-flight set */
+
+#define DOMAINS_MAX 256
+
+typedef struct budget {
+  const rk_throttle *th;
+  const ring_table *t;       /* the target: node ids and domains */
+  const char *level;         /* hard failure-domain label, "" for none */
+  uint32_t *per_node;        /* indexed by target node */
+  const char *dom[DOMAINS_MAX];
+  uint32_t per_dom[DOMAINS_MAX];
+  uint32_t n_dom, total;
+} budget;
+
+/* The counter of a node's hard domain, NULL when domains are not limited. */
+static uint32_t *domain_slot(budget *b, uint16_t node) {
+  const char *v = b->level[0] && node != RING_NODE_NONE
+                      ? ring_table_node_label(b->t, node, b->level)
+                      : NULL;
+  if (v == NULL || b->th->moves_per_domain == 0)
+    return NULL;
+  for (uint32_t i = 0; i < b->n_dom; i++)
+    if (strcmp(b->dom[i], v) == 0)
+      return &b->per_dom[i];
+  if (b->n_dom == DOMAINS_MAX)
+    return &b->per_dom[DOMAINS_MAX - 1]; /* more domains than slots: share the last, stricter */
+  b->dom[b->n_dom] = v;
+  return &b->per_dom[b->n_dom++];
+}
+
+static bool node_fits(const budget *b, uint16_t n) {
+  return n == RING_NODE_NONE || b->th->moves_per_node == 0 ||
+         b->per_node[n] < b->th->moves_per_node;
+}
+
+/* Takes a move if every limit allows it. */
+static bool take(budget *b, const ring_move *m) {
+  uint32_t *df = domain_slot(b, m->from), *dt = domain_slot(b, m->to);
+  uint32_t lim = b->th->moves_per_domain;
+  if ((b->th->moves_per_wave && b->total >= b->th->moves_per_wave) || !node_fits(b, m->from) ||
+      !node_fits(b, m->to) || (df && *df >= lim) || (dt && *dt + (dt == df) >= lim))
+    return false;
+  b->total++;
+  if (m->from != RING_NODE_NONE)
+    b->per_node[m->from]++;
+  b->per_node[m->to]++;
+  if (df)
+    (*df)++;
+  if (dt && dt != df)
+    (*dt)++;
+  return true;
+}
+
+/* Marks in `pick` the moves of `wave` not yet done that fit the throttle,
+ * greedily in plan order; returns how many (at least one if any is left). */
+static uint32_t choose(const ring_plan *p, const rk_run *run, const rk_config *cfg, uint32_t wave,
+                       uint8_t *pick) {
+  const ring_table *t = ring_plan_target(p);
+  budget b = {.th = &cfg->throttle, .t = t, .level = ring_table_failure_domain(t)};
+  if ((b.per_node = calloc(ring_table_node_count(t) + 1u, sizeof *b.per_node)) == NULL)
+    return 0;
+  const ring_move *m = ring_plan_moves(p);
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < ring_plan_move_count(p); i++) {
+    if (m[i].wave != wave || rk_bit(run->cursor.done, i))
+      continue;
+    if (take(&b, &m[i]) || n == 0) { /* the first always goes: limits never stall a run */
+      rk_bit_set(pick, i, true);
+      n++;
+    }
+  }
+  free(b.per_node);
+  return n;
+}
+
+/* The first wave at or after `wave` with a move not done; waves if none. */
+static uint32_t next_wave(const ring_plan *p, const uint8_t *done, uint32_t wave) {
+  const ring_move *m = ring_plan_moves(p);
+  uint32_t best = ring_plan_wave_count(p);
+  for (uint32_t i = 0; i < ring_plan_move_count(p); i++)
+    if (!rk_bit(done, i) && m[i].wave >= wave && m[i].wave < best)
+      best = m[i].wave;
+  return best;
+}
+
+/* ------------------------------------------- 3. waiting: acks, progress */
+
+/* Every host that is alive and in the table has swapped in `version`:
+ * from then on each routes writes to the pending owners too. */
+static bool all_acked(const rk_state *s, const ring_table *t, uint64_t version) {
+  for (uint32_t i = 0; i < ring_table_node_count(t); i++) {
+    const char *id = ring_table_node_id(t, (uint16_t)i);
+    if (rk_state_alive(s, id) != NULL && rk_state_ack(s, id) < version)
+      return false;
+  }
+  return true;
+}
+
+/* 1 when every receiver reports all its in-flight tokens at `version`;
+ * 0 to wait; -1 when a receiver is down (the run cannot finish). */
+static int receivers_in(const rk_state *s, const ring_plan *p, const rk_run *run) {
+  const ring_table *t = ring_plan_target(p);
+  const ring_move *m = ring_plan_moves(p);
+  for (uint32_t i = 0; i < ring_plan_move_count(p); i++) {
+    if (!rk_bit(run->cursor.inflight, i))
+      continue;
+    const char *id = ring_table_node_id(t, m[i].to);
+    const rk_node *n = rk_state_node(s, id);
+    if (n != NULL && n->state == RING_NODE_DOWN)
+      return -1;
+    const rk_progress *pr = rk_state_progress(s, id);
+    if (pr == NULL || pr->version != run->cursor.version ||
+        !rk_progress_covers(pr, &m[i].token, 1))
+      return 0;
+  }
+  return 1;
+}
+
+/* ----------------------------------- 4. the next cursor, finishing a run */
+
+/* A copy of run sharing the plan document, with bitmaps of its own. */
+typedef struct next_run {
+  rk_run r;
+  uint8_t *done, *inflight;
+  size_t bytes;
+} next_run;
+
+static int next_begin(const rk_run *run, next_run *n) {
+  n->bytes = (run->plan.moves_total + 7u) / 8u;
+  n->r = *run;
+  n->done = calloc(n->bytes + 1, 1);
+  n->inflight = calloc(n->bytes + 1, 1);
+  if (n->done == NULL || n->inflight == NULL)
+    return RING_ENOMEM;
+  if (run->cursor.done)
+    memcpy(n->done, run->cursor.done, n->bytes);
+  n->r.cursor.done = n->done;
+  n->r.cursor.inflight = n->inflight;
+  n->r.updated_ms = rd_wall_ms();
+  return RING_OK;
+}
+
+static void next_end(next_run *n) {
+  free(n->done);
+  free(n->inflight);
+}
+
+/* Encodes the run as the value of an op on plan/active, or (terminal
+ * state) on plan/history/<id> with a delete of plan/active. */
+typedef struct run_ops {
+  char kact[RK_KEY_MAX], khist[RK_KEY_MAX];
+  char *value;
+  ring_op ops[2];
+  uint32_t n;
+} run_ops;
+
+static int run_ops_make(coord *c, const rk_run *r, run_ops *o) {
+  size_t len;
+  int rc = rk_run_encode(r, &o->value, &len);
+  if (rc != RING_OK)
+    return rc;
+  coord_key(c, o->kact, "plan/active");
+  rk_key2(o->khist, c->o.cluster, "plan/history/", r->plan.id[0] ? r->plan.id : "refused");
+  bool terminal = r->state >= RK_RUN_DONE;
+  const char *k = terminal ? o->khist : o->kact;
+  o->ops[0] = (ring_op){.type = RING_OP_PUT, .key = k, .key_len = strlen(k), .value = o->value,
+                        .value_len = len};
+  o->ops[1] = (ring_op){.type = RING_OP_DELETE, .key = o->kact, .key_len = strlen(o->kact)};
+  o->n = terminal ? 2 : 1;
+  return RING_OK;
+}
+
+static void log_end(coord *c, const rk_run *r) {
+  _Atomic uint64_t *ctr = r->state == RK_RUN_DONE     ? &c->m.runs_done
+                          : r->state == RK_RUN_FAILED ? &c->m.runs_failed
+                                                      : &c->m.runs_cancelled;
+  atomic_fetch_add(ctr, 1);
+  rd_log(r->state == RK_RUN_FAILED ? RD_ERROR : RD_INFO, "run finished", "plan", r->plan.id,
+         "state", rk_run_state_name(r->state), "reason", r->reason, NULL);
+}
+
+/* Writes the next cursor, publishing `table` with it when not NULL. */
+static int commit(coord *c, const rk_state *s, next_run *n, ring_table *table) {
+  run_ops o = {.value = NULL};
+  ring_error err = {0};
+  if (n->r.state >= RK_RUN_DONE)
+    n->r.finished_ms = rd_wall_ms();
+  if (table)
+    n->r.cursor.version = ring_table_version(table);
+  int rc = run_ops_make(c, &n->r, &o);
+  if (rc != RING_OK) {
+    ring_table_free(table);
+    rk_fail(&err, rc, "encoding the run: %s", ring_strerror(rc));
+  } else if (table) {
+    rc = coord_publish(c, s, table, o.ops, o.n, &err);
+  } else {
+    char kact[RK_KEY_MAX];
+    int len = coord_key(c, kact, "plan/active");
+    ring_cmp cmp = {.key = kact, .key_len = (size_t)len, .target = RING_CMP_MOD,
+                    .op = RING_CMP_EQ, .number = s->active_mod};
+    rc = coord_txn(c, &cmp, 1, o.ops, o.n, &err);
+  }
+  free(o.value);
+  if (rc == RING_OK && n->r.state >= RK_RUN_DONE)
+    log_end(c, &n->r);
+  else if (rc != RING_OK && rc != RING_ECONFLICT && rc != RING_ENOTLEADER)
+    coord_trouble(c, "advancing the run", &err);
+  return rc == RING_OK ? 1 : rc == RING_ECONFLICT ? 0 : rc;
+}
+
+/* The table after the done moves (and the in-flight ones as pending). */
+static int table_at(coord *c, const rk_state *s, const next_run *n, const uint8_t *pending,
+                    ring_table **out) {
+  ring_error err = {0};
+  int rc = coord_build_table(c->run_base, c->run_plan, n->done, pending, s->version + 1, out, &err);
+  if (rc != RING_OK)
+    coord_trouble(c, "building the next table", &err);
+  return rc;
+}
+
+/* Ends the run in `state`; a pending set is dropped by publishing the
+ * table without it (its owners never changed). */
+static int finish(coord *c, const rk_state *s, const rk_run *run, rk_run_state state,
+                  const char *reason) {
+  next_run n;
+  ring_table *t = NULL;
+  int rc = next_begin(run, &n);
+  if (rc == RING_OK && run->cursor.pending && c->run_plan)
+    rc = table_at(c, s, &n, NULL, &t);
+  if (rc == RING_OK) {
+    n.r.state = state;
+    n.r.cursor.pending = false;
+    snprintf(n.r.reason, sizeof n.r.reason, "%s", reason);
+    rc = commit(c, s, &n, t);
+  }
+  next_end(&n);
+  return rc;
+}
+
+/* ------------------------------------------------------------- 5. the step */
+
+static uint32_t count_bits(const uint8_t *b, size_t bytes) {
+  uint32_t n = 0;
+  for (size_t i = 0; i < bytes; i++)
+    n += (uint32_t)__builtin_popcount(b[i]);
+  return n;
+}
+
+/* Pending -> cutover: the in-flight moves become done. */
+static int cut_over(coord *c, const rk_state *s, const rk_run *run) {
+  next_run n;
+  ring_table *t = NULL;
+  int rc = next_begin(run, &n);
+  for (size_t i = 0; rc == RING_OK && i < n.bytes; i++)
+    n.done[i] |= run->cursor.inflight[i];
+  if (rc == RING_OK && (rc = table_at(c, s, &n, NULL, &t)) == RING_OK) {
+    n.r.cursor.pending = false;
+    n.r.cursor.moves_done = count_bits(n.done, n.bytes);
+    n.r.cursor.wave = next_wave(c->run_plan, n.done, run->cursor.wave);
+    if (n.r.cursor.moves_done == run->plan.moves_total)
+      n.r.state = RK_RUN_DONE;
+    rc = commit(c, s, &n, t);
+  }
+  next_end(&n);
+  return rc;
+}
+
+/* Settled -> the next in-flight set (or, with migration none, its cutover). */
+static int start_set(coord *c, const rk_state *s, const rk_run *run) {
+  next_run n;
+  ring_table *t = NULL;
+  int rc = next_begin(run, &n);
+  uint32_t wave = next_wave(c->run_plan, run->cursor.done, run->cursor.wave);
+  if (rc == RING_OK && choose(c->run_plan, run, &s->config, wave, n.inflight) == 0)
+    rc = RING_ENOMEM;
+  bool none = s->config.migration == RK_MIGRATE_NONE;
+  if (rc == RING_OK && none) {
+    for (size_t i = 0; i < n.bytes; i++)
+      n.done[i] |= n.inflight[i];
+    memset(n.inflight, 0, n.bytes);
+  }
+  if (rc == RING_OK && (rc = table_at(c, s, &n, none ? NULL : n.inflight, &t)) == RING_OK) {
+    n.r.cursor.pending = !none;
+    n.r.cursor.moves_done = count_bits(n.done, n.bytes);
+    n.r.cursor.wave = none ? next_wave(c->run_plan, n.done, wave) : wave;
+    if (n.r.cursor.moves_done == run->plan.moves_total)
+      n.r.state = RK_RUN_DONE;
+    rc = commit(c, s, &n, t);
+  }
+  next_end(&n);
+  return rc;
+}
+
+/* A run whose moves are all done (or that has none): publish the target if
+ * the table is not it yet (node records may have changed), then history. */
+static int complete(coord *c, const rk_state *s, const rk_run *run) {
+  next_run n;
+  ring_table *t = NULL;
+  int rc = next_begin(run, &n);
+  bool publish = run->cursor.version == run->plan.base_version;
+  for (uint32_t i = 0; rc == RING_OK && i < run->plan.moves_total; i++)
+    rk_bit_set(n.done, i, true); /* a first placement is done in one step */
+  if (rc == RING_OK && publish)
+    rc = table_at(c, s, &n, NULL, &t);
+  if (rc == RING_OK) {
+    n.r.state = RK_RUN_DONE;
+    n.r.cursor.moves_done = run->plan.moves_total;
+    rc = commit(c, s, &n, t);
+  }
+  next_end(&n);
+  return rc;
+}
+
+static void observe(coord *c, const rk_run *run) {
+  atomic_store(&c->m.moves_total, run->plan.moves_total);
+  atomic_store(&c->m.moves_done, run->cursor.moves_done);
+  atomic_store(&c->m.waves_total, run->plan.waves);
+  atomic_store(&c->m.wave, run->cursor.wave);
+}
+
+int coord_run_step(coord *c, const rk_state *s) {
+  if (!s->has_active)
+    return 0;
+  const rk_run *run = &s->active;
+  observe(c, run);
+  ring_error err = {0};
+  int rc = load_plan(c, run, &err);
+  if (rc != RING_OK)
+    return fatal(rc) ? finish(c, s, run, RK_RUN_FAILED, err.message)
+                     : (coord_trouble(c, "loading the run's plan", &err), rc);
+  if (run->cursor.version != s->version) {
+    char why[RK_REASON_MAX];
+    snprintf(why, sizeof why, "the table is at version %" PRIu64 ", the run at %" PRIu64,
+             s->version, run->cursor.version);
+    return finish(c, s, run, RK_RUN_FAILED, why);
+  }
+  if (run->state == RK_RUN_CANCELLING)
+    return finish(c, s, run, RK_RUN_CANCELLED, "cancelled by the operator");
+  if (run->cursor.pending) {
+    int in = receivers_in(s, c->run_plan, run);
+    if (in < 0)
+      return finish(c, s, run, RK_RUN_FAILED, "a receiving node went down");
+    return in == 1 && all_acked(s, c->table, s->version) ? cut_over(c, s, run) : 0;
+  }
+  if (run->cursor.moves_done == run->plan.moves_total || run->plan.base_version == 0)
+    return complete(c, s, run);
+  return run->state == RK_RUN_PAUSED ? 0 : start_set(c, s, run);
+}
