@@ -152,17 +152,35 @@ static void note_bad(rk_state *s, const ring_kv *kv, const char *why) {
     snprintf(s->first_bad, sizeof s->first_bad, "%.100s: %.140s", (const char *)kv->key, why);
 }
 
-static int parse_config(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err) {
-  (void)prefix_len;
+/* A value the control plane writes: decoded strictly, or the read fails. */
+typedef int (*strict_decoder)(const char *json, size_t len, void *out, ring_error *err);
+
+static int parse_single(const ring_kvs *r, strict_decoder dec, void *out, bool *has, int64_t *mod,
+                        ring_error *err) {
   if (r->n == 0)
     return RING_OK;
   const ring_kv *kv = &r->kvs[0];
-  int rc = rk_config_decode((const char *)kv->value, kv->value_len, &s->config, err);
+  int rc = dec((const char *)kv->value, kv->value_len, out, err);
   if (rc != RING_OK)
     return keyed(err, rc, kv);
-  s->has_config = true;
-  s->config_mod = kv->mod_revision;
+  *has = true;
+  *mod = kv->mod_revision;
   return RING_OK;
+}
+
+static int dec_config(const char *j, size_t n, void *out, ring_error *err) {
+  return rk_config_decode(j, n, out, err);
+}
+static int dec_plan(const char *j, size_t n, void *out, ring_error *err) {
+  return rk_plan_doc_decode(j, n, out, err);
+}
+static int dec_run(const char *j, size_t n, void *out, ring_error *err) {
+  return rk_run_decode(j, n, out, err);
+}
+
+static int parse_config(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err) {
+  (void)prefix_len;
+  return parse_single(r, dec_config, &s->config, &s->has_config, &s->config_mod, err);
 }
 
 /* A decimal in 1 .. 2^53-1, nothing else. */
@@ -246,28 +264,12 @@ static int parse_alive(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_e
 
 static int parse_proposed(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err) {
   (void)prefix_len;
-  if (r->n == 0)
-    return RING_OK;
-  const ring_kv *kv = &r->kvs[0];
-  int rc = rk_plan_doc_decode((const char *)kv->value, kv->value_len, &s->proposed, err);
-  if (rc != RING_OK)
-    return keyed(err, rc, kv);
-  s->has_proposed = true;
-  s->proposed_mod = kv->mod_revision;
-  return RING_OK;
+  return parse_single(r, dec_plan, &s->proposed, &s->has_proposed, &s->proposed_mod, err);
 }
 
 static int parse_active(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err) {
   (void)prefix_len;
-  if (r->n == 0)
-    return RING_OK;
-  const ring_kv *kv = &r->kvs[0];
-  int rc = rk_run_decode((const char *)kv->value, kv->value_len, &s->active, err);
-  if (rc != RING_OK)
-    return keyed(err, rc, kv);
-  s->has_active = true;
-  s->active_mod = kv->mod_revision;
-  return RING_OK;
+  return parse_single(r, dec_run, &s->active, &s->has_active, &s->active_mod, err);
 }
 
 static int parse_acks(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err) {
@@ -455,6 +457,8 @@ bool rk_input_matches_table(const rk_plan_input *in, const ring_table *table) {
     return false;
   for (uint16_t i = 0; i < in->n_nodes; i++) {
     const rk_node *n = &in->nodes[i];
+    if (n->state == RING_NODE_REMOVED)
+      return false; /* it should leave the table: a plan drops it once it owns nothing */
     if (strcmp(n->id, ring_table_node_id(table, i)) != 0 ||
         strcmp(n->addr, ring_table_node_addr(table, i)) != 0 ||
         n->weight != ring_table_node_weight(table, i) ||

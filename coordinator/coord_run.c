@@ -290,49 +290,46 @@ static uint32_t count_bits(const uint8_t *b, size_t bytes) {
   return n;
 }
 
+/* Publishes the table for n's done set (with `pending` in flight, or
+ * none) and the cursor that names it; next_end(n) either way. */
+static int advance(coord *c, const rk_state *s, next_run *n, const uint8_t *pending,
+                   uint32_t wave) {
+  ring_table *t = NULL;
+  int rc = table_at(c, s, n, pending, &t);
+  if (rc == RING_OK) {
+    n->r.cursor.pending = pending != NULL;
+    n->r.cursor.moves_done = count_bits(n->done, n->bytes);
+    n->r.cursor.wave = pending ? wave : next_wave(c->run_plan, n->done, wave);
+    if (n->r.cursor.moves_done == n->r.plan.moves_total)
+      n->r.state = RK_RUN_DONE;
+    rc = commit(c, s, n, t);
+  }
+  next_end(n);
+  return rc;
+}
+
 /* Pending -> cutover: the in-flight moves become done. */
 static int cut_over(coord *c, const rk_state *s, const rk_run *run) {
   next_run n;
-  ring_table *t = NULL;
-  int rc = next_begin(run, &n);
-  for (size_t i = 0; rc == RING_OK && i < n.bytes; i++)
+  if (next_begin(run, &n) != RING_OK)
+    return next_end(&n), RING_ENOMEM;
+  for (size_t i = 0; i < n.bytes; i++)
     n.done[i] |= run->cursor.inflight[i];
-  if (rc == RING_OK && (rc = table_at(c, s, &n, NULL, &t)) == RING_OK) {
-    n.r.cursor.pending = false;
-    n.r.cursor.moves_done = count_bits(n.done, n.bytes);
-    n.r.cursor.wave = next_wave(c->run_plan, n.done, run->cursor.wave);
-    if (n.r.cursor.moves_done == run->plan.moves_total)
-      n.r.state = RK_RUN_DONE;
-    rc = commit(c, s, &n, t);
-  }
-  next_end(&n);
-  return rc;
+  return advance(c, s, &n, NULL, run->cursor.wave);
 }
 
 /* Settled -> the next in-flight set (or, with migration none, its cutover). */
 static int start_set(coord *c, const rk_state *s, const rk_run *run) {
   next_run n;
-  ring_table *t = NULL;
-  int rc = next_begin(run, &n);
   uint32_t wave = next_wave(c->run_plan, run->cursor.done, run->cursor.wave);
-  if (rc == RING_OK && choose(c->run_plan, run, &s->config, wave, n.inflight) == 0)
-    rc = RING_ENOMEM;
-  bool none = s->config.migration == RK_MIGRATE_NONE;
-  if (rc == RING_OK && none) {
-    for (size_t i = 0; i < n.bytes; i++)
-      n.done[i] |= n.inflight[i];
-    memset(n.inflight, 0, n.bytes);
-  }
-  if (rc == RING_OK && (rc = table_at(c, s, &n, none ? NULL : n.inflight, &t)) == RING_OK) {
-    n.r.cursor.pending = !none;
-    n.r.cursor.moves_done = count_bits(n.done, n.bytes);
-    n.r.cursor.wave = none ? next_wave(c->run_plan, n.done, wave) : wave;
-    if (n.r.cursor.moves_done == run->plan.moves_total)
-      n.r.state = RK_RUN_DONE;
-    rc = commit(c, s, &n, t);
-  }
-  next_end(&n);
-  return rc;
+  if (next_begin(run, &n) != RING_OK || choose(c->run_plan, run, &s->config, wave, n.inflight) == 0)
+    return next_end(&n), RING_ENOMEM;
+  if (s->config.migration != RK_MIGRATE_NONE)
+    return advance(c, s, &n, n.inflight, wave);
+  for (size_t i = 0; i < n.bytes; i++)
+    n.done[i] |= n.inflight[i];
+  memset(n.inflight, 0, n.bytes);
+  return advance(c, s, &n, NULL, wave);
 }
 
 /* A run whose moves are all done (or that has none): publish the target if
