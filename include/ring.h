@@ -76,7 +76,10 @@ extern "C" {
   XX(ECONNECT, 29, "no etcd endpoint reachable")                               \
   XX(ETIMEDOUT, 30, "timed out")                                               \
   XX(EPROTO, 31, "malformed response")                                         \
-  XX(ESERVER, 32, "etcd returned an error")
+  XX(ESERVER, 32, "etcd returned an error")                                   \
+  XX(EIO, 33, "I/O error")                                                     \
+  XX(EEXIST, 34, "already exists")                                             \
+  XX(ENOSPC, 35, "no space left on device")
 
 typedef enum ring_errno {
   RING_OK = 0,

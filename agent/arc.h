@@ -1,0 +1,141 @@
+/*
+ * arc.h: arcs on a host and moving them between hosts (DESIGN.md, "Arc
+ * storage on a host"; proto/arc.md, the transfer protocol). Internal to
+ * ring-agent; static library `ringarc`.
+ *
+ * Sections: the store; the server; the fetcher; the rate limiter.
+ *
+ * An arc is the directory <data-dir>/arcs/<token>/ (decimal token). Its
+ * regular files are immutable once in place. A receiver builds an arc in
+ * <data-dir>/tmp/<token>.<version>/, verifies every file's XXH3-64 against
+ * the source's manifest, fsyncs files and the directory, and renames it to
+ * arcs/<token>/: after a crash an arc is there whole or not at all. Only
+ * then is it reported.
+ */
+#ifndef RING_AGENT_ARC_H
+#define RING_AGENT_ARC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ------------------------------------------------------------- the store */
+
+#define ARC_NAME_MAX 255 /* a file name inside an arc: [A-Za-z0-9._-], no leading '.' */
+
+typedef struct arc_file {
+  char name[ARC_NAME_MAX + 1];
+  uint64_t size;
+  uint64_t xxh3; /* XXH3_64bits, seed 0, of the whole file */
+} arc_file;
+
+typedef struct arc_manifest {
+  uint32_t token;
+  uint32_t n_files;
+  arc_file *files; /* sorted by name; malloc()'ed */
+  uint64_t bytes;  /* sum of sizes */
+} arc_manifest;
+
+void arc_manifest_free(arc_manifest *m); /* frees the contents, not m */
+/* The manifest's JSON (proto/arc.md) and back; decode validates names,
+ * sizes, order and checksum syntax, never reads past len. 0 or -errno-like
+ * negative ring_errno (RING_EFORMAT/EFIELD) with a message in err. */
+struct ring_error;
+int arc_manifest_encode(const arc_manifest *m, char **json, size_t *len);
+int arc_manifest_decode(const char *json, size_t len, arc_manifest *out, struct ring_error *err);
+
+typedef struct arc_store arc_store;
+
+/* Opens (creating arcs/ and tmp/ if needed) the store at data_dir. Leftover
+ * temporary directories from a crash are kept for resumption by the
+ * fetcher (same token and version) and removed by arc_store_sweep_tmp. */
+int arc_store_open(const char *data_dir, arc_store **out, struct ring_error *err);
+void arc_store_close(arc_store *s);
+const char *arc_store_dir(const arc_store *s);
+
+/* Whether arcs/<token>/ exists (installed). */
+bool arc_store_has(arc_store *s, uint32_t token);
+/* Builds the manifest of an installed arc, hashing its files (cached by
+ * (name, size, mtime) so a hot source does not rehash on every request). */
+int arc_store_manifest(arc_store *s, uint32_t token, arc_manifest *out, struct ring_error *err);
+/* Tokens installed, ascending; *tokens malloc()'ed. */
+int arc_store_list(arc_store *s, uint32_t **tokens, uint32_t *n);
+/* Removes arcs/<token>/ (renamed to tmp first, so a crash leaves it
+ * either installed or gone). */
+int arc_store_remove(arc_store *s, uint32_t token);
+/* Removes tmp/ entries not in keep (token.version names). */
+void arc_store_sweep_tmp(arc_store *s, const char *const *keep, uint32_t n_keep);
+/* Free bytes on the store's file system (statvfs). */
+uint64_t arc_store_free_bytes(arc_store *s);
+
+/* ------------------------------------------------------------ the server */
+
+typedef struct arc_server arc_server;
+
+typedef struct arc_server_opts {
+  const char *listen;       /* HOST:PORT; port 0 picks one */
+  const char *secret;       /* bearer token every request must carry (constant-time compare) */
+  const char *tls_cert;     /* PEM files for HTTPS, or NULL for HTTP */
+  const char *tls_key;
+  uint32_t max_connections; /* 0: 64 */
+  uint32_t timeout_s;       /* idle connection timeout; 0: 10 */
+} arc_server_opts;
+
+/* Serves GET /v1/arcs/<token>/manifest and GET /v1/arcs/<token>/files/<name>
+ * (with Range) from the store, zero-copy from the file descriptor; 401
+ * without the right secret, 400 for a bad token or name, 404 for an arc
+ * or file it does not hold, 416 for an absurd range. */
+int arc_server_start(arc_store *s, const arc_server_opts *o, arc_server **out,
+                     struct ring_error *err);
+uint16_t arc_server_port(const arc_server *srv);
+void arc_server_stop(arc_server *srv);
+
+typedef struct arc_server_stats {
+  uint64_t bytes_out;
+  uint64_t requests;
+  uint64_t unauthorized;
+  uint64_t bad_requests;
+} arc_server_stats;
+void arc_server_stats_get(arc_server *srv, arc_server_stats *out);
+
+/* ---------------------------------------------------------- the limiter */
+
+/* One token bucket shared by every transfer of an agent. The rate can
+ * change at any time (live config); 0 means unlimited. Thread-safe. */
+typedef struct arc_limiter arc_limiter;
+int arc_limiter_new(uint64_t bytes_per_sec, arc_limiter **out);
+void arc_limiter_free(arc_limiter *l);
+void arc_limiter_set_rate(arc_limiter *l, uint64_t bytes_per_sec);
+/* Blocks until n bytes may pass (never longer than needed; wakes early on
+ * a rate change); returns false if stop became true meanwhile. */
+bool arc_limiter_take(arc_limiter *l, uint64_t n, const volatile bool *stop);
+
+/* ----------------------------------------------------------- the fetcher */
+
+typedef struct arc_fetch_opts {
+  const char *secret;       /* sent as "Authorization: Bearer <secret>" */
+  const char *ca_file;      /* for https sources, or NULL */
+  arc_limiter *limiter;     /* shared; NULL: unlimited */
+  uint32_t timeout_ms;      /* connect + low-speed timeout per request; 0: 10000 */
+  uint32_t max_retries;     /* per file, on checksum mismatch or broken transfer; 0: 3 */
+  const volatile bool *stop; /* set to abandon (the temp dir stays for resumption) */
+} arc_fetch_opts;
+
+typedef struct arc_fetch_result {
+  uint64_t bytes;            /* bytes received in this call */
+  uint32_t checksum_failures; /* files refetched after a mismatch */
+  uint32_t resumed_files;    /* files continued from a partial temp file */
+} arc_fetch_result;
+
+/* Fetches arc `token` from the arc server at `source` (host:port, or a
+ * URL base "https://host:port") into tmp/<token>.<version>/, resuming what
+ * a previous attempt left there, verifies every file against the
+ * manifest, fsyncs and installs it as arcs/<token>/ (replacing nothing:
+ * RING_EEXIST if it is already installed). On failure nothing is
+ * installed and err says why (RING_ECONNECT / RING_ETIMEDOUT for a dead
+ * source, RING_ECHECKSUM after max_retries mismatches, RING_EAUTH for a
+ * 401, RING_ENOSPC for a full disk, RING_EIO for other local I/O errors). */
+int arc_fetch(arc_store *s, const char *source, uint32_t token, uint64_t version,
+              const arc_fetch_opts *o, arc_fetch_result *res, struct ring_error *err);
+
+#endif /* RING_AGENT_ARC_H */
