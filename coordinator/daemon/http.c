@@ -48,8 +48,8 @@ struct rd_http {
 
 /* Splits "HOST:PORT" or "[V6]:PORT" into host (empty: every IPv4 address)
  * and port. Returns 0 or -1 with err set. */
-static int split_listen(const char *listen, char *host, size_t hostcap, char *port,
-                        size_t portcap, char *err, size_t errcap) {
+static int split_listen(const char *listen, char *host, size_t hostcap, char *port, size_t portcap,
+                        char *err, size_t errcap) {
   const char *colon = strrchr(listen, ':');
   const char *h = listen, *h_end = colon;
   if (listen[0] == '[') {
@@ -169,8 +169,7 @@ static mhd_result route(void *cls, struct MHD_Connection *c, const char *url, co
 
 /* libmicrohttpd's complaints go to the log, and the latest is kept so a
  * failed start can say why. */
-__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt,
-                                                          va_list ap) {
+__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap) {
   rd_http *h = cls;
   vsnprintf(h->error, sizeof h->error, fmt, ap);
   h->error[strcspn(h->error, "\n")] = '\0';

@@ -52,8 +52,7 @@ static int find_config(int argc, char **argv, const char **path, char *err, size
 }
 
 /* Applies one flag at argv[*i]. Returns 0 or -1 with err set. */
-static int apply_flag(int argc, char **argv, int *i, const rd_opt *opts, char *err,
-                      size_t errcap) {
+static int apply_flag(int argc, char **argv, int *i, const rd_opt *opts, char *err, size_t errcap) {
   const char *arg = argv[*i];
   if (!is_flag(arg)) {
     snprintf(err, errcap, "unexpected argument '%s' (options are --name VALUE)", arg);

@@ -93,8 +93,7 @@ static char *value_at(char *p, const char **why) {
 
 /* Applies one line (newline already removed). Returns 0 or -1 with err set;
  * where is "path:line". */
-static int apply_line(char *line, const rd_opt *opts, const char *where, char *err,
-                      size_t errcap) {
+static int apply_line(char *line, const rd_opt *opts, const char *where, char *err, size_t errcap) {
   char *name = skip_blanks(line);
   if (*name == '\0' || *name == '#')
     return 0;

@@ -174,9 +174,9 @@ static int set_number(const rd_opt *o, const char *value, const char *where, cha
                       size_t errcap) {
   uint64_t u = 0;
   double d = 0;
-  int rc = o->type == RD_OPT_UINT   ? parse_uint(value, &u)
-           : o->type == RD_OPT_MS   ? parse_ms(value, &u)
-                                    : parse_double(value, &d);
+  int rc = o->type == RD_OPT_UINT ? parse_uint(value, &u)
+           : o->type == RD_OPT_MS ? parse_ms(value, &u)
+                                  : parse_double(value, &d);
   if (rc != 0) {
     const char *what = o->type == RD_OPT_UINT ? "is not a whole number"
                        : o->type == RD_OPT_MS

@@ -1,0 +1,398 @@
+/*
+ * test_daemon_http.c: what a daemon runs on besides its own logic: the
+ * /metrics and /healthz server (real requests through libcurl on
+ * 127.0.0.1, port 0), the exposition helpers, the waker a loop sleeps on,
+ * and the stop/reload signal thread.
+ *
+ * Sections: a client; the server; exposition; the waker; signals.
+ */
+#define _POSIX_C_SOURCE 200809L /* kill */
+#include "daemon.h"
+#include "check_main.h"
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <curl/curl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ a client */
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+typedef struct reply {
+  long status;
+  rd_text body;
+  char type[128]; /* Content-Type */
+} reply;
+
+static size_t collect(char *data, size_t size, size_t n, void *ud) {
+  rd_text_printf(ud, "%.*s", (int)(size * n), data);
+  return size * n;
+}
+
+/* method "GET", "HEAD" or "POST" to http://127.0.0.1:port path. The caller
+ * frees r->body.data. */
+static void request(const char *method, uint16_t port, const char *path, reply *r) {
+  char url[128];
+  snprintf(url, sizeof url, "http://127.0.0.1:%u%s", port, path);
+  memset(r, 0, sizeof *r);
+  CURL *c = curl_easy_init();
+  ck_assert_ptr_nonnull(c);
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &r->body);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+  if (strcmp(method, "POST") == 0)
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, "a=1");
+  if (strcmp(method, "HEAD") == 0)
+    curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+  CURLcode rc = curl_easy_perform(c);
+  ck_assert_msg(rc == CURLE_OK, "%s %s: %s", method, url, curl_easy_strerror(rc));
+  char *type = NULL;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+  curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &type);
+  snprintf(r->type, sizeof r->type, "%s", type != NULL ? type : "");
+  curl_easy_cleanup(c);
+}
+
+/* GETs path and checks status, content type and body. */
+static void expect(uint16_t port, const char *method, const char *path, long status,
+                   const char *type, const char *body) {
+  reply r;
+  request(method, port, path, &r);
+  ck_assert_int_eq(r.status, status);
+  if (type != NULL)
+    ck_assert_str_eq(r.type, type);
+  ck_assert_str_eq(r.body.data != NULL ? r.body.data : "", body);
+  free(r.body.data);
+}
+
+/* ---------------------------------------------------------------- the server */
+
+/* What the handlers report, set by each test. */
+static struct {
+  atomic_bool healthy; /* /healthz answer */
+  atomic_bool fail;    /* handlers behave as if an allocation failed */
+  atomic_int scrapes;  /* /metrics calls so far */
+} app;
+
+static void app_metrics(void *ud, rd_text *t) {
+  ck_assert_ptr_eq(ud, &app);
+  int n = atomic_fetch_add(&app.scrapes, 1) + 1;
+  rd_metric_head(t, "ring_scrapes_total", "counter", "Scrapes served.");
+  rd_metric_sample(t, "ring_scrapes_total", "", n);
+  rd_metric_head(t, "ring_nodes", "gauge", "Nodes by state.");
+  rd_metric_sample(t, "ring_nodes", "state=\"up\"", 3);
+  if (atomic_load(&app.fail))
+    t->failed = true;
+}
+
+static bool app_health(void *ud, rd_text *t) {
+  (void)ud;
+  bool ok = atomic_load(&app.healthy);
+  rd_text_printf(t, "%s", ok ? "ok" : "etcd unreachable: connection refused");
+  if (atomic_load(&app.fail))
+    t->failed = true;
+  return ok;
+}
+
+static rd_http *server;
+static uint16_t port;
+
+static void start(void) {
+  atomic_store(&app.healthy, true);
+  atomic_store(&app.fail, false);
+  atomic_store(&app.scrapes, 0);
+  char err[256];
+  server = rd_http_start("127.0.0.1:0", app_metrics, app_health, &app, err, sizeof err);
+  ck_assert_msg(server != NULL, "%s", err);
+  port = rd_http_port(server);
+  ck_assert_uint_ne(port, 0);
+}
+
+static void stop(void) {
+  rd_http_stop(server);
+  server = NULL;
+}
+
+#define METRICS_TYPE "text/plain; version=0.0.4"
+
+START_TEST(metrics_body_and_type) {
+  const char *want = "# HELP ring_scrapes_total Scrapes served.\n"
+                     "# TYPE ring_scrapes_total counter\n"
+                     "ring_scrapes_total 1\n"
+                     "# HELP ring_nodes Nodes by state.\n"
+                     "# TYPE ring_nodes gauge\n"
+                     "ring_nodes{state=\"up\"} 3\n";
+  expect(port, "GET", "/metrics", 200, METRICS_TYPE, want);
+  reply r;
+  request("GET", port, "/metrics?x=1", &r); /* a query string is ignored */
+  ck_assert_int_eq(r.status, 200);
+  ck_assert_ptr_nonnull(strstr(r.body.data, "ring_scrapes_total 2\n"));
+  free(r.body.data);
+}
+END_TEST
+
+START_TEST(head_metrics) { expect(port, "HEAD", "/metrics", 200, METRICS_TYPE, ""); }
+END_TEST
+
+START_TEST(healthz_ok_and_unavailable) {
+  expect(port, "GET", "/healthz", 200, NULL, "ok\n");
+  atomic_store(&app.healthy, false);
+  expect(port, "GET", "/healthz", 503, NULL, "etcd unreachable: connection refused\n");
+}
+END_TEST
+
+START_TEST(not_found_and_not_allowed) {
+  expect(port, "GET", "/", 404, NULL, "not found\n");
+  expect(port, "GET", "/metricsx", 404, NULL, "not found\n");
+  expect(port, "POST", "/nowhere", 404, NULL, "not found\n");
+  expect(port, "POST", "/metrics", 405, NULL, "method not allowed\n");
+  expect(port, "POST", "/healthz", 405, NULL, "method not allowed\n");
+  ck_assert_int_eq(atomic_load(&app.scrapes), 0);
+}
+END_TEST
+
+START_TEST(failed_text_is_500) {
+  atomic_store(&app.fail, true);
+  expect(port, "GET", "/metrics", 500, NULL, "out of memory\n");
+  expect(port, "GET", "/healthz", 500, NULL, "out of memory\n");
+  atomic_store(&app.fail, false);
+  expect(port, "GET", "/healthz", 200, NULL, "ok\n"); /* the server carries on */
+}
+END_TEST
+
+/* A client that connected and sent half a request must not hold up stop. */
+START_TEST(stop_with_client_connected) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ck_assert_int_ge(fd, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+  const char half[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n";
+  ck_assert_int_eq(write(fd, half, sizeof half - 1), (ssize_t)(sizeof half - 1));
+  sleep_ms(100); /* let the server take the connection */
+  uint64_t t0 = rd_now_ms();
+  stop();
+  ck_assert_uint_lt(rd_now_ms() - t0, 2000);
+  char buf[64];
+  ck_assert_int_le(read(fd, buf, sizeof buf), 0); /* closed by the server */
+  close(fd);
+}
+END_TEST
+
+START_TEST(null_callbacks) {
+  char err[256];
+  rd_http *h = rd_http_start("127.0.0.1:0", NULL, NULL, NULL, err, sizeof err);
+  ck_assert_msg(h != NULL, "%s", err);
+  expect(rd_http_port(h), "GET", "/metrics", 200, METRICS_TYPE, "");
+  expect(rd_http_port(h), "GET", "/healthz", 200, NULL, "ok\n");
+  rd_http_stop(h);
+  rd_http_stop(NULL);
+}
+END_TEST
+
+START_TEST(start_errors) {
+  char err[256], want[128];
+  ck_assert_ptr_null(rd_http_start("127.0.0.1:0:", NULL, NULL, NULL, err, sizeof err));
+  ck_assert_str_eq(err,
+                   "bad listen address '127.0.0.1:0:' (expected HOST:PORT, [IPV6]:PORT or :PORT)");
+  ck_assert_ptr_null(rd_http_start("127.0.0.1", NULL, NULL, NULL, err, sizeof err));
+  ck_assert_ptr_null(rd_http_start("127.0.0.1:65536", NULL, NULL, NULL, err, sizeof err));
+  ck_assert_ptr_null(rd_http_start("[::1", NULL, NULL, NULL, err, sizeof err));
+  ck_assert_ptr_nonnull(strstr(err, "bad listen address '[::1'"));
+  ck_assert_ptr_null(rd_http_start("no-such-host.invalid:80", NULL, NULL, NULL, err, sizeof err));
+  ck_assert_ptr_nonnull(strstr(err, "cannot resolve 'no-such-host.invalid:80': "));
+  /* the port the fixture's server holds */
+  snprintf(want, sizeof want, "cannot serve HTTP on 127.0.0.1:%u: ", port);
+  char busy[32];
+  snprintf(busy, sizeof busy, "127.0.0.1:%u", port);
+  ck_assert_ptr_null(rd_http_start(busy, NULL, NULL, NULL, err, sizeof err));
+  ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "%s", err);
+}
+END_TEST
+
+/* -------------------------------------------------------------- exposition */
+
+START_TEST(metric_helpers) {
+  rd_text t = {0};
+  rd_metric_head(&t, "m", "gauge", "back\\slash and\nnewline");
+  rd_metric_sample(&t, "m", "a=\"x\",b=\"y\"", 0.1);
+  rd_metric_sample(&t, "m", NULL, 1e21);
+  rd_metric_sample(&t, "m", "", -2.5);
+  rd_metric_sample(&t, "m", "", 1.0 / 3.0);
+  rd_metric_sample(&t, "m", "", 0.0 / 0.0);
+  rd_metric_sample(&t, "m", "", 1.0 / 0.0);
+  rd_metric_sample(&t, "m", "", -1.0 / 0.0);
+  rd_metric_sample(&t, "m", "", 18446744073709551615.0);
+  ck_assert(!t.failed);
+  ck_assert_str_eq(t.data, "# HELP m back\\\\slash and\\nnewline\n"
+                           "# TYPE m gauge\n"
+                           "m{a=\"x\",b=\"y\"} 0.1\n"
+                           "m 1e+21\n"
+                           "m -2.5\n"
+                           "m 0.33333333333333331\n"
+                           "m NaN\n"
+                           "m +Inf\n"
+                           "m -Inf\n"
+                           "m 1.8446744073709552e+19\n");
+  ck_assert_uint_eq(t.len, strlen(t.data));
+  free(t.data);
+}
+END_TEST
+
+START_TEST(text_grows) {
+  rd_text t = {0};
+  char big[5000];
+  memset(big, 'z', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  for (int i = 0; i < 1000; i++)
+    rd_text_printf(&t, "%d,", i % 10);
+  rd_text_printf(&t, "%s", big);
+  rd_text_printf(&t, "%s", "");
+  ck_assert(!t.failed);
+  ck_assert_uint_eq(t.len, 2000 + sizeof big - 1);
+  ck_assert_uint_eq(strlen(t.data), t.len);
+  ck_assert(strncmp(t.data, "0,1,2,", 6) == 0);
+  ck_assert_uint_lt(t.len, t.cap);
+  t.failed = true; /* a failed text ignores what follows */
+  rd_text_printf(&t, "more");
+  ck_assert_uint_eq(t.len, 2000 + sizeof big - 1);
+  free(t.data);
+}
+END_TEST
+
+/* --------------------------------------------------------------- the waker */
+
+static rd_waker waker;
+
+static void waker_up(void) { ck_assert_int_eq(rd_waker_init(&waker), 0); }
+static void waker_down(void) { rd_waker_destroy(&waker); }
+
+START_TEST(wake_before_wait_is_kept) {
+  rd_waker_wake(&waker);
+  rd_waker_wake(&waker); /* wakes do not count up */
+  uint64_t t0 = rd_now_ms();
+  ck_assert(rd_waker_wait(&waker, 5000));
+  ck_assert_uint_lt(rd_now_ms() - t0, 1000);
+  ck_assert(!rd_waker_wait(&waker, 20)); /* the flag was cleared */
+}
+END_TEST
+
+START_TEST(timeout_honoured) {
+  uint64_t t0 = rd_now_ms();
+  ck_assert(!rd_waker_wait(&waker, 150));
+  uint64_t took = rd_now_ms() - t0;
+  ck_assert_uint_ge(took, 150);
+  ck_assert_uint_lt(took, 2000);
+  t0 = rd_now_ms();
+  ck_assert(!rd_waker_wait(&waker, 0));
+  ck_assert_uint_lt(rd_now_ms() - t0, 100);
+}
+END_TEST
+
+static void *wake_later(void *arg) {
+  sleep_ms(50);
+  rd_waker_wake(arg);
+  return NULL;
+}
+
+START_TEST(wake_from_another_thread) {
+  pthread_t t;
+  uint64_t t0 = rd_now_ms();
+  ck_assert_int_eq(pthread_create(&t, NULL, wake_later, &waker), 0);
+  ck_assert(rd_waker_wait(&waker, 10000));
+  ck_assert_uint_lt(rd_now_ms() - t0, 5000);
+  pthread_join(t, NULL);
+}
+END_TEST
+
+START_TEST(huge_timeout_does_not_overflow) {
+  rd_waker_wake(&waker);
+  ck_assert(rd_waker_wait(&waker, UINT64_MAX));
+}
+END_TEST
+
+/* ------------------------------------------------------------------ signals */
+
+static atomic_int stops, reloads;
+
+/* Count after waking: once the test sees the count, the callback is done
+ * with the waker and the fixture may destroy it. */
+static void on_stop(void *ud) {
+  rd_waker_wake(ud);
+  atomic_fetch_add(&stops, 1);
+}
+
+static void on_reload(void *ud) {
+  rd_waker_wake(ud);
+  atomic_fetch_add(&reloads, 1);
+}
+
+/* Waits until counter reaches want or 5 s pass. */
+static void await(atomic_int *counter, int want) {
+  uint64_t deadline = rd_now_ms() + 5000;
+  while (atomic_load(counter) < want && rd_now_ms() < deadline)
+    rd_waker_wait(&waker, 100);
+  ck_assert_int_eq(atomic_load(counter), want);
+}
+
+/* Last in the suite: the signals stay blocked in this process afterwards. */
+START_TEST(signals_reach_the_callbacks) {
+  ck_assert_int_eq(rd_signals_start(on_stop, on_reload, &waker), 0);
+  ck_assert_int_eq(kill(getpid(), SIGHUP), 0);
+  await(&reloads, 1);
+  ck_assert_int_eq(kill(getpid(), SIGPIPE), 0); /* ignored: the process lives on */
+  ck_assert_int_eq(kill(getpid(), SIGTERM), 0);
+  await(&stops, 1);
+  ck_assert_int_eq(kill(getpid(), SIGINT), 0); /* on_stop runs once */
+  ck_assert_int_eq(kill(getpid(), SIGHUP), 0);
+  await(&reloads, 2);
+  ck_assert_int_eq(atomic_load(&stops), 1);
+}
+END_TEST
+
+static Suite *http_suite(void) {
+  Suite *s = suite_create("daemon_http");
+  TCase *tc = tcase_create("http");
+  tcase_add_checked_fixture(tc, start, stop);
+  tcase_add_test(tc, metrics_body_and_type);
+  tcase_add_test(tc, head_metrics);
+  tcase_add_test(tc, healthz_ok_and_unavailable);
+  tcase_add_test(tc, not_found_and_not_allowed);
+  tcase_add_test(tc, failed_text_is_500);
+  tcase_add_test(tc, stop_with_client_connected);
+  tcase_add_test(tc, null_callbacks);
+  tcase_add_test(tc, start_errors);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("exposition");
+  tcase_add_test(tc, metric_helpers);
+  tcase_add_test(tc, text_grows);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("waker");
+  tcase_add_checked_fixture(tc, waker_up, waker_down);
+  tcase_add_test(tc, wake_before_wait_is_kept);
+  tcase_add_test(tc, timeout_honoured);
+  tcase_add_test(tc, wake_from_another_thread);
+  tcase_add_test(tc, huge_timeout_does_not_overflow);
+  tcase_add_test(tc, signals_reach_the_callbacks);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  int rc = run_suite(http_suite());
+  curl_global_cleanup();
+  return rc;
+}
