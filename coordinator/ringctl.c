@@ -23,6 +23,22 @@ typedef struct command {
 
 /* One line per command, in the order `ringctl --help` lists them. */
 static const command commands[] = {
+    {"init", ringctl_cmd_init, "create the cluster: tokens, replicas, failure domain, limits"},
+    {"status", ringctl_cmd_status, "version, leader, nodes and their shares, current plan"},
+    {"members", ringctl_cmd_members, "every node in full: state, liveness, acks, labels"},
+    {"plan", ringctl_cmd_plan, "show the proposed plan, save it (-o), or plan a what-if"},
+    {"apply", ringctl_cmd_apply, "approve the proposed plan (or ID, or a saved FILE)"},
+    {"pause", ringctl_cmd_pause, "pause the active plan after its moves in flight"},
+    {"resume", ringctl_cmd_resume, "resume a paused plan"},
+    {"cancel", ringctl_cmd_cancel, "cancel the active plan: unfinished moves are dropped"},
+    {"drain", ringctl_cmd_drain, "move every replica off a node"},
+    {"undrain", ringctl_cmd_undrain, "let a drained node take its share again"},
+    {"weight", ringctl_cmd_weight, "change a node's weight (capacity)"},
+    {"throttle", ringctl_cmd_throttle, "show or change the migration limits"},
+    {"lookup", ringctl_cmd_lookup, "which nodes own a key"},
+    {"history", ringctl_cmd_history, "finished, failed and cancelled plans"},
+    {"verify", ringctl_cmd_verify, "check every placement invariant on the live table"},
+    {"render", ringctl_cmd_render, "draw the ring as an SVG picture"},
     {"simulate", ringctl_cmd_simulate,
      "compare placement schemes: keys moved on a join or leave, balance"},
 };
@@ -59,10 +75,17 @@ static void print_usage(FILE *f) {
     fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
   fputs("\n"
         "Global options (before or after the command):\n"
-        "  --endpoints URLS  etcd endpoints, comma-separated\n"
-        "  --cluster NAME    cluster name: keys live under /ringkeeper/NAME/\n"
-        "  --json            machine-readable output, where a command prints data\n"
-        "  -h, --help        this help; `ringctl COMMAND --help` for a command's\n"
+        "  --endpoints URLS      etcd endpoints, comma-separated (default\n"
+        "                        http://127.0.0.1:2379)\n"
+        "  --cluster NAME        cluster name: keys live under /ringkeeper/NAME/\n"
+        "  --json                machine-readable output, where a command prints data\n"
+        "  --user NAME           etcd user (with --password-file)\n"
+        "  --password-file FILE  the etcd user's password, on its first line\n"
+        "  --cacert FILE         CA bundle that verifies etcd's TLS certificates\n"
+        "  --cert FILE           TLS client certificate (with --key)\n"
+        "  --key FILE            TLS client key\n"
+        "  --timeout DUR         per etcd request, e.g. 2s (default 5s)\n"
+        "  -h, --help            this help; `ringctl COMMAND --help` for a command's\n"
         "\n"
         "Exit codes: 0 success, 1 runtime failure, 2 usage error, 3 conflict.\n",
         f);
@@ -122,7 +145,7 @@ static int dispatch(ringctl_args *a) {
 }
 
 int main(int argc, char **argv) {
-  ringctl_globals globals = {NULL, NULL, false};
+  ringctl_globals globals = {.json = false};
   ringctl_args a = {argc, argv, 1, "ringctl", &globals, false};
   return finish(dispatch(&a));
 }

@@ -7,6 +7,38 @@ set(RINGCTL_CORE
   ringctl_args.c
 )
 
+# What the etcd commands share: the session (ringctl_etcd.c) and printing
+# (ringctl_out.c: JSON and units; nodes, plans and runs in their own files).
+set(RINGCTL_SHARED
+  ringctl_etcd.c
+  ringctl_out.c
+  ringctl_nodes.c
+  ringctl_plansum.c
+  ringctl_runs.c
+  ringctl_plans.c
+  ringctl_node_edit.c
+)
+
+# The commands that read and write a cluster in etcd.
+set(RINGCTL_ETCD_COMMANDS
+  cmd_init.c
+  cmd_status.c
+  cmd_members.c
+  cmd_plan.c
+  cmd_whatif.c
+  cmd_apply.c
+  ringctl_wait.c
+  cmd_run.c
+  cmd_drain.c
+  cmd_weight.c
+  cmd_throttle.c
+  cmd_lookup.c
+  cmd_history.c
+  cmd_verify.c
+  cmd_render.c
+  render_svg.c
+)
+
 # `ringctl simulate`: placement schemes compared offline.
 set(RINGCTL_SIMULATE
   cmd_simulate.c
@@ -18,7 +50,8 @@ set(RINGCTL_SIMULATE
   simulate_report.c
 )
 
-set(RINGCTL_SOURCES ${RINGCTL_CORE} ${RINGCTL_SIMULATE})
+set(RINGCTL_SOURCES ${RINGCTL_CORE} ${RINGCTL_SHARED} ${RINGCTL_ETCD_COMMANDS}
+    ${RINGCTL_SIMULATE})
 
 add_executable(ringctl ${RINGCTL_SOURCES})
 target_include_directories(ringctl PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})

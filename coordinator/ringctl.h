@@ -26,13 +26,19 @@ enum {
 
 /* -------------------------------------------------------- global options */
 
-/* Options every command accepts, before or after the command name. Only
- * parsed and stored for now: the etcd commands will read them. Strings
- * point into argv. */
+/* Options every command accepts, before or after the command name. Strings
+ * point into argv; the etcd commands read them when they connect
+ * (ringctl_etcd.c). */
 typedef struct ringctl_globals {
-  const char *endpoints; /* --endpoints URLS, comma-separated; NULL if not given */
-  const char *cluster;   /* --cluster NAME; NULL if not given */
-  bool json;             /* --json: machine-readable output where a command prints data */
+  const char *endpoints;     /* --endpoints URLS, comma-separated; NULL if not given */
+  const char *cluster;       /* --cluster NAME; NULL if not given */
+  bool json;                 /* --json: machine-readable output where a command prints data */
+  const char *user;          /* --user NAME: etcd authentication */
+  const char *password_file; /* --password-file FILE: the user's password, first line */
+  const char *cacert;        /* --cacert FILE: CA bundle that verifies etcd members */
+  const char *cert;          /* --cert FILE: TLS client certificate */
+  const char *key;           /* --key FILE: TLS client key */
+  const char *timeout;       /* --timeout DUR: per etcd request; parsed on connect */
 } ringctl_globals;
 
 /* ----------------------------------------------------- the option reader */
@@ -83,8 +89,44 @@ int ringctl_usage_error(const ringctl_args *a, const char *fmt, ...);
 int ringctl_parse_uint(const ringctl_args *a, const char *name, const char *value,
                        uint64_t min, uint64_t max, uint64_t *out);
 
+/* Parses a duration "<digits><unit>", unit ms, s, m or h, into
+ * milliseconds in [min_ms, max_ms]. Same contract as ringctl_parse_uint. */
+int ringctl_parse_duration(const ringctl_args *a, const char *name, const char *value,
+                           uint64_t min_ms, uint64_t max_ms, uint64_t *out);
+
+/* Parses a node weight: a finite number in (0, 1e6]. `what` names it in
+ * the message ("weight", "--what-if: weight"). Same contract as
+ * ringctl_parse_uint. */
+int ringctl_parse_weight(const ringctl_args *a, const char *what, const char *value, double *out);
+
+/* Applies one option (id >= 0) or positional (id RINGCTL_ARG_POSITIONAL) to
+ * a command's settings in ud; returns an exit code (OK to go on). */
+typedef int (*ringctl_apply_fn)(const ringctl_args *a, int id, const char *value, void *ud);
+
+/* Reads every argument left through apply. On -h/--help prints `help` to
+ * stdout, sets *help and stops. Returns RINGCTL_EXIT_OK, or the usage exit
+ * code after a message (an unknown option, or what apply refused). */
+int ringctl_parse(ringctl_args *a, const ringctl_opt *opts, const char *help_text,
+                  ringctl_apply_fn apply, void *ud, bool *help);
+
 /* ------------------------------------------------------------- commands */
 
 int ringctl_cmd_simulate(ringctl_args *a);
+int ringctl_cmd_init(ringctl_args *a);
+int ringctl_cmd_status(ringctl_args *a);
+int ringctl_cmd_members(ringctl_args *a);
+int ringctl_cmd_plan(ringctl_args *a);
+int ringctl_cmd_apply(ringctl_args *a);
+int ringctl_cmd_pause(ringctl_args *a);
+int ringctl_cmd_resume(ringctl_args *a);
+int ringctl_cmd_cancel(ringctl_args *a);
+int ringctl_cmd_drain(ringctl_args *a);
+int ringctl_cmd_undrain(ringctl_args *a);
+int ringctl_cmd_weight(ringctl_args *a);
+int ringctl_cmd_throttle(ringctl_args *a);
+int ringctl_cmd_lookup(ringctl_args *a);
+int ringctl_cmd_history(ringctl_args *a);
+int ringctl_cmd_verify(ringctl_args *a);
+int ringctl_cmd_render(ringctl_args *a);
 
 #endif /* RINGCTL_H */

@@ -2,16 +2,20 @@
  * ringctl_args.c: the option reader every ringctl command uses.
  *
  * Sections: global options; matching one argument; ringctl_next_opt;
- * usage errors and numbers.
+ * reading a command's arguments; usage errors, numbers and durations.
  *
- * Only long options ("--name VALUE", "--name=VALUE") plus -h: a handful of
+ * Long options ("--name VALUE", "--name=VALUE"), -h, and the one-letter
+ * names a command lists (plan's "-o FILE"): a handful of
  * commands with a handful of options each do not need getopt's short-option
  * clusters, and a hand-written reader lets global options appear anywhere
  * without getopt's global state or GNU argument permutation.
  */
 #include "ringctl.h"
 
+#include "ring.h"
+
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,29 +23,52 @@
 
 /* ------------------------------------------------------- global options */
 
-enum { GLOBAL_ENDPOINTS, GLOBAL_CLUSTER, GLOBAL_JSON };
+enum {
+  GLOBAL_ENDPOINTS,
+  GLOBAL_CLUSTER,
+  GLOBAL_JSON,
+  GLOBAL_USER,
+  GLOBAL_PASSWORD_FILE,
+  GLOBAL_CACERT,
+  GLOBAL_CERT,
+  GLOBAL_KEY,
+  GLOBAL_TIMEOUT
+};
 
 static const ringctl_opt global_opts[] = {
     {"endpoints", GLOBAL_ENDPOINTS, true},
     {"cluster", GLOBAL_CLUSTER, true},
     {"json", GLOBAL_JSON, false},
+    {"user", GLOBAL_USER, true},
+    {"password-file", GLOBAL_PASSWORD_FILE, true},
+    {"cacert", GLOBAL_CACERT, true},
+    {"cert", GLOBAL_CERT, true},
+    {"key", GLOBAL_KEY, true},
+    {"timeout", GLOBAL_TIMEOUT, true},
     {NULL, 0, false},
 };
 
-static void store_global(ringctl_globals *g, int id, const char *value) {
+/* Where each global option's value goes, by id (--json has none). */
+static const char **global_slot(ringctl_globals *g, int id) {
   switch (id) {
-  case GLOBAL_ENDPOINTS:
-    g->endpoints = value;
-    break;
-  case GLOBAL_CLUSTER:
-    g->cluster = value;
-    break;
-  case GLOBAL_JSON:
-    g->json = true;
-    break;
-  default:
-    break;
+  case GLOBAL_ENDPOINTS: return &g->endpoints;
+  case GLOBAL_CLUSTER: return &g->cluster;
+  case GLOBAL_USER: return &g->user;
+  case GLOBAL_PASSWORD_FILE: return &g->password_file;
+  case GLOBAL_CACERT: return &g->cacert;
+  case GLOBAL_CERT: return &g->cert;
+  case GLOBAL_KEY: return &g->key;
+  case GLOBAL_TIMEOUT: return &g->timeout;
+  default: return NULL;
   }
+}
+
+static void store_global(ringctl_globals *g, int id, const char *value) {
+  const char **slot = global_slot(g, id);
+  if (slot != NULL)
+    *slot = value;
+  else if (id == GLOBAL_JSON)
+    g->json = true;
 }
 
 /* ------------------------------------------------ matching one argument */
@@ -119,6 +146,10 @@ int ringctl_next_opt(ringctl_args *a, const ringctl_opt *opts, const char **valu
     }
     if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0)
       return RINGCTL_ARG_HELP;
+    if (arg[1] != '-' && arg[2] == '\0' && find_opt(opts, arg + 1, 1) != NULL) {
+      const ringctl_opt *o = find_opt(opts, arg + 1, 1); /* a one-letter option: -o FILE */
+      return take_value(a, o, NULL, value) == 0 ? o->id : RINGCTL_ARG_ERROR;
+    }
     if (arg[1] != '-') {
       ringctl_usage_error(a, "unknown option %s (options are long: --name)", arg);
       return RINGCTL_ARG_ERROR;
@@ -130,7 +161,29 @@ int ringctl_next_opt(ringctl_args *a, const ringctl_opt *opts, const char **valu
   }
 }
 
-/* ------------------------------------------------ usage errors, numbers */
+/* ------------------------------------- reading a command's arguments */
+
+int ringctl_parse(ringctl_args *a, const ringctl_opt *opts, const char *help_text,
+                  ringctl_apply_fn apply, void *ud, bool *help) {
+  const char *value = NULL;
+  for (;;) {
+    int id = ringctl_next_opt(a, opts, &value);
+    if (id == RINGCTL_ARG_END)
+      return RINGCTL_EXIT_OK;
+    if (id == RINGCTL_ARG_HELP) {
+      fputs(help_text, stdout);
+      *help = true;
+      return RINGCTL_EXIT_OK;
+    }
+    if (id == RINGCTL_ARG_ERROR)
+      return RINGCTL_EXIT_USAGE;
+    int rc = apply(a, id, value, ud);
+    if (rc != RINGCTL_EXIT_OK)
+      return rc;
+  }
+}
+
+/* ------------------------------------- usage errors, numbers, durations */
 
 int ringctl_usage_error(const ringctl_args *a, const char *fmt, ...) {
   va_list ap;
@@ -157,5 +210,44 @@ int ringctl_parse_uint(const ringctl_args *a, const char *name, const char *valu
     return ringctl_usage_error(a, "--%s must be in [%llu, %llu], got %s", name,
                                (unsigned long long)min, (unsigned long long)max, value);
   *out = (uint64_t)v;
+  return RINGCTL_EXIT_OK;
+}
+
+/* Milliseconds in one unit of a duration suffix, 0 if it is none. */
+static uint64_t unit_ms(const char *unit) {
+  static const struct {
+    const char *name;
+    uint64_t ms;
+  } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+    if (strcmp(unit, units[i].name) == 0)
+      return units[i].ms;
+  return 0;
+}
+
+int ringctl_parse_duration(const ringctl_args *a, const char *name, const char *value,
+                           uint64_t min_ms, uint64_t max_ms, uint64_t *out) {
+  const char *p = value;
+  uint64_t n = 0;
+  while (*p >= '0' && *p <= '9' && n < RING_VERSION_MAX)
+    n = n * 10 + (uint64_t)(*p++ - '0');
+  uint64_t unit = unit_ms(p);
+  if (p == value || unit == 0)
+    return ringctl_usage_error(a, "--%s: \"%s\" is not a duration (e.g. 500ms, 30s, 5m, 1h)",
+                               name, value);
+  if (n > max_ms / unit || n * unit < min_ms || n * unit > max_ms)
+    return ringctl_usage_error(a, "--%s must be between %llums and %llums, got %s", name,
+                               (unsigned long long)min_ms, (unsigned long long)max_ms, value);
+  *out = n * unit;
+  return RINGCTL_EXIT_OK;
+}
+
+int ringctl_parse_weight(const ringctl_args *a, const char *what, const char *value, double *out) {
+  char *end = NULL;
+  errno = 0;
+  double w = strtod(value, &end);
+  if (end == value || *end != '\0' || errno != 0 || !isfinite(w) || w <= 0 || w > 1e6)
+    return ringctl_usage_error(a, "%s must be a number in (0, 1000000], got \"%s\"", what, value);
+  *out = w;
   return RINGCTL_EXIT_OK;
 }

@@ -1,0 +1,235 @@
+/*
+ * cmd_apply.c: `ringctl apply`: approves exactly one plan by writing
+ * plan/active; the coordinator runs it.
+ *
+ * Usage: ringctl apply [ID|FILE] [--wait]
+ *
+ * Sections: arguments; which plan; the approving txn; the command.
+ *
+ * The approval is one txn that compares everything the plan depends on:
+ * no plan is active; the version key is the one read (its mod revision, and
+ * its value is the plan's base version; absent for base version 0); and,
+ * for the proposed plan, plan/proposed is the one read. Whatever changed in
+ * between, nothing is written and the exit code is 3. A plan from a FILE is
+ * recomputed from its base table and must match its digest.
+ */
+#define _POSIX_C_SOURCE 200809L /* strnlen */
+#include "ringctl_etcd.h"
+#include "ringctl_out.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PLAN_FILE_MAX (64u << 20)
+
+/* -------------------------------------------------------------- arguments */
+
+enum { OPT_WAIT };
+
+static const ringctl_opt apply_opts[] = {{"wait", OPT_WAIT, false}, {NULL, 0, false}};
+
+static const char help[] =
+    "Usage: ringctl apply [ID|FILE] [--wait]\n"
+    "\n"
+    "Approves a plan: the proposed one (no argument), the proposed one only if its id\n"
+    "is ID, or one saved by ringctl plan -o FILE (recomputed and checked against its\n"
+    "digest first). Refused with exit 3 when the plan's base version is not the\n"
+    "cluster's version, a plan is already active, or the proposal changed.\n"
+    "\n"
+    "Options:\n"
+    "  --wait  follow the run until it is done (exit 0), failed or cancelled (exit 1):\n"
+    "          a progress bar on a terminal, progress lines otherwise\n";
+
+typedef struct apply_settings {
+  const char *target; /* ID or FILE, NULL for the proposed plan */
+  bool wait;
+} apply_settings;
+
+static int apply(const ringctl_args *a, int id, const char *value, void *ud) {
+  apply_settings *s = ud;
+  if (id == OPT_WAIT) {
+    s->wait = true;
+    return RINGCTL_EXIT_OK;
+  }
+  if (s->target != NULL)
+    return ringctl_usage_error(a, "one plan at a time: \"%s\" after \"%s\"", value, s->target);
+  s->target = value;
+  return RINGCTL_EXIT_OK;
+}
+
+/* ------------------------------------------------------------- which plan */
+
+static bool is_plan_id(const char *s) {
+  return strlen(s) == RK_PLAN_ID_LEN && strspn(s, "0123456789abcdef") == RK_PLAN_ID_LEN;
+}
+
+/* Reads a whole file into a malloc()'ed buffer. */
+static char *read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  char *buf = f ? malloc(PLAN_FILE_MAX + 1) : NULL;
+  if (buf != NULL) {
+    *len = fread(buf, 1, PLAN_FILE_MAX + 1, f);
+    if (ferror(f) || *len > PLAN_FILE_MAX) {
+      free(buf);
+      buf = NULL;
+    }
+  }
+  if (f != NULL)
+    fclose(f);
+  return buf;
+}
+
+static int load_file(ringctl_ctx *ctx, const char *path, rk_plan_doc *d) {
+  size_t len = 0;
+  char *json = read_file(path, &len);
+  if (json == NULL)
+    return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "cannot read plan file %s", path);
+  ring_error err = {RING_OK, ""};
+  int rc = rk_plan_doc_decode(json, len, d, &err);
+  free(json);
+  if (rc != RING_OK)
+    return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "%s is not a plan: %s", path, err.message);
+  return RINGCTL_EXIT_OK;
+}
+
+/* The proposed plan, if it is the one asked for (id NULL: any). */
+static int pick_proposed(ringctl_ctx *ctx, const rk_state *st, const char *id) {
+  if (!st->has_proposed && id == NULL)
+    return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "no plan is proposed: nothing to apply");
+  if (!st->has_proposed)
+    return ringctl_say(ctx, RINGCTL_EXIT_CONFLICT, "plan %s is not proposed (no plan is)", id);
+  if (id != NULL && strcmp(st->proposed.id, id) != 0)
+    return ringctl_say(ctx, RINGCTL_EXIT_CONFLICT, "plan %s is not the proposed plan (%s is)",
+                       id, st->proposed.id[0] ? st->proposed.id : "a refused plan");
+  return RINGCTL_EXIT_OK;
+}
+
+/* Whether d may be approved on the cluster as read. */
+static int check_plan(ringctl_ctx *ctx, const rk_state *st, const rk_plan_doc *d) {
+  if (st->has_active)
+    return ringctl_say(ctx, RINGCTL_EXIT_CONFLICT, "plan %s is already %s: one plan at a time",
+                       st->active.plan.id, rk_run_state_name(st->active.state));
+  if (strcmp(d->cluster, ctx->cluster) != 0)
+    return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "plan %s is for cluster %s, not %s", d->id,
+                       d->cluster, ctx->cluster);
+  if (d->n_violations > 0)
+    return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "the plan was refused by the planner: %s",
+                       d->violations[0]);
+  if (d->base_version != st->version)
+    return ringctl_say(ctx, RINGCTL_EXIT_CONFLICT,
+                       "plan base version %llu, cluster is at version %llu: the plan is stale",
+                       (unsigned long long)d->base_version, (unsigned long long)st->version);
+  return RINGCTL_EXIT_OK;
+}
+
+/* ------------------------------------------------------- the approving txn */
+
+/* The compares: see the file comment. Returns how many. */
+static uint32_t approval_cmps(ringctl_ctx *ctx, const rk_state *st, bool proposed,
+                              char keys[3][RK_KEY_MAX], char *base, ring_cmp cmps[4]) {
+  uint32_t n = 0;
+  ringctl_key(ctx, "plan/active", keys[0]);
+  ringctl_key(ctx, "version", keys[1]);
+  ringctl_key(ctx, "plan/proposed", keys[2]);
+  cmps[n++] = (ring_cmp){keys[0], strlen(keys[0]), RING_CMP_CREATE, RING_CMP_EQ, 0, NULL, 0};
+  if (st->version_mod == 0) {
+    cmps[n++] = (ring_cmp){keys[1], strlen(keys[1]), RING_CMP_CREATE, RING_CMP_EQ, 0, NULL, 0};
+  } else {
+    cmps[n++] = (ring_cmp){keys[1], strlen(keys[1]), RING_CMP_MOD, RING_CMP_EQ, st->version_mod,
+                           NULL, 0};
+    cmps[n++] = (ring_cmp){keys[1], strlen(keys[1]), RING_CMP_VALUE, RING_CMP_EQ, 0, base,
+                           strlen(base)};
+  }
+  if (proposed)
+    cmps[n++] = (ring_cmp){keys[2], strlen(keys[2]), RING_CMP_MOD, RING_CMP_EQ,
+                           st->proposed_mod, NULL, 0};
+  return n;
+}
+
+static int approve(ringctl_ctx *ctx, const rk_state *st, const rk_plan_doc *d, bool proposed) {
+  rk_run run;
+  char *json = NULL;
+  size_t len = 0;
+  if (rk_run_start(d, ringctl_now_ms(), &run) != RING_OK)
+    return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "out of memory");
+  int ring_rc = rk_run_encode(&run, &json, &len);
+  rk_run_free(&run);
+  if (ring_rc != RING_OK)
+    return ringctl_fail(ctx, ring_rc, NULL, "encoding the run");
+  char keys[3][RK_KEY_MAX], base[24];
+  ring_cmp cmps[4];
+  snprintf(base, sizeof base, "%llu", (unsigned long long)d->base_version);
+  uint32_t n = approval_cmps(ctx, st, proposed, keys, base, cmps);
+  ring_op put = {RING_OP_PUT, keys[0], strlen(keys[0]), json, len, 0, false};
+  ring_txn_result r;
+  ring_error err = {RING_OK, ""};
+  ring_rc = ring_etcd_txn(ctx->etcd, cmps, n, &put, 1, NULL, 0, &r, &err);
+  free(json);
+  if (ring_rc != RING_OK)
+    return ringctl_fail(ctx, ring_rc, &err, "writing plan/active");
+  bool won = r.succeeded;
+  ring_txn_result_free(&r);
+  if (!won)
+    return ringctl_say(ctx, RINGCTL_EXIT_CONFLICT,
+                       "the cluster changed while approving (another apply, a new version or "
+                       "a new proposal): nothing was applied; review ringctl plan again");
+  return RINGCTL_EXIT_OK;
+}
+
+/* ----------------------------------------------------------- the command */
+
+/* Approves d (from a file when !proposed) and reports it. */
+static int approve_doc(ringctl_ctx *ctx, const rk_state *st, const rk_plan_doc *d,
+                       bool proposed, bool wait) {
+  int rc = check_plan(ctx, st, d);
+  ring_plan *plan = NULL;
+  if (rc == RINGCTL_EXIT_OK && !proposed)
+    rc = ringctl_plan_compute(ctx, d, &plan); /* the digest must hold */
+  ring_plan_free(plan);
+  if (rc == RINGCTL_EXIT_OK)
+    rc = approve(ctx, st, d, proposed);
+  if (rc != RINGCTL_EXIT_OK)
+    return rc;
+  printf("applied plan %s: %u moves in %u waves from version %llu\n", d->id, d->moves_total,
+         d->waves, (unsigned long long)d->base_version);
+  return wait ? ringctl_wait_run(ctx, d->id) : RINGCTL_EXIT_OK;
+}
+
+static int apply_file(ringctl_ctx *ctx, const rk_state *st, const char *path, bool wait) {
+  rk_plan_doc d;
+  int rc = load_file(ctx, path, &d);
+  if (rc != RINGCTL_EXIT_OK)
+    return rc;
+  rc = approve_doc(ctx, st, &d, false, wait);
+  rk_plan_doc_free(&d);
+  return rc;
+}
+
+static int run(ringctl_ctx *ctx, void *ud) {
+  const apply_settings *s = ud;
+  bool file = s->target != NULL && access(s->target, F_OK) == 0;
+  if (s->target != NULL && !file && !is_plan_id(s->target))
+    return ringctl_say(ctx, RINGCTL_EXIT_FAILURE,
+                       "\"%s\" is neither a plan id (16 hex digits) nor a plan file", s->target);
+  rk_state st;
+  int rc = ringctl_read_state(ctx, RK_READ_VERSION | RK_READ_PLANS, &st);
+  if (rc != RINGCTL_EXIT_OK)
+    return rc;
+  if (file)
+    rc = apply_file(ctx, &st, s->target, s->wait);
+  else if ((rc = pick_proposed(ctx, &st, s->target)) == RINGCTL_EXIT_OK)
+    rc = approve_doc(ctx, &st, &st.proposed, true, s->wait);
+  rk_state_free(&st);
+  return rc;
+}
+
+int ringctl_cmd_apply(ringctl_args *a) {
+  apply_settings s = {NULL, false};
+  bool help_shown = false;
+  int rc = ringctl_parse(a, apply_opts, help, apply, &s, &help_shown);
+  if (rc != RINGCTL_EXIT_OK || help_shown)
+    return rc;
+  return ringctl_with_etcd(a, run, &s);
+}

@@ -1,0 +1,74 @@
+/*
+ * cmd_render.c: `ringctl render --svg FILE`: draws the live table
+ * (render_svg.c) into FILE.
+ *
+ * Usage: ringctl render --svg FILE
+ */
+#include "ringctl_etcd.h"
+#include "ringctl_out.h"
+
+#include <stdio.h>
+
+enum { OPT_SVG };
+
+static const ringctl_opt render_opts[] = {{"svg", OPT_SVG, true}, {NULL, 0, false}};
+
+static const char help[] =
+    "Usage: ringctl render --svg FILE\n"
+    "\n"
+    "Draws the live table as an SVG picture: the tokens around a circle, one ring per\n"
+    "replica slot (slot 0, the primary, innermost) coloured by owner; an outer band\n"
+    "coloured by the primary's failure domain; ticks where a move is pending; and a\n"
+    "legend of the nodes.\n";
+
+static int apply(const ringctl_args *a, int id, const char *value, void *ud) {
+  if (id != OPT_SVG)
+    return ringctl_usage_error(a, "unexpected argument \"%s\"", value);
+  *(const char **)ud = value;
+  return RINGCTL_EXIT_OK;
+}
+
+typedef struct picture {
+  const ring_table *t;
+  const char *level;
+} picture;
+
+static int fill_svg(FILE *f, void *ud) {
+  const picture *p = ud;
+  return ringctl_render_svg(f, p->t, p->level);
+}
+
+static int draw(const ringctl_ctx *ctx, const ring_table *t, const char *level,
+                const char *path) {
+  picture p = {t, level};
+  if (ringctl_write_file(path, fill_svg, &p) != 0)
+    return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "cannot write %s", path);
+  printf("drew version %llu to %s\n", (unsigned long long)ring_table_version(t), path);
+  return RINGCTL_EXIT_OK;
+}
+
+static int run(ringctl_ctx *ctx, void *ud) {
+  rk_state st;
+  ring_table *t = NULL;
+  int rc = ringctl_read_live(ctx, RK_READ_VERSION, &st, &t);
+  if (rc != RINGCTL_EXIT_OK)
+    return rc;
+  if (t == NULL)
+    rc = ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "no table is published yet: nothing to draw");
+  else
+    rc = draw(ctx, t, st.config.failure_domain, ud);
+  ring_table_free(t);
+  rk_state_free(&st);
+  return rc;
+}
+
+int ringctl_cmd_render(ringctl_args *a) {
+  const char *svg = NULL;
+  bool help_shown = false;
+  int rc = ringctl_parse(a, render_opts, help, apply, &svg, &help_shown);
+  if (rc != RINGCTL_EXIT_OK || help_shown)
+    return rc;
+  if (svg == NULL)
+    return ringctl_usage_error(a, "--svg FILE is required");
+  return ringctl_with_etcd(a, run, (void *)svg);
+}

@@ -1,0 +1,89 @@
+/*
+ * cmd_run.c: `ringctl pause`, `resume` and `cancel`: change the active
+ * run's state in plan/active; the coordinator acts on it at its next step.
+ *
+ * Usage: ringctl pause | resume | cancel
+ *
+ * Each is a compare-and-swap on plan/active's mod revision (the coordinator
+ * rewrites it at every step, so a lost race is retried on the new value):
+ * pause: active -> paused; resume: paused -> active; cancel: active or
+ * paused -> cancelling. A run already in the wanted state is left alone.
+ */
+#include "ringctl_etcd.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* One state change: what it goes to and what it may come from. */
+typedef struct transition {
+  rk_run_state to;
+  rk_run_state from[2];
+  uint32_t n_from;
+  const char *verb;          /* for messages: "paused" */
+  char id[RK_PLAN_ID_LEN + 1]; /* out: the run's plan id */
+  bool changed;              /* out: written (false: already there) */
+} transition;
+
+static bool may_leave(const transition *t, rk_run_state s) {
+  for (uint32_t i = 0; i < t->n_from; i++)
+    if (t->from[i] == s)
+      return true;
+  return false;
+}
+
+static int edit(ringctl_ctx *ctx, const ring_kv *kv, char **out, size_t *len, void *ud) {
+  transition *t = ud;
+  rk_run r;
+  ring_error err = {RING_OK, ""};
+  int rc = rk_run_decode((const char *)kv->value, kv->value_len, &r, &err);
+  if (rc != RING_OK)
+    return ringctl_fail(ctx, rc, &err, "reading plan/active");
+  snprintf(t->id, sizeof t->id, "%s", r.plan.id);
+  t->changed = r.state != t->to;
+  if (t->changed && !may_leave(t, r.state))
+    rc = ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "plan %s is %s: it cannot be %s", r.plan.id,
+                     rk_run_state_name(r.state), t->verb);
+  else if (t->changed) {
+    r.state = t->to;
+    r.updated_ms = ringctl_now_ms();
+    rc = rk_run_encode(&r, out, len) == RING_OK
+             ? RINGCTL_EXIT_OK
+             : ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "out of memory");
+  }
+  rk_run_free(&r);
+  return rc;
+}
+
+static int run(ringctl_ctx *ctx, void *ud) {
+  transition *t = ud;
+  char key[RK_KEY_MAX];
+  ringctl_key(ctx, "plan/active", key);
+  int rc = ringctl_cas(ctx, key, "no plan is active", edit, t);
+  if (rc == RINGCTL_EXIT_OK)
+    printf(t->changed ? "plan %s %s\n" : "plan %s is already %s\n", t->id,
+           t->changed ? t->verb : rk_run_state_name(t->to));
+  return rc;
+}
+
+int ringctl_cmd_pause(ringctl_args *a) {
+  static const char help[] = "Usage: ringctl pause\n\n"
+                             "Pauses the active plan: moves in flight complete, no new ones "
+                             "start.\n";
+  transition t = {RK_RUN_PAUSED, {RK_RUN_ACTIVE}, 1, "paused", "", false};
+  return ringctl_run_plain(a, help, run, &t);
+}
+
+int ringctl_cmd_resume(ringctl_args *a) {
+  static const char help[] = "Usage: ringctl resume\n\nResumes a paused plan.\n";
+  transition t = {RK_RUN_ACTIVE, {RK_RUN_PAUSED}, 1, "resumed", "", false};
+  return ringctl_run_plain(a, help, run, &t);
+}
+
+int ringctl_cmd_cancel(ringctl_args *a) {
+  static const char help[] =
+      "Usage: ringctl cancel\n\n"
+      "Cancels the active or paused plan: moves in flight are dropped (their owners\n"
+      "never changed), moves done stay done, and the coordinator proposes anew.\n";
+  transition t = {RK_RUN_CANCELLING, {RK_RUN_ACTIVE, RK_RUN_PAUSED}, 2, "cancelled", "", false};
+  return ringctl_run_plain(a, help, run, &t);
+}

@@ -1,0 +1,134 @@
+/*
+ * cmd_status.c: `ringctl status`: the cluster at a glance: table version,
+ * leader, each node's state and share, and the current plan.
+ *
+ * Usage: ringctl status [--json]
+ *
+ * --json prints the shape DESIGN.md fixes:
+ *   {"version":N,"nodes":[{"id","state","labels","weight","replicas","target"}],
+ *    "plan":null|{"id","state","moves_total","moves_done"}}
+ * "plan" is the active run, else the proposed plan, else the last finished run.
+ */
+#include "ringctl_etcd.h"
+#include "ringctl_out.h"
+
+#include <stdlib.h>
+
+static const char help[] =
+    "Usage: ringctl status [--json]\n"
+    "\n"
+    "Shows the table version, the leader, every node (state, alive, token-replicas\n"
+    "owned against its weighted target) and the plan in progress or proposed.\n";
+
+/* What the status shows of the plans. */
+typedef struct plan_view {
+  const rk_run *run;        /* the active run, or the last finished one */
+  const rk_plan_doc *doc;   /* the proposed plan when no run is active */
+  rk_run *history;          /* owned: plan/history/, newest first */
+  uint32_t n_history;
+} plan_view;
+
+static int read_plans(ringctl_ctx *ctx, const rk_state *st, plan_view *v) {
+  *v = (plan_view){NULL, NULL, NULL, 0};
+  if (st->has_active) {
+    v->run = &st->active;
+    return RINGCTL_EXIT_OK;
+  }
+  if (st->has_proposed) {
+    v->doc = &st->proposed;
+    return RINGCTL_EXIT_OK;
+  }
+  ring_error err = {RING_OK, ""};
+  int rc = ringctl_history_read(ctx->etcd, ctx->cluster, &v->history, &v->n_history, &err);
+  if (rc != RING_OK)
+    return ringctl_fail(ctx, rc, &err, "reading plan/history/");
+  v->run = v->n_history ? &v->history[0] : NULL;
+  return RINGCTL_EXIT_OK;
+}
+
+static cJSON *plan_json(const plan_view *v) {
+  if (v->run != NULL)
+    return ringctl_run_json(v->run);
+  if (v->doc == NULL)
+    return cJSON_CreateNull();
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "id", v->doc->id);
+  cJSON_AddStringToObject(o, "state", "proposed");
+  cJSON_AddNumberToObject(o, "moves_total", v->doc->moves_total);
+  cJSON_AddNumberToObject(o, "moves_done", 0);
+  return o;
+}
+
+static int print_json(const rk_state *st, const ringctl_node_row *rows, const plan_view *v) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON *nodes = cJSON_CreateArray();
+  cJSON_AddNumberToObject(o, "version", (double)st->version);
+  cJSON_AddItemToObject(o, "nodes", nodes);
+  for (uint32_t i = 0; i < st->n_nodes; i++)
+    cJSON_AddItemToArray(nodes, ringctl_node_json(&rows[i], false));
+  cJSON_AddItemToObject(o, "plan", plan_json(v));
+  return ringctl_json_emit(o);
+}
+
+static void print_plan(const plan_view *v) {
+  if (v->doc != NULL)
+    printf("plan:     %s proposed, %u moves (ringctl plan to review, apply to run)\n",
+           v->doc->id[0] ? v->doc->id : "(refused)", v->doc->moves_total);
+  else if (v->run != NULL)
+    printf("plan:     %s %s, %u of %u moves done (wave %u of %u)%s%s\n", v->run->plan.id,
+           rk_run_state_name(v->run->state), v->run->cursor.moves_done, v->run->plan.moves_total,
+           v->run->cursor.wave + (v->run->plan.waves > 0), v->run->plan.waves,
+           v->run->reason[0] ? ": " : "", v->run->reason);
+  else
+    puts("plan:     none");
+}
+
+static void print_text(const ringctl_ctx *ctx, const rk_state *st, const ringctl_node_row *rows,
+                       const plan_view *v) {
+  const rk_config *c = &st->config;
+  printf("cluster:  %s, %u tokens x %u replicas, failure domain %s, migration %s\n",
+         ctx->cluster, c->tokens, c->replicas, c->failure_domain[0] ? c->failure_domain : "none",
+         rk_migration_name(c->migration));
+  if (st->version)
+    printf("version:  %llu\n", (unsigned long long)st->version);
+  else
+    puts("version:  none (no table published yet)");
+  if (st->has_leader)
+    printf("leader:   %s%s%s\n", st->leader.id, st->leader.addr[0] ? " at " : "",
+           st->leader.addr);
+  else
+    puts("leader:   none (is ring-coordinator running?)");
+  print_plan(v);
+  putchar('\n');
+  ringctl_node_table(stdout, rows, st->n_nodes, false);
+}
+
+static int show(ringctl_ctx *ctx, const rk_state *st, const ring_table *table) {
+  ringctl_node_row *rows = NULL;
+  plan_view v;
+  if (ringctl_node_rows(st, table, &rows) != RING_OK)
+    return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "out of memory");
+  int rc = read_plans(ctx, st, &v);
+  if (rc == RINGCTL_EXIT_OK && ctx->a->globals->json)
+    rc = print_json(st, rows, &v);
+  else if (rc == RINGCTL_EXIT_OK)
+    print_text(ctx, st, rows, &v);
+  ringctl_runs_free(v.history, v.n_history);
+  free(rows);
+  return rc;
+}
+
+static int run(ringctl_ctx *ctx, void *ud) {
+  (void)ud;
+  rk_state st;
+  ring_table *table = NULL;
+  int rc = ringctl_read_live(ctx, RK_READ_ALL, &st, &table);
+  if (rc != RINGCTL_EXIT_OK)
+    return rc;
+  rc = show(ctx, &st, table);
+  ring_table_free(table);
+  rk_state_free(&st);
+  return rc;
+}
+
+int ringctl_cmd_status(ringctl_args *a) { return ringctl_run_plain(a, help, run, NULL); }

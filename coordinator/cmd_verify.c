@@ -1,0 +1,109 @@
+/*
+ * cmd_verify.c: `ringctl verify`: checks the placement invariants on the
+ * live table (ring_table_verify with the config's failure domain) and that
+ * the table agrees with the version key and the config.
+ *
+ * Usage: ringctl verify [--json]
+ *
+ * Exit 0 when every check holds, 1 listing the violations.
+ * --json: {"version":N,"ok":bool,"violations":["...",...]}
+ */
+#define _POSIX_C_SOURCE 200809L /* strtok_r */
+#include "ringctl_etcd.h"
+#include "ringctl_out.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char help[] =
+    "Usage: ringctl verify [--json]\n"
+    "\n"
+    "Checks every placement invariant on the live table: a token's owners are\n"
+    "distinct and in distinct failure domains (when enough domains exist), every\n"
+    "node holds within one token-replica of its weighted target, and nodes that are\n"
+    "draining, down or removed own nothing. Also checks that the table is the\n"
+    "version the version key names and matches the config (T, R, seed, domain).\n"
+    "Exit 1 lists the violations.\n";
+
+/* Appends one formatted violation to the array. */
+static void add(cJSON *v, const char *fmt, unsigned long long a, unsigned long long b) {
+  char line[160];
+  snprintf(line, sizeof line, fmt, a, b);
+  cJSON_AddItemToArray(v, cJSON_CreateString(line));
+}
+
+/* The table against the version key and the config. */
+static void check_agreement(const rk_state *st, const ring_table *t, cJSON *v) {
+  const rk_config *c = &st->config;
+  if (ring_table_version(t) != st->version)
+    add(v, "tables/%llu holds version %llu", st->version, ring_table_version(t));
+  if (ring_table_tokens(t) != c->tokens)
+    add(v, "the table has %llu tokens, the config %llu", ring_table_tokens(t), c->tokens);
+  if (ring_table_replicas(t) != c->replicas)
+    add(v, "the table has %llu replicas, the config %llu", ring_table_replicas(t), c->replicas);
+  if (ring_table_seed(t) != c->seed)
+    add(v, "the table's seed is %llu, the config's %llu", ring_table_seed(t), c->seed);
+  if (strcmp(ring_table_failure_domain(t), c->failure_domain) != 0)
+    cJSON_AddItemToArray(v, cJSON_CreateString("the table's failure domain is not the config's"));
+}
+
+/* The lines of ring_table_verify's report. */
+static int check_invariants(const rk_state *st, const ring_table *t, cJSON *v) {
+  char *report = NULL;
+  int n = ring_table_verify(t, st->config.failure_domain, &report);
+  for (char *save = NULL, *line = report ? strtok_r(report, "\n", &save) : NULL; line;
+       line = strtok_r(NULL, "\n", &save))
+    cJSON_AddItemToArray(v, cJSON_CreateString(line));
+  free(report);
+  return n;
+}
+
+static int report(const ringctl_ctx *ctx, const rk_state *st, cJSON *v, int counted) {
+  int shown = cJSON_GetArraySize(v);
+  bool ok = shown == 0 && counted == 0;
+  if (ctx->a->globals->json) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "version", (double)st->version);
+    cJSON_AddBoolToObject(o, "ok", ok);
+    cJSON_AddItemToObject(o, "violations", v);
+    int rc = ringctl_json_emit(o);
+    return rc != RINGCTL_EXIT_OK ? rc : ok ? RINGCTL_EXIT_OK : RINGCTL_EXIT_FAILURE;
+  }
+  if (ok)
+    printf("ok: version %llu, %u tokens x %u replicas: every invariant holds\n",
+           (unsigned long long)st->version, st->config.tokens, st->config.replicas);
+  const cJSON *line;
+  cJSON_ArrayForEach(line, v) printf("violation: %s\n", line->valuestring);
+  if (counted > 0 && counted > shown)
+    printf("(%d violations in all)\n", counted);
+  cJSON_Delete(v);
+  return ok ? RINGCTL_EXIT_OK : RINGCTL_EXIT_FAILURE;
+}
+
+static int run(ringctl_ctx *ctx, void *ud) {
+  (void)ud;
+  rk_state st;
+  ring_table *t = NULL;
+  int rc = ringctl_read_live(ctx, RK_READ_VERSION, &st, &t);
+  if (rc != RINGCTL_EXIT_OK)
+    return rc;
+  cJSON *v = cJSON_CreateArray();
+  int counted = 0;
+  if (t != NULL) {
+    check_agreement(&st, t, v);
+    counted = check_invariants(&st, t, v);
+  } else if (!ctx->a->globals->json) {
+    puts("no table is published yet: nothing to verify");
+    cJSON_Delete(v);
+    rk_state_free(&st);
+    return RINGCTL_EXIT_OK;
+  }
+  rc = counted < 0 ? ringctl_fail(ctx, counted, NULL, "verifying") : report(ctx, &st, v, counted);
+  if (counted < 0)
+    cJSON_Delete(v);
+  ring_table_free(t);
+  rk_state_free(&st);
+  return rc;
+}
+
+int ringctl_cmd_verify(ringctl_args *a) { return ringctl_run_plain(a, help, run, NULL); }

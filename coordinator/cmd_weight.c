@@ -1,0 +1,53 @@
+/*
+ * cmd_weight.c: `ringctl weight ID W`: changes a node's weight (its
+ * capacity) in nodes/<id>; the coordinator proposes the plan that moves
+ * replicas to match.
+ *
+ * Usage: ringctl weight ID W
+ *
+ * A compare-and-swap on nodes/<id> (ringctl_node_cas). The record is the
+ * authority on weight from then on: an agent restarted with another
+ * --weight does not change it (proto/etcd.md).
+ */
+#include "ringctl_etcd.h"
+
+#include <stdio.h>
+
+static const char help[] =
+    "Usage: ringctl weight ID W\n\n"
+    "Sets node ID's weight to W, a number in (0, 1000000]: its share of token-replicas\n"
+    "is T*R*W/sum(weights). The coordinator proposes the plan that moves them.\n";
+
+typedef struct weight_args {
+  const char *pos[2]; /* ID, W */
+  double weight;
+  double old;         /* out: the weight before */
+} weight_args;
+
+static int set_weight(ringctl_ctx *ctx, rk_node *n, void *ud) {
+  weight_args *w = ud;
+  (void)ctx;
+  w->old = n->weight;
+  n->weight = w->weight;
+  return RINGCTL_EXIT_OK;
+}
+
+static int run(ringctl_ctx *ctx, void *ud) {
+  weight_args *w = ud;
+  int rc = ringctl_node_cas(ctx, w->pos[0], set_weight, w);
+  if (rc == RINGCTL_EXIT_OK)
+    printf("node %s: weight %g -> %g (the coordinator proposes the plan: ringctl plan)\n",
+           w->pos[0], w->old, w->weight);
+  return rc;
+}
+
+int ringctl_cmd_weight(ringctl_args *a) {
+  weight_args w = {{NULL, NULL}, 0, 0};
+  bool help_shown = false;
+  int rc = ringctl_node_args(a, help, w.pos, 2, &help_shown);
+  if (rc != RINGCTL_EXIT_OK || help_shown)
+    return rc;
+  if ((rc = ringctl_parse_weight(a, "weight", w.pos[1], &w.weight)) != RINGCTL_EXIT_OK)
+    return rc;
+  return ringctl_with_etcd(a, run, &w);
+}

@@ -1,0 +1,252 @@
+/*
+ * ringctl_etcd.c: see ringctl_etcd.h.
+ *
+ * Sections: options to a client; the session; failures; reading; writing.
+ */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include "ringctl_etcd.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define DEFAULT_ENDPOINTS "http://127.0.0.1:2379"
+#define DEFAULT_TIMEOUT_MS 5000u
+#define PASSWORD_MAX 256
+#define CAS_ATTEMPTS 5
+
+/* ------------------------------------------------------ options to a client */
+
+/* [a-z0-9._-]{1,63}, as table.md's ids and cluster names. */
+static bool valid_name(const char *s) {
+  size_t n = strlen(s);
+  if (n == 0 || n > RING_ID_MAX)
+    return false;
+  for (const char *p = s; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' ||
+          *p == '-'))
+      return false;
+  return true;
+}
+
+/* Reads the first line of the password file into pw. */
+static int read_password(const ringctl_args *a, const char *path, char pw[PASSWORD_MAX]) {
+  FILE *f = fopen(path, "r");
+  if (f == NULL || fgets(pw, PASSWORD_MAX, f) == NULL) {
+    if (f != NULL)
+      fclose(f);
+    fprintf(stderr, "%s: cannot read the password file %s\n", a->prog, path);
+    return RINGCTL_EXIT_FAILURE;
+  }
+  fclose(f);
+  pw[strcspn(pw, "\r\n")] = '\0';
+  return RINGCTL_EXIT_OK;
+}
+
+/* Checks the global options and fills o (strings borrowed from argv and pw). */
+static int client_opts(const ringctl_args *a, ring_etcd_opts *o, char pw[PASSWORD_MAX]) {
+  const ringctl_globals *g = a->globals;
+  if (g->cluster == NULL)
+    return ringctl_usage_error(a, "--cluster NAME is required");
+  if (!valid_name(g->cluster))
+    return ringctl_usage_error(a, "--cluster: \"%s\" is not a cluster name ([a-z0-9._-]{1,63})",
+                               g->cluster);
+  if ((g->user == NULL) != (g->password_file == NULL))
+    return ringctl_usage_error(a, "--user and --password-file go together");
+  if ((g->cert == NULL) != (g->key == NULL))
+    return ringctl_usage_error(a, "--cert and --key go together");
+  uint64_t timeout = DEFAULT_TIMEOUT_MS;
+  if (g->timeout != NULL &&
+      ringctl_parse_duration(a, "timeout", g->timeout, 100, 600000, &timeout) != 0)
+    return RINGCTL_EXIT_USAGE;
+  *o = (ring_etcd_opts){.endpoints = g->endpoints ? g->endpoints : DEFAULT_ENDPOINTS,
+                        .user = g->user,
+                        .ca_file = g->cacert,
+                        .cert_file = g->cert,
+                        .key_file = g->key,
+                        .timeout_ms = (uint32_t)timeout,
+                        .connect_timeout_ms = timeout < 1000 ? (uint32_t)timeout : 1000};
+  if (g->user == NULL)
+    return RINGCTL_EXIT_OK;
+  o->password = pw;
+  return read_password(a, g->password_file, pw);
+}
+
+/* ------------------------------------------------------------ the session */
+
+int ringctl_with_etcd(ringctl_args *a, ringctl_body_fn body, void *ud) {
+  ring_etcd_opts o;
+  char pw[PASSWORD_MAX] = "";
+  int rc = client_opts(a, &o, pw);
+  if (rc != RINGCTL_EXIT_OK)
+    return rc;
+  ringctl_ctx ctx = {a, NULL, a->globals->cluster};
+  ring_error err = {RING_OK, ""};
+  int ring_rc = ring_etcd_open(&o, &ctx.etcd, &err);
+  memset(pw, 0, sizeof pw);
+  if (ring_rc != RING_OK)
+    return ringctl_fail(&ctx, ring_rc, &err, "connecting to etcd");
+  rc = body(&ctx, ud);
+  ring_etcd_close(ctx.etcd);
+  return rc;
+}
+
+/* The apply function of a command that takes no arguments. */
+static int no_arguments(const ringctl_args *a, int id, const char *value, void *ud) {
+  (void)id, (void)ud;
+  return ringctl_usage_error(a, "unexpected argument \"%s\"", value);
+}
+
+int ringctl_run_plain(ringctl_args *a, const char *help, ringctl_body_fn body, void *ud) {
+  bool help_shown = false;
+  int rc = ringctl_parse(a, NULL, help, no_arguments, NULL, &help_shown);
+  if (rc != RINGCTL_EXIT_OK || help_shown)
+    return rc;
+  return ringctl_with_etcd(a, body, ud);
+}
+
+/* ---------------------------------------------------------------- failures */
+
+int ringctl_fail(const ringctl_ctx *ctx, int rc, const ring_error *err, const char *what) {
+  const char *detail = err != NULL && err->code != RING_OK && err->message[0] != '\0'
+                           ? err->message
+                           : ring_strerror(rc);
+  fprintf(stderr, "%s: %s: %s\n", ctx->a->prog, what, detail);
+  if (rc == RING_ECONNECT || rc == RING_ETIMEDOUT)
+    fprintf(stderr, "%s: is etcd running at %s?\n", ctx->a->prog,
+            ctx->a->globals->endpoints ? ctx->a->globals->endpoints : DEFAULT_ENDPOINTS);
+  return RINGCTL_EXIT_FAILURE;
+}
+
+int ringctl_say(const ringctl_ctx *ctx, int code, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "%s: ", ctx->a->prog);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  return code;
+}
+
+/* ------------------------------------------------------------------ reading */
+
+void ringctl_key(const ringctl_ctx *ctx, const char *what, char key[RK_KEY_MAX]) {
+  if (rk_key(key, ctx->cluster, what) < 0)
+    key[0] = '\0'; /* cannot happen: cluster names and ids are short */
+}
+
+int ringctl_read_state(ringctl_ctx *ctx, unsigned what, rk_state *st) {
+  ring_error err = {RING_OK, ""};
+  rk_state s;
+  memset(&s, 0, sizeof s);
+  int rc = rk_state_read(ctx->etcd, ctx->cluster, what | RK_READ_CONFIG, &s, &err);
+  if (rc != RING_OK)
+    return ringctl_fail(ctx, rc, &err, "reading the cluster");
+  if (!s.has_config) {
+    rk_state_free(&s);
+    return ringctl_say(ctx, RINGCTL_EXIT_FAILURE,
+                       "cluster \"%s\" is not initialised (see ringctl init)", ctx->cluster);
+  }
+  *st = s;
+  return RINGCTL_EXIT_OK;
+}
+
+int ringctl_read_table(ringctl_ctx *ctx, uint64_t version, ring_table **out) {
+  ring_error err = {RING_OK, ""};
+  int rc = rk_table_read(ctx->etcd, ctx->cluster, version, out, &err);
+  if (rc == RING_OK)
+    return RINGCTL_EXIT_OK;
+  char what[64];
+  snprintf(what, sizeof what, "reading table version %llu", (unsigned long long)version);
+  return ringctl_fail(ctx, rc, &err, what);
+}
+
+int ringctl_read_live(ringctl_ctx *ctx, unsigned what, rk_state *st, ring_table **table) {
+  int rc = ringctl_read_state(ctx, what | RK_READ_VERSION, st);
+  *table = NULL;
+  if (rc != RINGCTL_EXIT_OK || st->version == 0)
+    return rc;
+  if ((rc = ringctl_read_table(ctx, st->version, table)) != RINGCTL_EXIT_OK)
+    rk_state_free(st);
+  return rc;
+}
+
+int ringctl_get(ringctl_ctx *ctx, const char *key, ring_kv *kv, bool *found) {
+  ring_kvs r;
+  ring_error err = {RING_OK, ""};
+  int rc = ring_etcd_range(ctx->etcd, key, strlen(key), NULL, &r, &err);
+  if (rc != RING_OK)
+    return ringctl_fail(ctx, rc, &err, "reading from etcd");
+  *found = r.n > 0;
+  if (*found) {
+    *kv = r.kvs[0];
+    memset(&r.kvs[0], 0, sizeof r.kvs[0]); /* ownership moves to kv */
+  }
+  ring_kvs_free(&r);
+  return RINGCTL_EXIT_OK;
+}
+
+int ringctl_get_prefix(ringctl_ctx *ctx, const char *prefix, ring_kvs *out) {
+  ring_range_opts o = {.prefix = true};
+  ring_error err = {RING_OK, ""};
+  int rc = ring_etcd_range(ctx->etcd, prefix, strlen(prefix), &o, out, &err);
+  return rc == RING_OK ? RINGCTL_EXIT_OK : ringctl_fail(ctx, rc, &err, "reading from etcd");
+}
+
+/* ------------------------------------------------------------------ writing */
+
+/* Writes value to key if its mod revision is still mod. *won: it was. */
+static int put_if_unchanged(ringctl_ctx *ctx, const char *key, int64_t mod, const char *value,
+                            size_t len, bool *won) {
+  ring_cmp cmp = {key, strlen(key), RING_CMP_MOD, RING_CMP_EQ, mod, NULL, 0};
+  ring_op put = {RING_OP_PUT, key, strlen(key), value, len, 0, false};
+  ring_txn_result r;
+  ring_error err = {RING_OK, ""};
+  int rc = ring_etcd_txn(ctx->etcd, &cmp, 1, &put, 1, NULL, 0, &r, &err);
+  if (rc != RING_OK)
+    return ringctl_fail(ctx, rc, &err, "writing to etcd");
+  *won = r.succeeded;
+  ring_txn_result_free(&r);
+  return RINGCTL_EXIT_OK;
+}
+
+/* One read-edit-write round; *won false when the key changed meanwhile. */
+static int cas_once(ringctl_ctx *ctx, const char *key, const char *missing,
+                    ringctl_edit_fn edit, void *ud, bool *won) {
+  ring_kv kv;
+  bool found = false;
+  int rc = ringctl_get(ctx, key, &kv, &found);
+  if (rc != RINGCTL_EXIT_OK)
+    return rc;
+  if (!found)
+    return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "%s", missing);
+  char *value = NULL;
+  size_t len = 0;
+  rc = edit(ctx, &kv, &value, &len, ud);
+  *won = value == NULL; /* nothing to change */
+  if (rc == RINGCTL_EXIT_OK && value != NULL)
+    rc = put_if_unchanged(ctx, key, kv.mod_revision, value, len, won);
+  free(value);
+  ring_kv_free(&kv);
+  return rc;
+}
+
+int ringctl_cas(ringctl_ctx *ctx, const char *key, const char *missing, ringctl_edit_fn edit,
+                void *ud) {
+  for (int attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
+    bool won = false;
+    int rc = cas_once(ctx, key, missing, edit, ud, &won);
+    if (rc != RINGCTL_EXIT_OK || won)
+      return rc;
+  }
+  return ringctl_say(ctx, RINGCTL_EXIT_CONFLICT,
+                     "%s kept changing under %d attempts; try again", key, CAS_ATTEMPTS);
+}
+
+uint64_t ringctl_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}

@@ -1,0 +1,171 @@
+/*
+ * ringctl_etcd.h: what ringctl's etcd commands share: a client opened from
+ * the global options, runtime-failure messages, reading the cluster, and
+ * compare-and-swap of one key. Internal to the ringctl binary.
+ *
+ * Sections: the session; failures; reading; writing; plans; throttle
+ * options.
+ *
+ * Every function that returns an int here returns a ringctl exit code
+ * (RINGCTL_EXIT_*), having printed why on stderr when it is not OK.
+ */
+#ifndef RINGCTL_ETCD_H
+#define RINGCTL_ETCD_H
+
+#include "cluster.h"
+#include "ringctl.h"
+
+/* ------------------------------------------------------------ the session */
+
+/* One command's connection to one cluster. */
+typedef struct ringctl_ctx {
+  ringctl_args *a;     /* the command's arguments: prog for messages, globals */
+  ring_etcd *etcd;     /* open client */
+  const char *cluster; /* the cluster name (validated) */
+} ringctl_ctx;
+
+/* A command body that runs with an open session; returns an exit code. */
+typedef int (*ringctl_body_fn)(ringctl_ctx *ctx, void *ud);
+
+/* Opens a client from the global options (--endpoints, default
+ * http://127.0.0.1:2379; --cluster, required; auth, TLS, --timeout), runs
+ * body and closes the client. Bad global options give RINGCTL_EXIT_USAGE. */
+int ringctl_with_etcd(ringctl_args *a, ringctl_body_fn body, void *ud);
+
+/* A command without options or arguments of its own: parses (help, global
+ * options, usage errors), then runs body through ringctl_with_etcd. */
+int ringctl_run_plain(ringctl_args *a, const char *help, ringctl_body_fn body, void *ud);
+
+/* ---------------------------------------------------------------- failures */
+
+/* Prints "PROG: WHAT: DETAIL" (DETAIL err's message, else
+ * ring_strerror(rc)) and returns RINGCTL_EXIT_FAILURE. */
+int ringctl_fail(const ringctl_ctx *ctx, int rc, const ring_error *err, const char *what);
+
+/* Prints "PROG: MESSAGE" and returns code. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+int ringctl_say(const ringctl_ctx *ctx, int code, const char *fmt, ...);
+
+/* ------------------------------------------------------------------ reading */
+
+/* The key "/ringkeeper/<cluster>/<what>" (what fits: names are checked). */
+void ringctl_key(const ringctl_ctx *ctx, const char *what, char key[RK_KEY_MAX]);
+
+/* Reads `what` (RK_READ_*; the config is always read) into *st; a cluster
+ * that was never initialised is a failure. On failure *st holds nothing. */
+int ringctl_read_state(ringctl_ctx *ctx, unsigned what, rk_state *st);
+
+/* Reads tables/<version> into *out (ring_table_free it). */
+int ringctl_read_table(ringctl_ctx *ctx, uint64_t version, ring_table **out);
+
+/* Reads the state and, when a table is published, the live table (*table
+ * NULL before the first one). On failure nothing is held. */
+int ringctl_read_live(ringctl_ctx *ctx, unsigned what, rk_state *st, ring_table **table);
+
+/* Reads one key: *found false when absent; on success with found, *kv holds
+ * the key-value (ring_kv_free it). */
+int ringctl_get(ringctl_ctx *ctx, const char *key, ring_kv *kv, bool *found);
+
+/* Reads every key under a prefix (ring_kvs_free *out). */
+int ringctl_get_prefix(ringctl_ctx *ctx, const char *prefix, ring_kvs *out);
+
+/* ------------------------------------------------------------------ writing */
+
+/* Turns a value into its replacement: writes a malloc()'ed *out (free()d
+ * by the caller; left NULL when nothing needs to change) and returns
+ * RINGCTL_EXIT_OK, or returns an exit code (after a message) to stop
+ * without writing. Called again with the new value after a lost race. */
+typedef int (*ringctl_edit_fn)(ringctl_ctx *ctx, const ring_kv *kv, char **out, size_t *len,
+                               void *ud);
+
+/* Compare-and-swap of one existing key: reads it, calls edit, writes the
+ * result if the key's mod revision is unchanged; retries a few times when
+ * it changed in between. `missing` is the message for an absent key
+ * (exit 1). A lost race every time gives RINGCTL_EXIT_CONFLICT. */
+int ringctl_cas(ringctl_ctx *ctx, const char *key, const char *missing, ringctl_edit_fn edit,
+                void *ud);
+
+/* Changes a node record in place (weight, desired state); returns an exit
+ * code. May be called again on a newer record after a lost race. */
+typedef int (*ringctl_node_fn)(ringctl_ctx *ctx, rk_node *n, void *ud);
+
+/* Compare-and-swap of nodes/<id> through edit (ringctl_node_edit.c): an
+ * absent record is "unknown node ID", exit 1. */
+int ringctl_node_cas(ringctl_ctx *ctx, const char *id, ringctl_node_fn edit, void *ud);
+
+/* Reads a node command's arguments: exactly n positionals into pos[], the
+ * first a node id. Same contract as ringctl_parse. */
+int ringctl_node_args(ringctl_args *a, const char *help, const char **pos, uint32_t n,
+                      bool *help_shown);
+
+/* Unix milliseconds now. */
+uint64_t ringctl_now_ms(void);
+
+/* ------------------------------------------------------------------- plans */
+
+/* Recomputes a plan document's moves from tables/<base_version> and checks
+ * its digest (rk_plan_doc_compute). A refused document gives *plan NULL and
+ * OK (it is shown, not run). A digest mismatch is a failure that says so. */
+int ringctl_plan_compute(ringctl_ctx *ctx, const rk_plan_doc *d, ring_plan **plan);
+
+/* Prints a plan: --json's shape or the summary (ringctl_out.h). */
+int ringctl_plan_show(const ringctl_ctx *ctx, const rk_plan_doc *d, const ring_plan *plan,
+                      const rk_config *cfg);
+
+/* Writes the document with its moves to path (through a temporary file
+ * renamed into place, so a reader never sees half a plan). */
+int ringctl_plan_save(const ringctl_ctx *ctx, const rk_plan_doc *d, const ring_plan *plan,
+                      const char *path);
+
+/* One `plan --what-if` change (cmd_whatif.c). */
+typedef enum ringctl_whatif_kind { RINGCTL_WHATIF_ADD, RINGCTL_WHATIF_REMOVE, RINGCTL_WHATIF_FAIL } ringctl_whatif_kind;
+typedef struct ringctl_whatif {
+  ringctl_whatif_kind kind;
+  char id[RING_ID_MAX + 1];          /* add, remove: the node */
+  rk_labels labels;                  /* add: its labels; fail: the one level=value */
+  double weight;                     /* add: its weight (default 1) */
+} ringctl_whatif;
+
+/* Parses "add=ID,zone=Z[,rack=R][,weight=W]", "remove=ID" or
+ * "fail=LEVEL:VALUE". Returns RINGCTL_EXIT_OK, or the usage exit code after
+ * a message (*out untouched). */
+int ringctl_whatif_parse(const ringctl_args *a, const char *spec, ringctl_whatif *out);
+
+/* Plans offline from the live state with the changes applied, in order;
+ * shows the plan (and for fail=, the tokens that lose replicas) and saves
+ * it to out_file when not NULL. Writes nothing to the cluster. */
+int ringctl_plan_whatif(ringctl_ctx *ctx, const ringctl_whatif *w, uint32_t n,
+                        const char *out_file);
+
+/* Follows run `id` (ringctl_wait.c) until it is in plan/history/: a
+ * progress bar on a terminal, progress lines otherwise. Returns 0 when it
+ * is done, 1 when it failed or was cancelled (or vanished). */
+int ringctl_wait_run(ringctl_ctx *ctx, const char *id);
+
+/* ------------------------------------------------------- throttle options */
+
+/* The throttle options of `init` and `throttle`, for their option tables. */
+enum {
+  RINGCTL_OPT_MOVES_PER_NODE = 100,
+  RINGCTL_OPT_MOVES_PER_DOMAIN,
+  RINGCTL_OPT_MOVES_PER_WAVE,
+  RINGCTL_OPT_BYTES_PER_SEC
+};
+#define RINGCTL_THROTTLE_OPTS                                                                      \
+  {"moves-per-node", RINGCTL_OPT_MOVES_PER_NODE, true},                                            \
+      {"moves-per-domain", RINGCTL_OPT_MOVES_PER_DOMAIN, true},                                    \
+      {"moves-per-wave", RINGCTL_OPT_MOVES_PER_WAVE, true},                                        \
+      {"bytes-per-sec", RINGCTL_OPT_BYTES_PER_SEC, true}
+#define RINGCTL_THROTTLE_HELP                                                                      \
+  "  --moves-per-node N    concurrent moves one node takes part in (0: no limit)\n"               \
+  "  --moves-per-domain N  concurrent moves touching one failure domain (0: no limit)\n"          \
+  "  --moves-per-wave N    moves in flight cluster-wide (0: no limit)\n"                          \
+  "  --bytes-per-sec N     each agent's incoming arc byte rate (0: no limit)\n"
+
+/* Applies throttle option id to *t. Returns RINGCTL_EXIT_OK, the usage
+ * exit code after a message, or -1 when id is not a throttle option. */
+int ringctl_throttle_opt(const ringctl_args *a, int id, const char *value, rk_throttle *t);
+
+#endif /* RINGCTL_ETCD_H */

@@ -1,0 +1,109 @@
+/*
+ * ringctl_out.h: what ringctl prints, shared by its commands: JSON
+ * building and emitting, human units, node rows (status, members), plan
+ * summaries (plan, plan --what-if, apply) and the list of finished plans
+ * (status, history). Internal to the ringctl binary.
+ *
+ * Sections: JSON; units; files; nodes; plans; runs; pictures.
+ *
+ * JSON builders return a new cJSON tree the caller deletes (or hands to
+ * ringctl_json_emit), NULL when out of memory.
+ */
+#ifndef RINGCTL_OUT_H
+#define RINGCTL_OUT_H
+
+#include "cluster.h"
+#include "ringctl.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+
+/* -------------------------------------------------------------------- JSON */
+
+/* Prints o compactly with a newline on stdout and deletes it. Returns
+ * RINGCTL_EXIT_OK, or RINGCTL_EXIT_FAILURE when o is NULL (out of memory). */
+int ringctl_json_emit(cJSON *o);
+
+/* {"key":"value",...} of a node's labels. */
+cJSON *ringctl_json_labels(const rk_labels *l);
+
+/* A node id of table t, or JSON null for RING_NODE_NONE. */
+cJSON *ringctl_json_node(const ring_table *t, uint16_t index);
+
+/* Adds name: id (or null) to o. */
+void ringctl_json_add_node(cJSON *o, const char *name, const ring_table *t, uint16_t index);
+
+/* ------------------------------------------------------------------- units */
+
+/* "1.5 GiB", "512 B" into buf. */
+const char *ringctl_bytes(uint64_t bytes, char buf[32]);
+/* "2h03m", "4m10s", "12s" into buf. */
+const char *ringctl_duration(uint64_t seconds, char buf[32]);
+/* "zone=z1,rack=r1" (or "-") into buf. */
+const char *ringctl_labels(const rk_labels *l, char *buf, size_t size);
+/* "2026-11-30 08:00:00Z" into buf; "-" for 0. */
+const char *ringctl_time(uint64_t ms, char buf[32]);
+
+/* ------------------------------------------------------------------- files */
+
+/* Writes path whole or not at all: fill writes into a temporary file
+ * beside it (returning 0, or -1 on failure), which is then renamed into
+ * place. Returns 0, or -1 with nothing left behind. */
+int ringctl_write_file(const char *path, int (*fill)(FILE *f, void *ud), void *ud);
+
+/* ------------------------------------------------------------------- nodes */
+
+/* One node record as status and members show it. */
+typedef struct ringctl_node_row {
+  const rk_node *node; /* borrowed from the state */
+  uint32_t replicas;   /* token-replicas it owns in the live table */
+  double target;       /* its weighted share T*R*w/sum(w) of the live table */
+  bool alive;          /* its alive/ key exists */
+  uint64_t acked;      /* acks/<id>, 0 when absent */
+} ringctl_node_row;
+
+/* One row per node record of st (in its order); *rows is malloc()'ed.
+ * table may be NULL (no table yet: nothing owned, no target). */
+int ringctl_node_rows(const rk_state *st, const ring_table *table, ringctl_node_row **rows);
+
+/* {"id","state","labels","weight","replicas","target"}; with full also
+ * "addr","desired","alive","acked". */
+cJSON *ringctl_node_json(const ringctl_node_row *r, bool full);
+
+/* The node table; with full the address, desired state, liveness and ack. */
+void ringctl_node_table(FILE *f, const ringctl_node_row *rows, uint32_t n, bool full);
+
+/* ------------------------------------------------------------------- plans */
+
+/* ringctl plan --json's shape (DESIGN.md): id, base_version, moves_total,
+ * lower_bound, waves, moves (from plan, [] when NULL), violations. */
+cJSON *ringctl_plan_json(const rk_plan_doc *d, const ring_plan *plan);
+
+/* The readable summary: moves per node in and out, waves, bytes and time
+ * at the config's byte rate, balance before and after, moves against the
+ * lower bound, violations. plan NULL for a refused document. */
+void ringctl_plan_text(FILE *f, const rk_plan_doc *d, const ring_plan *plan,
+                       const rk_config *cfg);
+
+/* --------------------------------------------------------------------- runs */
+
+/* The runs under plan/history/, newest first. *runs is malloc()'ed; free
+ * with ringctl_runs_free. Values that do not parse are skipped with a
+ * warning on stderr. Returns a ring_errno. */
+int ringctl_history_read(ring_etcd *c, const char *cluster, rk_run **runs, uint32_t *n,
+                         ring_error *err);
+void ringctl_runs_free(rk_run *runs, uint32_t n);
+
+/* {"id","state","moves_total","moves_done"} of a run (status's "plan"). */
+cJSON *ringctl_run_json(const rk_run *r);
+
+/* ----------------------------------------------------------------- pictures */
+
+/* Draws table t as SVG on f (render_svg.c): R concentric rings of tokens
+ * coloured by owner (slot 0 innermost), an outer band coloured by the
+ * slot-0 owner's value of `level` (the failure domain; "" for none),
+ * pending owners marked outside it, and a legend. Returns 0, or -1 when
+ * writing failed. */
+int ringctl_render_svg(FILE *f, const ring_table *t, const char *level);
+
+#endif /* RINGCTL_OUT_H */

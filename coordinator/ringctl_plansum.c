@@ -1,0 +1,165 @@
+/*
+ * ringctl_plansum.c: how ringctl shows a plan (ringctl_out.h): the JSON
+ * scripts read and the summary people read.
+ *
+ * Sections: JSON; per-node flows; the summary.
+ */
+#include "ringctl_out.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* -------------------------------------------------------------------- JSON */
+
+static cJSON *move_json(const ring_table *t, const ring_move *m) {
+  cJSON *o = cJSON_CreateObject();
+  if (o == NULL)
+    return NULL;
+  cJSON_AddNumberToObject(o, "token", m->token);
+  cJSON_AddNumberToObject(o, "slot", m->slot);
+  ringctl_json_add_node(o, "from", t, m->from);
+  ringctl_json_add_node(o, "to", t, m->to);
+  ringctl_json_add_node(o, "source", t, m->source);
+  cJSON_AddNumberToObject(o, "wave", m->wave);
+  return o;
+}
+
+static cJSON *moves_json(const ring_plan *plan) {
+  cJSON *a = cJSON_CreateArray();
+  if (plan == NULL || a == NULL)
+    return a;
+  const ring_table *t = ring_plan_target(plan);
+  const ring_move *m = ring_plan_moves(plan);
+  for (uint32_t i = 0; i < ring_plan_move_count(plan); i++)
+    cJSON_AddItemToArray(a, move_json(t, &m[i]));
+  return a;
+}
+
+static cJSON *violations_json(const rk_plan_doc *d) {
+  cJSON *a = cJSON_CreateArray();
+  for (uint32_t i = 0; a != NULL && i < d->n_violations && i < RK_VIOLATIONS_MAX; i++)
+    cJSON_AddItemToArray(a, cJSON_CreateString(d->violations[i]));
+  return a;
+}
+
+cJSON *ringctl_plan_json(const rk_plan_doc *d, const ring_plan *plan) {
+  cJSON *o = cJSON_CreateObject();
+  if (o == NULL)
+    return NULL;
+  if (d->id[0] != '\0')
+    cJSON_AddStringToObject(o, "id", d->id);
+  else
+    cJSON_AddNullToObject(o, "id"); /* a refused plan has no id */
+  cJSON_AddNumberToObject(o, "base_version", (double)d->base_version);
+  cJSON_AddNumberToObject(o, "moves_total", d->moves_total);
+  cJSON_AddNumberToObject(o, "lower_bound", d->lower_bound);
+  cJSON_AddNumberToObject(o, "waves", d->waves);
+  cJSON_AddNumberToObject(o, "bytes", (double)d->bytes);
+  cJSON_AddNumberToObject(o, "lost", d->lost);
+  cJSON_AddItemToObject(o, "moves", moves_json(plan));
+  cJSON_AddItemToObject(o, "violations", violations_json(d));
+  return o;
+}
+
+/* --------------------------------------------------------- per-node flows */
+
+/* Moves into and out of each node of the target table. */
+typedef struct flows {
+  uint32_t *in, *out; /* ring_table_node_count(target) entries each */
+  uint32_t receivers; /* nodes with moves in */
+} flows;
+
+static int count_flows(const ring_plan *plan, flows *f) {
+  uint32_t n = ring_table_node_count(ring_plan_target(plan));
+  f->in = calloc(n + 1, sizeof *f->in);
+  f->out = calloc(n + 1, sizeof *f->out);
+  f->receivers = 0;
+  if (f->in == NULL || f->out == NULL)
+    return RING_ENOMEM;
+  const ring_move *m = ring_plan_moves(plan);
+  for (uint32_t i = 0; i < ring_plan_move_count(plan); i++) {
+    if (m[i].to < n && f->in[m[i].to]++ == 0)
+      f->receivers++;
+    if (m[i].from < n)
+      f->out[m[i].from]++;
+  }
+  return RING_OK;
+}
+
+/* ------------------------------------------------------------ the summary */
+
+/* "data: ..." and "time: ..." lines: bytes and the time they take at the
+ * per-agent byte rate, receivers working in parallel. */
+static void print_cost(FILE *f, const rk_plan_doc *d, const rk_config *cfg, uint32_t receivers) {
+  char b[32], t[32];
+  if (d->bytes == 0) {
+    fputs("data:     unknown (no arc sizes)\n", f);
+    fputs("time:     unknown\n", f);
+    return;
+  }
+  fprintf(f, "data:     %s\n", ringctl_bytes(d->bytes, b));
+  uint64_t rate = cfg ? cfg->throttle.bytes_per_sec : 0;
+  if (rate == 0) {
+    fputs("time:     unknown (no byte rate set: throttle --bytes-per-sec)\n", f);
+    return;
+  }
+  uint64_t per = rate * (receivers ? receivers : 1);
+  fprintf(f, "time:     about %s at %s/s per agent, %u receiving\n",
+          ringctl_duration((d->bytes + per - 1) / per, t), ringctl_bytes(rate, b), receivers);
+}
+
+/* Per-node table: moves in and out, load before and after, target. */
+static void print_balance(FILE *f, const ring_plan *plan, const flows *fl) {
+  const ring_table *t = ring_plan_target(plan);
+  double worst_before = 0, worst_after = 0;
+  fprintf(f, "\n%-20s %6s %6s %8s %8s %9s\n", "NODE", "IN", "OUT", "BEFORE", "AFTER", "TARGET");
+  for (uint32_t i = 0; i < ring_table_node_count(t); i++) {
+    ring_plan_load l;
+    if (ring_plan_node_load(plan, (uint16_t)i, &l) != RING_OK)
+      continue;
+    fprintf(f, "%-20s %6u %6u %8u %8u %9.1f\n", ring_table_node_id(t, (uint16_t)i), fl->in[i],
+            fl->out[i], l.before, l.after, l.target);
+    worst_before = fmax(worst_before, fabs((double)l.before - l.target));
+    worst_after = fmax(worst_after, fabs((double)l.after - l.target));
+  }
+  fprintf(f, "balance:  furthest from target %.1f token-replicas before, %.1f after\n",
+          worst_before, worst_after);
+}
+
+static void print_head(FILE *f, const rk_plan_doc *d) {
+  fprintf(f, "plan:     %s (cluster %s)\n", d->id[0] ? d->id : "(refused)", d->cluster);
+  if (d->base_version == 0)
+    fputs("base:     first placement (no table yet)\n", f);
+  else
+    fprintf(f, "base:     version %llu\n", (unsigned long long)d->base_version);
+  fprintf(f, "moves:    %u (lower bound %u), %u waves\n", d->moves_total, d->lower_bound,
+          d->waves);
+  if (d->lost > 0)
+    fprintf(f, "lost:     %u moves have no live replica to stream from\n", d->lost);
+  if (d->best_effort_violations > 0)
+    fprintf(f, "soft:     %u tokens repeat a %s value (best effort)\n", d->best_effort_violations,
+            d->input.best_effort);
+}
+
+static void print_violations(FILE *f, const rk_plan_doc *d) {
+  fprintf(f, "refused:  the hard failure-domain rule (%s) cannot hold:\n",
+          d->input.failure_domain[0] ? d->input.failure_domain : "none");
+  for (uint32_t i = 0; i < d->n_violations && i < RK_VIOLATIONS_MAX; i++)
+    fprintf(f, "  - %s\n", d->violations[i]);
+}
+
+void ringctl_plan_text(FILE *f, const rk_plan_doc *d, const ring_plan *plan,
+                       const rk_config *cfg) {
+  print_head(f, d);
+  if (plan == NULL) {
+    print_violations(f, d);
+    return;
+  }
+  flows fl;
+  if (count_flows(plan, &fl) == RING_OK) {
+    print_cost(f, d, cfg, fl.receivers);
+    print_balance(f, plan, &fl);
+  }
+  free(fl.in);
+  free(fl.out);
+}
