@@ -74,6 +74,26 @@ int ring__json_uint_at(const cJSON *obj, const char *where, const char *name, ui
   return RING_OK;
 }
 
+int ring__json_u32_at(const cJSON *obj, const char *where, const char *name, uint32_t *out,
+                      ring_error *err) {
+  uint64_t v = 0;
+  int rc = ring__json_uint_at(obj, where, name, 0, UINT32_MAX, RING_EFIELD, &v, err);
+  if (rc == RING_OK)
+    *out = (uint32_t)v;
+  return rc;
+}
+
+int ring__enum_parse(const char *const *names, size_t n, const char *name) {
+  for (size_t i = 0; name != NULL && i < n; i++)
+    if (strcmp(name, names[i]) == 0)
+      return (int)i;
+  return RING_EINVAL;
+}
+
+const char *ring__enum_name(const char *const *names, size_t n, unsigned value) {
+  return value < n ? names[value] : "unknown";
+}
+
 int ring__json_string_copy(const cJSON *obj, const char *where, const char *name, char *dst,
                            size_t cap, ring_error *err) {
   const char *s = "";

@@ -29,6 +29,13 @@ int ring__json_uint(const cJSON *obj, const char *name, uint64_t min, uint64_t m
 /* The same with a prefix for the field's name ("throttle."). */
 int ring__json_uint_at(const cJSON *obj, const char *where, const char *name, uint64_t min,
                        uint64_t max, int code, uint64_t *out, ring_error *err);
+/* An integer field in [0, 2^32-1]; anything else is RING_EFIELD. */
+int ring__json_u32_at(const cJSON *obj, const char *where, const char *name, uint32_t *out,
+                      ring_error *err);
+/* Enumerations by name: the index of name in names[0..n) or RING_EINVAL;
+ * the name of a value, "unknown" when out of range. */
+int ring__enum_parse(const char *const *names, size_t n, const char *name);
+const char *ring__enum_name(const char *const *names, size_t n, unsigned value);
 /* A string field copied into dst[cap]; RING_EFIELD when missing, mistyped
  * or too long (dst untouched then). */
 int ring__json_string_copy(const cJSON *obj, const char *where, const char *name, char *dst,
@@ -79,6 +86,12 @@ struct rk_node;
  * cJSON_Delete. */
 int ring__record_parse(const char *json, size_t len, const char *format, const char *const *keys,
                        size_t n_keys, cJSON **root, ring_error *err);
+/* The same checks on an object already parsed. */
+int ring__record_check(const cJSON *obj, const char *format, const char *const *keys,
+                       size_t n_keys, ring_error *err);
+/* Hands b's string to *json (and its length to *len if not NULL), or frees
+ * it and returns RING_ENOMEM when an append failed. */
+int ring__sb_finish(ring__sbuf *b, char **json, size_t *len);
 /* An empty table to validate node specs against (ring_table_add_node
  * checks id, addr, labels, weight, and repeated ids). */
 int ring__scratch_table(ring_table **out, ring_error *err);
@@ -87,5 +100,11 @@ int ring__scratch_table(ring_table **out, ring_error *err);
 int ring__plan_node_decode(const cJSON *o, const char *where, ring_table *scratch,
                            struct rk_node *out, ring_error *err);
 void ring__plan_node_encode(ring__sbuf *b, const struct rk_node *n);
+
+/* ------------------------------------------ plan_doc.c, for plan_run.c */
+
+struct rk_plan_doc;
+/* Appends a plan document (with "moves" when p is not NULL). */
+void ring__plan_doc_write(ring__sbuf *b, const struct rk_plan_doc *d, const ring_plan *p);
 
 #endif /* RING_CODEC_INT_H */

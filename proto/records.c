@@ -51,18 +51,25 @@ int rk_key_version(char key[RK_KEY_MAX], const char *cluster, const char *dir, u
 
 /* --------------------------------------------------------- shared pieces */
 
+int ring__record_check(const cJSON *obj, const char *format, const char *const *keys,
+                       size_t n_keys, ring_error *err) {
+  const char *f = "";
+  if (!cJSON_IsObject(obj))
+    return ring__err(err, RING_EFIELD, "%s: must be an object", format);
+  int rc = ring__json_string(obj, "", "format", &f, err);
+  if (rc == RING_OK && strcmp(f, format) != 0)
+    rc = ring__err(err, RING_EFORMAT, "format: \"%.64s\" (want \"%s\")", f, format);
+  return rc == RING_OK ? ring__json_check_keys(obj, "", keys, n_keys, err) : rc;
+}
+
 int ring__record_parse(const char *json, size_t len, const char *format, const char *const *keys,
                        size_t n_keys, cJSON **root, ring_error *err) {
   if (json == NULL)
     return ring__err(err, RING_EINVAL, "%s: NULL input", format);
   cJSON *r = NULL;
   int rc = ring__json_parse_object(json, len, format, &r, err);
-  const char *f = "";
-  if (rc == RING_OK && (rc = ring__json_string(r, "", "format", &f, err)) == RING_OK &&
-      strcmp(f, format) != 0)
-    rc = ring__err(err, RING_EFORMAT, "format: \"%.64s\" (want \"%s\")", f, format);
   if (rc == RING_OK)
-    rc = ring__json_check_keys(r, "", keys, n_keys, err);
+    rc = ring__record_check(r, format, keys, n_keys, err);
   if (rc != RING_OK) {
     cJSON_Delete(r);
     return rc;
@@ -71,8 +78,7 @@ int ring__record_parse(const char *json, size_t len, const char *format, const c
   return RING_OK;
 }
 
-/* Encoders finish here: hand over the buffer, or report RING_ENOMEM. */
-static int finish(ring__sbuf *b, char **json, size_t *len) {
+int ring__sb_finish(ring__sbuf *b, char **json, size_t *len) {
   if (b->oom || b->p == NULL) {
     free(b->p);
     return RING_ENOMEM;
@@ -161,7 +167,7 @@ void ring__plan_node_encode(ring__sbuf *b, const rk_node *n) {
 static const char *const migration_names[] = {"stream", "none"};
 
 const char *rk_migration_name(rk_migration m) {
-  return (unsigned)m < N_KEYS(migration_names) ? migration_names[m] : "unknown";
+  return ring__enum_name(migration_names, N_KEYS(migration_names), (unsigned)m);
 }
 
 void rk_config_defaults(rk_config *c) {
@@ -211,26 +217,17 @@ int rk_config_validate(const rk_config *c, ring_error *err) {
   return RING_OK;
 }
 
-static int decode_u32(const cJSON *o, const char *where, const char *name, uint32_t *out,
-                      ring_error *err) {
-  uint64_t v = 0;
-  int rc = ring__json_uint_at(o, where, name, 0, UINT32_MAX, RING_EFIELD, &v, err);
-  if (rc == RING_OK)
-    *out = (uint32_t)v;
-  return rc;
-}
-
 static int decode_throttle(const cJSON *root, rk_config *c, ring_error *err) {
   static const char *const keys[] = {"moves_per_node", "moves_per_domain", "moves_per_wave",
                                      "bytes_per_sec"};
   const cJSON *t = ring__json_object(root, "", "throttle", keys, N_KEYS(keys), err);
   if (t == NULL)
     return RING_EFIELD;
-  int rc = decode_u32(t, "throttle.", "moves_per_node", &c->throttle.moves_per_node, err);
+  int rc = ring__json_u32_at(t, "throttle.", "moves_per_node", &c->throttle.moves_per_node, err);
   if (rc == RING_OK)
-    rc = decode_u32(t, "throttle.", "moves_per_domain", &c->throttle.moves_per_domain, err);
+    rc = ring__json_u32_at(t, "throttle.", "moves_per_domain", &c->throttle.moves_per_domain, err);
   if (rc == RING_OK)
-    rc = decode_u32(t, "throttle.", "moves_per_wave", &c->throttle.moves_per_wave, err);
+    rc = ring__json_u32_at(t, "throttle.", "moves_per_wave", &c->throttle.moves_per_wave, err);
   if (rc == RING_OK)
     rc = ring__json_uint_at(t, "throttle.", "bytes_per_sec", 0, RING_VERSION_MAX, RING_EFIELD,
                             &c->throttle.bytes_per_sec, err);
@@ -242,8 +239,8 @@ static int decode_retention(const cJSON *root, rk_config *c, ring_error *err) {
   const cJSON *r = ring__json_object(root, "", "retention", keys, N_KEYS(keys), err);
   if (r == NULL)
     return RING_EFIELD;
-  int rc = decode_u32(r, "retention.", "versions", &c->keep_versions, err);
-  return rc == RING_OK ? decode_u32(r, "retention.", "plans", &c->keep_plans, err) : rc;
+  int rc = ring__json_u32_at(r, "retention.", "versions", &c->keep_versions, err);
+  return rc == RING_OK ? ring__json_u32_at(r, "retention.", "plans", &c->keep_plans, err) : rc;
 }
 
 static int decode_config(const cJSON *root, rk_config *c, ring_error *err) {
@@ -260,11 +257,11 @@ static int decode_config(const cJSON *root, rk_config *c, ring_error *err) {
   if (rc == RING_OK)
     rc = ring__json_string_copy(root, "", "best_effort", c->best_effort, sizeof c->best_effort,
                                 err);
-  if (rc == RING_OK && (rc = ring__json_string(root, "", "migration", &mig, err)) == RING_OK) {
-    c->migration = strcmp(mig, "none") == 0 ? RK_MIGRATE_NONE : RK_MIGRATE_STREAM;
-    if (strcmp(mig, "stream") != 0 && strcmp(mig, "none") != 0)
-      rc = ring__err(err, RING_EFIELD, "migration: \"%.32s\" (want \"stream\" or \"none\")", mig);
-  }
+  if (rc == RING_OK && (rc = ring__json_string(root, "", "migration", &mig, err)) == RING_OK &&
+      ring__enum_parse(migration_names, N_KEYS(migration_names), mig) < 0)
+    rc = ring__err(err, RING_EFIELD, "migration: \"%.32s\" (want \"stream\" or \"none\")", mig);
+  if (rc == RING_OK)
+    c->migration = (rk_migration)ring__enum_parse(migration_names, N_KEYS(migration_names), mig);
   if (rc == RING_OK)
     rc = ring__json_uint(root, "down_after_ms", 0, RING_VERSION_MAX, RING_EFIELD,
                          &c->down_after_ms, err);
@@ -313,7 +310,7 @@ int rk_config_encode(const rk_config *c, char **json, size_t *len) {
                   c->throttle.moves_per_node, c->throttle.moves_per_domain,
                   c->throttle.moves_per_wave, c->throttle.bytes_per_sec, c->keep_versions,
                   c->keep_plans);
-  return finish(&b, json, len);
+  return ring__sb_finish(&b, json, len);
 }
 
 /* ------------------------------------------------ labels and node records */
@@ -348,14 +345,11 @@ int rk_labels_set(rk_labels *l, const char *key, const char *value, ring_error *
 static const char *const desired_names[] = {"active", "drained", "removed"};
 
 const char *rk_desired_name(rk_desired d) {
-  return (unsigned)d < N_KEYS(desired_names) ? desired_names[d] : "unknown";
+  return ring__enum_name(desired_names, N_KEYS(desired_names), (unsigned)d);
 }
 
 int rk_desired_parse(const char *name) {
-  for (int i = 0; name && i < (int)N_KEYS(desired_names); i++)
-    if (strcmp(name, desired_names[i]) == 0)
-      return i;
-  return RING_EINVAL;
+  return ring__enum_parse(desired_names, N_KEYS(desired_names), name);
 }
 
 void rk_node_spec(const rk_node *n, const char **keys, const char **values, ring_node_spec *s) {
@@ -446,7 +440,7 @@ int rk_node_encode(const rk_node *n, char **json, size_t *len) {
                   ",\"since_ms\":%" PRIu64 "}",
                   ring_node_state_name(n->state), rk_desired_name(n->desired), n->lost_ms,
                   n->since_ms);
-  return finish(&b, json, len);
+  return ring__sb_finish(&b, json, len);
 }
 
 /* ------------------------------------------------------------------- alive */
@@ -485,7 +479,7 @@ int rk_alive_encode(const rk_alive *a, char **json, size_t *len) {
   ring__sbuf b = {0};
   member_encode(&b, ALIVE_FORMAT, &n);
   ring__sb_printf(&b, ",\"started_ms\":%" PRIu64 "}", a->started_ms);
-  return finish(&b, json, len);
+  return ring__sb_finish(&b, json, len);
 }
 
 /* ---------------------------------------------------------------- progress */
@@ -549,7 +543,7 @@ int rk_progress_encode(const rk_progress *p, char **json, size_t *len) {
   for (uint32_t i = 0; i < p->n_tokens; i++)
     ring__sb_printf(&b, "%s%u", i ? "," : "", p->tokens[i]);
   ring__sb_printf(&b, "],\"bytes\":%" PRIu64 "}", p->bytes);
-  return finish(&b, json, len);
+  return ring__sb_finish(&b, json, len);
 }
 
 void rk_progress_free(rk_progress *p) {
@@ -608,5 +602,5 @@ int rk_leader_encode(const rk_leader *l, char **json, size_t *len) {
                   "{\"format\":\"" LEADER_FORMAT "\",\"id\":\"%s\",\"addr\":\"%s\",\"pid\":%" PRId64
                   "}",
                   l->id, l->addr, l->pid);
-  return finish(&b, json, len);
+  return ring__sb_finish(&b, json, len);
 }
