@@ -1,0 +1,402 @@
+/*
+ * arc_server.c: the arc server (proto/arc.md) on libmicrohttpd.
+ *
+ * Sections: limits; the listen address and TLS; responses; checks on a
+ * request (secret, path, range); the two endpoints; routing; start, stop.
+ *
+ * libmicrohttpd parses HTTP, bounds every connection's memory (a request
+ * whose headers do not fit gets 431), times out idle and half-sent
+ * requests, caps connections overall and per client address, and sends
+ * file responses with sendfile(2) from the descriptor. Handlers run on its
+ * small thread pool and answer on their first call: a request has no body
+ * worth reading. Nothing is read from the store before the secret is
+ * checked, and only names of the arc syntax reach the file system, so no
+ * path can leave arcs/<token>/.
+ */
+#define _GNU_SOURCE /* O_NOFOLLOW, O_CLOEXEC, getaddrinfo */
+#include "arc_int.h"
+#include "ring_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ limits */
+
+#ifndef ARC_SERVER_THREADS
+#define ARC_SERVER_THREADS 4 /* MHD's pool: sendfile keeps each one cheap */
+#endif
+#ifndef ARC_SERVER_MEMORY
+#define ARC_SERVER_MEMORY (32u << 10) /* per connection: request line + headers */
+#endif
+#ifndef ARC_TLS_PEM_MAX
+#define ARC_TLS_PEM_MAX (1u << 20)
+#endif
+#define PREFIX "/v1/arcs/"
+
+#if MHD_VERSION >= 0x00097002
+typedef enum MHD_Result mhd_result;
+#else
+typedef int mhd_result; /* before 0.9.71 handlers returned int */
+#endif
+
+struct arc_server {
+  struct MHD_Daemon *mhd; /* owns the socket and the threads */
+  arc_store *store;       /* borrowed; outlives the server */
+  char *secret;           /* the bearer token */
+  size_t secret_len;
+  char *cert, *key;       /* PEM contents for TLS, or NULL; live as long as mhd */
+  uint16_t port;
+  atomic_uint_fast64_t bytes_out, requests, unauthorized, bad_requests;
+  char error[256]; /* libmicrohttpd's last complaint, for a failed start */
+};
+
+/* ------------------------------------------------ the listen address, TLS */
+
+/* "HOST:PORT" or "[V6]:PORT" (empty host: every IPv4 address) into addr. */
+static int resolve_listen(const char *listen, struct sockaddr_storage *addr, ring_error *err) {
+  const char *colon = listen ? strrchr(listen, ':') : NULL;
+  if (colon == NULL || colon[1] == '\0')
+    return ring__err(err, RING_EINVAL, "listen: \"%.64s\" is not HOST:PORT", listen ? listen : "");
+  char host[256];
+  const char *h = listen;
+  size_t hn = (size_t)(colon - listen);
+  if (hn >= 2 && h[0] == '[' && h[hn - 1] == ']')
+    h++, hn -= 2;
+  if (hn >= sizeof host)
+    return ring__err(err, RING_EINVAL, "listen: host too long");
+  memcpy(host, h, hn);
+  host[hn] = '\0';
+  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                           .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+  struct addrinfo *res = NULL;
+  int gai = getaddrinfo(hn ? host : "0.0.0.0", colon + 1, &hints, &res);
+  if (gai != 0 || res == NULL || res->ai_addrlen > sizeof *addr) {
+    if (res)
+      freeaddrinfo(res);
+    return ring__err(err, RING_EINVAL, "listen: %.64s: %s", listen,
+                     gai ? gai_strerror(gai) : "no address");
+  }
+  memset(addr, 0, sizeof *addr);
+  memcpy(addr, res->ai_addr, res->ai_addrlen);
+  freeaddrinfo(res);
+  return RING_OK;
+}
+
+/* A PEM file's contents, malloc()'ed and NUL-terminated. */
+static int read_pem(const char *path, char **out, ring_error *err) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL)
+    return ring__err(err, RING_EIO, "%s: %s", path, strerror(errno));
+  char *p = malloc(ARC_TLS_PEM_MAX + 1);
+  size_t n = p ? fread(p, 1, ARC_TLS_PEM_MAX + 1, f) : 0;
+  fclose(f);
+  if (p == NULL || n == 0 || n > ARC_TLS_PEM_MAX) {
+    free(p);
+    return ring__err(err, RING_EIO, "%s: empty, unreadable or over %u bytes", path,
+                     ARC_TLS_PEM_MAX);
+  }
+  p[n] = '\0';
+  *out = p;
+  return RING_OK;
+}
+
+/* ------------------------------------------------------------- responses */
+
+static mhd_result reply_text(struct MHD_Connection *c, unsigned status, const char *text) {
+  struct MHD_Response *r =
+      MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
+  if (r == NULL)
+    return MHD_NO; /* libmicrohttpd closes the connection */
+  MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+  if (status == MHD_HTTP_UNAUTHORIZED)
+    MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+  if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+    MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+  mhd_result ok = MHD_queue_response(c, status, r);
+  MHD_destroy_response(r);
+  return ok;
+}
+
+static mhd_result bad_request(arc_server *srv, struct MHD_Connection *c, const char *text) {
+  atomic_fetch_add(&srv->bad_requests, 1);
+  return reply_text(c, MHD_HTTP_BAD_REQUEST, text);
+}
+
+/* ------------------------------------------------------ checks on a request */
+
+/* Whether the Authorization header is "Bearer <secret>"; the time taken
+ * does not depend on where a wrong secret differs. */
+static bool authorized(const arc_server *srv, struct MHD_Connection *c) {
+  const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+  if (h == NULL || strncmp(h, "Bearer ", 7) != 0)
+    return false;
+  h += 7;
+  size_t n = strlen(h);
+  volatile unsigned char diff = n != srv->secret_len;
+  for (size_t i = 0; i < srv->secret_len; i++)
+    diff |= (unsigned char)(srv->secret[i] ^ (i < n ? h[i] : 0));
+  return diff == 0;
+}
+
+/* Digits into *v without overflow; returns the end, or NULL if none. */
+static const char *parse_u64(const char *p, uint64_t *v) {
+  const char *start = p;
+  uint64_t x = 0;
+  for (; *p >= '0' && *p <= '9'; p++) {
+    if (x > (UINT64_MAX - 9) / 10)
+      return NULL;
+    x = x * 10 + (uint64_t)(*p - '0');
+  }
+  *v = x;
+  return p == start ? NULL : p;
+}
+
+enum { RANGE_NONE, RANGE_OK, RANGE_MALFORMED, RANGE_UNSATISFIABLE };
+
+/* One "bytes=A-B", "bytes=A-" or "bytes=-N" range of a file of `size`
+ * bytes into [*off, *off + *len). Several ranges are malformed here. */
+static int parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *len) {
+  if (h == NULL)
+    return RANGE_NONE;
+  if (strncmp(h, "bytes=", 6) != 0)
+    return RANGE_MALFORMED;
+  const char *p = h + 6;
+  uint64_t a = 0, b = 0;
+  if (*p == '-') { /* the last b bytes */
+    if ((p = parse_u64(p + 1, &b)) == NULL || *p != '\0')
+      return RANGE_MALFORMED;
+    if (b == 0 || size == 0)
+      return RANGE_UNSATISFIABLE;
+    *off = b < size ? size - b : 0;
+    *len = size - *off;
+    return RANGE_OK;
+  }
+  if ((p = parse_u64(p, &a)) == NULL || *p++ != '-')
+    return RANGE_MALFORMED;
+  b = UINT64_MAX;
+  if (*p != '\0' && ((p = parse_u64(p, &b)) == NULL || *p != '\0'))
+    return RANGE_MALFORMED;
+  if (*p != '\0')
+    return RANGE_MALFORMED;
+  if (a >= size || b < a)
+    return RANGE_UNSATISFIABLE;
+  *off = a;
+  *len = (b >= size ? size - 1 : b) - a + 1;
+  return RANGE_OK;
+}
+
+/* ---------------------------------------------------------- the endpoints */
+
+static mhd_result serve_manifest(arc_server *srv, struct MHD_Connection *c, uint32_t token) {
+  arc_manifest m;
+  ring_error err;
+  int rc = arc_store_manifest(srv->store, token, &m, &err);
+  if (rc == RING_ENOTFOUND)
+    return reply_text(c, MHD_HTTP_NOT_FOUND, "arc not held\n");
+  char *json = NULL;
+  size_t len = 0;
+  if (rc == RING_OK) {
+    rc = arc_manifest_encode(&m, &json, &len);
+    arc_manifest_free(&m);
+  }
+  if (rc != RING_OK)
+    return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "manifest unavailable\n");
+  struct MHD_Response *r = MHD_create_response_from_buffer(len, json, MHD_RESPMEM_MUST_FREE);
+  if (r == NULL) {
+    free(json);
+    return MHD_NO;
+  }
+  MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+  MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+  mhd_result ok = MHD_queue_response(c, MHD_HTTP_OK, r);
+  MHD_destroy_response(r);
+  return ok;
+}
+
+/* 416 with the size the client should have asked within. */
+static mhd_result unsatisfiable(struct MHD_Connection *c, uint64_t size) {
+  struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+  if (r == NULL)
+    return MHD_NO;
+  char cr[64];
+  snprintf(cr, sizeof cr, "bytes */%" PRIu64, size);
+  MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_RANGE, cr);
+  mhd_result ok = MHD_queue_response(c, MHD_HTTP_RANGE_NOT_SATISFIABLE, r);
+  MHD_destroy_response(r);
+  return ok;
+}
+
+/* The file (a range of it with 206), sent from its descriptor. */
+static mhd_result serve_file(arc_server *srv, struct MHD_Connection *c, uint32_t token,
+                             const char *name) {
+  char path[4096 + ARC_NAME_MAX];
+  snprintf(path, sizeof path, "%s/%" PRIu32 "/%s", arc__store_arcs(srv->store), token, name);
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fd >= 0)
+      close(fd);
+    return reply_text(c, MHD_HTTP_NOT_FOUND, "no such file in a held arc\n");
+  }
+  uint64_t size = (uint64_t)st.st_size, off = 0, len = size;
+  const char *range = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_RANGE);
+  int kind = parse_range(range, size, &off, &len);
+  if (kind == RANGE_MALFORMED || kind == RANGE_UNSATISFIABLE) {
+    close(fd);
+    if (kind == RANGE_MALFORMED)
+      return bad_request(srv, c, "malformed range: one bytes=A-B, A- or -N\n");
+    return unsatisfiable(c, size);
+  }
+  struct MHD_Response *r = MHD_create_response_from_fd_at_offset64(len, fd, off);
+  if (r == NULL) {
+    close(fd);
+    return MHD_NO;
+  }
+  MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+  MHD_add_response_header(r, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
+  unsigned status = MHD_HTTP_OK;
+  if (kind == RANGE_OK) {
+    char cr[96];
+    snprintf(cr, sizeof cr, "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, off, off + len - 1, size);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_RANGE, cr);
+    status = MHD_HTTP_PARTIAL_CONTENT;
+  }
+  mhd_result ok = MHD_queue_response(c, status, r);
+  MHD_destroy_response(r); /* closes fd once sent */
+  if (ok == MHD_YES)
+    atomic_fetch_add(&srv->bytes_out, len);
+  return ok;
+}
+
+/* ------------------------------------------------------------------ routing */
+
+static mhd_result route(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                        const char *version, const char *upload_data, size_t *upload_data_size,
+                        void **req) {
+  (void)version, (void)upload_data, (void)upload_data_size, (void)req;
+  arc_server *srv = cls;
+  atomic_fetch_add(&srv->requests, 1);
+  if (!authorized(srv, c)) {
+    atomic_fetch_add(&srv->unauthorized, 1);
+    return reply_text(c, MHD_HTTP_UNAUTHORIZED, "");
+  }
+  if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+    return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
+  if (strncmp(url, PREFIX, sizeof PREFIX - 1) != 0)
+    return reply_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
+  const char *tok = url + sizeof PREFIX - 1, *slash = strchr(tok, '/');
+  uint32_t token = 0;
+  if (slash == NULL || !arc__parse_token(tok, (size_t)(slash - tok), &token))
+    return bad_request(srv, c, "bad token: decimal, below 65536, no leading zeros\n");
+  if (strcmp(slash, "/manifest") == 0)
+    return serve_manifest(srv, c, token);
+  if (strncmp(slash, "/files/", 7) != 0)
+    return reply_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
+  if (!arc__valid_name(slash + 7))
+    return bad_request(srv, c, "bad file name: [A-Za-z0-9._-], no leading '.'\n");
+  return serve_file(srv, c, token, slash + 7);
+}
+
+/* ---------------------------------------------------------- start and stop */
+
+static void mhd_log(void *cls, const char *fmt, va_list ap) {
+  arc_server *srv = cls;
+  vsnprintf(srv->error, sizeof srv->error, fmt, ap);
+  srv->error[strcspn(srv->error, "\n")] = '\0';
+}
+
+static struct MHD_Daemon *start_mhd(arc_server *srv, const arc_server_opts *o,
+                                    const struct sockaddr_storage *addr) {
+  unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+  if (addr->ss_family == AF_INET6)
+    flags |= MHD_USE_IPv6;
+  if (srv->cert != NULL)
+    flags |= MHD_USE_TLS;
+  unsigned conns = o->max_connections ? o->max_connections : 64;
+  unsigned per_ip = conns / 2 > 4 ? conns / 2 : 4;
+  unsigned timeout = o->timeout_s ? o->timeout_s : 10;
+  struct MHD_OptionItem tls[] = {
+      {srv->cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, srv->cert},
+      {MHD_OPTION_HTTPS_MEM_KEY, 0, srv->key},
+      {MHD_OPTION_END, 0, NULL},
+  };
+  return MHD_start_daemon(
+      flags, 0, NULL, NULL, route, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
+      MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)ARC_SERVER_THREADS,
+      MHD_OPTION_CONNECTION_LIMIT, conns, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
+      MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+      (size_t)ARC_SERVER_MEMORY, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_ARRAY, tls,
+      MHD_OPTION_END);
+}
+
+static void server_free(arc_server *srv) {
+  free(srv->secret);
+  free(srv->cert);
+  free(srv->key);
+  free(srv);
+}
+
+int arc_server_start(arc_store *s, const arc_server_opts *o, arc_server **out, ring_error *err) {
+  if (s == NULL || o == NULL || out == NULL)
+    return ring__err(err, RING_EINVAL, "arc_server_start: NULL argument");
+  if (o->secret == NULL || o->secret[0] == '\0')
+    return ring__err(err, RING_EINVAL, "arc server: a secret is required");
+  if ((o->tls_cert == NULL) != (o->tls_key == NULL))
+    return ring__err(err, RING_EINVAL, "arc server: TLS needs both a certificate and a key");
+  if (o->tls_cert != NULL && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+    return ring__err(err, RING_EINVAL, "arc server: libmicrohttpd was built without TLS");
+  struct sockaddr_storage addr;
+  int rc = resolve_listen(o->listen, &addr, err);
+  if (rc != RING_OK)
+    return rc;
+  arc_server *srv = calloc(1, sizeof *srv);
+  if (srv == NULL || (srv->secret = strdup(o->secret)) == NULL) {
+    free(srv);
+    return ring__err(err, RING_ENOMEM, "arc server: out of memory");
+  }
+  srv->store = s;
+  srv->secret_len = strlen(o->secret);
+  if (o->tls_cert != NULL && ((rc = read_pem(o->tls_cert, &srv->cert, err)) != RING_OK ||
+                              (rc = read_pem(o->tls_key, &srv->key, err)) != RING_OK)) {
+    server_free(srv);
+    return rc;
+  }
+  if ((srv->mhd = start_mhd(srv, o, &addr)) == NULL) {
+    rc = ring__err(err, RING_EIO, "arc server on %s: %s", o->listen,
+                   srv->error[0] ? srv->error : "cannot start (address in use?)");
+    server_free(srv);
+    return rc;
+  }
+  const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
+  srv->port = info ? info->port : 0;
+  *out = srv;
+  return RING_OK;
+}
+
+uint16_t arc_server_port(const arc_server *srv) { return srv ? srv->port : 0; }
+
+void arc_server_stop(arc_server *srv) {
+  if (srv == NULL)
+    return;
+  MHD_stop_daemon(srv->mhd);
+  server_free(srv);
+}
+
+void arc_server_stats_get(arc_server *srv, arc_server_stats *out) {
+  if (srv == NULL || out == NULL)
+    return;
+  out->bytes_out = atomic_load(&srv->bytes_out);
+  out->requests = atomic_load(&srv->requests);
+  out->unauthorized = atomic_load(&srv->unauthorized);
+  out->bad_requests = atomic_load(&srv->bad_requests);
+}
