@@ -81,6 +81,7 @@ typedef struct coord {
   /* health: the last error that stopped a step, "" when fine */
   pthread_mutex_t health_mu;
   char health[RK_REASON_MAX];
+  bool troubled;               /* coord_trouble was called in this step (loop only) */
 
   coord_metrics m;
 } coord;

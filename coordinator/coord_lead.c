@@ -136,6 +136,7 @@ void coord_resign(coord *c) {
 
 void coord_trouble(coord *c, const char *what, const ring_error *err) {
   char line[RK_REASON_MAX];
+  c->troubled = true;
   snprintf(line, sizeof line, "%.60s: %.190s", what, err && err->message[0] ? err->message : "failed");
   pthread_mutex_lock(&c->health_mu);
   bool repeat = strcmp(line, c->health) == 0;

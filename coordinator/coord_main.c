@@ -147,6 +147,7 @@ static int sync_table(coord *c, const rk_state *s) {
 static bool leader_step(coord *c) {
   rk_state s;
   ring_error err = {0};
+  c->troubled = false;
   if (rk_state_read(c->etcd, c->o.cluster, RK_READ_ALL, &s, &err) != RING_OK) {
     coord_trouble(c, "reading the cluster state", &err);
     return false;
@@ -158,10 +159,10 @@ static bool leader_step(coord *c) {
   else if (sync_table(c, &s) == RING_OK && (wrote = coord_membership(c, &s)) == 0 &&
            (wrote = coord_run_step(c, &s)) == 0 && !s.has_active)
     wrote = coord_propose(c, &s);
-  if (wrote == 0) {
+  if (wrote == 0)
     coord_gc(c, &s);
+  if (wrote >= 0 && !c->troubled)
     coord_healthy(c);
-  }
   rk_state_free(&s);
   return wrote > 0;
 }

@@ -11,6 +11,11 @@
  *   gone for down_after                -> down (the planner then moves its replicas away)
  *   joining, in the table, no run      -> active
  *   desired removed, owns nothing      -> removed
+ *
+ * Mass loss: while fewer than half of the nodes that are not down have an
+ * alive/ key, no node is marked down. Such a loss is a partition between
+ * the agents and etcd (or a fleet-wide restart), not failed machines, and
+ * re-replicating half the cluster would do more harm than waiting.
  */
 #include "coord.h"
 
@@ -75,9 +80,21 @@ static bool in_table(const ring_table *t, const char *id) {
   return t != NULL && ring_table_find_node(t, id) >= 0;
 }
 
+/* False while a mass loss is going on (see the top of the file). */
+static bool may_mark_down(const rk_state *s) {
+  uint32_t up = 0, alive = 0;
+  for (uint32_t i = 0; i < s->n_nodes; i++) {
+    if (s->nodes[i].state == RING_NODE_DOWN || s->nodes[i].state == RING_NODE_REMOVED)
+      continue;
+    up++;
+    alive += rk_state_alive(s, s->nodes[i].id) != NULL;
+  }
+  return 2 * alive >= up;
+}
+
 /* The record n should be now; returns true when it differs from *old. */
 static bool next_record(const coord *c, const rk_state *s, const rk_node *old, rk_node *n,
-                        uint64_t now) {
+                        uint64_t now, bool down_ok) {
   *n = *old;
   const rk_alive_entry *a = rk_state_alive(s, old->id);
   int ti = c->table ? ring_table_find_node(c->table, old->id) : -1;
@@ -89,7 +106,8 @@ static bool next_record(const coord *c, const rk_state *s, const rk_node *old, r
       n->state = RING_NODE_JOINING;
   } else if (old->lost_ms == 0) {
     n->lost_ms = now;
-  } else if (now - old->lost_ms >= s->config.down_after_ms && old->state != RING_NODE_DOWN &&
+  } else if (down_ok && now - old->lost_ms >= s->config.down_after_ms &&
+             old->state != RING_NODE_DOWN &&
              old->state != RING_NODE_REMOVED) {
     n->state = RING_NODE_DOWN;
   }
@@ -123,9 +141,15 @@ int coord_membership(coord *c, const rk_state *s) {
       return RING_EINVAL;
     wrote = 1;
   }
+  bool down_ok = may_mark_down(s);
+  if (!down_ok) {
+    ring_error why;
+    rk_fail(&why, RING_EUNAVAIL, "fewer than half of the nodes are alive: holding down detection");
+    coord_trouble(c, "membership", &why);
+  }
   for (uint32_t i = 0; i < s->n_nodes; i++) {
     rk_node n;
-    if (!next_record(c, s, &s->nodes[i], &n, now))
+    if (!next_record(c, s, &s->nodes[i], &n, now, down_ok))
       continue;
     if (n.state != s->nodes[i].state)
       log_state(&n, n.lost_ms ? "lease gone past down_after" : "membership");
