@@ -1,0 +1,426 @@
+/*
+ * test_ringctl_plan.c: plans through ringctl against real etcd: plan
+ * (--json, -o), apply (the proposed plan, by ID, from a FILE; stale, raced,
+ * tampered), --what-if, pause/resume/cancel, history and apply --wait.
+ *
+ * Sections: helpers; plan; apply; what-if; runs; history and --wait.
+ *
+ * A coordinator is played by the test: it proposes plans (rk_plan_doc_make),
+ * moves the version on, and ends runs.
+ */
+#include "ringctl_fixture.h"
+
+#include <pthread.h>
+
+/* ----------------------------------------------------------------- helpers */
+
+/* A path for a plan file of this test. */
+static void plan_path(char *out, size_t size, const char *name) {
+  snprintf(out, size, "%s/%s.json", fx_etcd.base, name);
+}
+
+static rk_run read_active(const char *cluster) {
+  char *v = fx_value(cluster, "plan/active");
+  rk_run r;
+  ring_error err = {0};
+  ck_assert_msg(rk_run_decode(v, strlen(v), &r, &err) == RING_OK, "%s: %s", err.message, v);
+  free(v);
+  return r;
+}
+
+static void delete_key(const char *cluster, const char *what) {
+  char key[RK_KEY_MAX];
+  rk_key(key, cluster, what);
+  ck_assert_int_eq(ring_etcd_delete(fx_client, key, strlen(key), false, NULL, NULL, NULL),
+                   RING_OK);
+}
+
+/* Marks the first n moves of r done. */
+static void set_done(rk_run *r, uint32_t n) {
+  for (uint32_t i = 0; i < r->plan.moves_total; i++)
+    rk_bit_set(r->cursor.done, i, i < n);
+  r->cursor.moves_done = n;
+}
+
+/* Writes r under plan/history/<id> and deletes plan/active: the run ended. */
+static void finish_run(const char *cluster, rk_run *r, rk_run_state state, const char *reason) {
+  r->state = state;
+  r->finished_ms = r->updated_ms = 1796000009000ull;
+  set_done(r, state == RK_RUN_DONE ? r->plan.moves_total : r->cursor.moves_done);
+  snprintf(r->reason, sizeof r->reason, "%s", reason);
+  char *json, what[64];
+  size_t len;
+  ck_assert_int_eq(rk_run_encode(r, &json, &len), RING_OK);
+  snprintf(what, sizeof what, "plan/history/%s", r->plan.id);
+  fx_put_owned(cluster, what, json, len);
+  delete_key(cluster, "plan/active");
+}
+
+/* -------------------------------------------------------------------- plan */
+
+START_TEST(plan_nothing_proposed) {
+  fx_seed_cluster("p-none");
+  cJSON *j = fx_json(0, "p-none", "plan");
+  ck_assert_int_eq(cJSON_GetArraySize(j), 1);
+  ck_assert(cJSON_IsNull(fx_get(j, "id")));
+  cJSON_Delete(j);
+  char path[400];
+  plan_path(path, sizeof path, "none");
+  FX_EXPECT(1, "p-none", "plan -o %s", path);
+  ck_assert_int_ne(access(path, F_OK), 0);
+}
+END_TEST
+
+START_TEST(plan_json_and_text) {
+  fx_seed_cluster("p-json");
+  char id[RK_PLAN_ID_LEN + 1];
+  fx_propose_add("p-json", "n6", "z0", id);
+  cJSON *j = fx_json(0, "p-json", "plan");
+  ck_assert_str_eq(fx_str(j, "id"), id);
+  ck_assert_int_eq((int)fx_num(j, "base_version"), 1);
+  int total = (int)fx_num(j, "moves_total");
+  ck_assert_int_gt(total, 0);
+  ck_assert_int_le((int)fx_num(j, "lower_bound"), total);
+  ck_assert_int_ge((int)fx_num(j, "waves"), 1);
+  ck_assert_int_eq(cJSON_GetArraySize(fx_get(j, "violations")), 0);
+  const cJSON *moves = fx_get(j, "moves"), *m;
+  ck_assert_int_eq(cJSON_GetArraySize(moves), total);
+  int to_new = 0;
+  cJSON_ArrayForEach(m, moves) {
+    ck_assert_int_lt((int)fx_num(m, "token"), FX_TOKENS);
+    ck_assert_int_lt((int)fx_num(m, "slot"), FX_REPLICAS);
+    to_new += strcmp(fx_str(m, "to"), "n6") == 0;
+    ck_assert_str_ne(fx_str(m, "from"), "n6"); /* the new node only gains */
+    ck_assert_ptr_nonnull(fx_str(m, "source"));
+  }
+  ck_assert_int_ge(to_new, FX_TOKENS * FX_REPLICAS / (FX_NODES + 1));
+  cJSON_Delete(j);
+  fx_run r = fx_ringctl("p-json", "plan");
+  ck_assert_int_eq(r.code, 0);
+  ck_assert_ptr_nonnull(strstr(r.out, id));
+  ck_assert_ptr_nonnull(strstr(r.out, "lower bound"));
+  ck_assert_ptr_nonnull(strstr(r.out, "unknown (no arc sizes)"));
+  ck_assert_ptr_nonnull(strstr(r.out, "n6"));
+  fx_free(&r);
+}
+END_TEST
+
+/* ------------------------------------------------------------------- apply */
+
+START_TEST(apply_file_then_stale) {
+  fx_seed_cluster("p-file");
+  char id[RK_PLAN_ID_LEN + 1], path[400];
+  fx_propose_add("p-file", "n6", "z1", id);
+  plan_path(path, sizeof path, "p-file");
+  FX_EXPECT(0, "p-file", "plan -o %s", path);
+  char *saved = fx_slurp_file(path);
+  cJSON *doc = cJSON_Parse(saved);
+  ck_assert_ptr_nonnull(doc);
+  ck_assert_str_eq(fx_str(doc, "id"), id);
+  ck_assert_int_eq((int)fx_num(doc, "base_version"), 1);
+  ck_assert_int_eq(cJSON_GetArraySize(fx_get(doc, "moves")), (int)fx_num(doc, "moves_total"));
+  ck_assert_int_eq(strncmp(fx_str(doc, "digest"), "xxh3-128:", 9), 0);
+  cJSON_Delete(doc);
+  free(saved);
+
+  fx_run r = fx_ringctl("p-file", "apply %s", path);
+  ck_assert_msg(r.code == 0, "%s", r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, id));
+  fx_free(&r);
+  rk_run run = read_active("p-file");
+  ck_assert_str_eq(run.plan.id, id);
+  ck_assert_int_eq(run.state, RK_RUN_ACTIVE);
+  ck_assert_uint_eq(run.cursor.moves_done, 0);
+  rk_run_free(&run);
+  r = fx_ringctl("p-file", "apply %s", path); /* one plan at a time */
+  ck_assert_int_eq(r.code, 3);
+  ck_assert_ptr_nonnull(strstr(r.err, "already active"));
+  fx_free(&r);
+
+  delete_key("p-file", "plan/active"); /* the coordinator ran it: version 2 */
+  fx_bump_version("p-file", 2);
+  r = fx_ringctl("p-file", "apply %s", path);
+  ck_assert_int_eq(r.code, 3);
+  ck_assert_ptr_nonnull(strstr(r.err, "plan base version 1, cluster is at version 2"));
+  fx_free(&r);
+  char *v = fx_value("p-file", "plan/active");
+  ck_assert_str_eq(v, "");
+  free(v);
+}
+END_TEST
+
+/* Rewrites the plan file at path with input.nodes[0].weight = 2. */
+static void tamper(const char *path) {
+  char *text = fx_slurp_file(path);
+  cJSON *doc = cJSON_Parse(text);
+  free(text);
+  cJSON *node = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "input"), "nodes"),
+                                   0);
+  cJSON_ReplaceItemInObject(node, "weight", cJSON_CreateNumber(2.0));
+  char *out = cJSON_PrintUnformatted(doc);
+  FILE *f = fopen(path, "w");
+  fputs(out, f);
+  fclose(f);
+  free(out);
+  cJSON_Delete(doc);
+}
+
+START_TEST(apply_tampered_or_garbage_file) {
+  fx_seed_cluster("p-tamper");
+  char id[RK_PLAN_ID_LEN + 1], path[400];
+  fx_propose_add("p-tamper", "n6", "z2", id);
+  plan_path(path, sizeof path, "p-tamper");
+  FX_EXPECT(0, "p-tamper", "plan -o %s", path);
+  tamper(path);
+  fx_run r = fx_ringctl("p-tamper", "apply %s", path);
+  ck_assert_int_eq(r.code, 1);
+  ck_assert_ptr_nonnull(strstr(r.err, "digest"));
+  fx_free(&r);
+  FILE *f = fopen(path, "w");
+  fputs("{\"format\":\"something.else\"}", f);
+  fclose(f);
+  r = fx_ringctl("p-tamper", "apply %s", path);
+  ck_assert_int_eq(r.code, 1);
+  ck_assert_ptr_nonnull(strstr(r.err, "is not a plan"));
+  fx_free(&r);
+  char *v = fx_value("p-tamper", "plan/active");
+  ck_assert_str_eq(v, "");
+  free(v);
+}
+END_TEST
+
+START_TEST(apply_by_id) {
+  fx_seed_cluster("p-id");
+  FX_EXPECT(1, "p-id", "apply"); /* nothing proposed */
+  char id[RK_PLAN_ID_LEN + 1];
+  fx_propose_add("p-id", "n6", "z0", id);
+  fx_run r = fx_ringctl("p-id", "apply 0123456789abcdef");
+  ck_assert_int_eq(r.code, 3);
+  ck_assert_ptr_nonnull(strstr(r.err, "not the proposed plan"));
+  fx_free(&r);
+  FX_EXPECT(1, "p-id", "apply no-such-file.json");
+  FX_EXPECT(0, "p-id", "apply %s", id);
+  rk_run run = read_active("p-id");
+  ck_assert_str_eq(run.plan.id, id);
+  rk_run_free(&run);
+  FX_EXPECT(3, "p-id", "apply %s", id);
+}
+END_TEST
+
+START_TEST(apply_stale_proposal) {
+  fx_seed_cluster("p-stale");
+  char id[RK_PLAN_ID_LEN + 1];
+  fx_propose_add("p-stale", "n6", "z0", id);
+  fx_bump_version("p-stale", 2); /* the table moved on before the new proposal */
+  fx_run r = fx_ringctl("p-stale", "apply");
+  ck_assert_int_eq(r.code, 3);
+  ck_assert_ptr_nonnull(strstr(r.err, "plan base version 1, cluster is at version 2"));
+  fx_free(&r);
+}
+END_TEST
+
+/* ----------------------------------------------------------------- what-if */
+
+START_TEST(what_if_add_and_remove) {
+  fx_seed_cluster("p-whatif");
+  cJSON *j = fx_json(0, "p-whatif", "plan --what-if add=n9,zone=z1,rack=r1,weight=2");
+  ck_assert_int_gt((int)fx_num(j, "moves_total"), 0);
+  const cJSON *m;
+  int to_new = 0;
+  cJSON_ArrayForEach(m, fx_get(j, "moves")) to_new += strcmp(fx_str(m, "to"), "n9") == 0;
+  ck_assert_int_gt(to_new, 0);
+  cJSON_Delete(j);
+  j = fx_json(0, "p-whatif", "plan --what-if remove=n0");
+  int total = (int)fx_num(j, "moves_total");
+  int from_n0 = 0;
+  cJSON_ArrayForEach(m, fx_get(j, "moves")) {
+    from_n0 += strcmp(fx_str(m, "from"), "n0") == 0;
+    ck_assert_str_ne(fx_str(m, "to"), "n0");
+  }
+  ck_assert_int_ge(from_n0, FX_TOKENS * FX_REPLICAS / FX_NODES); /* all of n0's share */
+  ck_assert_int_ge(total, from_n0);
+  cJSON_Delete(j);
+  fx_run r = fx_ringctl("p-whatif", "plan --what-if remove=nx");
+  ck_assert_int_eq(r.code, 1);
+  ck_assert_ptr_nonnull(strstr(r.err, "unknown node nx"));
+  fx_free(&r);
+  FX_EXPECT(1, "p-whatif", "plan --what-if add=n1,zone=z0"); /* exists */
+  r = fx_ringctl("p-whatif", "plan --what-if add=n9,zone=z1 --what-if remove=n0");
+  ck_assert_int_eq(r.code, 0);
+  ck_assert_ptr_nonnull(strstr(r.out, "what-if"));
+  fx_free(&r);
+  char *v = fx_value("p-whatif", "plan/proposed"); /* nothing written */
+  ck_assert_str_eq(v, "");
+  free(v);
+}
+END_TEST
+
+START_TEST(what_if_fail_zone) {
+  fx_seed_cluster("p-fail");
+  cJSON *j = fx_json(0, "p-fail", "plan --what-if fail=zone:z0");
+  const cJSON *w = fx_get(j, "what_if");
+  /* test_table_rr: token t's owners are nodes 2t%6 and (2t+1)%6; z0 holds
+   * n0 and n3, so tokens t%3 == 0 (n0 primary) and t%3 == 1 (n3) degrade. */
+  int want = 0;
+  for (int t = 0; t < FX_TOKENS; t++)
+    want += t % 3 != 2;
+  ck_assert_int_eq(cJSON_GetArraySize(fx_get(w, "degraded")), want);
+  ck_assert_int_eq(cJSON_GetArraySize(fx_get(w, "lost")), 0);
+  ck_assert_int_eq((int)cJSON_GetArrayItem(fx_get(w, "degraded"), 1)->valuedouble, 1);
+  const cJSON *m;
+  cJSON_ArrayForEach(m, fx_get(j, "moves")) {
+    const char *from = fx_str(m, "from");
+    ck_assert(strcmp(from, "n0") == 0 || strcmp(from, "n3") == 0);
+  }
+  cJSON_Delete(j);
+  fx_run r = fx_ringctl("p-fail", "plan --what-if fail=zone:z0");
+  ck_assert_int_eq(r.code, 0);
+  ck_assert_ptr_nonnull(strstr(r.out, "would lose a replica"));
+  ck_assert_ptr_nonnull(strstr(r.out, "0-1, 3-4"));
+  fx_free(&r);
+  FX_EXPECT(1, "p-fail", "plan --what-if fail=zone:z9"); /* no such zone */
+}
+END_TEST
+
+/* -------------------------------------------------------------------- runs */
+
+START_TEST(pause_resume_cancel) {
+  fx_seed_cluster("p-run");
+  fx_run r = fx_ringctl("p-run", "pause");
+  ck_assert_int_eq(r.code, 1);
+  ck_assert_ptr_nonnull(strstr(r.err, "no plan is active"));
+  fx_free(&r);
+  char id[RK_PLAN_ID_LEN + 1];
+  fx_propose_add("p-run", "n6", "z0", id);
+  FX_EXPECT(0, "p-run", "apply");
+  FX_EXPECT(0, "p-run", "pause");
+  rk_run run = read_active("p-run");
+  ck_assert_int_eq(run.state, RK_RUN_PAUSED);
+  rk_run_free(&run);
+  r = fx_ringctl("p-run", "pause");
+  ck_assert_int_eq(r.code, 0);
+  ck_assert_ptr_nonnull(strstr(r.out, "already paused"));
+  fx_free(&r);
+  cJSON *j = fx_json(0, "p-run", "status");
+  ck_assert_str_eq(fx_str(fx_get(j, "plan"), "state"), "paused");
+  cJSON_Delete(j);
+  FX_EXPECT(0, "p-run", "resume");
+  run = read_active("p-run");
+  ck_assert_int_eq(run.state, RK_RUN_ACTIVE);
+  rk_run_free(&run);
+  FX_EXPECT(0, "p-run", "cancel");
+  run = read_active("p-run");
+  ck_assert_int_eq(run.state, RK_RUN_CANCELLING);
+  ck_assert_str_eq(run.plan.id, id);
+  rk_run_free(&run);
+  FX_EXPECT(1, "p-run", "resume"); /* a cancelling run stays cancelling */
+  FX_EXPECT(1, "p-run", "pause");
+  FX_EXPECT(0, "p-run", "cancel");
+}
+END_TEST
+
+/* ------------------------------------------------------ history and --wait */
+
+START_TEST(history_lists_finished_runs) {
+  fx_seed_cluster("p-hist");
+  cJSON *j = fx_json(0, "p-hist", "history");
+  ck_assert_int_eq(cJSON_GetArraySize(fx_get(j, "plans")), 0);
+  cJSON_Delete(j);
+  char id[RK_PLAN_ID_LEN + 1];
+  fx_propose_add("p-hist", "n6", "z0", id);
+  FX_EXPECT(0, "p-hist", "apply");
+  delete_key("p-hist", "plan/proposed");
+  rk_run run = read_active("p-hist");
+  finish_run("p-hist", &run, RK_RUN_CANCELLED, "cancelled by the operator");
+  rk_run_free(&run);
+  j = fx_json(0, "p-hist", "history");
+  const cJSON *p = cJSON_GetArrayItem(fx_get(j, "plans"), 0);
+  ck_assert_str_eq(fx_str(p, "id"), id);
+  ck_assert_str_eq(fx_str(p, "state"), "cancelled");
+  ck_assert_str_eq(fx_str(p, "reason"), "cancelled by the operator");
+  ck_assert_int_eq((int)fx_num(p, "base_version"), 1);
+  cJSON_Delete(j);
+  j = fx_json(0, "p-hist", "status"); /* nothing active or proposed: the last run */
+  ck_assert_str_eq(fx_str(fx_get(j, "plan"), "state"), "cancelled");
+  cJSON_Delete(j);
+  fx_run r = fx_ringctl("p-hist", "history");
+  ck_assert_int_eq(r.code, 0);
+  ck_assert_ptr_nonnull(strstr(r.out, id));
+  fx_free(&r);
+}
+END_TEST
+
+/* Plays the coordinator for --wait: half the moves done, then the end. */
+typedef struct ender {
+  const char *cluster;
+  rk_run_state end;
+} ender;
+
+static void *end_run(void *ud) {
+  const ender *e = ud;
+  harness_sleep_ms(700);
+  rk_run run = read_active(e->cluster);
+  set_done(&run, run.plan.moves_total / 2);
+  char *json;
+  size_t len;
+  ck_assert_int_eq(rk_run_encode(&run, &json, &len), RING_OK);
+  fx_put_owned(e->cluster, "plan/active", json, len);
+  harness_sleep_ms(700);
+  finish_run(e->cluster, &run, e->end, e->end == RK_RUN_DONE ? "" : "receiver n6 went down");
+  rk_run_free(&run);
+  return NULL;
+}
+
+static fx_run apply_and_wait(const char *cluster, rk_run_state end) {
+  fx_seed_cluster(cluster);
+  char id[RK_PLAN_ID_LEN + 1];
+  fx_propose_add(cluster, "n6", "z0", id);
+  ender e = {cluster, end};
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, end_run, &e), 0);
+  fx_run r = fx_ringctl(cluster, "apply %s --wait", id);
+  pthread_join(th, NULL);
+  return r;
+}
+
+START_TEST(apply_wait_done) {
+  fx_run r = apply_and_wait("p-wait", RK_RUN_DONE);
+  ck_assert_msg(r.code == 0, "%s %s", r.out, r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "done"));
+  ck_assert_ptr_nonnull(strstr(r.out, "moves")); /* progress lines: not a terminal */
+  ck_assert_ptr_null(strstr(r.out, "\r"));
+  fx_free(&r);
+}
+END_TEST
+
+START_TEST(apply_wait_failed) {
+  fx_run r = apply_and_wait("p-wait-fail", RK_RUN_FAILED);
+  ck_assert_int_eq(r.code, 1);
+  ck_assert_ptr_nonnull(strstr(r.out, "failed"));
+  ck_assert_ptr_nonnull(strstr(r.out, "receiver n6 went down"));
+  fx_free(&r);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("ringctl_plan");
+  TCase *tc = tcase_create("plan");
+  tcase_add_unchecked_fixture(tc, fx_start, fx_stop);
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, plan_nothing_proposed);
+  tcase_add_test(tc, plan_json_and_text);
+  tcase_add_test(tc, apply_file_then_stale);
+  tcase_add_test(tc, apply_tampered_or_garbage_file);
+  tcase_add_test(tc, apply_by_id);
+  tcase_add_test(tc, apply_stale_proposal);
+  tcase_add_test(tc, what_if_add_and_remove);
+  tcase_add_test(tc, what_if_fail_zone);
+  tcase_add_test(tc, pause_resume_cancel);
+  tcase_add_test(tc, history_lists_finished_runs);
+  tcase_add_test(tc, apply_wait_done);
+  tcase_add_test(tc, apply_wait_failed);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) { return run_suite_as(suite(), 1); }
