@@ -161,8 +161,8 @@ static int decode_input_nodes(const cJSON *input, rk_plan_input *in, ring_error 
 }
 
 static int decode_input(const cJSON *root, rk_plan_input *in, ring_error *err) {
-  static const char *const keys[] = {"tokens",         "replicas",         "seed",
-                                     "failure_domain", "best_effort",      "moves_per_node",
+  static const char *const keys[] = {"tokens",           "replicas",       "seed",
+                                     "failure_domain",   "best_effort",    "moves_per_node",
                                      "moves_per_domain", "moves_per_wave", "nodes"};
   const cJSON *o = ring__json_object(root, "", "input", keys, N_KEYS(keys), err);
   if (o == NULL)
@@ -171,14 +171,13 @@ static int decode_input(const cJSON *root, rk_plan_input *in, ring_error *err) {
   if (rc == RING_OK)
     rc = ring__json_u32_at(o, "input.", "replicas", &in->replicas, err);
   if (rc == RING_OK)
-    rc = ring__json_uint_at(o, "input.", "seed", 0, RING_VERSION_MAX, RING_EFIELD, &in->seed,
-                            err);
+    rc = ring__json_uint_at(o, "input.", "seed", 0, RING_VERSION_MAX, RING_EFIELD, &in->seed, err);
   if (rc == RING_OK)
     rc = ring__json_string_copy(o, "input.", "failure_domain", in->failure_domain,
                                 sizeof in->failure_domain, err);
   if (rc == RING_OK)
-    rc = ring__json_string_copy(o, "input.", "best_effort", in->best_effort,
-                                sizeof in->best_effort, err);
+    rc = ring__json_string_copy(o, "input.", "best_effort", in->best_effort, sizeof in->best_effort,
+                                err);
   if (rc == RING_OK)
     rc = check_settings(in, err);
   if (rc == RING_OK)
@@ -198,8 +197,7 @@ static int decode_violations(const cJSON *root, rk_plan_doc *d, ring_error *err)
   for (const cJSON *e = arr->child; e != NULL; e = e->next, i++) {
     if (i == RK_VIOLATIONS_MAX)
       return ring__err(err, RING_EFIELD, "violations: more than %d", RK_VIOLATIONS_MAX);
-    if (!cJSON_IsString(e) || *e->valuestring == '\0' ||
-        strlen(e->valuestring) >= RK_REASON_MAX)
+    if (!cJSON_IsString(e) || *e->valuestring == '\0' || strlen(e->valuestring) >= RK_REASON_MAX)
       return ring__err(err, RING_EFIELD, "violations[%u]: must be a string of 1 to %d bytes", i,
                        RK_REASON_MAX - 1);
     memcpy(d->violations[i], e->valuestring, strlen(e->valuestring) + 1);
@@ -233,11 +231,10 @@ static int decode_digest(const cJSON *root, rk_plan_doc *d, ring_error *err) {
   }
   if (strncmp(digest, DIGEST_PREFIX, plen) != 0 || !lower_hex(digest + plen, 32))
     return ring__err(err, RING_ECHECKSUM,
-                     "digest: \"%.48s\" is not " DIGEST_PREFIX "<32 lowercase hex digits>",
-                     digest);
+                     "digest: \"%.48s\" is not " DIGEST_PREFIX "<32 lowercase hex digits>", digest);
   if (strlen(id) != RK_PLAN_ID_LEN || strncmp(id, digest + plen, RK_PLAN_ID_LEN) != 0)
-    return ring__err(err, RING_ECHECKSUM, "id: \"%.32s\" is not the digest's first %d digits",
-                     id, RK_PLAN_ID_LEN);
+    return ring__err(err, RING_ECHECKSUM, "id: \"%.32s\" is not the digest's first %d digits", id,
+                     RK_PLAN_ID_LEN);
   memcpy(d->digest, digest, RK_DIGEST_LEN + 1);
   memcpy(d->id, id, RK_PLAN_ID_LEN + 1);
   return RING_OK;
@@ -259,10 +256,11 @@ static int decode_counts(const cJSON *root, rk_plan_doc *d, ring_error *err) {
 }
 
 int rk_plan_doc_from_json(const cJSON *o, rk_plan_doc *out, ring_error *err) {
-  static const char *const keys[] = {
-      "format", "id",          "cluster", "base_version", "created_ms",
-      "input",  "moves_total", "lower_bound", "waves",    "bytes",
-      "lost",   "best_effort_violations", "violations", "digest", "moves"};
+  static const char *const keys[] = {"format",       "id",          "cluster",
+                                     "base_version", "created_ms",  "input",
+                                     "moves_total",  "lower_bound", "waves",
+                                     "bytes",        "lost",        "best_effort_violations",
+                                     "violations",   "digest",      "moves"};
   if (o == NULL || out == NULL)
     return ring__err(err, RING_EINVAL, "rk_plan_doc_from_json: NULL argument");
   rk_plan_doc *d = calloc(1, sizeof *d); /* large: not on the stack */
@@ -275,8 +273,8 @@ int rk_plan_doc_from_json(const cJSON *o, rk_plan_doc *out, ring_error *err) {
       !ring__valid_id(d->cluster))
     rc = ring__err(err, RING_EFIELD, "cluster: \"%s\" must match [a-z0-9._-]{1,63}", d->cluster);
   if (rc == RING_OK)
-    rc = ring__json_uint(o, "base_version", 0, RING_VERSION_MAX, RING_EVERSION,
-                         &d->base_version, err);
+    rc = ring__json_uint(o, "base_version", 0, RING_VERSION_MAX, RING_EVERSION, &d->base_version,
+                         err);
   if (rc == RING_OK)
     rc = ring__json_uint(o, "created_ms", 0, RING_VERSION_MAX, RING_EFIELD, &d->created_ms, err);
   if (rc == RING_OK)
@@ -320,7 +318,8 @@ static void write_input(ring__sbuf *b, const rk_plan_input *in) {
   ring__sb_json_string(b, in->failure_domain);
   ring__sb_puts(b, ",\"best_effort\":");
   ring__sb_json_string(b, in->best_effort);
-  ring__sb_printf(b, ",\"moves_per_node\":%u,\"moves_per_domain\":%u,\"moves_per_wave\":%u,"
+  ring__sb_printf(b,
+                  ",\"moves_per_node\":%u,\"moves_per_domain\":%u,\"moves_per_wave\":%u,"
                   "\"nodes\":[",
                   in->moves_per_node, in->moves_per_domain, in->moves_per_wave);
   for (uint32_t i = 0; i < in->n_nodes; i++) {
@@ -481,16 +480,16 @@ static int check_summary(const rk_plan_doc *d, const ring_plan *p, ring_error *e
   const struct {
     const char *name;
     uint32_t doc, plan;
-  } counts[] = {{"moves_total", d->moves_total, ring_plan_move_count(p)},
-                {"lower_bound", d->lower_bound, ring_plan_lower_bound(p)},
-                {"waves", d->waves, ring_plan_wave_count(p)},
-                {"lost", d->lost, ring_plan_lost_moves(p)},
-                {"best_effort_violations", d->best_effort_violations,
-                 ring_plan_best_effort_violations(p)}};
+  } counts[] = {
+      {"moves_total", d->moves_total, ring_plan_move_count(p)},
+      {"lower_bound", d->lower_bound, ring_plan_lower_bound(p)},
+      {"waves", d->waves, ring_plan_wave_count(p)},
+      {"lost", d->lost, ring_plan_lost_moves(p)},
+      {"best_effort_violations", d->best_effort_violations, ring_plan_best_effort_violations(p)}};
   for (size_t i = 0; i < N_KEYS(counts); i++)
     if (counts[i].doc != counts[i].plan)
-      return ring__err(err, RING_ECHECKSUM, "%s: document says %u, the plan has %u",
-                       counts[i].name, counts[i].doc, counts[i].plan);
+      return ring__err(err, RING_ECHECKSUM, "%s: document says %u, the plan has %u", counts[i].name,
+                       counts[i].doc, counts[i].plan);
   return RING_OK;
 }
 
@@ -501,8 +500,9 @@ static int check_base(const rk_plan_doc *d, const ring_table *base, ring_error *
     return ring__err(err, RING_EVERSION, "base_version: %" PRIu64 " but no base table",
                      d->base_version);
   if (base != NULL && ring_table_version(base) != d->base_version)
-    return ring__err(err, RING_EVERSION, "base_version: %" PRIu64 ", base table is version %" PRIu64,
-                     d->base_version, ring_table_version(base));
+    return ring__err(err, RING_EVERSION,
+                     "base_version: %" PRIu64 ", base table is version %" PRIu64, d->base_version,
+                     ring_table_version(base));
   if (base != NULL && strcmp(ring_table_cluster(base), d->cluster) != 0)
     return ring__err(err, RING_EFIELD, "cluster: \"%s\", base table is of \"%s\"", d->cluster,
                      ring_table_cluster(base));
@@ -520,8 +520,7 @@ int rk_plan_doc_compute(const rk_plan_doc *d, const ring_table *base, ring_plan 
   ring_error inner = {0};
   rc = compute(base, d->cluster, &d->input, &p, &inner);
   if (rc == RING_EPLAN) /* the document says a plan exists: it is not this input's */
-    return ring__err(err, RING_ECHECKSUM, "digest: the input no longer plans: %s",
-                     inner.message);
+    return ring__err(err, RING_ECHECKSUM, "digest: the input no longer plans: %s", inner.message);
   if (rc != RING_OK)
     return ring__err(err, rc, "%s", inner.message);
   if ((rc = check_summary(d, p, err)) != RING_OK) {

@@ -17,7 +17,7 @@
 
 /* ----------------------------------------------------------------- states */
 
-static const char *const state_names[] = {"active", "paused",  "cancelling",
+static const char *const state_names[] = {"active", "paused", "cancelling",
                                           "done",   "failed", "cancelled"};
 
 const char *rk_run_state_name(rk_run_state s) {
@@ -80,8 +80,8 @@ static int decode_bitmap(const cJSON *cur, const char *name, uint32_t moves, uin
     return rc;
   const size_t nb = bitmap_bytes(moves), want = ring__base64_encoded_len(nb), have = strlen(s);
   if (have != want)
-    return ring__err(err, RING_EFIELD, "cursor.%s: %zu base64 characters, %u moves need %zu",
-                     name, have, moves, want);
+    return ring__err(err, RING_EFIELD, "cursor.%s: %zu base64 characters, %u moves need %zu", name,
+                     have, moves, want);
   if (nb == 0)
     return RING_OK;
   uint8_t *bits = malloc(nb);
@@ -189,8 +189,7 @@ static int decode_run(const cJSON *root, rk_run *r, ring_error *err) {
     rc = ring__json_uint(root, "approved_ms", 0, RING_VERSION_MAX, RING_EFIELD, &r->approved_ms,
                          err);
   if (rc == RING_OK)
-    rc = ring__json_uint(root, "updated_ms", 0, RING_VERSION_MAX, RING_EFIELD, &r->updated_ms,
-                         err);
+    rc = ring__json_uint(root, "updated_ms", 0, RING_VERSION_MAX, RING_EFIELD, &r->updated_ms, err);
   if (rc == RING_OK)
     rc = ring__json_uint(root, "finished_ms", 0, RING_VERSION_MAX, RING_EFIELD, &r->finished_ms,
                          err);
@@ -204,7 +203,7 @@ static int decode_run(const cJSON *root, rk_run *r, ring_error *err) {
 }
 
 int rk_run_decode(const char *json, size_t len, rk_run *out, ring_error *err) {
-  static const char *const keys[] = {"format",      "plan",   "state", "approved_ms",
+  static const char *const keys[] = {"format",     "plan",        "state",  "approved_ms",
                                      "updated_ms", "finished_ms", "cursor", "reason"};
   if (out == NULL)
     return ring__err(err, RING_EINVAL, "rk_run_decode: NULL argument");

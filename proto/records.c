@@ -27,8 +27,8 @@
 
 /* ------------------------------------------------------------------- keys */
 
-static int key_printf(char key[RK_KEY_MAX], const char *fmt, const char *cluster,
-                      const char *dir, const char *name) {
+static int key_printf(char key[RK_KEY_MAX], const char *fmt, const char *cluster, const char *dir,
+                      const char *name) {
   if (key == NULL || cluster == NULL || dir == NULL || name == NULL)
     return RING_EINVAL;
   int n = snprintf(key, RK_KEY_MAX, fmt, cluster, dir, name);
@@ -51,8 +51,8 @@ int rk_key_version(char key[RK_KEY_MAX], const char *cluster, const char *dir, u
 
 /* --------------------------------------------------------- shared pieces */
 
-int ring__record_check(const cJSON *obj, const char *format, const char *const *keys,
-                       size_t n_keys, ring_error *err) {
+int ring__record_check(const cJSON *obj, const char *format, const char *const *keys, size_t n_keys,
+                       ring_error *err) {
   const char *f = "";
   if (!cJSON_IsObject(obj))
     return ring__err(err, RING_EFIELD, "%s: must be an object", format);
@@ -132,8 +132,8 @@ static int member_decode(const cJSON *o, const char *where, bool with_state, rin
   return RING_OK;
 }
 
-int ring__plan_node_decode(const cJSON *o, const char *where, ring_table *scratch,
-                           rk_node *out, ring_error *err) {
+int ring__plan_node_decode(const cJSON *o, const char *where, ring_table *scratch, rk_node *out,
+                           ring_error *err) {
   static const char *const keys[] = {"id", "addr", "labels", "weight", "state"};
   if (!cJSON_IsObject(o))
     return ring__err(err, RING_ENODE, "%smust be an object", where);
@@ -255,16 +255,16 @@ static int decode_config(const cJSON *root, rk_config *c, ring_error *err) {
     rc = ring__json_string_copy(root, "", "failure_domain", c->failure_domain,
                                 sizeof c->failure_domain, err);
   if (rc == RING_OK)
-    rc = ring__json_string_copy(root, "", "best_effort", c->best_effort, sizeof c->best_effort,
-                                err);
+    rc =
+        ring__json_string_copy(root, "", "best_effort", c->best_effort, sizeof c->best_effort, err);
   if (rc == RING_OK && (rc = ring__json_string(root, "", "migration", &mig, err)) == RING_OK &&
       ring__enum_parse(migration_names, N_KEYS(migration_names), mig) < 0)
     rc = ring__err(err, RING_EFIELD, "migration: \"%.32s\" (want \"stream\" or \"none\")", mig);
   if (rc == RING_OK)
     c->migration = (rk_migration)ring__enum_parse(migration_names, N_KEYS(migration_names), mig);
   if (rc == RING_OK)
-    rc = ring__json_uint(root, "down_after_ms", 0, RING_VERSION_MAX, RING_EFIELD,
-                         &c->down_after_ms, err);
+    rc = ring__json_uint(root, "down_after_ms", 0, RING_VERSION_MAX, RING_EFIELD, &c->down_after_ms,
+                         err);
   if (rc == RING_OK)
     rc = ring__json_bool(root, "", "auto_apply", &c->auto_apply, err);
   if (rc == RING_OK)
@@ -277,10 +277,9 @@ static int decode_config(const cJSON *root, rk_config *c, ring_error *err) {
 }
 
 int rk_config_decode(const char *json, size_t len, rk_config *out, ring_error *err) {
-  static const char *const keys[] = {"format",        "tokens",      "replicas",
-                                     "seed",          "failure_domain", "best_effort",
-                                     "migration",     "down_after_ms", "auto_apply",
-                                     "throttle",      "retention"};
+  static const char *const keys[] = {"format",         "tokens",      "replicas",  "seed",
+                                     "failure_domain", "best_effort", "migration", "down_after_ms",
+                                     "auto_apply",     "throttle",    "retention"};
   cJSON *root = NULL;
   rk_config c = {0};
   int rc = ring__record_parse(json, len, CONFIG_FORMAT, keys, N_KEYS(keys), &root, err);
@@ -354,8 +353,7 @@ int rk_desired_parse(const char *name) {
 
 void rk_node_spec(const rk_node *n, const char **keys, const char **values, ring_node_spec *s) {
   labels_spec(&n->labels, keys, values);
-  *s = (ring_node_spec){n->id,      n->addr,  keys, values, n->labels.n, n->weight,
-                        n->state};
+  *s = (ring_node_spec){n->id, n->addr, keys, values, n->labels.n, n->weight, n->state};
 }
 
 /* Decodes one record of nodes/ or alive/: the shared node fields through a
@@ -428,18 +426,15 @@ static void member_encode(ring__sbuf *b, const char *format, const rk_node *n) {
 }
 
 int rk_node_encode(const rk_node *n, char **json, size_t *len) {
-  if (n == NULL || json == NULL ||
-      !member_valid(n->id, n->addr, &n->labels, n->weight, n->state) ||
+  if (n == NULL || json == NULL || !member_valid(n->id, n->addr, &n->labels, n->weight, n->state) ||
       (unsigned)n->desired >= N_KEYS(desired_names) || n->lost_ms > RING_VERSION_MAX ||
       n->since_ms > RING_VERSION_MAX)
     return RING_EINVAL;
   ring__sbuf b = {0};
   member_encode(&b, NODE_FORMAT, n);
-  ring__sb_printf(&b,
-                  ",\"state\":\"%s\",\"desired\":\"%s\",\"lost_ms\":%" PRIu64
-                  ",\"since_ms\":%" PRIu64 "}",
-                  ring_node_state_name(n->state), rk_desired_name(n->desired), n->lost_ms,
-                  n->since_ms);
+  ring__sb_printf(
+      &b, ",\"state\":\"%s\",\"desired\":\"%s\",\"lost_ms\":%" PRIu64 ",\"since_ms\":%" PRIu64 "}",
+      ring_node_state_name(n->state), rk_desired_name(n->desired), n->lost_ms, n->since_ms);
   return ring__sb_finish(&b, json, len);
 }
 
@@ -447,17 +442,16 @@ int rk_node_encode(const rk_node *n, char **json, size_t *len) {
 
 static int alive_rest(const cJSON *root, rk_node *n, void *extra, ring_error *err) {
   (void)n;
-  return ring__json_uint(root, "started_ms", 0, RING_VERSION_MAX, RING_EFIELD,
-                         (uint64_t *)extra, err);
+  return ring__json_uint(root, "started_ms", 0, RING_VERSION_MAX, RING_EFIELD, (uint64_t *)extra,
+                         err);
 }
 
 int rk_alive_decode(const char *json, size_t len, rk_alive *out, ring_error *err) {
-  static const char *const keys[] = {"format", "id",     "addr",
-                                     "labels", "weight", "started_ms"};
+  static const char *const keys[] = {"format", "id", "addr", "labels", "weight", "started_ms"};
   rk_node n = {0};
   uint64_t started = 0;
-  int rc = member_record_decode(json, len, ALIVE_FORMAT, keys, N_KEYS(keys), false, alive_rest,
-                                &n, &started, err);
+  int rc = member_record_decode(json, len, ALIVE_FORMAT, keys, N_KEYS(keys), false, alive_rest, &n,
+                                &started, err);
   if (rc != RING_OK || out == NULL)
     return rc;
   memcpy(out->id, n.id, sizeof out->id);
@@ -573,8 +567,9 @@ int rk_leader_decode(const char *json, size_t len, rk_leader *out, ring_error *e
   rk_leader l = {0};
   uint64_t pid = 0;
   int rc = ring__record_parse(json, len, LEADER_FORMAT, keys, N_KEYS(keys), &root, err);
-  if (rc == RING_OK && (rc = ring__json_string_copy(root, "", "id", l.id, sizeof l.id, err)) ==
-                           RING_OK && !ring__valid_id(l.id))
+  if (rc == RING_OK &&
+      (rc = ring__json_string_copy(root, "", "id", l.id, sizeof l.id, err)) == RING_OK &&
+      !ring__valid_id(l.id))
     rc = ring__err(err, RING_ENODEID, "id: \"%s\" must match [a-z0-9._-]{1,63}", l.id);
   if (rc == RING_OK &&
       (rc = ring__json_string_copy(root, "", "addr", l.addr, sizeof l.addr, err)) == RING_OK &&
@@ -594,13 +589,11 @@ int rk_leader_decode(const char *json, size_t len, rk_leader *out, ring_error *e
 int rk_leader_encode(const rk_leader *l, char **json, size_t *len) {
   if (l == NULL || json == NULL || memchr(l->id, '\0', sizeof l->id) == NULL ||
       !ring__valid_id(l->id) || memchr(l->addr, '\0', sizeof l->addr) == NULL ||
-      (*l->addr && !ring__valid_addr(l->addr)) || l->pid < 0 ||
-      (uint64_t)l->pid > RING_VERSION_MAX)
+      (*l->addr && !ring__valid_addr(l->addr)) || l->pid < 0 || (uint64_t)l->pid > RING_VERSION_MAX)
     return RING_EINVAL;
   ring__sbuf b = {0};
-  ring__sb_printf(&b,
-                  "{\"format\":\"" LEADER_FORMAT "\",\"id\":\"%s\",\"addr\":\"%s\",\"pid\":%" PRId64
-                  "}",
-                  l->id, l->addr, l->pid);
+  ring__sb_printf(
+      &b, "{\"format\":\"" LEADER_FORMAT "\",\"id\":\"%s\",\"addr\":\"%s\",\"pid\":%" PRId64 "}",
+      l->id, l->addr, l->pid);
   return ring__sb_finish(&b, json, len);
 }

@@ -24,8 +24,12 @@
 /* n nodes "n<i>" in zones z<i % zones>, racks r<i>, weight 1, active;
  * T=256, R=3, zone hard, rack best effort. */
 static rk_plan_input input_make(uint32_t n, uint32_t zones) {
-  rk_plan_input in = {.tokens = 256, .replicas = 3, .seed = 7, .moves_per_node = 4,
-                      .moves_per_wave = 64, .n_nodes = n};
+  rk_plan_input in = {.tokens = 256,
+                      .replicas = 3,
+                      .seed = 7,
+                      .moves_per_node = 4,
+                      .moves_per_wave = 64,
+                      .n_nodes = n};
   snprintf(in.failure_domain, sizeof in.failure_domain, "zone");
   snprintf(in.best_effort, sizeof in.best_effort, "rack");
   in.nodes = calloc(n, sizeof *in.nodes);
@@ -271,8 +275,8 @@ static void expect_tampered(const char *json, const ring_table *base, const char
   ring_error err = {0};
   ck_assert_int_eq(rk_plan_doc_compute(&d, base, &p, &err), RING_ECHECKSUM);
   ck_assert_ptr_eq(p, (ring_plan *)0x1);
-  ck_assert_msg(strstr(err.message, fragment) != NULL, "message \"%s\" lacks \"%s\"",
-                err.message, fragment);
+  ck_assert_msg(strstr(err.message, fragment) != NULL, "message \"%s\" lacks \"%s\"", err.message,
+                fragment);
   rk_plan_doc_free(&d);
   free(text);
 }
@@ -418,19 +422,19 @@ END_TEST
 typedef int (*decode_fn)(const char *json, size_t len, ring_error *err);
 
 /* A decoder run through a poisoned output that must survive a failure. */
-#define CHECKED_DECODER(name, type, decode, release)                                       \
-  static int name(const char *json, size_t len, ring_error *err) {                         \
-    type *v = malloc(sizeof *v), *before = malloc(sizeof *v);                              \
-    memset(v, 0xa5, sizeof *v);                                                            \
-    memcpy(before, v, sizeof *v);                                                          \
-    int rc = decode(json, len, v, err);                                                    \
-    if (rc != RING_OK)                                                                     \
-      ck_assert_msg(memcmp(v, before, sizeof *v) == 0, "output written on failure");       \
-    else                                                                                   \
-      release(v);                                                                          \
-    free(v);                                                                               \
-    free(before);                                                                          \
-    return rc;                                                                             \
+#define CHECKED_DECODER(name, type, decode, release)                                               \
+  static int name(const char *json, size_t len, ring_error *err) {                                 \
+    type *v = malloc(sizeof *v), *before = malloc(sizeof *v);                                      \
+    memset(v, 0xa5, sizeof *v);                                                                    \
+    memcpy(before, v, sizeof *v);                                                                  \
+    int rc = decode(json, len, v, err);                                                            \
+    if (rc != RING_OK)                                                                             \
+      ck_assert_msg(memcmp(v, before, sizeof *v) == 0, "output written on failure");               \
+    else                                                                                           \
+      release(v);                                                                                  \
+    free(v);                                                                                       \
+    free(before);                                                                                  \
+    return rc;                                                                                     \
   }
 
 CHECKED_DECODER(dec_doc, rk_plan_doc, rk_plan_doc_decode, rk_plan_doc_free)
@@ -451,8 +455,8 @@ static void expect(decode_fn fn, const char *good, const char *path, const char 
                 err.message, path ? path : "(whole)");
   if (code != RING_OK) {
     ck_assert_int_eq(err.code, code);
-    ck_assert_msg(strstr(err.message, fragment) != NULL, "message \"%s\" lacks \"%s\"",
-                  err.message, fragment);
+    ck_assert_msg(strstr(err.message, fragment) != NULL, "message \"%s\" lacks \"%s\"", err.message,
+                  fragment);
   }
   free(copy);
   free(text);
@@ -481,8 +485,7 @@ START_TEST(doc_decode_errors) {
   expect(f, g, "id", "\"0123456789abcdef\"", RING_ECHECKSUM, "id");
   expect(f, g, "id", NULL, RING_EFIELD, "id: missing");
   expect(f, g, "digest", "\"xxh3-128:0123\"", RING_ECHECKSUM, "digest");
-  expect(f, g, "digest", "\"xxh3-64:0123456789abcdef0123456789abcdef\"", RING_ECHECKSUM,
-         "digest");
+  expect(f, g, "digest", "\"xxh3-64:0123456789abcdef0123456789abcdef\"", RING_ECHECKSUM, "digest");
   expect(f, g, "violations", "[\"no\"]", RING_EFIELD, "must be \"\" for a refused plan");
   expect(f, g, "violations", "[1]", RING_EFIELD, "violations[0]");
   expect(f, g, "violations", "[\"\"]", RING_EFIELD, "violations[0]");
