@@ -126,4 +126,13 @@ int rk_desired_input(const rk_state *s, const ring_table *table, rk_plan_input *
  * Used to decide whether a plan must be proposed at all. */
 bool rk_input_matches_table(const rk_plan_input *in, const ring_table *table);
 
+/* ------------------------------------------------------ a run's tables */
+
+/* The table a run is at (run_table.c): the plan target's nodes; base's
+ * owners with every move in `done` applied; a pending owner for every move
+ * in `pending` (NULL for none). base NULL is a first placement (the target
+ * itself). Sealed, at `version`; *out owned by the caller. */
+int rk_run_table(const ring_table *base, const ring_plan *p, const uint8_t *done,
+                 const uint8_t *pending, uint64_t version, ring_table **out, ring_error *err);
+
 #endif /* RING_COORD_CLUSTER_H */

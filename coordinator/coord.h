@@ -125,12 +125,6 @@ int coord_run_step(coord *c, const rk_state *s);
 
 /* ------------------------------------------------ tables and publishing */
 
-/* The table the run is at: the target's nodes; base owners with every move
- * in `done` applied; a pending owner for every move in `pending` (may be
- * NULL). Sealed, at `version`. */
-int coord_build_table(const ring_table *base, const ring_plan *p, const uint8_t *done,
-                      const uint8_t *pending, uint64_t version, ring_table **out, ring_error *err);
-
 /* Publishes `next` (version = s->version + 1): tables/<v>, deltas/<v>
  * (from c->table when there is one), version, and the extra ops, in one
  * fenced txn that compares the version key and plan/active as read in s.

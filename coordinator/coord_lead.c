@@ -92,6 +92,8 @@ static void campaign(coord *c) {
             c->lease);
   } else if (rc != RING_EBUSY) {
     coord_trouble(c, "campaigning", &err);
+  } else {
+    coord_healthy(c); /* a follower that reaches etcd is healthy */
   }
 }
 

@@ -256,7 +256,7 @@ static int commit(coord *c, const rk_state *s, next_run *n, ring_table *table) {
 static int table_at(coord *c, const rk_state *s, const next_run *n, const uint8_t *pending,
                     ring_table **out) {
   ring_error err = {0};
-  int rc = coord_build_table(c->run_base, c->run_plan, n->done, pending, s->version + 1, out, &err);
+  int rc = rk_run_table(c->run_base, c->run_plan, n->done, pending, s->version + 1, out, &err);
   if (rc != RING_OK)
     coord_trouble(c, "building the next table", &err);
   return rc;
