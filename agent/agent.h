@@ -1,0 +1,278 @@
+/*
+ * agent.h: the ring-agent daemon's parts. Internal to the binary.
+ *
+ * One agent runs per host. It registers the host (alive/<id> under a lease
+ * it keeps alive), follows the table through libring's live watcher (which
+ * acks each version it swaps in), fetches the arcs the newest version makes
+ * it the pending owner of, reports them in progress/<id> once installed and
+ * verified, serves the arcs it holds to other agents, and drops the arcs it
+ * no longer owns after a grace period.
+ *
+ * Threads:
+ *   - the main loop (agent_main.c) owns everything not marked otherwise: it
+ *     sleeps on `waker` and does all etcd writes but acks (the watcher's);
+ *   - the watcher's thread only swaps the table and wakes the loop;
+ *   - the config watch and the lease keeper only set a flag and wake it;
+ *   - a fixed pool of fetch workers (agent_fetchers.c) takes jobs from the
+ *     job list, which the loop fills from the table: at most one job per
+ *     pending token, so the list is bounded by T, never by time;
+ *   - the arc server and /metrics serve from threads of their own and read
+ *     only atomics and the store.
+ *
+ * Sections: options; jobs; the daemon; membership; following the table;
+ * fetch workers; reporting; dropping arcs; metrics and health.
+ */
+#ifndef RING_AGENT_H
+#define RING_AGENT_H
+
+#include "arc.h"
+#include "daemon.h"
+#include "records.h"
+#include "ring.h"
+#include "ring_etcd.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifndef AGENT_WORKERS_MAX
+#define AGENT_WORKERS_MAX 16 /* fetch threads; throttle.moves_per_node caps how many run */
+#endif
+#ifndef AGENT_WORKERS_DEFAULT
+#define AGENT_WORKERS_DEFAULT 4 /* parallel fetches when the config says "no limit" */
+#endif
+#define AGENT_PROGRESS_EVERY_MS 200 /* progress/<id> is written at most this often */
+
+/* ---------------------------------------------------------------- options */
+
+typedef struct agent_opts {
+  char *endpoints;
+  char *cluster;
+  char *id;
+  char *listen;        /* the arc server */
+  char *advertise;     /* the address in alive/<id>; NULL: from listen */
+  char *data_dir;
+  char *region, *zone, *rack, *host; /* failure-domain labels, NULL when unset */
+  double weight;
+  char *secret_file;   /* the bearer secret of the arc servers */
+  char *metrics;       /* /metrics and /healthz; NULL: none */
+  char *log_level;
+  uint64_t lease_ttl_ms;
+  uint64_t drop_grace_ms;
+  uint64_t etcd_timeout_ms;
+  char *tls_cert, *tls_key; /* the arc server's HTTPS */
+  char *ca_file;            /* to verify https sources */
+  char *user, *password_file;
+  char *etcd_ca_file, *etcd_cert_file, *etcd_key_file;
+} agent_opts;
+
+/* ------------------------------------------------------------------- jobs */
+
+typedef enum agent_job_state {
+  AGENT_JOB_QUEUED = 0, /* a worker may take it */
+  AGENT_JOB_RUNNING,    /* a worker is fetching it */
+  AGENT_JOB_RETRY,      /* failed; the loop requeues it at retry_at_ms with fresh sources */
+  AGENT_JOB_DONE        /* installed and verified by this process */
+} agent_job_state;
+
+/* One incoming arc: a pending entry naming this host. Allocated one by one
+ * (a running fetch holds &job->stop), freed by the loop once not running. */
+typedef struct agent_job {
+  uint32_t token;
+  uint64_t version;       /* names tmp/<token>.<version>: kept across versions to resume */
+  char sources[RING_REPLICAS_MAX][RING_ADDR_MAX + 1]; /* host:port, best first */
+  char source_ids[RING_REPLICAS_MAX][RING_ID_MAX + 1];
+  uint32_t n_sources;
+  agent_job_state state;
+  volatile bool stop;     /* set to abandon the fetch (cancel or SIGTERM) */
+  bool cancelled;         /* no longer pending: the loop frees it once not running */
+  uint32_t failures;      /* consecutive failed attempts, for the backoff */
+  uint64_t retry_at_ms;   /* AGENT_JOB_RETRY: when to requeue */
+  uint64_t bytes;         /* the arc's size once installed */
+} agent_job;
+
+/* ------------------------------------------------------------ the daemon */
+
+/* A temporary directory a previous run left: resumed if still pending. */
+typedef struct agent_leftover {
+  uint32_t token;
+  uint64_t version;
+} agent_leftover;
+
+/* Counters and gauges for /metrics, written anywhere, read by the server. */
+typedef struct agent_metrics {
+  _Atomic uint64_t version;          /* the table in service */
+  _Atomic uint64_t pending_version;  /* newest version naming us pending; 0: none */
+  _Atomic uint64_t bytes_in;         /* arc bytes received */
+  _Atomic uint64_t rate_in;          /* bytes/s over the last second or so */
+  _Atomic uint64_t rate_limit;       /* throttle.bytes_per_sec in force; 0: none */
+  _Atomic uint64_t parallel;         /* fetches allowed at once */
+  _Atomic uint64_t in_flight;        /* fetches running */
+  _Atomic uint64_t queued;           /* jobs waiting (queued or retrying) */
+  _Atomic uint64_t fetched;          /* arcs installed */
+  _Atomic uint64_t fetch_failures;   /* attempts that failed */
+  _Atomic uint64_t source_switches;  /* a dead source replaced by another */
+  _Atomic uint64_t checksum_failures; /* files refetched after a mismatch */
+  _Atomic uint64_t resumed_files;    /* files continued after a restart or a break */
+  _Atomic uint64_t stale_removed;    /* arcs removed because we did not own them */
+  _Atomic uint64_t dropped;          /* arcs dropped after the grace */
+  _Atomic uint64_t held;             /* arcs installed on disk */
+  _Atomic uint64_t registered;       /* 1 while alive/<id> is up */
+  _Atomic uint64_t registrations;    /* times alive/<id> was put */
+  _Atomic uint64_t leases_lost;
+  _Atomic uint64_t progress_writes;
+  _Atomic uint64_t errors;           /* etcd operations that failed */
+} agent_metrics;
+
+typedef struct agent {
+  agent_opts o;
+  char addr[RING_ADDR_MAX + 1]; /* advertised arc server address */
+  char *secret;                 /* NULL: the arc servers take no secret */
+  ring_etcd *etcd;
+  rd_waker waker;
+  atomic_bool stop;             /* SIGTERM */
+  uint64_t started_ms;
+
+  /* arcs */
+  arc_store *store;
+  arc_server *server;
+  arc_limiter *limiter;
+
+  /* membership (agent_member.c) */
+  int64_t lease;                /* 0: not registered */
+  ring_keeper *keeper;
+  atomic_bool lease_lost;       /* set by the keeper's thread */
+  uint64_t register_retry_ms;   /* next attempt while unregistered */
+
+  /* following (agent_follow.c) */
+  ring_live *live;
+  ring_watcher *watcher;
+  atomic_bool table_changed;    /* set by the watcher's thread */
+  ring_watch *config_watch;
+  atomic_bool config_changed;   /* set by the config watch */
+  rk_config config;
+  bool has_config;
+  uint64_t seen_version;        /* the table the jobs were computed from */
+  uint32_t tokens;              /* T of that table; 0 before the first */
+  uint8_t *owned;               /* T bits: we own a slot of the token */
+  uint8_t *pending;             /* T bits: a pending entry names us */
+  uint8_t *verified;            /* T bits: installed by a job, owned or pending ever since;
+                                   guarded by jobs_mu (workers set it) */
+  agent_leftover *leftovers;    /* tmp/<token>.<version> found at start, until the first table */
+  uint32_t n_leftovers;
+
+  /* jobs (agent_fetchers.c); the lock guards the list and every job */
+  pthread_mutex_t jobs_mu;
+  pthread_cond_t jobs_cv;       /* workers wait here for a queued job or stop */
+  agent_job **jobs;
+  uint32_t n_jobs, cap_jobs;
+  uint32_t parallel;            /* fetches allowed at once (<= AGENT_WORKERS_MAX) */
+  uint32_t running;
+  bool workers_stop;
+  pthread_t workers[AGENT_WORKERS_MAX];
+  uint32_t n_workers;
+
+  /* reporting (agent_report.c) */
+  uint64_t report_version;      /* newest version with pending entries naming us */
+  bool report_dirty;
+  uint64_t report_written_version;
+  uint64_t report_written_digest; /* of the tokens last written */
+  uint64_t report_last_ms;
+
+  /* dropping (agent_gc.c) */
+  uint64_t *drop_at;            /* T entries: monotonic ms to drop the arc, 0: none */
+  uint64_t next_drop_ms;        /* earliest drop_at, 0: none */
+
+  /* health: the last trouble, "" when fine */
+  pthread_mutex_t health_mu;
+  char health[256];
+  bool tick_trouble;            /* agent_trouble was called in this pass of the loop */
+  uint64_t rate_bytes, rate_ms; /* last rate sample */
+
+  agent_metrics m;
+} agent;
+
+/* Logs a failed step once per distinct message and keeps it for /healthz
+ * (the loop's thread only). agent_healthy clears it. */
+void agent_trouble(agent *a, const char *what, const char *detail);
+void agent_healthy(agent *a);
+/* "/ringkeeper/<cluster>/<dir><id>" for this agent (dir "alive/" etc.). */
+int agent_key(const agent *a, char key[RK_KEY_MAX], const char *dir);
+
+/* ------------------------------------------------------------ membership */
+
+/* Registers when not registered (or the lease was lost): grants a lease,
+ * puts alive/<id> under it, keeps it alive. Retries every second while it
+ * fails; returns the ms until the next attempt is due (0: registered). */
+uint64_t agent_member_tick(agent *a);
+/* Stops the keeper and revokes the lease: alive/<id> goes at once. */
+void agent_member_leave(agent *a);
+
+/* --------------------------------------------------- following the table */
+
+/* Starts the live watcher (acking as <id>) and the config watch. */
+int agent_follow_start(agent *a, char *msg, size_t cap);
+void agent_follow_stop(agent *a);
+/* Applies a changed config (throttle, migration mode); retries the config
+ * watch when it could not start. */
+void agent_follow_config(agent *a);
+/* Recomputes jobs, progress and drop timers when the table changed;
+ * requeues jobs whose retry time has come (with fresh sources). Returns the
+ * ms until a retry is due (UINT64_MAX: none). */
+uint64_t agent_follow_tick(agent *a);
+/* The backoff after `failures` failed attempts in a row: 0.5 s doubling to 10 s. */
+uint64_t agent_retry_delay(uint32_t failures);
+
+/* --------------------------------------------------------- fetch workers */
+
+int agent_fetchers_start(agent *a);
+/* Abandons every fetch (temp dirs stay for resumption) and joins workers. */
+void agent_fetchers_stop(agent *a);
+/* Sets how many fetches may run at once (0: AGENT_WORKERS_DEFAULT). */
+void agent_fetchers_limit(agent *a, uint32_t parallel);
+/* The job of token, NULL if none. Caller holds jobs_mu. */
+agent_job *agent_job_find(agent *a, uint32_t token);
+/* Appends a queued job; returns it or NULL on no memory. Caller holds jobs_mu. */
+agent_job *agent_job_add(agent *a, uint32_t token, uint64_t version);
+/* Frees cancelled jobs no worker runs. Caller holds jobs_mu. */
+void agent_jobs_reap(agent *a);
+/* Bytes of the installed arc's regular files (0 when it is not there). */
+uint64_t agent_arc_bytes(agent *a, uint32_t token);
+
+/* ------------------------------------------------------------- reporting */
+
+/* Writes progress/<id> when it changed, at most every AGENT_PROGRESS_EVERY_MS.
+ * Returns the ms until a coalesced write is due (UINT64_MAX: none). */
+uint64_t agent_report_tick(agent *a);
+
+/* --------------------------------------------------------- dropping arcs */
+
+/* Scans tmp/ for leftovers of a previous run into a->leftovers: resumed
+ * if their token is still pending at the first table, swept otherwise. */
+void agent_gc_scan_leftovers(agent *a);
+/* After a new table: starts the grace of every installed arc we neither own
+ * nor are pending for; stops it for the others; sweeps tmp/. */
+void agent_gc_retime(agent *a);
+/* Drops arcs whose grace is over. Returns the ms until the next drop. */
+uint64_t agent_gc_tick(agent *a);
+
+/* ----------------------------------------------------- metrics and health */
+
+void agent_metrics_text(void *ud, rd_text *t);
+bool agent_health_text(void *ud, rd_text *t);
+/* Updates the measured byte rate (called by the loop). */
+void agent_metrics_tick(agent *a);
+
+/* Bit helpers over T-bit sets. */
+static inline bool agent_bit(const uint8_t *set, uint32_t i) {
+  return set != NULL && (set[i >> 3] >> (i & 7)) & 1u;
+}
+static inline void agent_bit_set(uint8_t *set, uint32_t i, bool on) {
+  if (on)
+    set[i >> 3] = (uint8_t)(set[i >> 3] | (1u << (i & 7)));
+  else
+    set[i >> 3] = (uint8_t)(set[i >> 3] & ~(1u << (i & 7)));
+}
+
+#endif /* RING_AGENT_H */

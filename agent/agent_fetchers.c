@@ -1,0 +1,245 @@
+/*
+ * agent_fetchers.c: the fetch workers and the job list.
+ *
+ * Sections: the job list; one fetch; the workers; starting and stopping.
+ *
+ * A fixed pool of AGENT_WORKERS_MAX threads waits on jobs_cv; at most
+ * a->parallel of them fetch at once (throttle.moves_per_node, read live).
+ * A worker takes the first queued job, fetches it from its sources in
+ * order (a source that does not answer gives way to the next), and marks
+ * it done or failed; the loop requeues failed jobs after a backoff with
+ * sources read afresh. All transfers share one byte-rate limiter. A job's
+ * `stop` abandons its fetch (a cancelled pending entry, SIGTERM); the
+ * temporary directory stays, so the next attempt or the next start
+ * resumes it.
+ */
+#define _GNU_SOURCE
+#include "agent.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------ the job list */
+
+agent_job *agent_job_find(agent *a, uint32_t token) {
+  for (uint32_t i = 0; i < a->n_jobs; i++)
+    if (a->jobs[i]->token == token)
+      return a->jobs[i];
+  return NULL;
+}
+
+agent_job *agent_job_add(agent *a, uint32_t token, uint64_t version) {
+  if (a->n_jobs == a->cap_jobs) {
+    uint32_t cap = a->cap_jobs ? a->cap_jobs * 2 : 16;
+    agent_job **jobs = realloc(a->jobs, cap * sizeof *jobs);
+    if (jobs == NULL)
+      return NULL;
+    a->jobs = jobs;
+    a->cap_jobs = cap;
+  }
+  agent_job *j = calloc(1, sizeof *j);
+  if (j == NULL)
+    return NULL;
+  j->token = token;
+  j->version = version;
+  j->state = AGENT_JOB_QUEUED;
+  a->jobs[a->n_jobs++] = j;
+  return j;
+}
+
+void agent_jobs_reap(agent *a) {
+  uint32_t k = 0, queued = 0;
+  for (uint32_t i = 0; i < a->n_jobs; i++) {
+    agent_job *j = a->jobs[i];
+    if (j->cancelled && j->state != AGENT_JOB_RUNNING) {
+      free(j);
+      continue;
+    }
+    queued += j->state == AGENT_JOB_QUEUED || j->state == AGENT_JOB_RETRY;
+    a->jobs[k++] = j;
+  }
+  a->n_jobs = k;
+  atomic_store(&a->m.queued, queued);
+}
+
+/* Bytes of the installed arc's regular files (0 when it is not there). */
+uint64_t agent_arc_bytes(agent *a, uint32_t token) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/arcs/%" PRIu32, arc_store_dir(a->store), token);
+  DIR *d = opendir(path);
+  uint64_t bytes = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d)) != NULL) {
+    struct stat st;
+    if (e->d_name[0] != '.' && fstatat(dirfd(d), e->d_name, &st, 0) == 0 && S_ISREG(st.st_mode))
+      bytes += (uint64_t)st.st_size;
+  }
+  if (d)
+    closedir(d);
+  return bytes;
+}
+
+/* --------------------------------------------------------------- one fetch */
+
+/* What a worker copies out of a job before fetching without the lock. */
+typedef struct fetch_work {
+  uint32_t token;
+  uint64_t version;
+  char sources[RING_REPLICAS_MAX][RING_ADDR_MAX + 1];
+  char ids[RING_REPLICAS_MAX][RING_ID_MAX + 1];
+  uint32_t n;
+} fetch_work;
+
+/* A failure that another source may not have: try the next one. Local
+ * trouble (disk full, local I/O) would follow us there. */
+static bool try_next_source(int rc) { return rc != RING_ENOSPC && rc != RING_EIO; }
+
+/* Fetches w from its sources in order. Returns RING_OK (installed) or the
+ * last source's error, with err filled; *from the index of the source. */
+static int fetch_from_sources(agent *a, const fetch_work *w, const volatile bool *stop,
+                              uint32_t *from, ring_error *err) {
+  arc_fetch_opts fo = {.secret = a->secret, .ca_file = a->o.ca_file, .limiter = a->limiter,
+                       .stop = stop};
+  int rc = RING_EUNAVAIL;
+  snprintf(err->message, sizeof err->message, "no source: no other owner of the token");
+  for (uint32_t i = 0; i < w->n && !*stop; i++) {
+    arc_fetch_result res = {0};
+    *from = i;
+    rc = arc_fetch(a->store, w->sources[i], w->token, w->version, &fo, &res, err);
+    atomic_fetch_add(&a->m.bytes_in, res.bytes);
+    atomic_fetch_add(&a->m.checksum_failures, res.checksum_failures);
+    atomic_fetch_add(&a->m.resumed_files, res.resumed_files);
+    if (rc == RING_OK || rc == RING_EEXIST || *stop || !try_next_source(rc))
+      break;
+    if (i + 1 < w->n) {
+      char token[16];
+      snprintf(token, sizeof token, "%" PRIu32, w->token);
+      rd_log(RD_WARN, "source failed: trying the next replica", "token", token, "source",
+             w->ids[i], "next", w->ids[i + 1], "err", err->message, NULL);
+      atomic_fetch_add(&a->m.source_switches, 1);
+    }
+  }
+  return rc;
+}
+
+/* Records the outcome of a fetch of job j. Caller holds jobs_mu. */
+static void finish(agent *a, agent_job *j, const fetch_work *w, int rc, uint64_t bytes,
+                   uint32_t from, const ring_error *err) {
+  char token[16], version[24];
+  snprintf(token, sizeof token, "%" PRIu32, w->token);
+  snprintf(version, sizeof version, "%" PRIu64, w->version);
+  if (rc == RING_OK || rc == RING_EEXIST) { /* EEXIST: installed meanwhile, verified then */
+    j->state = AGENT_JOB_DONE;
+    j->bytes = bytes;
+    j->failures = 0;
+    if (w->token < a->tokens)
+      agent_bit_set(a->verified, w->token, true);
+    atomic_fetch_add(&a->m.fetched, 1);
+    rd_log(RD_INFO, "arc installed", "token", token, "source", w->n ? w->ids[from] : "",
+           "version", version, NULL);
+    return;
+  }
+  j->state = AGENT_JOB_RETRY;
+  if (j->stop) { /* abandoned: not a failure of the source */
+    j->retry_at_ms = rd_now_ms();
+    return;
+  }
+  j->failures++;
+  j->retry_at_ms = rd_now_ms() + agent_retry_delay(j->failures);
+  atomic_fetch_add(&a->m.fetch_failures, 1);
+  rd_log(RD_WARN, "fetch failed: retrying later", "token", token, "version", version, "err",
+         err->message, NULL);
+}
+
+/* ----------------------------------------------------------------- workers */
+
+/* The first queued job when a fetch may start, else NULL. Caller holds jobs_mu. */
+static agent_job *next_job(agent *a) {
+  if (a->running >= a->parallel)
+    return NULL;
+  for (uint32_t i = 0; i < a->n_jobs; i++)
+    if (a->jobs[i]->state == AGENT_JOB_QUEUED && !a->jobs[i]->cancelled)
+      return a->jobs[i];
+  return NULL;
+}
+
+static void *worker(void *ud) {
+  agent *a = ud;
+  pthread_mutex_lock(&a->jobs_mu);
+  while (!a->workers_stop) {
+    agent_job *j = next_job(a);
+    if (j == NULL) {
+      pthread_cond_wait(&a->jobs_cv, &a->jobs_mu);
+      continue;
+    }
+    fetch_work w = {.token = j->token, .version = j->version, .n = j->n_sources};
+    memcpy(w.sources, j->sources, sizeof w.sources);
+    memcpy(w.ids, j->source_ids, sizeof w.ids);
+    j->state = AGENT_JOB_RUNNING;
+    a->running++;
+    atomic_store(&a->m.in_flight, a->running);
+    pthread_mutex_unlock(&a->jobs_mu);
+
+    ring_error err = {0};
+    uint32_t from = 0;
+    int rc = fetch_from_sources(a, &w, &j->stop, &from, &err);
+    uint64_t bytes = rc == RING_OK || rc == RING_EEXIST ? agent_arc_bytes(a, w.token) : 0;
+
+    pthread_mutex_lock(&a->jobs_mu);
+    a->running--;
+    atomic_store(&a->m.in_flight, a->running);
+    finish(a, j, &w, rc, bytes, from, &err);
+    pthread_cond_broadcast(&a->jobs_cv); /* a slot is free */
+    rd_waker_wake(&a->waker);            /* report, requeue, reap */
+  }
+  pthread_mutex_unlock(&a->jobs_mu);
+  return NULL;
+}
+
+/* ------------------------------------------------- starting and stopping */
+
+int agent_fetchers_start(agent *a) {
+  a->parallel = AGENT_WORKERS_DEFAULT;
+  atomic_store(&a->m.parallel, a->parallel);
+  for (uint32_t i = 0; i < AGENT_WORKERS_MAX; i++) {
+    if (pthread_create(&a->workers[i], NULL, worker, a) != 0) {
+      agent_fetchers_stop(a);
+      return -1;
+    }
+    a->n_workers++;
+  }
+  return 0;
+}
+
+void agent_fetchers_limit(agent *a, uint32_t parallel) {
+  if (parallel == 0)
+    parallel = AGENT_WORKERS_DEFAULT;
+  if (parallel > AGENT_WORKERS_MAX)
+    parallel = AGENT_WORKERS_MAX;
+  pthread_mutex_lock(&a->jobs_mu);
+  a->parallel = parallel; /* running fetches above a lower limit finish; no new one starts */
+  pthread_cond_broadcast(&a->jobs_cv);
+  pthread_mutex_unlock(&a->jobs_mu);
+  atomic_store(&a->m.parallel, parallel);
+}
+
+void agent_fetchers_stop(agent *a) {
+  pthread_mutex_lock(&a->jobs_mu);
+  a->workers_stop = true;
+  for (uint32_t i = 0; i < a->n_jobs; i++)
+    a->jobs[i]->stop = true;
+  pthread_cond_broadcast(&a->jobs_cv);
+  pthread_mutex_unlock(&a->jobs_mu);
+  for (uint32_t i = 0; i < a->n_workers; i++)
+    pthread_join(a->workers[i], NULL);
+  a->n_workers = 0;
+  for (uint32_t i = 0; i < a->n_jobs; i++)
+    free(a->jobs[i]);
+  a->n_jobs = 0;
+}

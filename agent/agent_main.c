@@ -1,0 +1,297 @@
+/*
+ * agent_main.c: ring-agent's entry point: options, start-up, the loop, and
+ * a clean stop on SIGTERM.
+ *
+ * Sections: options; start-up; the loop; stopping; main.
+ *
+ * Usage: ring-agent --endpoints URLS --cluster NAME --id ID --listen HOST:PORT
+ *        --data-dir DIR [--advertise HOST:PORT] [--zone Z] ... [--config FILE]
+ *        (see --help and deploy/ring-agent.conf)
+ */
+#define _GNU_SOURCE /* strdup, gethostname */
+#include "agent.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- options */
+
+static void opts_table(agent_opts *o, rd_opt *t) {
+  const rd_opt table[] = {
+      {"endpoints", RD_OPT_STRING, &o->endpoints, 0, 0, "etcd client URLs, comma-separated"},
+      {"cluster", RD_OPT_STRING, &o->cluster, 0, 0, "cluster name: keys under /ringkeeper/NAME/"},
+      {"id", RD_OPT_STRING, &o->id, 0, 0, "this host's node id ([a-z0-9._-]{1,63})"},
+      {"listen", RD_OPT_STRING, &o->listen, 0, 0, "HOST:PORT of the arc server"},
+      {"advertise", RD_OPT_STRING, &o->advertise, 0, 0,
+       "HOST:PORT other agents fetch from (default: the listen address)"},
+      {"data-dir", RD_OPT_STRING, &o->data_dir, 0, 0, "where arcs live: DIR/arcs/<token>/"},
+      {"region", RD_OPT_STRING, &o->region, 0, 0, "failure-domain label region"},
+      {"zone", RD_OPT_STRING, &o->zone, 0, 0, "failure-domain label zone"},
+      {"rack", RD_OPT_STRING, &o->rack, 0, 0, "failure-domain label rack"},
+      {"host", RD_OPT_STRING, &o->host, 0, 0, "failure-domain label host"},
+      {"weight", RD_OPT_DOUBLE, &o->weight, 1e-6, 1e6, "capacity relative to other hosts"},
+      {"secret-file", RD_OPT_STRING, &o->secret_file, 0, 0,
+       "file holding the arc servers' shared secret"},
+      {"metrics", RD_OPT_STRING, &o->metrics, 0, 0, "HOST:PORT for /metrics and /healthz"},
+      {"log-level", RD_OPT_STRING, &o->log_level, 0, 0, "debug, info, warn or error"},
+      {"lease-ttl", RD_OPT_MS, &o->lease_ttl_ms, 2000, 600000,
+       "alive/<id> lease: the host counts as gone this long after it dies"},
+      {"drop-grace", RD_OPT_MS, &o->drop_grace_ms, 0, 604800000,
+       "how long an arc no longer owned is kept before it is removed"},
+      {"etcd-timeout", RD_OPT_MS, &o->etcd_timeout_ms, 100, 600000, "per etcd request"},
+      {"tls-cert", RD_OPT_STRING, &o->tls_cert, 0, 0, "PEM certificate: the arc server speaks HTTPS"},
+      {"tls-key", RD_OPT_STRING, &o->tls_key, 0, 0, "PEM key of --tls-cert"},
+      {"ca-file", RD_OPT_STRING, &o->ca_file, 0, 0, "CA bundle to verify HTTPS arc sources"},
+      {"user", RD_OPT_STRING, &o->user, 0, 0, "etcd user"},
+      {"password-file", RD_OPT_STRING, &o->password_file, 0, 0, "file holding the etcd password"},
+      {"etcd-ca-file", RD_OPT_STRING, &o->etcd_ca_file, 0, 0, "CA bundle for etcd TLS"},
+      {"etcd-cert-file", RD_OPT_STRING, &o->etcd_cert_file, 0, 0, "client certificate for etcd TLS"},
+      {"etcd-key-file", RD_OPT_STRING, &o->etcd_key_file, 0, 0, "client key for etcd TLS"},
+      {NULL, 0, NULL, 0, 0, NULL},
+  };
+  memcpy(t, table, sizeof table);
+}
+#define N_OPTS 26
+
+static bool valid_name(const char *s) {
+  size_t n = s ? strlen(s) : 0;
+  return n >= 1 && n <= RING_ID_MAX && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n;
+}
+
+/* The failure-domain labels given as flags, validated. */
+static int opts_labels(const agent_opts *o, rk_labels *l, char *msg, size_t cap) {
+  const char *keys[] = {"region", "zone", "rack", "host"};
+  const char *values[] = {o->region, o->zone, o->rack, o->host};
+  memset(l, 0, sizeof *l);
+  for (int i = 0; i < 4; i++) {
+    ring_error err = {0};
+    if (values[i] && rk_labels_set(l, keys[i], values[i], &err) != RING_OK)
+      return snprintf(msg, cap, "--%s: %s", keys[i], err.message), -1;
+  }
+  return 0;
+}
+
+/* Checks what the option parser cannot: required options, names, pairs. */
+static int opts_check(const agent_opts *o, char *msg, size_t cap) {
+  rk_labels l;
+  if (o->endpoints == NULL || o->endpoints[0] == '\0')
+    return snprintf(msg, cap, "--endpoints is required"), -1;
+  if (!valid_name(o->cluster))
+    return snprintf(msg, cap, "--cluster NAME is required ([a-z0-9._-]{1,63})"), -1;
+  if (!valid_name(o->id))
+    return snprintf(msg, cap, "--id ID is required ([a-z0-9._-]{1,63})"), -1;
+  if (o->listen == NULL || strchr(o->listen, ':') == NULL)
+    return snprintf(msg, cap, "--listen HOST:PORT is required"), -1;
+  if (o->advertise && (strchr(o->advertise, ':') == NULL || strlen(o->advertise) > RING_ADDR_MAX))
+    return snprintf(msg, cap, "--advertise: \"%s\" is not HOST:PORT", o->advertise), -1;
+  if (o->data_dir == NULL || o->data_dir[0] == '\0')
+    return snprintf(msg, cap, "--data-dir is required"), -1;
+  if (o->log_level && rd_log_level_parse(o->log_level) < 0)
+    return snprintf(msg, cap, "--log-level: \"%s\" is not debug, info, warn or error",
+                    o->log_level),
+           -1;
+  if ((o->user == NULL) != (o->password_file == NULL))
+    return snprintf(msg, cap, "--user and --password-file go together"), -1;
+  if ((o->tls_cert == NULL) != (o->tls_key == NULL))
+    return snprintf(msg, cap, "--tls-cert and --tls-key go together"), -1;
+  return opts_labels(o, &l, msg, cap);
+}
+
+/* The first line of a secret file, without its line end; malloc()'ed, or
+ * NULL with msg set (a missing, unreadable or empty file). */
+static char *read_first_line(const char *path, char *msg, size_t cap) {
+  FILE *f = fopen(path, "r");
+  char line[1024];
+  bool ok = f != NULL && fgets(line, sizeof line, f) != NULL;
+  int e = errno;
+  if (f)
+    fclose(f);
+  if (ok)
+    line[strcspn(line, "\r\n")] = '\0';
+  if (!ok || line[0] == '\0') {
+    snprintf(msg, cap, "%s: %s", path, f ? "empty" : strerror(e));
+    return NULL;
+  }
+  return strdup(line);
+}
+
+/* ------------------------------------------------------------- start-up */
+
+static void on_stop(void *ud) {
+  agent *a = ud;
+  atomic_store(&a->stop, true);
+  rd_waker_wake(&a->waker);
+}
+
+static int open_etcd(agent *a, char *msg, size_t cap) {
+  char *password = NULL;
+  if (a->o.password_file && (password = read_first_line(a->o.password_file, msg, cap)) == NULL)
+    return -1;
+  ring_etcd_opts eo = {.endpoints = a->o.endpoints, .user = a->o.user, .password = password,
+                       .ca_file = a->o.etcd_ca_file, .cert_file = a->o.etcd_cert_file,
+                       .key_file = a->o.etcd_key_file, .timeout_ms = (uint32_t)a->o.etcd_timeout_ms};
+  ring_error err = {0};
+  int rc = ring_etcd_open(&eo, &a->etcd, &err);
+  free(password);
+  if (rc != RING_OK)
+    return snprintf(msg, cap, "etcd: %s", err.message), -1;
+  return 0;
+}
+
+/* The address other agents reach the arc server at: --advertise, else the
+ * listen address with the bound port (the host name for a wildcard). */
+static void advertised_addr(agent *a) {
+  if (a->o.advertise) {
+    snprintf(a->addr, sizeof a->addr, "%s", a->o.advertise);
+    return;
+  }
+  const char *colon = strrchr(a->o.listen, ':');
+  char host[RING_ADDR_MAX + 1];
+  snprintf(host, sizeof host, "%.*s", (int)(colon - a->o.listen), a->o.listen);
+  if (host[0] == '\0' || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "[::]") == 0) {
+    gethostname(host, sizeof host - 8);
+    host[sizeof host - 8] = '\0';
+  }
+  snprintf(a->addr, sizeof a->addr, "%.240s:%u", host, (unsigned)arc_server_port(a->server));
+}
+
+/* The arc store, limiter and server. */
+static int open_arcs(agent *a, char *msg, size_t cap) {
+  ring_error err = {0};
+  if (a->o.secret_file && (a->secret = read_first_line(a->o.secret_file, msg, cap)) == NULL)
+    return -1;
+  if (arc_store_open(a->o.data_dir, &a->store, &err) != 0)
+    return snprintf(msg, cap, "data dir: %s", err.message), -1;
+  if (arc_limiter_new(0, &a->limiter) != 0)
+    return snprintf(msg, cap, "rate limiter: out of memory"), -1;
+  arc_server_opts so = {.listen = a->o.listen, .secret = a->secret, .tls_cert = a->o.tls_cert,
+                        .tls_key = a->o.tls_key};
+  if (arc_server_start(a->store, &so, &a->server, &err) != 0)
+    return snprintf(msg, cap, "arc server on %s: %s", a->o.listen, err.message), -1;
+  advertised_addr(a);
+  return 0;
+}
+
+/* Everything but the loop. On failure msg says why; agent_close undoes
+ * whatever got started. */
+static int agent_open(agent *a, rd_http **http, char *msg, size_t cap) {
+  if (open_arcs(a, msg, cap) != 0 || open_etcd(a, msg, cap) != 0)
+    return -1;
+  agent_gc_scan_leftovers(a);
+  if (agent_fetchers_start(a) != 0)
+    return snprintf(msg, cap, "cannot start fetch workers"), -1;
+  if (agent_follow_start(a, msg, cap) != 0)
+    return -1;
+  if (a->o.metrics && (*http = rd_http_start(a->o.metrics, agent_metrics_text, agent_health_text,
+                                             a, msg, cap)) == NULL)
+    return -1;
+  return 0;
+}
+
+/* ------------------------------------------------------------- the loop */
+
+static uint64_t min_ms(uint64_t x, uint64_t y) { return x < y ? x : y; }
+
+static void run_loop(agent *a) {
+  while (!atomic_load(&a->stop)) {
+    uint64_t wait = 1000; /* the longest sleep: a safety net, every change wakes the loop */
+    a->tick_trouble = false;
+    wait = min_ms(wait, agent_member_tick(a));
+    agent_follow_config(a);
+    wait = min_ms(wait, agent_follow_tick(a));
+    wait = min_ms(wait, agent_report_tick(a));
+    wait = min_ms(wait, agent_gc_tick(a));
+    agent_metrics_tick(a);
+    if (!a->tick_trouble && a->lease != 0)
+      agent_healthy(a);
+    if (wait > 0)
+      rd_waker_wait(&a->waker, wait);
+  }
+}
+
+/* ------------------------------------------------------------- stopping */
+
+/* SIGTERM: no more acks, fetches abandoned (their temp dirs stay for the
+ * next start), nothing served, the lease revoked so the host is gone at
+ * once. Also undoes a start-up that failed part way. */
+static void agent_close(agent *a, rd_http *http) {
+  agent_follow_stop(a);
+  agent_fetchers_stop(a);
+  if (a->server)
+    arc_server_stop(a->server);
+  if (a->etcd)
+    agent_member_leave(a);
+  if (http)
+    rd_http_stop(http);
+  ring_etcd_close(a->etcd);
+  arc_limiter_free(a->limiter);
+  arc_store_close(a->store);
+  free(a->secret);
+  free(a->owned);
+  free(a->pending);
+  free(a->verified);
+  free(a->drop_at);
+  free(a->leftovers);
+  free(a->jobs);
+}
+
+/* ----------------------------------------------------------------- main */
+
+static int parse(agent *a, rd_opt *table, int argc, char **argv) {
+  char msg[512] = "";
+  a->o = (agent_opts){.weight = 1.0, .lease_ttl_ms = 10000, .drop_grace_ms = 60000,
+                      .etcd_timeout_ms = 5000};
+  opts_table(&a->o, table);
+  int rc = rd_opts_parse(argc, argv,
+                         "ring-agent: registers this host, follows the ring, streams the arcs it "
+                         "is given and serves its own",
+                         table, msg, sizeof msg);
+  if (rc == RD_OPTS_HELP)
+    return 0;
+  if (rc != RD_OPTS_OK || opts_check(&a->o, msg, sizeof msg) != 0) {
+    fprintf(stderr, "ring-agent: %s\n", msg);
+    return 2;
+  }
+  rd_log_init("agent", a->o.log_level ? (rd_level)rd_log_level_parse(a->o.log_level) : RD_INFO, 2);
+  return -1;
+}
+
+int main(int argc, char **argv) {
+  static agent a; /* one per process; its address is handed to threads */
+  static rd_opt table[N_OPTS];
+  int rc = parse(&a, table, argc, argv);
+  if (rc >= 0) {
+    rd_opts_free(table);
+    return rc;
+  }
+  a.started_ms = rd_wall_ms();
+  rd_waker_init(&a.waker);
+  pthread_mutex_init(&a.health_mu, NULL);
+  pthread_mutex_init(&a.jobs_mu, NULL);
+  pthread_cond_init(&a.jobs_cv, NULL);
+  if (rd_signals_start(on_stop, NULL, &a) != 0) {
+    fprintf(stderr, "ring-agent: cannot set up signal handling\n");
+    return 1;
+  }
+  char msg[512] = "";
+  rd_http *http = NULL;
+  rc = 0;
+  if (agent_open(&a, &http, msg, sizeof msg) != 0) {
+    rd_log(RD_ERROR, "cannot start", "err", msg, NULL);
+    rc = 1;
+  } else {
+    rd_log(RD_INFO, "started", "id", a.o.id, "cluster", a.o.cluster, "addr", a.addr, "data_dir",
+           a.o.data_dir, NULL);
+    run_loop(&a);
+    rd_log(RD_INFO, "stopping", "id", a.o.id, NULL);
+  }
+  agent_close(&a, http);
+  if (rc == 0)
+    rd_log(RD_INFO, "stopped", "id", a.o.id, NULL);
+  rd_opts_free(table);
+  return rc;
+}

@@ -1,0 +1,88 @@
+/*
+ * agent_metrics.c: /metrics (Prometheus text) and /healthz. Everything the
+ * server's thread reads is an atomic or a thread-safe getter, so a slow
+ * scrape never holds up the loop or a fetch.
+ */
+#include "agent.h"
+
+#include <stdio.h>
+
+#define RATE_WINDOW_MS 1000
+
+void agent_metrics_tick(agent *a) {
+  uint64_t now = rd_now_ms(), bytes = atomic_load(&a->m.bytes_in);
+  if (a->rate_ms == 0) {
+    a->rate_ms = now, a->rate_bytes = bytes;
+  } else if (now - a->rate_ms >= RATE_WINDOW_MS) {
+    atomic_store(&a->m.rate_in, (bytes - a->rate_bytes) * 1000 / (now - a->rate_ms));
+    a->rate_ms = now, a->rate_bytes = bytes;
+  }
+}
+
+static void one(rd_text *t, const char *name, const char *type, const char *help, double v) {
+  rd_metric_head(t, name, type, help);
+  rd_metric_sample(t, name, "", v);
+}
+
+void agent_metrics_text(void *ud, rd_text *t) {
+  agent *a = ud;
+  agent_metrics *m = &a->m;
+  arc_server_stats ss = {0};
+  if (a->server)
+    arc_server_stats_get(a->server, &ss);
+  one(t, "ring_agent_version", "gauge", "the table version in service", (double)m->version);
+  one(t, "ring_agent_pending_version", "gauge",
+      "the version whose pending entries name this host; 0: none", (double)m->pending_version);
+  one(t, "ring_agent_registered", "gauge", "1 while alive/<id> is up", (double)m->registered);
+  one(t, "ring_agent_registrations_total", "counter", "times alive/<id> was put",
+      (double)m->registrations);
+  one(t, "ring_agent_leases_lost_total", "counter", "leases lost (then registered again)",
+      (double)m->leases_lost);
+  one(t, "ring_agent_bytes_in_total", "counter", "arc bytes received", (double)m->bytes_in);
+  one(t, "ring_agent_bytes_out_total", "counter", "arc bytes served", (double)ss.bytes_out);
+  one(t, "ring_agent_rate_bytes_per_second", "gauge", "arc bytes received per second, measured",
+      (double)m->rate_in);
+  one(t, "ring_agent_rate_limit_bytes_per_second", "gauge",
+      "throttle.bytes_per_sec in force; 0: no limit", (double)m->rate_limit);
+  one(t, "ring_agent_fetch_parallel", "gauge", "arc fetches allowed at once", (double)m->parallel);
+  one(t, "ring_agent_arcs_in_flight", "gauge", "arc fetches running", (double)m->in_flight);
+  one(t, "ring_agent_arcs_queued", "gauge", "incoming arcs waiting for a fetch or a retry",
+      (double)m->queued);
+  one(t, "ring_agent_arcs_fetched_total", "counter", "arcs installed and verified",
+      (double)m->fetched);
+  one(t, "ring_agent_fetch_failures_total", "counter", "fetch attempts that failed",
+      (double)m->fetch_failures);
+  one(t, "ring_agent_source_switches_total", "counter",
+      "fetches moved to another replica after a source failed", (double)m->source_switches);
+  one(t, "ring_agent_checksum_failures_total", "counter", "files refetched after a checksum mismatch",
+      (double)m->checksum_failures);
+  one(t, "ring_agent_resumed_files_total", "counter", "files continued from a partial copy",
+      (double)m->resumed_files);
+  one(t, "ring_agent_stale_removed_total", "counter",
+      "arcs removed because they were held without being owned", (double)m->stale_removed);
+  one(t, "ring_agent_arcs_dropped_total", "counter", "arcs removed after the drop grace",
+      (double)m->dropped);
+  one(t, "ring_agent_arcs_held", "gauge", "arcs installed on disk", (double)m->held);
+  one(t, "ring_agent_data_free_bytes", "gauge", "free bytes on the data dir's file system",
+      (double)arc_store_free_bytes(a->store));
+  one(t, "ring_agent_progress_writes_total", "counter", "progress/<id> values written",
+      (double)m->progress_writes);
+  one(t, "ring_agent_server_requests_total", "counter", "arc server requests",
+      (double)ss.requests);
+  one(t, "ring_agent_server_unauthorized_total", "counter",
+      "arc server requests without the right secret", (double)ss.unauthorized);
+  one(t, "ring_agent_errors_total", "counter", "etcd operations that failed", (double)m->errors);
+  one(t, "ring_agent_etcd_requests_total", "counter", "etcd requests sent",
+      (double)ring_etcd_requests(a->etcd));
+}
+
+bool agent_health_text(void *ud, rd_text *t) {
+  agent *a = ud;
+  pthread_mutex_lock(&a->health_mu);
+  bool ok = a->health[0] == '\0' && atomic_load(&a->m.registered) != 0;
+  rd_text_printf(t, "%s\n", ok                 ? "ok"
+                            : a->health[0] != '\0' ? a->health
+                                                   : "not registered yet");
+  pthread_mutex_unlock(&a->health_mu);
+  return ok;
+}
