@@ -117,8 +117,6 @@ int coord_txn(coord *c, const ring_cmp *cmps, uint32_t n_cmps, const ring_op *op
   int rc = ring_etcd_fenced_txn(c->etcd, &c->lead, cmps, n_cmps, ops, n_ops, NULL, 0, NULL, err);
   if (rc == RING_ENOTLEADER)
     coord_step_down(c, "a write found another leader");
-  if (rc != RING_OK && rc != RING_ECONFLICT)
-    atomic_fetch_add(&c->m.errors, 1);
   return rc;
 }
 
@@ -139,6 +137,7 @@ void coord_resign(coord *c) {
 void coord_trouble(coord *c, const char *what, const ring_error *err) {
   char line[RK_REASON_MAX];
   c->troubled = true;
+  atomic_fetch_add(&c->m.errors, 1);
   snprintf(line, sizeof line, "%.60s: %.190s", what, err && err->message[0] ? err->message : "failed");
   pthread_mutex_lock(&c->health_mu);
   bool repeat = strcmp(line, c->health) == 0;
