@@ -46,7 +46,9 @@ static void print_ids(const char *label, const cJSON *ids) {
   puts(cJSON_GetArraySize(ids) ? "" : " -");
 }
 
-static int show(const ringctl_ctx *ctx, const char *key, const ring_table *t) {
+static int show(ringctl_ctx *ctx, const rk_state *st, const ring_table *t, void *ud) {
+  const char *key = ud;
+  (void)st;
   uint32_t token = ring_table_token(t, key, strlen(key));
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "key", key);
@@ -65,18 +67,7 @@ static int show(const ringctl_ctx *ctx, const char *key, const ring_table *t) {
 }
 
 static int run(ringctl_ctx *ctx, void *ud) {
-  rk_state st;
-  ring_table *t = NULL;
-  int rc = ringctl_read_live(ctx, RK_READ_VERSION, &st, &t);
-  if (rc != RINGCTL_EXIT_OK)
-    return rc;
-  if (t == NULL)
-    rc = ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "no table is published yet: nothing owns keys");
-  else
-    rc = show(ctx, ud, t);
-  ring_table_free(t);
-  rk_state_free(&st);
-  return rc;
+  return ringctl_with_table(ctx, "nothing owns keys", show, ud);
 }
 
 int ringctl_cmd_lookup(ringctl_args *a) {

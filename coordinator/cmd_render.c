@@ -38,9 +38,9 @@ static int fill_svg(FILE *f, void *ud) {
   return ringctl_render_svg(f, p->t, p->level);
 }
 
-static int draw(const ringctl_ctx *ctx, const ring_table *t, const char *level,
-                const char *path) {
-  picture p = {t, level};
+static int draw(ringctl_ctx *ctx, const rk_state *st, const ring_table *t, void *ud) {
+  const char *path = ud;
+  picture p = {t, st->config.failure_domain};
   if (ringctl_write_file(path, fill_svg, &p) != 0)
     return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "cannot write %s", path);
   printf("drew version %llu to %s\n", (unsigned long long)ring_table_version(t), path);
@@ -48,18 +48,7 @@ static int draw(const ringctl_ctx *ctx, const ring_table *t, const char *level,
 }
 
 static int run(ringctl_ctx *ctx, void *ud) {
-  rk_state st;
-  ring_table *t = NULL;
-  int rc = ringctl_read_live(ctx, RK_READ_VERSION, &st, &t);
-  if (rc != RINGCTL_EXIT_OK)
-    return rc;
-  if (t == NULL)
-    rc = ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "no table is published yet: nothing to draw");
-  else
-    rc = draw(ctx, t, st.config.failure_domain, ud);
-  ring_table_free(t);
-  rk_state_free(&st);
-  return rc;
+  return ringctl_with_table(ctx, "nothing to draw", draw, ud);
 }
 
 int ringctl_cmd_render(ringctl_args *a) {

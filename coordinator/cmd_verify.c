@@ -80,30 +80,24 @@ static int report(const ringctl_ctx *ctx, const rk_state *st, cJSON *v, int coun
   return ok ? RINGCTL_EXIT_OK : RINGCTL_EXIT_FAILURE;
 }
 
-static int run(ringctl_ctx *ctx, void *ud) {
+static int check(ringctl_ctx *ctx, const rk_state *st, const ring_table *t, void *ud) {
   (void)ud;
-  rk_state st;
-  ring_table *t = NULL;
-  int rc = ringctl_read_live(ctx, RK_READ_VERSION, &st, &t);
-  if (rc != RINGCTL_EXIT_OK)
-    return rc;
+  if (t == NULL && !ctx->a->globals->json) {
+    puts("no table is published yet: nothing to verify");
+    return RINGCTL_EXIT_OK;
+  }
   cJSON *v = cJSON_CreateArray();
   int counted = 0;
   if (t != NULL) {
-    check_agreement(&st, t, v);
-    counted = check_invariants(&st, t, v);
-  } else if (!ctx->a->globals->json) {
-    puts("no table is published yet: nothing to verify");
-    cJSON_Delete(v);
-    rk_state_free(&st);
-    return RINGCTL_EXIT_OK;
+    check_agreement(st, t, v);
+    counted = check_invariants(st, t, v);
   }
-  rc = counted < 0 ? ringctl_fail(ctx, counted, NULL, "verifying") : report(ctx, &st, v, counted);
-  if (counted < 0)
-    cJSON_Delete(v);
-  ring_table_free(t);
-  rk_state_free(&st);
-  return rc;
+  if (counted >= 0)
+    return report(ctx, st, v, counted);
+  cJSON_Delete(v);
+  return ringctl_fail(ctx, counted, NULL, "verifying");
 }
+
+static int run(ringctl_ctx *ctx, void *ud) { return ringctl_with_table(ctx, NULL, check, ud); }
 
 int ringctl_cmd_verify(ringctl_args *a) { return ringctl_run_plain(a, help, run, NULL); }

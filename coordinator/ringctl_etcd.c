@@ -173,6 +173,21 @@ int ringctl_read_live(ringctl_ctx *ctx, unsigned what, rk_state *st, ring_table 
   return rc;
 }
 
+int ringctl_with_table(ringctl_ctx *ctx, const char *none, ringctl_table_fn fn, void *ud) {
+  rk_state st;
+  ring_table *t = NULL;
+  int rc = ringctl_read_live(ctx, RK_READ_VERSION, &st, &t);
+  if (rc != RINGCTL_EXIT_OK)
+    return rc;
+  if (t == NULL && none != NULL)
+    rc = ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "no table is published yet: %s", none);
+  else
+    rc = fn(ctx, &st, t, ud);
+  ring_table_free(t);
+  rk_state_free(&st);
+  return rc;
+}
+
 int ringctl_get(ringctl_ctx *ctx, const char *key, ring_kv *kv, bool *found) {
   ring_kvs r;
   ring_error err = {RING_OK, ""};

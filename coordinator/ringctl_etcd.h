@@ -64,6 +64,16 @@ int ringctl_read_table(ringctl_ctx *ctx, uint64_t version, ring_table **out);
  * NULL before the first one). On failure nothing is held. */
 int ringctl_read_live(ringctl_ctx *ctx, unsigned what, rk_state *st, ring_table **table);
 
+/* A command body over the live table (t NULL when none is published and
+ * the command allows it); returns an exit code. */
+typedef int (*ringctl_table_fn)(ringctl_ctx *ctx, const rk_state *st, const ring_table *t,
+                                void *ud);
+
+/* Reads the config, the version and the live table and runs fn on them.
+ * Without a table: when `none` is not NULL, prints "no table is published
+ * yet: <none>" and fails; else runs fn with t NULL. */
+int ringctl_with_table(ringctl_ctx *ctx, const char *none, ringctl_table_fn fn, void *ud);
+
 /* Reads one key: *found false when absent; on success with found, *kv holds
  * the key-value (ring_kv_free it). */
 int ringctl_get(ringctl_ctx *ctx, const char *key, ring_kv *kv, bool *found);

@@ -3,7 +3,7 @@
  * program, running the built ringctl (RINGCTL_PATH) as a process against
  * it, and seeding a cluster's keys directly through libring.
  *
- * Sections: etcd; running ringctl; JSON; seeding; plans.
+ * Sections: etcd; running ringctl; JSON; seeding; plans; the suite.
  *
  * Each test uses a cluster name of its own, so tests share the etcd but
  * never each other's keys.
@@ -105,6 +105,29 @@ static inline void fx_free(fx_run *r) {
     fx_free(&r_);                                                                                  \
   } while (0)
 
+/* Runs, expects exit `want` and `needle` in what stream `out` (r_.out or
+ * r_.err) holds. */
+#define FX_EXPECT_IN(want, stream, needle, cluster, ...)                                           \
+  do {                                                                                             \
+    fx_run r_ = fx_ringctl(cluster, __VA_ARGS__);                                                  \
+    ck_assert_msg(r_.code == (want), "exit %d, want %d\nstdout: %s\nstderr: %s", r_.code, (want), \
+                  r_.out, r_.err);                                                                 \
+    ck_assert_msg(strstr(r_.stream, needle) != NULL, "no \"%s\" in %s", needle, r_.stream);      \
+    fx_free(&r_);                                                                                  \
+  } while (0)
+
+/* Runs each of args[0..n) and expects exit `want` with a message on stderr
+ * that starts with `prefix`. */
+static inline void fx_expect_all(int want, const char *cluster, const char *const *args, size_t n,
+                                 const char *prefix) {
+  for (size_t i = 0; i < n; i++) {
+    fx_run r = fx_ringctl(cluster, "%s", args[i]);
+    ck_assert_msg(r.code == want, "%s: exit %d (%s)", args[i], r.code, r.err);
+    ck_assert_msg(strncmp(r.err, prefix, strlen(prefix)) == 0, "%s: %s", args[i], r.err);
+    fx_free(&r);
+  }
+}
+
 /* -------------------------------------------------------------------- JSON */
 
 /* Runs, expects exit `code` and JSON on stdout; returns it parsed. */
@@ -174,6 +197,13 @@ static inline char *fx_value(const char *cluster, const char *what) {
   char *s = strdup(r.n ? (const char *)r.kvs[0].value : "");
   ring_kvs_free(&r);
   return s;
+}
+
+/* Checks that a key is absent. */
+static inline void fx_assert_absent(const char *cluster, const char *what) {
+  char *v = fx_value(cluster, what);
+  ck_assert_msg(v[0] == '\0', "%s is there: %s", what, v);
+  free(v);
 }
 
 /* config: T tokens, R replicas, failure domain zone. */
@@ -310,6 +340,21 @@ static inline void fx_bump_version(const char *cluster, uint64_t v) {
   ck_assert_int_eq(ring_table_seal(t, NULL), RING_OK);
   fx_seed_table(cluster, t);
   ring_table_free(t);
+}
+
+/* --------------------------------------------------------------- the suite */
+
+/* Runs tests[0..n) in one case sharing one etcd, in this process (the etcd
+ * member is a child of it). Returns the exit status. */
+static inline int fx_main(const char *name, const TTest *const *tests, size_t n) {
+  Suite *s = suite_create(name);
+  TCase *tc = tcase_create(name);
+  tcase_add_unchecked_fixture(tc, fx_start, fx_stop);
+  tcase_set_timeout(tc, 300);
+  for (size_t i = 0; i < n; i++)
+    tcase_add_test(tc, tests[i]);
+  suite_add_tcase(s, tc);
+  return run_suite_as(s, 1);
 }
 
 #endif /* RINGCTL_FIXTURE_H */

@@ -132,20 +132,13 @@ START_TEST(apply_file_then_stale) {
   ck_assert_int_eq(run.state, RK_RUN_ACTIVE);
   ck_assert_uint_eq(run.cursor.moves_done, 0);
   rk_run_free(&run);
-  r = fx_ringctl("p-file", "apply %s", path); /* one plan at a time */
-  ck_assert_int_eq(r.code, 3);
-  ck_assert_ptr_nonnull(strstr(r.err, "already active"));
-  fx_free(&r);
+  FX_EXPECT_IN(3, err, "already active", "p-file", "apply %s", path); /* one at a time */
 
   delete_key("p-file", "plan/active"); /* the coordinator ran it: version 2 */
   fx_bump_version("p-file", 2);
-  r = fx_ringctl("p-file", "apply %s", path);
-  ck_assert_int_eq(r.code, 3);
-  ck_assert_ptr_nonnull(strstr(r.err, "plan base version 1, cluster is at version 2"));
-  fx_free(&r);
-  char *v = fx_value("p-file", "plan/active");
-  ck_assert_str_eq(v, "");
-  free(v);
+  FX_EXPECT_IN(3, err, "plan base version 1, cluster is at version 2", "p-file", "apply %s",
+               path);
+  fx_assert_absent("p-file", "plan/active");
 }
 END_TEST
 
@@ -172,20 +165,12 @@ START_TEST(apply_tampered_or_garbage_file) {
   plan_path(path, sizeof path, "p-tamper");
   FX_EXPECT(0, "p-tamper", "plan -o %s", path);
   tamper(path);
-  fx_run r = fx_ringctl("p-tamper", "apply %s", path);
-  ck_assert_int_eq(r.code, 1);
-  ck_assert_ptr_nonnull(strstr(r.err, "digest"));
-  fx_free(&r);
+  FX_EXPECT_IN(1, err, "digest", "p-tamper", "apply %s", path);
   FILE *f = fopen(path, "w");
   fputs("{\"format\":\"something.else\"}", f);
   fclose(f);
-  r = fx_ringctl("p-tamper", "apply %s", path);
-  ck_assert_int_eq(r.code, 1);
-  ck_assert_ptr_nonnull(strstr(r.err, "is not a plan"));
-  fx_free(&r);
-  char *v = fx_value("p-tamper", "plan/active");
-  ck_assert_str_eq(v, "");
-  free(v);
+  FX_EXPECT_IN(1, err, "is not a plan", "p-tamper", "apply %s", path);
+  fx_assert_absent("p-tamper", "plan/active");
 }
 END_TEST
 
@@ -194,10 +179,7 @@ START_TEST(apply_by_id) {
   FX_EXPECT(1, "p-id", "apply"); /* nothing proposed */
   char id[RK_PLAN_ID_LEN + 1];
   fx_propose_add("p-id", "n6", "z0", id);
-  fx_run r = fx_ringctl("p-id", "apply 0123456789abcdef");
-  ck_assert_int_eq(r.code, 3);
-  ck_assert_ptr_nonnull(strstr(r.err, "not the proposed plan"));
-  fx_free(&r);
+  FX_EXPECT_IN(3, err, "not the proposed plan", "p-id", "apply 0123456789abcdef");
   FX_EXPECT(1, "p-id", "apply no-such-file.json");
   FX_EXPECT(0, "p-id", "apply %s", id);
   rk_run run = read_active("p-id");
@@ -212,10 +194,7 @@ START_TEST(apply_stale_proposal) {
   char id[RK_PLAN_ID_LEN + 1];
   fx_propose_add("p-stale", "n6", "z0", id);
   fx_bump_version("p-stale", 2); /* the table moved on before the new proposal */
-  fx_run r = fx_ringctl("p-stale", "apply");
-  ck_assert_int_eq(r.code, 3);
-  ck_assert_ptr_nonnull(strstr(r.err, "plan base version 1, cluster is at version 2"));
-  fx_free(&r);
+  FX_EXPECT_IN(3, err, "plan base version 1, cluster is at version 2", "p-stale", "apply");
 }
 END_TEST
 
@@ -240,18 +219,10 @@ START_TEST(what_if_add_and_remove) {
   ck_assert_int_ge(from_n0, FX_TOKENS * FX_REPLICAS / FX_NODES); /* all of n0's share */
   ck_assert_int_ge(total, from_n0);
   cJSON_Delete(j);
-  fx_run r = fx_ringctl("p-whatif", "plan --what-if remove=nx");
-  ck_assert_int_eq(r.code, 1);
-  ck_assert_ptr_nonnull(strstr(r.err, "unknown node nx"));
-  fx_free(&r);
+  FX_EXPECT_IN(1, err, "unknown node nx", "p-whatif", "plan --what-if remove=nx");
   FX_EXPECT(1, "p-whatif", "plan --what-if add=n1,zone=z0"); /* exists */
-  r = fx_ringctl("p-whatif", "plan --what-if add=n9,zone=z1 --what-if remove=n0");
-  ck_assert_int_eq(r.code, 0);
-  ck_assert_ptr_nonnull(strstr(r.out, "what-if"));
-  fx_free(&r);
-  char *v = fx_value("p-whatif", "plan/proposed"); /* nothing written */
-  ck_assert_str_eq(v, "");
-  free(v);
+  FX_EXPECT_IN(0, out, "what-if", "p-whatif", "plan --what-if add=n9,zone=z1 --what-if remove=n0");
+  fx_assert_absent("p-whatif", "plan/proposed"); /* nothing written */
 }
 END_TEST
 
@@ -286,10 +257,7 @@ END_TEST
 
 START_TEST(pause_resume_cancel) {
   fx_seed_cluster("p-run");
-  fx_run r = fx_ringctl("p-run", "pause");
-  ck_assert_int_eq(r.code, 1);
-  ck_assert_ptr_nonnull(strstr(r.err, "no plan is active"));
-  fx_free(&r);
+  FX_EXPECT_IN(1, err, "no plan is active", "p-run", "pause");
   char id[RK_PLAN_ID_LEN + 1];
   fx_propose_add("p-run", "n6", "z0", id);
   FX_EXPECT(0, "p-run", "apply");
@@ -297,10 +265,7 @@ START_TEST(pause_resume_cancel) {
   rk_run run = read_active("p-run");
   ck_assert_int_eq(run.state, RK_RUN_PAUSED);
   rk_run_free(&run);
-  r = fx_ringctl("p-run", "pause");
-  ck_assert_int_eq(r.code, 0);
-  ck_assert_ptr_nonnull(strstr(r.out, "already paused"));
-  fx_free(&r);
+  FX_EXPECT_IN(0, out, "already paused", "p-run", "pause");
   cJSON *j = fx_json(0, "p-run", "status");
   ck_assert_str_eq(fx_str(fx_get(j, "plan"), "state"), "paused");
   cJSON_Delete(j);
@@ -343,10 +308,7 @@ START_TEST(history_lists_finished_runs) {
   j = fx_json(0, "p-hist", "status"); /* nothing active or proposed: the last run */
   ck_assert_str_eq(fx_str(fx_get(j, "plan"), "state"), "cancelled");
   cJSON_Delete(j);
-  fx_run r = fx_ringctl("p-hist", "history");
-  ck_assert_int_eq(r.code, 0);
-  ck_assert_ptr_nonnull(strstr(r.out, id));
-  fx_free(&r);
+  FX_EXPECT_IN(0, out, id, "p-hist", "history");
 }
 END_TEST
 
@@ -402,25 +364,7 @@ START_TEST(apply_wait_failed) {
 }
 END_TEST
 
-static Suite *suite(void) {
-  Suite *s = suite_create("ringctl_plan");
-  TCase *tc = tcase_create("plan");
-  tcase_add_unchecked_fixture(tc, fx_start, fx_stop);
-  tcase_set_timeout(tc, 300);
-  tcase_add_test(tc, plan_nothing_proposed);
-  tcase_add_test(tc, plan_json_and_text);
-  tcase_add_test(tc, apply_file_then_stale);
-  tcase_add_test(tc, apply_tampered_or_garbage_file);
-  tcase_add_test(tc, apply_by_id);
-  tcase_add_test(tc, apply_stale_proposal);
-  tcase_add_test(tc, what_if_add_and_remove);
-  tcase_add_test(tc, what_if_fail_zone);
-  tcase_add_test(tc, pause_resume_cancel);
-  tcase_add_test(tc, history_lists_finished_runs);
-  tcase_add_test(tc, apply_wait_done);
-  tcase_add_test(tc, apply_wait_failed);
-  suite_add_tcase(s, tc);
-  return s;
+int main(void) {
+  const TTest *const tests[] = {plan_nothing_proposed, plan_json_and_text, apply_file_then_stale, apply_tampered_or_garbage_file, apply_by_id, apply_stale_proposal, what_if_add_and_remove, what_if_fail_zone, pause_resume_cancel, history_lists_finished_runs, apply_wait_done, apply_wait_failed};
+  return fx_main("ringctl_plan", tests, sizeof tests / sizeof tests[0]);
 }
-
-int main(void) { return run_suite_as(suite(), 1); }

@@ -74,10 +74,7 @@ END_TEST
 
 START_TEST(verify_good_table) {
   fx_seed_cluster("t-good");
-  fx_run r = fx_ringctl("t-good", "verify");
-  ck_assert_msg(r.code == 0, "%s", r.out);
-  ck_assert_ptr_nonnull(strstr(r.out, "every invariant holds"));
-  fx_free(&r);
+  FX_EXPECT_IN(0, out, "every invariant holds", "t-good", "verify");
   cJSON *j = fx_json(0, "t-good", "verify");
   ck_assert(cJSON_IsTrue(fx_get(j, "ok")));
   ck_assert_int_eq(cJSON_GetArraySize(fx_get(j, "violations")), 0);
@@ -89,10 +86,7 @@ START_TEST(verify_bad_table) {
   fx_seed_cluster("t-bad");
   /* Token 0 is n0 (z0) and n1 (z1); make slot 1 n3, also in z0. */
   publish_changed("t-bad", 2, 0, 1, 3, false);
-  fx_run r = fx_ringctl("t-bad", "verify");
-  ck_assert_int_eq(r.code, 1);
-  ck_assert_ptr_nonnull(strstr(r.out, "violation:"));
-  fx_free(&r);
+  FX_EXPECT_IN(1, out, "violation:", "t-bad", "verify");
   cJSON *j = fx_json(1, "t-bad", "verify");
   ck_assert(cJSON_IsFalse(fx_get(j, "ok")));
   ck_assert_int_gt(cJSON_GetArraySize(fx_get(j, "violations")), 0);
@@ -103,10 +97,7 @@ END_TEST
 START_TEST(verify_table_disagrees_with_config) {
   fx_seed_cluster("t-disagree");
   fx_seed_config("t-disagree", FX_TOKENS * 2, FX_REPLICAS); /* T changed under the table */
-  fx_run r = fx_ringctl("t-disagree", "verify");
-  ck_assert_int_eq(r.code, 1);
-  ck_assert_ptr_nonnull(strstr(r.out, "tokens"));
-  fx_free(&r);
+  FX_EXPECT_IN(1, out, "tokens", "t-disagree", "verify");
 }
 END_TEST
 
@@ -174,18 +165,7 @@ START_TEST(render_svg_well_formed) {
 }
 END_TEST
 
-static Suite *suite(void) {
-  Suite *s = suite_create("ringctl_table");
-  TCase *tc = tcase_create("table");
-  tcase_add_unchecked_fixture(tc, fx_start, fx_stop);
-  tcase_set_timeout(tc, 300);
-  tcase_add_test(tc, lookup_owners_and_pending);
-  tcase_add_test(tc, verify_good_table);
-  tcase_add_test(tc, verify_bad_table);
-  tcase_add_test(tc, verify_table_disagrees_with_config);
-  tcase_add_test(tc, render_svg_well_formed);
-  suite_add_tcase(s, tc);
-  return s;
+int main(void) {
+  const TTest *const tests[] = {lookup_owners_and_pending, verify_good_table, verify_bad_table, verify_table_disagrees_with_config, render_svg_well_formed};
+  return fx_main("ringctl_table", tests, sizeof tests / sizeof tests[0]);
 }
-
-int main(void) { return run_suite_as(suite(), 1); }
