@@ -56,6 +56,16 @@ static void finish_run(const char *cluster, rk_run *r, rk_run_state state, const
   delete_key(cluster, "plan/active");
 }
 
+/* Seeds `cluster`, proposes adding n6 in zone and saves the plan with
+ * `ringctl plan -o` to a file of the test (path). */
+static void save_proposal(const char *cluster, const char *zone, char id[RK_PLAN_ID_LEN + 1],
+                          char *path, size_t size) {
+  fx_seed_cluster(cluster);
+  fx_propose_add(cluster, "n6", zone, id);
+  plan_path(path, size, cluster);
+  FX_EXPECT(0, cluster, "plan -o %s", path);
+}
+
 /* -------------------------------------------------------------------- plan */
 
 START_TEST(plan_nothing_proposed) {
@@ -108,11 +118,8 @@ END_TEST
 /* ------------------------------------------------------------------- apply */
 
 START_TEST(apply_file_then_stale) {
-  fx_seed_cluster("p-file");
   char id[RK_PLAN_ID_LEN + 1], path[400];
-  fx_propose_add("p-file", "n6", "z1", id);
-  plan_path(path, sizeof path, "p-file");
-  FX_EXPECT(0, "p-file", "plan -o %s", path);
+  save_proposal("p-file", "z1", id, path, sizeof path);
   char *saved = fx_slurp_file(path);
   cJSON *doc = cJSON_Parse(saved);
   ck_assert_ptr_nonnull(doc);
@@ -159,11 +166,8 @@ static void tamper(const char *path) {
 }
 
 START_TEST(apply_tampered_or_garbage_file) {
-  fx_seed_cluster("p-tamper");
   char id[RK_PLAN_ID_LEN + 1], path[400];
-  fx_propose_add("p-tamper", "n6", "z2", id);
-  plan_path(path, sizeof path, "p-tamper");
-  FX_EXPECT(0, "p-tamper", "plan -o %s", path);
+  save_proposal("p-tamper", "z2", id, path, sizeof path);
   tamper(path);
   FX_EXPECT_IN(1, err, "digest", "p-tamper", "apply %s", path);
   FILE *f = fopen(path, "w");
