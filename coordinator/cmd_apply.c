@@ -101,8 +101,8 @@ static int pick_proposed(ringctl_ctx *ctx, const rk_state *st, const char *id) {
   if (!st->has_proposed)
     return ringctl_say(ctx, RINGCTL_EXIT_CONFLICT, "plan %s is not proposed (no plan is)", id);
   if (id != NULL && strcmp(st->proposed.id, id) != 0)
-    return ringctl_say(ctx, RINGCTL_EXIT_CONFLICT, "plan %s is not the proposed plan (%s is)",
-                       id, st->proposed.id[0] ? st->proposed.id : "a refused plan");
+    return ringctl_say(ctx, RINGCTL_EXIT_CONFLICT, "plan %s is not the proposed plan (%s is)", id,
+                       st->proposed.id[0] ? st->proposed.id : "a refused plan");
   return RINGCTL_EXIT_OK;
 }
 
@@ -137,14 +137,14 @@ static uint32_t approval_cmps(ringctl_ctx *ctx, const rk_state *st, bool propose
   if (st->version_mod == 0) {
     cmps[n++] = (ring_cmp){keys[1], strlen(keys[1]), RING_CMP_CREATE, RING_CMP_EQ, 0, NULL, 0};
   } else {
-    cmps[n++] = (ring_cmp){keys[1], strlen(keys[1]), RING_CMP_MOD, RING_CMP_EQ, st->version_mod,
-                           NULL, 0};
-    cmps[n++] = (ring_cmp){keys[1], strlen(keys[1]), RING_CMP_VALUE, RING_CMP_EQ, 0, base,
-                           strlen(base)};
+    cmps[n++] =
+        (ring_cmp){keys[1], strlen(keys[1]), RING_CMP_MOD, RING_CMP_EQ, st->version_mod, NULL, 0};
+    cmps[n++] =
+        (ring_cmp){keys[1], strlen(keys[1]), RING_CMP_VALUE, RING_CMP_EQ, 0, base, strlen(base)};
   }
   if (proposed)
-    cmps[n++] = (ring_cmp){keys[2], strlen(keys[2]), RING_CMP_MOD, RING_CMP_EQ,
-                           st->proposed_mod, NULL, 0};
+    cmps[n++] =
+        (ring_cmp){keys[2], strlen(keys[2]), RING_CMP_MOD, RING_CMP_EQ, st->proposed_mod, NULL, 0};
   return n;
 }
 
@@ -181,8 +181,8 @@ static int approve(ringctl_ctx *ctx, const rk_state *st, const rk_plan_doc *d, b
 /* ----------------------------------------------------------- the command */
 
 /* Approves d (from a file when !proposed) and reports it. */
-static int approve_doc(ringctl_ctx *ctx, const rk_state *st, const rk_plan_doc *d,
-                       bool proposed, bool wait) {
+static int approve_doc(ringctl_ctx *ctx, const rk_state *st, const rk_plan_doc *d, bool proposed,
+                       bool wait) {
   int rc = check_plan(ctx, st, d);
   ring_plan *plan = NULL;
   if (rc == RINGCTL_EXIT_OK && !proposed)

@@ -28,8 +28,8 @@ static int run(ringctl_ctx *ctx, void *ud) {
   const desire_args *d = ud;
   int rc = ringctl_node_cas(ctx, d->id, set_desired, ud);
   if (rc == RINGCTL_EXIT_OK)
-    printf("node %s: desired state %s (the coordinator proposes the plan: ringctl plan)\n",
-           d->id, rk_desired_name(d->want));
+    printf("node %s: desired state %s (the coordinator proposes the plan: ringctl plan)\n", d->id,
+           rk_desired_name(d->want));
   return rc;
 }
 

@@ -37,8 +37,8 @@ static void print_text(const rk_run *runs, uint32_t n) {
     puts("no plan has finished yet");
     return;
   }
-  printf("%-16s  %-9s %7s %13s  %-20s  %-20s  %s\n", "ID", "STATE", "BASE", "MOVES",
-         "APPROVED", "FINISHED", "REASON");
+  printf("%-16s  %-9s %7s %13s  %-20s  %-20s  %s\n", "ID", "STATE", "BASE", "MOVES", "APPROVED",
+         "FINISHED", "REASON");
   for (uint32_t i = 0; i < n; i++) {
     const rk_run *r = &runs[i];
     char approved[32], finished[32], moves[32];

@@ -159,8 +159,8 @@ static int run(ringctl_ctx *ctx, void *ud) {
   free(json);
   if (rc == RINGCTL_EXIT_OK)
     printf("initialised cluster %s: %u tokens, %u replicas, failure domain %s, migration %s\n",
-           ctx->cluster, c->tokens, c->replicas,
-           c->failure_domain[0] ? c->failure_domain : "none", rk_migration_name(c->migration));
+           ctx->cluster, c->tokens, c->replicas, c->failure_domain[0] ? c->failure_domain : "none",
+           rk_migration_name(c->migration));
   return rc;
 }
 

@@ -19,9 +19,9 @@ typedef struct transition {
   rk_run_state to;
   rk_run_state from[2];
   uint32_t n_from;
-  const char *verb;          /* for messages: "paused" */
+  const char *verb;            /* for messages: "paused" */
   char id[RK_PLAN_ID_LEN + 1]; /* out: the run's plan id */
-  bool changed;              /* out: written (false: already there) */
+  bool changed;                /* out: written (false: already there) */
 } transition;
 
 static bool may_leave(const transition *t, rk_run_state s) {

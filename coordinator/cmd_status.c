@@ -22,9 +22,9 @@ static const char help[] =
 
 /* What the status shows of the plans. */
 typedef struct plan_view {
-  const rk_run *run;        /* the active run, or the last finished one */
-  const rk_plan_doc *doc;   /* the proposed plan when no run is active */
-  rk_run *history;          /* owned: plan/history/, newest first */
+  const rk_run *run;      /* the active run, or the last finished one */
+  const rk_plan_doc *doc; /* the proposed plan when no run is active */
+  rk_run *history;        /* owned: plan/history/, newest first */
   uint32_t n_history;
 } plan_view;
 
@@ -86,16 +86,15 @@ static void print_plan(const plan_view *v) {
 static void print_text(const ringctl_ctx *ctx, const rk_state *st, const ringctl_node_row *rows,
                        const plan_view *v) {
   const rk_config *c = &st->config;
-  printf("cluster:  %s, %u tokens x %u replicas, failure domain %s, migration %s\n",
-         ctx->cluster, c->tokens, c->replicas, c->failure_domain[0] ? c->failure_domain : "none",
+  printf("cluster:  %s, %u tokens x %u replicas, failure domain %s, migration %s\n", ctx->cluster,
+         c->tokens, c->replicas, c->failure_domain[0] ? c->failure_domain : "none",
          rk_migration_name(c->migration));
   if (st->version)
     printf("version:  %llu\n", (unsigned long long)st->version);
   else
     puts("version:  none (no table published yet)");
   if (st->has_leader)
-    printf("leader:   %s%s%s\n", st->leader.id, st->leader.addr[0] ? " at " : "",
-           st->leader.addr);
+    printf("leader:   %s%s%s\n", st->leader.id, st->leader.addr[0] ? " at " : "", st->leader.addr);
   else
     puts("leader:   none (is ring-coordinator running?)");
   print_plan(v);

@@ -21,7 +21,7 @@ static const char help[] =
 typedef struct weight_args {
   const char *pos[2]; /* ID, W */
   double weight;
-  double old;         /* out: the weight before */
+  double old; /* out: the weight before */
 } weight_args;
 
 static int set_weight(ringctl_ctx *ctx, rk_node *n, void *ud) {

@@ -141,8 +141,7 @@ static int fail_domain(ringctl_ctx *ctx, rk_plan_input *in, const ringctl_whatif
   return RINGCTL_EXIT_OK;
 }
 
-static int apply_changes(ringctl_ctx *ctx, rk_plan_input *in, const ringctl_whatif *w,
-                         uint32_t n) {
+static int apply_changes(ringctl_ctx *ctx, rk_plan_input *in, const ringctl_whatif *w, uint32_t n) {
   int rc = RINGCTL_EXIT_OK;
   for (uint32_t i = 0; i < n && rc == RINGCTL_EXIT_OK; i++) {
     if (w[i].kind == RINGCTL_WHATIF_ADD)
@@ -228,9 +227,8 @@ static bool any_fail(const ringctl_whatif *w, uint32_t n) {
 }
 
 /* Shows the plan, with the hurt tokens for fail= changes. */
-static int show(ringctl_ctx *ctx, const rk_state *st, const ring_table *table,
-                const rk_plan_doc *d, const ring_plan *plan, const ringctl_whatif *w,
-                uint32_t n) {
+static int show(ringctl_ctx *ctx, const rk_state *st, const ring_table *table, const rk_plan_doc *d,
+                const ring_plan *plan, const ringctl_whatif *w, uint32_t n) {
   bool json = ctx->a->globals->json;
   hurt h = {cJSON_CreateArray(), cJSON_CreateArray(), 0, 0};
   if (table != NULL && any_fail(w, n))

@@ -16,14 +16,14 @@
 #include <string.h>
 
 #define PI 3.14159265358979323846
-#define SIZE 800.0       /* the ring's square */
+#define SIZE 800.0 /* the ring's square */
 #define CX (SIZE / 2)
 #define CY (SIZE / 2)
-#define R_HOLE 120.0     /* inside the innermost ring */
-#define R_RINGS 310.0    /* outside the outermost ring */
-#define R_BAND0 318.0    /* the domain band */
+#define R_HOLE 120.0  /* inside the innermost ring */
+#define R_RINGS 310.0 /* outside the outermost ring */
+#define R_BAND0 318.0 /* the domain band */
 #define R_BAND1 340.0
-#define R_MARK0 346.0    /* pending marks */
+#define R_MARK0 346.0 /* pending marks */
 #define R_MARK1 370.0
 #define LEGEND_X (SIZE + 20)
 #define WIDTH (SIZE + 340)
@@ -48,9 +48,9 @@ static void sector(FILE *f, uint32_t a, uint32_t b, uint32_t T, double r0, doubl
   fprintf(f,
           "<path d=\"M%.2f %.2f A%.1f %.1f 0 %d 1 %.2f %.2f L%.2f %.2f A%.1f %.1f 0 %d 0 %.2f "
           "%.2f Z\" fill=\"%s\"/>\n",
-          CX + r1 * cos(t0), CY + r1 * sin(t0), r1, r1, large, CX + r1 * cos(t1),
-          CY + r1 * sin(t1), CX + r0 * cos(t1), CY + r0 * sin(t1), r0, r0, large,
-          CX + r0 * cos(t0), CY + r0 * sin(t0), fill);
+          CX + r1 * cos(t0), CY + r1 * sin(t0), r1, r1, large, CX + r1 * cos(t1), CY + r1 * sin(t1),
+          CX + r0 * cos(t1), CY + r0 * sin(t1), r0, r0, large, CX + r0 * cos(t0), CY + r0 * sin(t0),
+          fill);
 }
 
 /* ----------------------------------------------------------------- colours */
@@ -170,9 +170,9 @@ static void caption(FILE *f, const ring_table *t, const char *level) {
           "replicas</text>\n"
           "<text x=\"%.0f\" y=\"%.0f\" font-size=\"10\" text-anchor=\"middle\">rings: slot 0 "
           "(inner) .. %u; band: %s; ticks: pending</text>\n",
-          CX, CY - 8, ring_table_cluster(t), (unsigned long long)ring_table_version(t), CX,
-          CY + 8, ring_table_tokens(t), ring_table_replicas(t), CX, CY + 22,
-          ring_table_replicas(t) - 1, level[0] ? level : "no failure domain");
+          CX, CY - 8, ring_table_cluster(t), (unsigned long long)ring_table_version(t), CX, CY + 8,
+          ring_table_tokens(t), ring_table_replicas(t), CX, CY + 22, ring_table_replicas(t) - 1,
+          level[0] ? level : "no failure domain");
 }
 
 int ringctl_render_svg(FILE *f, const ring_table *t, const char *level) {

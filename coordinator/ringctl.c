@@ -16,9 +16,9 @@
 /* ------------------------------------------------------ the command table */
 
 typedef struct command {
-  const char *name;           /* what the operator types */
+  const char *name;            /* what the operator types */
   int (*run)(ringctl_args *a); /* reads a's options, returns an exit code */
-  const char *summary;        /* one line for `ringctl --help` */
+  const char *summary;         /* one line for `ringctl --help` */
 } command;
 
 /* One line per command, in the order `ringctl --help` lists them. */

@@ -18,10 +18,10 @@
 
 /* DESIGN.md, operator surface: scripts rely on these numbers. */
 enum {
-  RINGCTL_EXIT_OK = 0,       /* success */
-  RINGCTL_EXIT_FAILURE = 1,  /* runtime failure */
-  RINGCTL_EXIT_USAGE = 2,    /* usage error: bad command, option or value */
-  RINGCTL_EXIT_CONFLICT = 3  /* conflict: stale plan, lost race */
+  RINGCTL_EXIT_OK = 0,      /* success */
+  RINGCTL_EXIT_FAILURE = 1, /* runtime failure */
+  RINGCTL_EXIT_USAGE = 2,   /* usage error: bad command, option or value */
+  RINGCTL_EXIT_CONFLICT = 3 /* conflict: stale plan, lost race */
 };
 
 /* -------------------------------------------------------- global options */
@@ -54,10 +54,10 @@ typedef struct ringctl_opt {
 typedef struct ringctl_args {
   int argc;
   char **argv;
-  int next;                /* index of the next argument to read */
-  const char *prog;        /* "ringctl" or "ringctl simulate": prefixes messages */
+  int next;                 /* index of the next argument to read */
+  const char *prog;         /* "ringctl" or "ringctl simulate": prefixes messages */
   ringctl_globals *globals; /* where global options are stored */
-  bool no_more_opts;       /* "--" seen: everything after is positional */
+  bool no_more_opts;        /* "--" seen: everything after is positional */
 } ringctl_args;
 
 /* What ringctl_next_opt returns besides an option id. */
@@ -86,8 +86,8 @@ int ringctl_usage_error(const ringctl_args *a, const char *fmt, ...);
  * digits only, no sign, no spaces. Returns RINGCTL_EXIT_OK and writes *out,
  * or prints a usage error naming the option and returns RINGCTL_EXIT_USAGE
  * (*out untouched). */
-int ringctl_parse_uint(const ringctl_args *a, const char *name, const char *value,
-                       uint64_t min, uint64_t max, uint64_t *out);
+int ringctl_parse_uint(const ringctl_args *a, const char *name, const char *value, uint64_t min,
+                       uint64_t max, uint64_t *out);
 
 /* Parses a duration "<digits><unit>", unit ms, s, m or h, into
  * milliseconds in [min_ms, max_ms]. Same contract as ringctl_parse_uint. */

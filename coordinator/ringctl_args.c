@@ -51,15 +51,24 @@ static const ringctl_opt global_opts[] = {
 /* Where each global option's value goes, by id (--json has none). */
 static const char **global_slot(ringctl_globals *g, int id) {
   switch (id) {
-  case GLOBAL_ENDPOINTS: return &g->endpoints;
-  case GLOBAL_CLUSTER: return &g->cluster;
-  case GLOBAL_USER: return &g->user;
-  case GLOBAL_PASSWORD_FILE: return &g->password_file;
-  case GLOBAL_CACERT: return &g->cacert;
-  case GLOBAL_CERT: return &g->cert;
-  case GLOBAL_KEY: return &g->key;
-  case GLOBAL_TIMEOUT: return &g->timeout;
-  default: return NULL;
+  case GLOBAL_ENDPOINTS:
+    return &g->endpoints;
+  case GLOBAL_CLUSTER:
+    return &g->cluster;
+  case GLOBAL_USER:
+    return &g->user;
+  case GLOBAL_PASSWORD_FILE:
+    return &g->password_file;
+  case GLOBAL_CACERT:
+    return &g->cacert;
+  case GLOBAL_CERT:
+    return &g->cert;
+  case GLOBAL_KEY:
+    return &g->key;
+  case GLOBAL_TIMEOUT:
+    return &g->timeout;
+  default:
+    return NULL;
   }
 }
 
@@ -75,8 +84,7 @@ static void store_global(ringctl_globals *g, int id, const char *value) {
 
 /* The entry of `opts` named by arg ("--name" or "--name=value", the dashes
  * already stripped, name_len the part before any '='), or NULL. */
-static const ringctl_opt *find_opt(const ringctl_opt *opts, const char *name,
-                                   size_t name_len) {
+static const ringctl_opt *find_opt(const ringctl_opt *opts, const char *name, size_t name_len) {
   for (const ringctl_opt *o = opts; o != NULL && o->name != NULL; o++)
     if (strlen(o->name) == name_len && strncmp(o->name, name, name_len) == 0)
       return o;
@@ -113,8 +121,8 @@ static int take_value(ringctl_args *a, const ringctl_opt *o, const char *inline_
 /* Looks the long option `arg` (after "--") up in the command's table, then
  * in the global one, whose options it stores (setting *is_global). Returns
  * the option's id, or RINGCTL_ARG_ERROR after printing why. */
-static int read_long(ringctl_args *a, const ringctl_opt *opts, const char *arg,
-                     const char **value, bool *is_global) {
+static int read_long(ringctl_args *a, const ringctl_opt *opts, const char *arg, const char **value,
+                     bool *is_global) {
   const char *eq = strchr(arg, '=');
   const size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
   const char *inline_value = eq ? eq + 1 : NULL;
@@ -195,8 +203,8 @@ int ringctl_usage_error(const ringctl_args *a, const char *fmt, ...) {
   return RINGCTL_EXIT_USAGE;
 }
 
-int ringctl_parse_uint(const ringctl_args *a, const char *name, const char *value,
-                       uint64_t min, uint64_t max, uint64_t *out) {
+int ringctl_parse_uint(const ringctl_args *a, const char *name, const char *value, uint64_t min,
+                       uint64_t max, uint64_t *out) {
   /* strtoull alone accepts " 8", "+8", "-8" (wrapped) and "8x": check the
    * digits first so every one of those is a usage error. */
   bool digits = value[0] != '\0';
@@ -233,8 +241,8 @@ int ringctl_parse_duration(const ringctl_args *a, const char *name, const char *
     n = n * 10 + (uint64_t)(*p++ - '0');
   uint64_t unit = unit_ms(p);
   if (p == value || unit == 0)
-    return ringctl_usage_error(a, "--%s: \"%s\" is not a duration (e.g. 500ms, 30s, 5m, 1h)",
-                               name, value);
+    return ringctl_usage_error(a, "--%s: \"%s\" is not a duration (e.g. 500ms, 30s, 5m, 1h)", name,
+                               value);
   if (n > max_ms / unit || n * unit < min_ms || n * unit > max_ms)
     return ringctl_usage_error(a, "--%s must be between %llums and %llums, got %s", name,
                                (unsigned long long)min_ms, (unsigned long long)max_ms, value);

@@ -228,8 +228,8 @@ static int put_if_unchanged(ringctl_ctx *ctx, const char *key, int64_t mod, cons
 }
 
 /* One read-edit-write round; *won false when the key changed meanwhile. */
-static int cas_once(ringctl_ctx *ctx, const char *key, const char *missing,
-                    ringctl_edit_fn edit, void *ud, bool *won) {
+static int cas_once(ringctl_ctx *ctx, const char *key, const char *missing, ringctl_edit_fn edit,
+                    void *ud, bool *won) {
   ring_kv kv;
   bool found = false;
   int rc = ringctl_get(ctx, key, &kv, &found);
@@ -256,8 +256,8 @@ int ringctl_cas(ringctl_ctx *ctx, const char *key, const char *missing, ringctl_
     if (rc != RINGCTL_EXIT_OK || won)
       return rc;
   }
-  return ringctl_say(ctx, RINGCTL_EXIT_CONFLICT,
-                     "%s kept changing under %d attempts; try again", key, CAS_ATTEMPTS);
+  return ringctl_say(ctx, RINGCTL_EXIT_CONFLICT, "%s kept changing under %d attempts; try again",
+                     key, CAS_ATTEMPTS);
 }
 
 uint64_t ringctl_now_ms(void) {

@@ -130,12 +130,16 @@ int ringctl_plan_save(const ringctl_ctx *ctx, const rk_plan_doc *d, const ring_p
                       const char *path);
 
 /* One `plan --what-if` change (cmd_whatif.c). */
-typedef enum ringctl_whatif_kind { RINGCTL_WHATIF_ADD, RINGCTL_WHATIF_REMOVE, RINGCTL_WHATIF_FAIL } ringctl_whatif_kind;
+typedef enum ringctl_whatif_kind {
+  RINGCTL_WHATIF_ADD,
+  RINGCTL_WHATIF_REMOVE,
+  RINGCTL_WHATIF_FAIL
+} ringctl_whatif_kind;
 typedef struct ringctl_whatif {
   ringctl_whatif_kind kind;
-  char id[RING_ID_MAX + 1];          /* add, remove: the node */
-  rk_labels labels;                  /* add: its labels; fail: the one level=value */
-  double weight;                     /* add: its weight (default 1) */
+  char id[RING_ID_MAX + 1]; /* add, remove: the node */
+  rk_labels labels;         /* add: its labels; fail: the one level=value */
+  double weight;            /* add: its weight (default 1) */
 } ringctl_whatif;
 
 /* Parses "add=ID,zone=Z[,rack=R][,weight=W]", "remove=ID" or
@@ -166,12 +170,13 @@ enum {
 #define RINGCTL_THROTTLE_OPTS                                                                      \
   {"moves-per-node", RINGCTL_OPT_MOVES_PER_NODE, true},                                            \
       {"moves-per-domain", RINGCTL_OPT_MOVES_PER_DOMAIN, true},                                    \
-      {"moves-per-wave", RINGCTL_OPT_MOVES_PER_WAVE, true},                                        \
-      {"bytes-per-sec", RINGCTL_OPT_BYTES_PER_SEC, true}
+      {"moves-per-wave", RINGCTL_OPT_MOVES_PER_WAVE, true}, {                                      \
+    "bytes-per-sec", RINGCTL_OPT_BYTES_PER_SEC, true                                               \
+  }
 #define RINGCTL_THROTTLE_HELP                                                                      \
-  "  --moves-per-node N    concurrent moves one node takes part in (0: no limit)\n"               \
-  "  --moves-per-domain N  concurrent moves touching one failure domain (0: no limit)\n"          \
-  "  --moves-per-wave N    moves in flight cluster-wide (0: no limit)\n"                          \
+  "  --moves-per-node N    concurrent moves one node takes part in (0: no limit)\n"                \
+  "  --moves-per-domain N  concurrent moves touching one failure domain (0: no limit)\n"           \
+  "  --moves-per-wave N    moves in flight cluster-wide (0: no limit)\n"                           \
   "  --bytes-per-sec N     each agent's incoming arc byte rate (0: no limit)\n"
 
 /* Applies throttle option id to *t. Returns RINGCTL_EXIT_OK, the usage

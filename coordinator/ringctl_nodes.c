@@ -81,8 +81,8 @@ cJSON *ringctl_node_json(const ringctl_node_row *r, bool full) {
 
 void ringctl_node_table(FILE *f, const ringctl_node_row *rows, uint32_t n, bool full) {
   if (full)
-    fprintf(f, "%-20s %-22s %-9s %-8s %-5s %7s %8s %9s %6s  %s\n", "ID", "ADDR", "STATE",
-            "DESIRED", "ALIVE", "ACKED", "WEIGHT", "REPLICAS", "TARGET", "LABELS");
+    fprintf(f, "%-20s %-22s %-9s %-8s %-5s %7s %8s %9s %6s  %s\n", "ID", "ADDR", "STATE", "DESIRED",
+            "ALIVE", "ACKED", "WEIGHT", "REPLICAS", "TARGET", "LABELS");
   else
     fprintf(f, "%-20s %-9s %-5s %8s %9s %9s  %s\n", "ID", "STATE", "ALIVE", "WEIGHT", "REPLICAS",
             "TARGET", "LABELS");

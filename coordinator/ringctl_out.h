@@ -82,8 +82,7 @@ cJSON *ringctl_plan_json(const rk_plan_doc *d, const ring_plan *plan);
 /* The readable summary: moves per node in and out, waves, bytes and time
  * at the config's byte rate, balance before and after, moves against the
  * lower bound, violations. plan NULL for a refused document. */
-void ringctl_plan_text(FILE *f, const rk_plan_doc *d, const ring_plan *plan,
-                       const rk_config *cfg);
+void ringctl_plan_text(FILE *f, const rk_plan_doc *d, const ring_plan *plan, const rk_config *cfg);
 
 /* --------------------------------------------------------------------- runs */
 

@@ -132,8 +132,7 @@ static void print_head(FILE *f, const rk_plan_doc *d) {
     fputs("base:     first placement (no table yet)\n", f);
   else
     fprintf(f, "base:     version %llu\n", (unsigned long long)d->base_version);
-  fprintf(f, "moves:    %u (lower bound %u), %u waves\n", d->moves_total, d->lower_bound,
-          d->waves);
+  fprintf(f, "moves:    %u (lower bound %u), %u waves\n", d->moves_total, d->lower_bound, d->waves);
   if (d->lost > 0)
     fprintf(f, "lost:     %u moves have no live replica to stream from\n", d->lost);
   if (d->best_effort_violations > 0)
@@ -148,8 +147,7 @@ static void print_violations(FILE *f, const rk_plan_doc *d) {
     fprintf(f, "  - %s\n", d->violations[i]);
 }
 
-void ringctl_plan_text(FILE *f, const rk_plan_doc *d, const ring_plan *plan,
-                       const rk_config *cfg) {
+void ringctl_plan_text(FILE *f, const rk_plan_doc *d, const ring_plan *plan, const rk_config *cfg) {
   print_head(f, d);
   if (plan == NULL) {
     print_violations(f, d);

@@ -12,7 +12,9 @@
 /* ----------------------------------------------------------------- reading */
 
 /* When a run ended, else when it was last updated. */
-static uint64_t run_time(const rk_run *r) { return r->finished_ms ? r->finished_ms : r->updated_ms; }
+static uint64_t run_time(const rk_run *r) {
+  return r->finished_ms ? r->finished_ms : r->updated_ms;
+}
 
 static int newest_first(const void *pa, const void *pb) {
   uint64_t a = run_time(pa), b = run_time(pb);

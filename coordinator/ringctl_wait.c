@@ -28,8 +28,7 @@
 typedef enum where { RUN_ACTIVE, RUN_FINISHED, RUN_NOWHERE } where;
 
 /* Reads key into *run if it holds run `id`. */
-static int read_run(ringctl_ctx *ctx, const char *key, const char *id, rk_run *run,
-                    bool *found) {
+static int read_run(ringctl_ctx *ctx, const char *key, const char *id, rk_run *run, bool *found) {
   ring_kv kv;
   int rc = ringctl_get(ctx, key, &kv, found);
   if (rc != RINGCTL_EXIT_OK || !*found)
@@ -65,8 +64,8 @@ static int look(ringctl_ctx *ctx, const char *id, rk_run *run, where *w) {
 /* ---------------------------------------------------------------- progress */
 
 typedef struct progress {
-  bool tty;           /* redraw one line in place */
-  double start_s;     /* monotonic time of the first look */
+  bool tty;            /* redraw one line in place */
+  double start_s;      /* monotonic time of the first look */
   uint32_t start_done; /* moves done then */
   uint64_t start_bytes;
   uint32_t last_done; /* what was last printed (lines mode) */
@@ -107,9 +106,8 @@ static void show(progress *p, const rk_run *r) {
              ringctl_bytes(r->plan.bytes, all));
   if (p->tty) {
     int fill = total ? (int)((uint64_t)done * BAR_WIDTH / total) : BAR_WIDTH;
-    printf("\r\033[K[%.*s%*s] %u/%u moves  %s  %s  %s", fill,
-           "##############################", BAR_WIDTH - fill, "", done, total, bytes, rate,
-           rk_run_state_name(r->state));
+    printf("\r\033[K[%.*s%*s] %u/%u moves  %s  %s  %s", fill, "##############################",
+           BAR_WIDTH - fill, "", done, total, bytes, rate, rk_run_state_name(r->state));
   } else if (done != p->last_done || (int)r->state != p->last_state) {
     printf("plan %s: %s, wave %u of %u, %u/%u moves, %s, %s\n", r->plan.id,
            rk_run_state_name(r->state), r->cursor.wave + 1, r->plan.waves, done, total, bytes,

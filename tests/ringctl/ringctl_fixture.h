@@ -100,7 +100,7 @@ static inline void fx_free(fx_run *r) {
 #define FX_EXPECT(want, cluster, ...)                                                              \
   do {                                                                                             \
     fx_run r_ = fx_ringctl(cluster, __VA_ARGS__);                                                  \
-    ck_assert_msg(r_.code == (want), "exit %d, want %d\nstdout: %s\nstderr: %s", r_.code, (want), \
+    ck_assert_msg(r_.code == (want), "exit %d, want %d\nstdout: %s\nstderr: %s", r_.code, (want),  \
                   r_.out, r_.err);                                                                 \
     fx_free(&r_);                                                                                  \
   } while (0)
@@ -110,9 +110,9 @@ static inline void fx_free(fx_run *r) {
 #define FX_EXPECT_IN(want, stream, needle, cluster, ...)                                           \
   do {                                                                                             \
     fx_run r_ = fx_ringctl(cluster, __VA_ARGS__);                                                  \
-    ck_assert_msg(r_.code == (want), "exit %d, want %d\nstdout: %s\nstderr: %s", r_.code, (want), \
+    ck_assert_msg(r_.code == (want), "exit %d, want %d\nstdout: %s\nstderr: %s", r_.code, (want),  \
                   r_.out, r_.err);                                                                 \
-    ck_assert_msg(strstr(r_.stream, needle) != NULL, "no \"%s\" in %s", needle, r_.stream);      \
+    ck_assert_msg(strstr(r_.stream, needle) != NULL, "no \"%s\" in %s", needle, r_.stream);        \
     fx_free(&r_);                                                                                  \
   } while (0)
 
@@ -254,8 +254,8 @@ static inline void fx_seed_table(const char *cluster, const ring_table *t) {
 }
 
 /* test_table_rr's table for cluster `cluster` (its cluster name is "test"). */
-static inline ring_table *fx_table(const char *cluster, uint32_t tokens, uint32_t replicas, uint32_t n,
-                            uint32_t zones, uint64_t version) {
+static inline ring_table *fx_table(const char *cluster, uint32_t tokens, uint32_t replicas,
+                                   uint32_t n, uint32_t zones, uint64_t version) {
   ring_table *rr = test_table_rr(tokens, replicas, n, zones, NULL, version);
   if (strcmp(cluster, "test") == 0)
     return rr;
@@ -266,8 +266,13 @@ static inline ring_table *fx_table(const char *cluster, uint32_t tokens, uint32_
   ck_assert_int_eq(ring_table_new(&p, &t, &err), RING_OK);
   for (uint32_t i = 0; i < n; i++) {
     const char *keys[] = {"zone"}, *vals[] = {ring_table_node_label(rr, (uint16_t)i, "zone")};
-    ring_node_spec s = {ring_table_node_id(rr, (uint16_t)i), ring_table_node_addr(rr, (uint16_t)i),
-                        keys, vals, 1, 1.0, RING_NODE_ACTIVE};
+    ring_node_spec s = {ring_table_node_id(rr, (uint16_t)i),
+                        ring_table_node_addr(rr, (uint16_t)i),
+                        keys,
+                        vals,
+                        1,
+                        1.0,
+                        RING_NODE_ACTIVE};
     ck_assert_int_eq(ring_table_add_node(t, &s, NULL, &err), RING_OK);
   }
   for (uint32_t tok = 0; tok < tokens; tok++)
@@ -300,7 +305,7 @@ static inline void fx_seed_cluster(const char *cluster) {
 /* Proposes (writes plan/proposed) the plan that adds node `id` in `zone` to
  * the seeded cluster; its id goes to id_out. */
 static inline void fx_propose_add(const char *cluster, const char *id, const char *zone,
-                           char id_out[RK_PLAN_ID_LEN + 1]) {
+                                  char id_out[RK_PLAN_ID_LEN + 1]) {
   rk_state st;
   ring_error err = {0};
   ck_assert_msg(rk_state_read(fx_client, cluster, RK_READ_ALL, &st, &err) == RING_OK, "%s",

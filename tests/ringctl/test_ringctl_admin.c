@@ -11,9 +11,10 @@
 /* -------------------------------------------------------------------- init */
 
 START_TEST(init_once_then_conflict) {
-  FX_EXPECT(0, "a-init", "init --tokens 64 --replicas 2 --failure-domain zone --best-effort rack"
-                         " --migration none --seed 7 --down-after 30s --auto-apply"
-                         " --moves-per-node 2");
+  FX_EXPECT(0, "a-init",
+            "init --tokens 64 --replicas 2 --failure-domain zone --best-effort rack"
+            " --migration none --seed 7 --down-after 30s --auto-apply"
+            " --moves-per-node 2");
   char *v = fx_value("a-init", "config");
   rk_config c;
   ring_error err = {0};
@@ -77,8 +78,7 @@ START_TEST(status_json_shape) {
     ck_assert_str_eq(fx_str(n, "state"), "active");
     ck_assert(cJSON_IsObject(fx_get(n, "labels")));
     ck_assert_ptr_nonnull(fx_str(fx_get(n, "labels"), "zone"));
-    ck_assert_double_eq_tol(fx_num(n, "target"), FX_TOKENS * FX_REPLICAS / (double)FX_NODES,
-                            1e-9);
+    ck_assert_double_eq_tol(fx_num(n, "target"), FX_TOKENS * FX_REPLICAS / (double)FX_NODES, 1e-9);
     owned += fx_num(n, "replicas");
   }
   ck_assert_double_eq(owned, FX_TOKENS * FX_REPLICAS);
@@ -143,8 +143,9 @@ START_TEST(throttle_round_trip) {
   ck_assert_int_eq((int)fx_num(j, "moves_per_node"), 4);
   ck_assert_int_eq((int)fx_num(j, "moves_per_wave"), 256);
   cJSON_Delete(j);
-  j = fx_json(0, "a-throttle", "throttle --moves-per-wave 9 --bytes-per-sec=1048576 "
-                               "--moves-per-domain 3");
+  j = fx_json(0, "a-throttle",
+              "throttle --moves-per-wave 9 --bytes-per-sec=1048576 "
+              "--moves-per-domain 3");
   ck_assert_int_eq((int)fx_num(j, "moves_per_node"), 4); /* kept */
   ck_assert_int_eq((int)fx_num(j, "moves_per_domain"), 3);
   ck_assert_int_eq((int)fx_num(j, "moves_per_wave"), 9);
@@ -250,8 +251,11 @@ END_TEST
 /* ------------------------------------------------------------- a dead etcd */
 
 START_TEST(dead_etcd_fails_fast) {
-  const char *cmds[] = {"status", "init --failure-domain zone", "plan", "apply", "drain n1",
-                        "throttle", "lookup k", "verify", "history", "pause"};
+  const char *cmds[] = {"status",   "init --failure-domain zone",
+                        "plan",     "apply",
+                        "drain n1", "throttle",
+                        "lookup k", "verify",
+                        "history",  "pause"};
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
     char args[256];
     snprintf(args, sizeof args, "--endpoints http://127.0.0.1:%d --cluster dead --timeout 2s %s",
@@ -268,6 +272,8 @@ START_TEST(dead_etcd_fails_fast) {
 END_TEST
 
 int main(void) {
-  const TTest *const tests[] = {init_once_then_conflict, init_bad_values, status_json_shape, members_alive_and_acks, throttle_round_trip, drain_undrain_weight, usage_errors, dead_etcd_fails_fast};
+  const TTest *const tests[] = {
+      init_once_then_conflict, init_bad_values,      status_json_shape, members_alive_and_acks,
+      throttle_round_trip,     drain_undrain_weight, usage_errors,      dead_etcd_fails_fast};
   return fx_main("ringctl_admin", tests, sizeof tests / sizeof tests[0]);
 }

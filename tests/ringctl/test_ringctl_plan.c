@@ -31,8 +31,7 @@ static rk_run read_active(const char *cluster) {
 static void delete_key(const char *cluster, const char *what) {
   char key[RK_KEY_MAX];
   rk_key(key, cluster, what);
-  ck_assert_int_eq(ring_etcd_delete(fx_client, key, strlen(key), false, NULL, NULL, NULL),
-                   RING_OK);
+  ck_assert_int_eq(ring_etcd_delete(fx_client, key, strlen(key), false, NULL, NULL, NULL), RING_OK);
 }
 
 /* Marks the first n moves of r done. */
@@ -143,8 +142,7 @@ START_TEST(apply_file_then_stale) {
 
   delete_key("p-file", "plan/active"); /* the coordinator ran it: version 2 */
   fx_bump_version("p-file", 2);
-  FX_EXPECT_IN(3, err, "plan base version 1, cluster is at version 2", "p-file", "apply %s",
-               path);
+  FX_EXPECT_IN(3, err, "plan base version 1, cluster is at version 2", "p-file", "apply %s", path);
   fx_assert_absent("p-file", "plan/active");
 }
 END_TEST
@@ -154,8 +152,8 @@ static void tamper(const char *path) {
   char *text = fx_slurp_file(path);
   cJSON *doc = cJSON_Parse(text);
   free(text);
-  cJSON *node = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "input"), "nodes"),
-                                   0);
+  cJSON *node =
+      cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "input"), "nodes"), 0);
   cJSON_ReplaceItemInObject(node, "weight", cJSON_CreateNumber(2.0));
   char *out = cJSON_PrintUnformatted(doc);
   FILE *f = fopen(path, "w");
@@ -369,6 +367,10 @@ START_TEST(apply_wait_failed) {
 END_TEST
 
 int main(void) {
-  const TTest *const tests[] = {plan_nothing_proposed, plan_json_and_text, apply_file_then_stale, apply_tampered_or_garbage_file, apply_by_id, apply_stale_proposal, what_if_add_and_remove, what_if_fail_zone, pause_resume_cancel, history_lists_finished_runs, apply_wait_done, apply_wait_failed};
+  const TTest *const tests[] = {
+      plan_nothing_proposed,          plan_json_and_text, apply_file_then_stale,
+      apply_tampered_or_garbage_file, apply_by_id,        apply_stale_proposal,
+      what_if_add_and_remove,         what_if_fail_zone,  pause_resume_cancel,
+      history_lists_finished_runs,    apply_wait_done,    apply_wait_failed};
   return fx_main("ringctl_plan", tests, sizeof tests / sizeof tests[0]);
 }

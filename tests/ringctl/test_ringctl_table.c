@@ -154,7 +154,7 @@ START_TEST(render_svg_well_formed) {
   check_xml(svg);
   ck_assert_ptr_nonnull(strstr(svg, "<svg xmlns=\"http://www.w3.org/2000/svg\""));
   ck_assert_ptr_nonnull(strstr(svg, "<path d=\"M"));
-  ck_assert_ptr_nonnull(strstr(svg, ">n5 (z2)"));          /* the legend */
+  ck_assert_ptr_nonnull(strstr(svg, ">n5 (z2)"));                   /* the legend */
   ck_assert_ptr_nonnull(strstr(svg, "token 5 slot 0: pending n0")); /* the mark */
   free(svg);
   if (system("command -v xmllint >/dev/null 2>&1") == 0) {
@@ -167,6 +167,7 @@ START_TEST(render_svg_well_formed) {
 END_TEST
 
 int main(void) {
-  const TTest *const tests[] = {lookup_owners_and_pending, verify_good_table, verify_bad_table, verify_table_disagrees_with_config, render_svg_well_formed};
+  const TTest *const tests[] = {lookup_owners_and_pending, verify_good_table, verify_bad_table,
+                                verify_table_disagrees_with_config, render_svg_well_formed};
   return fx_main("ringctl_table", tests, sizeof tests / sizeof tests[0]);
 }
