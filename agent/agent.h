@@ -128,7 +128,7 @@ typedef struct agent_metrics {
 typedef struct agent {
   agent_opts o;
   char addr[RING_ADDR_MAX + 1]; /* advertised arc server address */
-  char *secret;                 /* NULL: the arc servers take no secret */
+  char *secret;                 /* the arc servers' bearer secret */
   ring_etcd *etcd;
   rd_waker waker;
   atomic_bool stop;             /* SIGTERM */

@@ -322,7 +322,7 @@ static void remove_stale(agent *a, const uint32_t *stale, uint32_t n) {
     char token[16];
     snprintf(token, sizeof token, "%" PRIu32, stale[i]);
     rd_log(rc == 0 ? RD_INFO : RD_WARN, "stale arc removed before fetching it afresh", "token",
-           token, "err", rc == 0 ? "" : ring_strerror(rc), NULL);
+           token, rc == 0 ? NULL : "err", ring_strerror(rc), NULL);
     if (rc == 0)
       atomic_fetch_add(&a->m.stale_removed, 1);
     pthread_mutex_lock(&a->jobs_mu);

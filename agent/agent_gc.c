@@ -147,7 +147,7 @@ uint64_t agent_gc_tick(agent *a) {
       snprintf(token, sizeof token, "%" PRIu32, t);
       int rc = arc_store_remove(a->store, t);
       rd_log(rc == 0 ? RD_INFO : RD_WARN, rc == 0 ? "arc dropped after the grace" : "dropping an arc failed",
-             "token", token, "err", rc == 0 ? "" : ring_strerror(rc), NULL);
+             "token", token, rc == 0 ? NULL : "err", ring_strerror(rc), NULL);
       dropped += rc == 0;
     } else if (next == 0 || a->drop_at[t] < next) {
       next = a->drop_at[t];

@@ -35,7 +35,7 @@ static void opts_table(agent_opts *o, rd_opt *t) {
       {"host", RD_OPT_STRING, &o->host, 0, 0, "failure-domain label host"},
       {"weight", RD_OPT_DOUBLE, &o->weight, 1e-6, 1e6, "capacity relative to other hosts"},
       {"secret-file", RD_OPT_STRING, &o->secret_file, 0, 0,
-       "file holding the arc servers' shared secret"},
+       "file holding the arc servers' shared secret (required)"},
       {"metrics", RD_OPT_STRING, &o->metrics, 0, 0, "HOST:PORT for /metrics and /healthz"},
       {"log-level", RD_OPT_STRING, &o->log_level, 0, 0, "debug, info, warn or error"},
       {"lease-ttl", RD_OPT_MS, &o->lease_ttl_ms, 2000, 600000,
@@ -90,6 +90,9 @@ static int opts_check(const agent_opts *o, char *msg, size_t cap) {
     return snprintf(msg, cap, "--advertise: \"%s\" is not HOST:PORT", o->advertise), -1;
   if (o->data_dir == NULL || o->data_dir[0] == '\0')
     return snprintf(msg, cap, "--data-dir is required"), -1;
+  if (o->secret_file == NULL || o->secret_file[0] == '\0')
+    return snprintf(msg, cap, "--secret-file is required: arc servers only serve with a secret"),
+           -1;
   if (o->log_level && rd_log_level_parse(o->log_level) < 0)
     return snprintf(msg, cap, "--log-level: \"%s\" is not debug, info, warn or error",
                     o->log_level),
@@ -162,7 +165,7 @@ static void advertised_addr(agent *a) {
 /* The arc store, limiter and server. */
 static int open_arcs(agent *a, char *msg, size_t cap) {
   ring_error err = {0};
-  if (a->o.secret_file && (a->secret = read_first_line(a->o.secret_file, msg, cap)) == NULL)
+  if ((a->secret = read_first_line(a->o.secret_file, msg, cap)) == NULL)
     return -1;
   if (arc_store_open(a->o.data_dir, &a->store, &err) != 0)
     return snprintf(msg, cap, "data dir: %s", err.message), -1;

@@ -1,0 +1,20 @@
+# ring-agent acceptance tests (label agent): real etcd, real ring-agent
+# processes with data dirs on disk, tables published by hand through
+# libring (test_agent_env.h), and ring-coordinator for the end-to-end run.
+# Each test starts its own etcd; they run one at a time (daemons, ports,
+# timing). Included by tests/agent/CMakeLists.txt.
+if(TARGET ring-agent)
+  file(GLOB agent_tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/test_agent_*.c)
+  foreach(src ${agent_tests})
+    get_filename_component(name ${src} NAME_WE)
+    ring_test(${name} agent ${src})
+    target_compile_definitions(${name} PRIVATE RING_AGENT_BIN="$<TARGET_FILE:ring-agent>")
+    add_dependencies(${name} ring-agent)
+    if(TARGET ring-coordinator)
+      target_compile_definitions(${name} PRIVATE
+        RING_COORDINATOR_BIN="$<TARGET_FILE:ring-coordinator>")
+      add_dependencies(${name} ring-coordinator)
+    endif()
+    set_tests_properties(${name} PROPERTIES RUN_SERIAL TRUE TIMEOUT 900)
+  endforeach()
+endif()

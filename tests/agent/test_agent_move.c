@@ -1,0 +1,121 @@
+/*
+ * test_agent_move.c: arcs moving between real ring-agents on versions
+ * published by hand. A holds arcs it owns; a version with B pending for
+ * them makes B fetch them (byte-identical), ack the version and report the
+ * tokens in progress/B; the cutover version makes A drop its copies after
+ * the 1 s grace while B keeps them. A stale copy on B (left from an old
+ * ownership) is replaced, never reported as it is. Migration mode `none`
+ * fetches nothing.
+ */
+#include "test_agent_env.h"
+
+#define A 0
+#define B 1
+
+static const uint32_t moving[] = {2, 4, 6, 10}; /* even tokens: A's with 2 nodes, R 1 */
+#define N_MOVING 4
+
+static bool all_fetched(void) {
+  for (int k = 0; k < N_MOVING; k++)
+    if (!env_arc_has(B, moving[k]))
+      return false;
+  return true;
+}
+
+static bool none_on_a(void) {
+  for (int k = 0; k < N_MOVING; k++)
+    if (env_arc_has(A, moving[k]))
+      return false;
+  return true;
+}
+
+/* Version v: R 1 over A and B (even tokens A's, odd B's), with B pending
+ * for the moving tokens when `pending`, or owning them when `cutover`. */
+static void publish_version(uint64_t v, bool pending, bool cutover) {
+  ring_table *t = env_table(v, 2, 1);
+  for (int k = 0; k < N_MOVING; k++) {
+    if (pending)
+      ck_assert_int_eq(ring_table_add_pending(t, moving[k], 0, B), RING_OK);
+    if (cutover)
+      ck_assert_int_eq(ring_table_set_owner(t, moving[k], 0, B), RING_OK);
+  }
+  env_publish_free(t);
+}
+
+START_TEST(pending_fetch_then_cutover_drop) {
+  env_config(1, 2, 0);
+  env_agent_init(A, "a");
+  env_agent_init(B, "b");
+  for (int k = 0; k < N_MOVING; k++)
+    env_arc_write(A, moving[k], 3, 40000 + 1000 * (uint64_t)k, 7);
+  env_arc_write(A, 8, 2, 5000, 7); /* stays A's throughout */
+  /* A stale copy of token 10 on B, from an ownership long gone: it must be
+   * replaced by A's, not reported as it is. */
+  env_arc_write(B, 10, 1, 999, 99);
+  env_agent_start(A, "a", NULL);
+  env_agent_start(B, "b", "--drop-grace 30s");
+  publish_version(1, false, false);
+  ck_assert(ENV_WAIT(env_ack("a") == 1 && env_ack("b") == 1, 10));
+
+  publish_version(2, true, false);
+  ck_assert_msg(ENV_WAIT(env_progress_is("b", 2, moving, N_MOVING), 20),
+                "progress/b never covered the moving tokens");
+  ck_assert_uint_ge(env_ack("b"), 2);
+  for (int k = 0; k < N_MOVING; k++)
+    ck_assert_msg(env_arc_same(A, B, moving[k]), "token %u differs", moving[k]);
+  ck_assert(env_arc_has(A, 8) && !env_arc_has(B, 8));
+  ck_assert_double_ge(env_metric(B, "ring_agent_arcs_fetched_total"), N_MOVING);
+  ck_assert_double_ge(env_metric(B, "ring_agent_stale_removed_total"), 1);
+  ck_assert_double_gt(env_metric(B, "ring_agent_bytes_in_total"), 4 * 40000);
+  ck_assert_double_gt(env_metric(A, "ring_agent_bytes_out_total"), 4 * 40000);
+  ck_assert_double_eq(env_metric(B, "ring_agent_pending_version"), 2);
+
+  publish_version(3, false, true);
+  ck_assert_msg(ENV_WAIT(none_on_a(), 10), "A kept arcs it no longer owns");
+  ck_assert(all_fetched());
+  ck_assert(env_arc_has(A, 8));
+  ck_assert_double_eq(env_metric(A, "ring_agent_arcs_dropped_total"), N_MOVING);
+  ck_assert(ENV_WAIT(env_ack("a") == 3 && env_ack("b") == 3, 10));
+  ck_assert(ENV_WAIT(env_metric(B, "ring_agent_version") == 3, 5));
+  env_pass();
+}
+END_TEST
+
+START_TEST(migration_none_fetches_nothing) {
+  char json[600];
+  snprintf(json, sizeof json,
+           "{\"format\":\"ringkeeper.config.v1\",\"tokens\":%u,\"replicas\":1,\"seed\":0,"
+           "\"failure_domain\":\"\",\"best_effort\":\"\",\"migration\":\"none\","
+           "\"down_after_ms\":60000,\"auto_apply\":false,"
+           "\"throttle\":{\"moves_per_node\":0,\"moves_per_domain\":0,\"moves_per_wave\":0,"
+           "\"bytes_per_sec\":0},\"retention\":{\"versions\":16,\"plans\":32}}",
+           ENV_TOKENS);
+  env_put("config", json);
+  env_agent_init(A, "a");
+  env_agent_init(B, "b");
+  env_arc_write(A, 2, 1, 1000, 1);
+  env_agent_start(A, "a", NULL);
+  env_agent_start(B, "b", NULL);
+  publish_version(1, false, false);
+  publish_version(2, false, true); /* cutover at once: nothing to stream */
+  ck_assert(ENV_WAIT(env_ack("a") == 2 && env_ack("b") == 2, 10));
+  ck_assert_msg(ENV_WAIT(!env_arc_has(A, 2), 10), "A kept an arc it no longer owns");
+  ck_assert(!env_arc_has(B, 2));
+  ck_assert_double_eq(env_metric(B, "ring_agent_arcs_fetched_total"), 0);
+  ck_assert_ptr_null(env_get("progress/b"));
+  env_pass();
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("agent_move");
+  TCase *tc = env_tcase("move", 120);
+  tcase_add_test(tc, pending_fetch_then_cutover_drop);
+  suite_add_tcase(s, tc);
+  tc = env_tcase("none", 60);
+  tcase_add_test(tc, migration_none_fetches_nothing);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) { return run_suite_as(suite(), 1); }
