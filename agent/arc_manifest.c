@@ -4,6 +4,7 @@
  *
  * Sections: names and tokens; encoding; decoding.
  */
+#define _GNU_SOURCE /* memmem */
 #include "arc_int.h"
 #include "codec_int.h"
 
@@ -132,6 +133,8 @@ int arc_manifest_decode(const char *json, size_t len, arc_manifest *out, ring_er
   if (len > ARC_MANIFEST_JSON_MAX)
     return ring__err(err, RING_ETOOBIG, "manifest of %zu bytes exceeds %u", len,
                      ARC_MANIFEST_JSON_MAX);
+  if (memmem(json, len, "\\u0000", 6) != NULL) /* cJSON would cut a name short there */
+    return ring__err(err, RING_EFIELD, "files: a name holds \\u0000");
   cJSON *root = NULL;
   int rc = ring__record_parse(json, len, ARC_MANIFEST_FORMAT, keys, 4, &root, err);
   if (rc != RING_OK)

@@ -280,6 +280,17 @@ static mhd_result serve_file(arc_server *srv, struct MHD_Connection *c, uint32_t
 
 /* ------------------------------------------------------------------ routing */
 
+/* Whether a path has an empty, "." or ".." segment: a traversal attempt
+ * wherever it points. */
+static bool odd_segments(const char *url) {
+  for (const char *p = url; *p == '/'; p += strcspn(p + 1, "/") + 1) {
+    size_t n = strcspn(p + 1, "/");
+    if (n == 0 || (n == 1 && p[1] == '.') || (n == 2 && p[1] == '.' && p[2] == '.'))
+      return true;
+  }
+  return false;
+}
+
 static mhd_result route(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                         const char *version, const char *upload_data, size_t *upload_data_size,
                         void **req) {
@@ -292,6 +303,8 @@ static mhd_result route(void *cls, struct MHD_Connection *c, const char *url, co
   }
   if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
     return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
+  if (odd_segments(url))
+    return bad_request(srv, c, "bad path: empty, . or .. segment\n");
   if (strncmp(url, PREFIX, sizeof PREFIX - 1) != 0)
     return reply_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
   const char *tok = url + sizeof PREFIX - 1, *slash = strchr(tok, '/');
@@ -308,6 +321,14 @@ static mhd_result route(void *cls, struct MHD_Connection *c, const char *url, co
 }
 
 /* ---------------------------------------------------------- start and stop */
+
+/* Percent-decoding as libmicrohttpd does it, except that a text holding
+ * %00 stays encoded: a NUL would cut the path short after the checks saw
+ * it whole; left encoded, its '%' fails the name check instead. */
+static size_t unescape(void *cls, struct MHD_Connection *c, char *s) {
+  (void)cls, (void)c;
+  return strstr(s, "%00") ? strlen(s) : MHD_http_unescape(s);
+}
 
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
   arc_server *srv = cls;
@@ -332,7 +353,7 @@ static struct MHD_Daemon *start_mhd(arc_server *srv, const arc_server_opts *o,
   };
   return MHD_start_daemon(
       flags, 0, NULL, NULL, route, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
-      MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)ARC_SERVER_THREADS,
+      MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)ARC_SERVER_THREADS,
       MHD_OPTION_CONNECTION_LIMIT, conns, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
       MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
       (size_t)ARC_SERVER_MEMORY, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_ARRAY, tls,

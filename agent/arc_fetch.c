@@ -1,0 +1,450 @@
+/*
+ * arc_fetch.c: fetching an arc from a peer's arc server with libcurl
+ * (proto/arc.md) and installing it.
+ *
+ * Sections: the transfer state; curl; the manifest; one file (resume,
+ * stream, verify, retry); the temporary directory; install; the entry.
+ *
+ * Bytes go from curl's buffer through the shared limiter, write(2) and
+ * XXH3 straight into tmp/<token>.<version>/<name>: nothing is buffered
+ * beyond curl's receive buffer. A file left there by an earlier attempt
+ * is hashed from disk and continued with a range request; the checksum of
+ * the whole file decides. The directory is renamed into arcs/ only when
+ * every file is verified and fsync()ed.
+ */
+#define _GNU_SOURCE /* renameat2, sync_file_range, O_NOFOLLOW, O_DIRECTORY */
+#include "arc_int.h"
+#include "ring_int.h"
+
+#include <curl/curl.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef ARC_FETCH_BUFFER
+#define ARC_FETCH_BUFFER (256L << 10) /* curl's receive buffer, bytes */
+#endif
+#define WRITEBACK_EVERY (8u << 20) /* start writeback after this many bytes */
+
+/* ---------------------------------------------------- the transfer state */
+
+typedef struct fetch {
+  arc_store *store;
+  const arc_fetch_opts *o;
+  uint32_t token;
+  uint32_t max_retries;
+  CURL *curl;                     /* one handle, one connection, for the whole arc */
+  struct curl_slist *headers;     /* Authorization */
+  char base[1024];                /* http[s]://host:port */
+  char tmpdir[4096];              /* tmp/<token>.<version> */
+  int dfd;                        /* tmpdir, locked with flock */
+  char curl_error[CURL_ERROR_SIZE];
+  arc_fetch_result res;
+  /* the file being received */
+  const arc_file *file;
+  int fd;
+  uint64_t have;                  /* bytes of it on disk, all hashed into h */
+  uint64_t synced;                /* writeback started up to here */
+  XXH3_state_t *h;
+  int write_errno;                /* write(2) failed: no retry */
+  bool overflow;                  /* the source sent more than the manifest said */
+  bool stopped;                   /* o->stop seen */
+  ring__sbuf body;                /* the manifest */
+} fetch;
+
+static bool stop_requested(fetch *f) {
+  if (f->o->stop != NULL && *f->o->stop)
+    f->stopped = true;
+  return f->stopped;
+}
+
+/* ------------------------------------------------------------------ curl */
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+/* Aborts a transfer (within a second) once stop is set. */
+static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un) {
+  (void)dt, (void)dn, (void)ut, (void)un;
+  return stop_requested(ud) ? 1 : 0;
+}
+
+static int setup_curl(fetch *f, const char *source, ring_error *err) {
+  pthread_once(&curl_once, curl_init_once);
+  const char *scheme = strstr(source, "://") ? "" : "http://";
+  size_t n = (size_t)snprintf(f->base, sizeof f->base, "%s%s", scheme, source);
+  while (n > 0 && f->base[n - 1] == '/')
+    f->base[--n] = '\0';
+  if (n >= sizeof f->base - 64 || n == 0)
+    return ring__err(err, RING_EINVAL, "source \"%.64s\": too long or empty", source);
+  char auth[1024];
+  if (snprintf(auth, sizeof auth, "Authorization: Bearer %s", f->o->secret) >= (int)sizeof auth)
+    return ring__err(err, RING_EINVAL, "secret too long");
+  f->headers = curl_slist_append(NULL, auth);
+  f->curl = curl_easy_init();
+  if (f->headers == NULL || f->curl == NULL)
+    return ring__err(err, RING_ENOMEM, "curl: out of memory");
+  long timeout_ms = f->o->timeout_ms ? (long)f->o->timeout_ms : 10000;
+  CURL *c = f->curl;
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, f->headers);
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, f->curl_error);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L); /* no error body reaches the file */
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, timeout_ms >= 2000 ? timeout_ms / 1000 : 1L);
+  curl_easy_setopt(c, CURLOPT_BUFFERSIZE, ARC_FETCH_BUFFER);
+  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl_easy_setopt(c, CURLOPT_XFERINFODATA, f);
+  if (f->o->ca_file != NULL)
+    curl_easy_setopt(c, CURLOPT_CAINFO, f->o->ca_file);
+  return RING_OK;
+}
+
+/* GET base + path with the given write callback; the HTTP status in *status
+ * (0 if none came). Returns curl's code. */
+static CURLcode get(fetch *f, const char *path, curl_write_callback cb, uint64_t from,
+                    long *status) {
+  char url[sizeof f->base + 64 + ARC_NAME_MAX];
+  snprintf(url, sizeof url, "%s%s", f->base, path);
+  f->curl_error[0] = '\0';
+  curl_easy_setopt(f->curl, CURLOPT_URL, url);
+  curl_easy_setopt(f->curl, CURLOPT_WRITEFUNCTION, cb);
+  curl_easy_setopt(f->curl, CURLOPT_WRITEDATA, f);
+  curl_easy_setopt(f->curl, CURLOPT_RESUME_FROM_LARGE, (curl_off_t)from);
+  CURLcode rc = curl_easy_perform(f->curl);
+  *status = 0;
+  curl_easy_getinfo(f->curl, CURLINFO_RESPONSE_CODE, status);
+  return rc;
+}
+
+/* What a failed request means, for everything but the file's own bytes. */
+static int request_error(fetch *f, const char *what, CURLcode rc, long status, ring_error *err) {
+  if (f->stopped || rc == CURLE_ABORTED_BY_CALLBACK)
+    return ring__err(err, RING_ETIMEDOUT, "arc %" PRIu32 ": %s: stopped", f->token, what);
+  if (status == 401 || status == 403)
+    return ring__err(err, RING_EAUTH, "arc %" PRIu32 ": %s: %ld (wrong secret?)", f->token, what,
+                     status);
+  if (status == 404)
+    return ring__err(err, RING_ENOTFOUND, "arc %" PRIu32 ": %s: not held by %s", f->token, what,
+                     f->base);
+  if (rc == CURLE_OPERATION_TIMEDOUT)
+    return ring__err(err, RING_ETIMEDOUT, "arc %" PRIu32 ": %s: %s", f->token, what,
+                     f->curl_error[0] ? f->curl_error : curl_easy_strerror(rc));
+  if (status >= 300 || (rc == CURLE_OK && status != 200 && status != 206))
+    return ring__err(err, RING_EPROTO, "arc %" PRIu32 ": %s: HTTP status %ld", f->token, what,
+                     status);
+  return ring__err(err, RING_ECONNECT, "arc %" PRIu32 ": %s: %s", f->token, what,
+                   f->curl_error[0] ? f->curl_error : curl_easy_strerror(rc));
+}
+
+/* ----------------------------------------------------------- the manifest */
+
+static size_t on_manifest(char *p, size_t size, size_t nmemb, void *ud) {
+  fetch *f = ud;
+  size_t n = size * nmemb;
+  if (f->body.len + n > ARC_MANIFEST_JSON_MAX)
+    return 0;
+  ring__sb_reserve(&f->body, n + 1);
+  if (f->body.oom)
+    return 0;
+  memcpy(f->body.p + f->body.len, p, n);
+  f->body.len += n;
+  f->body.p[f->body.len] = '\0';
+  return n;
+}
+
+static int fetch_manifest(fetch *f, arc_manifest *m, ring_error *err) {
+  char path[64];
+  snprintf(path, sizeof path, "/v1/arcs/%" PRIu32 "/manifest", f->token);
+  long status = 0;
+  CURLcode rc = get(f, path, on_manifest, 0, &status);
+  int code = RING_OK;
+  ring_error why = {0};
+  if (rc != CURLE_OK || status != 200) {
+    code = f->body.oom ? ring__err(err, RING_ENOMEM, "manifest: out of memory")
+                       : request_error(f, "manifest", rc, status, err);
+  } else if ((code = arc_manifest_decode(f->body.p ? f->body.p : "", f->body.len, m, &why)) !=
+             RING_OK) {
+    code = ring__err(err, RING_EPROTO, "arc %" PRIu32 ": manifest from %s: %s", f->token,
+                     f->base, why.message);
+  } else if (m->token != f->token) {
+    code = ring__err(err, RING_EPROTO, "arc %" PRIu32 ": the source sent the manifest of %" PRIu32,
+                     f->token, m->token);
+    arc_manifest_free(m);
+  }
+  free(f->body.p);
+  f->body = (ring__sbuf){0};
+  return code;
+}
+
+/* ---------------------------------------------------------------- one file */
+
+static size_t on_data(char *p, size_t size, size_t nmemb, void *ud) {
+  fetch *f = ud;
+  size_t n = size * nmemb;
+  if (stop_requested(f))
+    return 0;
+  if (n > f->file->size - f->have) {
+    f->overflow = true;
+    return 0;
+  }
+  if (!arc_limiter_take(f->o->limiter, n, f->o->stop)) {
+    f->stopped = true;
+    return 0;
+  }
+  for (size_t done = 0; done < n;) {
+    ssize_t w = pwrite(f->fd, p + done, n - done, (off_t)(f->have + done));
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      f->write_errno = w < 0 ? errno : EIO;
+      return 0;
+    }
+    done += (size_t)w;
+  }
+  XXH3_64bits_update(f->h, p, n);
+  f->have += n;
+  f->res.bytes += n;
+  if (f->have - f->synced >= WRITEBACK_EVERY) { /* so that the final fsync waits less */
+    sync_file_range(f->fd, (off_t)f->synced, (off_t)(f->have - f->synced), SYNC_FILE_RANGE_WRITE);
+    f->synced = f->have;
+  }
+  return n;
+}
+
+/* Back to an empty file. */
+static int restart_file(fetch *f) {
+  if (ftruncate(f->fd, 0) != 0)
+    return -errno;
+  f->have = f->synced = 0;
+  XXH3_64bits_reset(f->h);
+  return 0;
+}
+
+/* Opens tmpdir/<name> and hashes what an earlier attempt left there; a
+ * leftover longer than the file is dropped. */
+static int open_partial(fetch *f, ring_error *err) {
+  const arc_file *a = f->file;
+  f->fd = openat(f->dfd, a->name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  struct stat st;
+  int rc = f->fd < 0 || fstat(f->fd, &st) != 0 ? -errno : 0;
+  XXH3_64bits_reset(f->h);
+  f->have = f->synced = 0;
+  if (rc == 0 && (uint64_t)st.st_size > a->size)
+    rc = restart_file(f);
+  else if (rc == 0 && st.st_size > 0 && (rc = arc__hash_fd(f->fd, (uint64_t)st.st_size, f->h)) == 0)
+    f->have = (uint64_t)st.st_size;
+  if (rc != 0)
+    return ring__err(err, arc__errno_code(rc), "%s/%s: %s", f->tmpdir, a->name, strerror(-rc));
+  if (f->have > 0)
+    f->res.resumed_files++;
+  return RING_OK;
+}
+
+/* One request for the rest of the file. Returns RING_OK when the bytes
+ * stopped coming for a reason worth another attempt (or none), else the
+ * error that ends the fetch. */
+static int transfer(fetch *f, ring_error *err) {
+  char path[64 + ARC_NAME_MAX];
+  snprintf(path, sizeof path, "/v1/arcs/%" PRIu32 "/files/%s", f->token, f->file->name);
+  f->overflow = false;
+  long status = 0;
+  CURLcode rc = get(f, path, on_data, f->have, &status);
+  if (f->write_errno != 0)
+    return ring__err(err, arc__errno_code(-f->write_errno), "%s/%s: %s", f->tmpdir,
+                     f->file->name, strerror(f->write_errno));
+  if (rc == CURLE_RANGE_ERROR || status == 416)
+    f->overflow = true; /* the source's file is not what the manifest said: start over */
+  if (rc == CURLE_OK || f->overflow)
+    return RING_OK; /* the checksum decides; a short file is a broken transfer */
+  int code = request_error(f, f->file->name, rc, status, err);
+  bool again = code == RING_ECONNECT || code == RING_ETIMEDOUT || code == RING_EPROTO;
+  return again && !f->stopped ? RING_OK : code;
+}
+
+/* Receives one file into the temporary directory, verified and fsync()ed. */
+static int fetch_file(fetch *f, const arc_file *a, ring_error *err) {
+  f->file = a;
+  int rc = open_partial(f, err);
+  uint32_t failures = 0;
+  while (rc == RING_OK) {
+    if (f->have < a->size && (rc = transfer(f, err)) != RING_OK)
+      break;
+    bool complete = f->have == a->size && !f->overflow;
+    if (complete && XXH3_64bits_digest(f->h) == a->xxh3)
+      break; /* verified */
+    if (stop_requested(f)) {
+      rc = ring__err(err, RING_ETIMEDOUT, "arc %" PRIu32 ": stopped", f->token);
+      break;
+    }
+    if (++failures > f->max_retries) {
+      rc = complete || f->overflow
+               ? ring__err(err, RING_ECHECKSUM, "arc %" PRIu32 ": %s: checksum mismatch %" PRIu32
+                           " times", f->token, a->name, failures)
+               : ring__err(err, RING_ECONNECT, "arc %" PRIu32 ": %s: transfer broken %" PRIu32
+                           " times (%s)", f->token, a->name, failures, f->curl_error);
+      break;
+    }
+    if (complete || f->overflow || f->have > a->size) { /* bytes are wrong: start over */
+      f->res.checksum_failures++;
+      int e = restart_file(f);
+      if (e != 0)
+        rc = ring__err(err, arc__errno_code(e), "%s/%s: %s", f->tmpdir, a->name, strerror(-e));
+    }
+  }
+  if (rc == RING_OK && fsync(f->fd) != 0)
+    rc = ring__err(err, arc__errno_code(-errno), "fsync %s/%s: %s", f->tmpdir, a->name,
+                   strerror(errno));
+  if (f->fd >= 0)
+    close(f->fd);
+  f->fd = -1;
+  return rc;
+}
+
+/* ------------------------------------------------- the temporary directory */
+
+static bool in_manifest(const arc_manifest *m, const char *name) {
+  uint32_t lo = 0, hi = m->n_files;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    int c = strcmp(m->files[mid].name, name);
+    if (c == 0)
+      return true;
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return false;
+}
+
+/* Creates (or reopens and locks) tmp/<token>.<version> and removes every
+ * entry the manifest does not name, so the directory renamed in at the end
+ * holds exactly the verified files. */
+static int prepare_tmp(fetch *f, uint64_t version, const arc_manifest *m, ring_error *err) {
+  snprintf(f->tmpdir, sizeof f->tmpdir, "%s/%" PRIu32 ".%" PRIu64, arc__store_tmp(f->store),
+           f->token, version);
+  if (mkdir(f->tmpdir, 0755) != 0 && errno != EEXIST)
+    return ring__err(err, arc__errno_code(-errno), "mkdir %s: %s", f->tmpdir, strerror(errno));
+  f->dfd = open(f->tmpdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (f->dfd < 0)
+    return ring__err(err, RING_EIO, "%s: %s", f->tmpdir, strerror(errno));
+  if (flock(f->dfd, LOCK_EX | LOCK_NB) != 0)
+    return ring__err(err, RING_EBUSY, "%s: another fetch of this arc is running", f->tmpdir);
+  DIR *d = fdopendir(dup(f->dfd));
+  if (d == NULL)
+    return ring__err(err, RING_EIO, "%s: %s", f->tmpdir, strerror(errno));
+  int rc = 0;
+  struct dirent *e;
+  while (rc == 0 && (e = readdir(d)) != NULL) {
+    struct stat st;
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+      continue;
+    if (in_manifest(m, e->d_name) && fstatat(f->dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISREG(st.st_mode))
+      continue;
+    char p[sizeof f->tmpdir + 1 + 256];
+    snprintf(p, sizeof p, "%s/%s", f->tmpdir, e->d_name);
+    rc = arc__rmtree(p);
+  }
+  closedir(d);
+  if (rc != 0)
+    return ring__err(err, arc__errno_code(rc), "cleaning %s: %s", f->tmpdir, strerror(-rc));
+  return RING_OK;
+}
+
+/* RING_ENOSPC now rather than after most of the bytes came. */
+static int check_space(fetch *f, const arc_manifest *m, ring_error *err) {
+  uint64_t need = 0;
+  for (uint32_t i = 0; i < m->n_files; i++) {
+    struct stat st;
+    uint64_t have = fstatat(f->dfd, m->files[i].name, &st, AT_SYMLINK_NOFOLLOW) == 0
+                        ? (uint64_t)st.st_size : 0;
+    need += have < m->files[i].size ? m->files[i].size - have : 0;
+  }
+  uint64_t avail = arc_store_free_bytes(f->store);
+  if (avail < need)
+    return ring__err(err, RING_ENOSPC, "arc %" PRIu32 ": needs %" PRIu64 " more bytes, %" PRIu64
+                     " free", f->token, need, avail);
+  return RING_OK;
+}
+
+/* ------------------------------------------------------------------ install */
+
+static int install(fetch *f, ring_error *err) {
+  char dst[4096];
+  snprintf(dst, sizeof dst, "%s/%" PRIu32, arc__store_arcs(f->store), f->token);
+  if (fsync(f->dfd) != 0)
+    return ring__err(err, arc__errno_code(-errno), "fsync %s: %s", f->tmpdir, strerror(errno));
+  int rc = renameat2(AT_FDCWD, f->tmpdir, AT_FDCWD, dst, RENAME_NOREPLACE);
+  if (rc != 0 && errno == EINVAL) { /* a file system without RENAME_NOREPLACE */
+    struct stat st;
+    rc = lstat(dst, &st) == 0 ? (errno = EEXIST, -1) : rename(f->tmpdir, dst);
+  }
+  if (rc != 0)
+    return ring__err(err, arc__errno_code(-errno), "installing %s: %s", dst, strerror(errno));
+  int e = arc__fsync_dir(arc__store_arcs(f->store));
+  if (e == 0)
+    e = arc__fsync_dir(arc__store_tmp(f->store));
+  if (e != 0)
+    return ring__err(err, RING_EIO, "fsync after installing %s: %s", dst, strerror(-e));
+  return RING_OK;
+}
+
+/* ------------------------------------------------------------------ the entry */
+
+static int fetch_arc(fetch *f, const char *source, uint64_t version, ring_error *err) {
+  int rc = setup_curl(f, source, err);
+  arc_manifest m = {0};
+  if (rc == RING_OK)
+    rc = fetch_manifest(f, &m, err);
+  if (rc == RING_OK && arc_store_has(f->store, f->token))
+    rc = ring__err(err, RING_EEXIST, "arc %" PRIu32 ": already installed", f->token);
+  if (rc == RING_OK)
+    rc = prepare_tmp(f, version, &m, err);
+  if (rc == RING_OK)
+    rc = check_space(f, &m, err);
+  if (rc == RING_OK && (f->h = XXH3_createState()) == NULL)
+    rc = ring__err(err, RING_ENOMEM, "out of memory");
+  for (uint32_t i = 0; rc == RING_OK && i < m.n_files; i++)
+    rc = fetch_file(f, &m.files[i], err);
+  if (rc == RING_OK)
+    rc = install(f, err);
+  arc_manifest_free(&m);
+  return rc;
+}
+
+int arc_fetch(arc_store *s, const char *source, uint32_t token, uint64_t version,
+              const arc_fetch_opts *o, arc_fetch_result *res, ring_error *err) {
+  if (s == NULL || source == NULL || o == NULL || o->secret == NULL || token > ARC_TOKEN_MAX)
+    return ring__err(err, RING_EINVAL, "arc_fetch: bad argument");
+  fetch *f = calloc(1, sizeof *f);
+  if (f == NULL)
+    return ring__err(err, RING_ENOMEM, "arc_fetch: out of memory");
+  f->store = s;
+  f->o = o;
+  f->token = token;
+  f->max_retries = o->max_retries ? o->max_retries : 3;
+  f->dfd = f->fd = -1;
+  int rc = fetch_arc(f, source, version, err);
+  if (res != NULL)
+    *res = f->res;
+  if (f->dfd >= 0)
+    close(f->dfd); /* releases the flock */
+  XXH3_freeState(f->h);
+  curl_easy_cleanup(f->curl);
+  curl_slist_free_all(f->headers);
+  free(f);
+  return rc;
+}

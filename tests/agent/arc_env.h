@@ -1,0 +1,258 @@
+/*
+ * arc_env.h: what the arc tests share: scratch directories, files of
+ * known pseudo-random bytes, a source store with its server and a
+ * destination store, and plain HTTP requests made with curl.
+ */
+#ifndef RING_TEST_ARC_ENV_H
+#define RING_TEST_ARC_ENV_H
+
+#define _GNU_SOURCE
+#include "arc_int.h"
+
+#include <check.h>
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TEST_SECRET "s3cret-for-tests"
+
+static inline double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* A fresh directory under /tmp, malloc()'ed path. */
+static inline char *scratch_dir(void) {
+  char *p = strdup("/tmp/arc-test-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(p));
+  return p;
+}
+
+static inline void scratch_free(char *p) {
+  if (p != NULL)
+    arc__rmtree(p);
+  free(p);
+}
+
+/* The byte at offset i of the file made with `seed`. */
+static inline uint8_t pattern(uint64_t seed, uint64_t i) {
+  uint64_t x = (i >> 3) * 0x9E3779B97F4A7C15ull + seed * 0xBF58476D1CE4E5B9ull + 1;
+  x ^= x >> 31;
+  x *= 0x94D049BB133111EBull;
+  x ^= x >> 29;
+  return (uint8_t)(x >> ((i & 7) * 8));
+}
+
+/* dir/name holding `size` pattern bytes of `seed`; returns its XXH3. */
+static inline uint64_t write_pattern(const char *dir, const char *name, uint64_t size,
+                                     uint64_t seed) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ck_assert_int_ge(fd, 0);
+  XXH3_state_t *h = XXH3_createState();
+  XXH3_64bits_reset(h);
+  static uint8_t buf[1 << 16];
+  for (uint64_t off = 0; off < size;) {
+    size_t n = size - off < sizeof buf ? (size_t)(size - off) : sizeof buf;
+    for (size_t i = 0; i < n; i++)
+      buf[i] = pattern(seed, off + i);
+    ck_assert_int_eq(write(fd, buf, n), (ssize_t)n);
+    XXH3_64bits_update(h, buf, n);
+    off += n;
+  }
+  close(fd);
+  uint64_t d = XXH3_64bits_digest(h);
+  XXH3_freeState(h);
+  return d;
+}
+
+/* Installs arc `token` in the store at data_dir: n files of `size` bytes
+ * (names f0, f1, ...; seeds token*100 + i). */
+static inline void make_arc(const char *data_dir, uint32_t token, uint32_t n, uint64_t size) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/arcs/%" PRIu32, data_dir, token);
+  ck_assert_int_eq(mkdir(dir, 0755), 0);
+  for (uint32_t i = 0; i < n; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "f%" PRIu32, i);
+    write_pattern(dir, name, size, token * 100u + i);
+  }
+}
+
+/* Whether two files hold the same bytes. */
+static inline bool same_bytes(const char *a, const char *b) {
+  FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+  bool same = fa != NULL && fb != NULL;
+  static char ba[1 << 16], bb[1 << 16];
+  while (same) {
+    size_t na = fread(ba, 1, sizeof ba, fa), nb = fread(bb, 1, sizeof bb, fb);
+    same = na == nb && memcmp(ba, bb, na) == 0;
+    if (na == 0)
+      break;
+  }
+  if (fa)
+    fclose(fa);
+  if (fb)
+    fclose(fb);
+  return same;
+}
+
+/* Whether arc `token` of store b holds exactly the files of store a's. */
+static inline bool same_arc(arc_store *a, arc_store *b, uint32_t token) {
+  arc_manifest ma, mb;
+  ck_assert_int_eq(arc_store_manifest(a, token, &ma, NULL), RING_OK);
+  ck_assert_int_eq(arc_store_manifest(b, token, &mb, NULL), RING_OK);
+  bool same = ma.n_files == mb.n_files && ma.bytes == mb.bytes;
+  for (uint32_t i = 0; same && i < ma.n_files; i++) {
+    char pa[4096], pb[4096];
+    snprintf(pa, sizeof pa, "%s/arcs/%" PRIu32 "/%s", arc_store_dir(a), token, ma.files[i].name);
+    snprintf(pb, sizeof pb, "%s/arcs/%" PRIu32 "/%s", arc_store_dir(b), token, mb.files[i].name);
+    same = strcmp(ma.files[i].name, mb.files[i].name) == 0 &&
+           ma.files[i].xxh3 == mb.files[i].xxh3 && same_bytes(pa, pb);
+  }
+  arc_manifest_free(&ma);
+  arc_manifest_free(&mb);
+  return same;
+}
+
+/* ------------------------------------------- a source, its server, a sink */
+
+typedef struct arc_env {
+  char *src_dir, *dst_dir;
+  arc_store *src, *dst;
+  arc_server *srv;
+  char source[64]; /* 127.0.0.1:<port> */
+} arc_env;
+
+static inline void env_start_with(arc_env *e, uint32_t timeout_s) {
+  memset(e, 0, sizeof *e);
+  e->src_dir = scratch_dir();
+  e->dst_dir = scratch_dir();
+  ring_error err;
+  ck_assert_msg(arc_store_open(e->src_dir, &e->src, &err) == RING_OK, "%s", err.message);
+  ck_assert_msg(arc_store_open(e->dst_dir, &e->dst, &err) == RING_OK, "%s", err.message);
+  arc_server_opts o = {.listen = "127.0.0.1:0", .secret = TEST_SECRET, .timeout_s = timeout_s};
+  ck_assert_msg(arc_server_start(e->src, &o, &e->srv, &err) == RING_OK, "%s", err.message);
+  snprintf(e->source, sizeof e->source, "127.0.0.1:%u", (unsigned)arc_server_port(e->srv));
+}
+
+static inline void env_start(arc_env *e) { env_start_with(e, 0); }
+
+static inline void env_stop(arc_env *e) {
+  arc_server_stop(e->srv);
+  arc_store_close(e->src);
+  arc_store_close(e->dst);
+  scratch_free(e->src_dir);
+  scratch_free(e->dst_dir);
+}
+
+/* ------------------------------------------------------- plain requests */
+
+typedef struct http_reply {
+  long status;            /* 0 when no response came */
+  size_t body;            /* bytes of body received */
+  char content_range[96]; /* the Content-Range header, if any */
+} http_reply;
+
+static inline size_t count_body(char *p, size_t size, size_t n, void *ud) {
+  (void)p;
+  ((http_reply *)ud)->body += size * n;
+  return size * n;
+}
+
+static inline size_t keep_range(char *p, size_t size, size_t n, void *ud) {
+  http_reply *r = ud;
+  size_t len = size * n;
+  if (len > 15 && strncasecmp(p, "Content-Range: ", 15) == 0)
+    snprintf(r->content_range, sizeof r->content_range, "%.*s", (int)strcspn(p + 15, "\r\n"),
+             p + 15);
+  return len;
+}
+
+/* GET http://<source><path> as is (no dot-segment removal), with an
+ * optional Authorization value, Range and extra header line. */
+static inline http_reply http_get(const char *source, const char *path, const char *auth,
+                                  const char *range, const char *extra) {
+  http_reply r = {0};
+  char url[8192], line[1024];
+  snprintf(url, sizeof url, "http://%s%s", source, path);
+  CURL *c = curl_easy_init();
+  struct curl_slist *h = NULL;
+  if (auth) {
+    snprintf(line, sizeof line, "Authorization: %s", auth);
+    h = curl_slist_append(h, line);
+  }
+  if (extra)
+    h = curl_slist_append(h, extra);
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, count_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, keep_range);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+  if (range)
+    curl_easy_setopt(c, CURLOPT_RANGE, range);
+  curl_easy_perform(c);
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+  curl_easy_cleanup(c);
+  curl_slist_free_all(h);
+  return r;
+}
+
+#define BEARER "Bearer " TEST_SECRET
+
+/* ------------------------------------------------ a fetch on its own thread */
+
+typedef struct job {
+  arc_store *dst;
+  const char *source;
+  uint32_t token;
+  arc_fetch_opts o;
+  arc_limiter *lim; /* the job's own, at the rate given */
+  pthread_t thread;
+  arc_fetch_result res;
+  ring_error err;
+  int rc;
+} job;
+
+static inline void *job_run(void *p) {
+  job *j = p;
+  j->rc = arc_fetch(j->dst, j->source, j->token, 1, &j->o, &j->res, &j->err);
+  return NULL;
+}
+
+/* Starts fetching `token` (version 1) from source into dst at `rate`. */
+static inline void job_start_with(job *j, arc_store *dst, const char *source, uint32_t token,
+                                  uint64_t rate, const volatile bool *stop, uint32_t retries) {
+  memset(j, 0, sizeof *j);
+  j->dst = dst;
+  j->source = source;
+  j->token = token;
+  ck_assert_int_eq(arc_limiter_new(rate, &j->lim), RING_OK);
+  j->o = (arc_fetch_opts){.secret = TEST_SECRET, .timeout_ms = 5000, .limiter = j->lim,
+                          .stop = stop, .max_retries = retries};
+  ck_assert_int_eq(pthread_create(&j->thread, NULL, job_run, j), 0);
+}
+
+static inline void job_start(job *j, arc_store *dst, const char *source, uint32_t token,
+                             uint64_t rate, const volatile bool *stop) {
+  job_start_with(j, dst, source, token, rate, stop, 0);
+}
+
+static inline void job_join(job *j) {
+  pthread_join(j->thread, NULL);
+  arc_limiter_free(j->lim);
+}
+
+#endif /* RING_TEST_ARC_ENV_H */

@@ -1,0 +1,250 @@
+/*
+ * test_arc_fetch.c: fetching arcs from a real arc server on 127.0.0.1:
+ * whole arcs byte for byte, resumption after an interrupted transfer, a
+ * byte flipped at the source mid-transfer, refusals (secret, unknown arc,
+ * dead source, already installed), stray leftovers, and a full disk.
+ */
+#include "arc_env.h"
+#include "check_main.h"
+
+#include <check.h>
+#include <errno.h>
+#include <sys/mount.h>
+
+static arc_env env;
+
+static void setup(void) { env_start(&env); }
+static void teardown(void) { env_stop(&env); }
+
+static arc_fetch_opts opts(void) {
+  return (arc_fetch_opts){.secret = TEST_SECRET, .timeout_ms = 5000};
+}
+
+START_TEST(whole_arc_byte_for_byte) {
+  make_arc(env.src_dir, 77, 5, 300001);
+  char empty[4096];
+  snprintf(empty, sizeof empty, "%s/arcs/77", env.src_dir);
+  write_pattern(empty, "zero-length", 0, 1);
+  arc_fetch_opts o = opts();
+  arc_fetch_result res;
+  ring_error err;
+  ck_assert_msg(arc_fetch(env.dst, env.source, 77, 3, &o, &res, &err) == RING_OK, "%s",
+                err.message);
+  ck_assert_uint_eq(res.bytes, 5 * 300001);
+  ck_assert_uint_eq(res.checksum_failures, 0);
+  ck_assert_uint_eq(res.resumed_files, 0);
+  ck_assert(arc_store_has(env.dst, 77));
+  ck_assert(same_arc(env.src, env.dst, 77));
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s/tmp/77.3", env.dst_dir);
+  ck_assert_int_eq(access(tmp, F_OK), -1); /* renamed away */
+
+  /* installed already: nothing replaced */
+  ck_assert_int_eq(arc_fetch(env.dst, env.source, 77, 4, &o, &res, &err), RING_EEXIST);
+  /* an empty arc is an arc too; a URL base works as a source */
+  make_arc(env.src_dir, 0, 0, 0);
+  char url[96];
+  snprintf(url, sizeof url, "http://%s/", env.source);
+  ck_assert_msg(arc_fetch(env.dst, url, 0, 1, &o, &res, &err) == RING_OK, "%s", err.message);
+  ck_assert(arc_store_has(env.dst, 0));
+}
+END_TEST
+
+START_TEST(refusals) {
+  make_arc(env.src_dir, 8, 1, 1000);
+  arc_fetch_opts o = opts();
+  ring_error err;
+  o.secret = "wrong";
+  ck_assert_int_eq(arc_fetch(env.dst, env.source, 8, 1, &o, NULL, &err), RING_EAUTH);
+  o = opts();
+  ck_assert_int_eq(arc_fetch(env.dst, env.source, 9, 1, &o, NULL, &err), RING_ENOTFOUND);
+  ck_assert_int_eq(arc_fetch(env.dst, "127.0.0.1:1", 8, 1, &o, NULL, &err), RING_ECONNECT);
+  ck_assert_int_eq(arc_fetch(env.dst, env.source, 70000, 1, &o, NULL, &err), RING_EINVAL);
+  ck_assert(!arc_store_has(env.dst, 8));
+  ck_assert(!arc_store_has(env.dst, 9));
+}
+END_TEST
+
+/* Size of dst's tmp/<token>.1/<name>, or -1. */
+static long long partial_size(uint32_t token, const char *name) {
+  char p[4096];
+  snprintf(p, sizeof p, "%s/tmp/%" PRIu32 ".1/%s", env.dst_dir, token, name);
+  struct stat st;
+  return stat(p, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+/* Waits (10 s at most) until partial_size(token, name) passes `at`. */
+static void wait_partial(uint32_t token, const char *name, long long at) {
+  double deadline = now_s() + 10;
+  while (partial_size(token, name) <= at && now_s() < deadline)
+    usleep(2000);
+  ck_assert_msg(partial_size(token, name) > at, "%s never passed %lld bytes", name, at);
+}
+
+START_TEST(resume_after_stop) {
+  make_arc(env.src_dir, 12, 3, 4 << 20);
+  volatile bool stop = false;
+  job j;
+  job_start(&j, env.dst, env.source, 12, 8 << 20, &stop);
+  wait_partial(12, "f1", 1 << 20); /* f0 whole, f1 a quarter */
+  stop = true;
+  job_join(&j);
+  ck_assert_int_ne(j.rc, RING_OK);
+  ck_assert(!arc_store_has(env.dst, 12));
+  long long left = partial_size(12, "f1");
+  ck_assert_int_gt(left, 0);
+  ck_assert_int_lt(left, 4 << 20);
+
+  /* again, unlimited: f0 is verified from disk, f1 continues */
+  arc_fetch_result res;
+  ring_error err;
+  arc_fetch_opts o = opts();
+  ck_assert_msg(arc_fetch(env.dst, env.source, 12, 1, &o, &res, &err) == RING_OK, "%s",
+                err.message);
+  ck_assert_uint_eq(res.resumed_files, 2);
+  ck_assert_uint_eq(res.bytes, 12ull * (1 << 20) - (4ull << 20) - (unsigned long long)left);
+  ck_assert_uint_eq(res.checksum_failures, 0);
+  ck_assert(same_arc(env.src, env.dst, 12));
+}
+END_TEST
+
+START_TEST(leftovers_are_checked) {
+  make_arc(env.src_dir, 13, 2, 100000);
+  /* a crash left: a good prefix of f0, garbage as f1, a stray file */
+  char tmp[4096], src[4096];
+  snprintf(tmp, sizeof tmp, "%s/tmp/13.1", env.dst_dir);
+  ck_assert_int_eq(mkdir(tmp, 0755), 0);
+  snprintf(src, sizeof src, "%s/arcs/13/f0", env.src_dir);
+  char cmd[9000];
+  snprintf(cmd, sizeof cmd, "head -c 5000 %s > %s/f0", src, tmp);
+  ck_assert_int_eq(system(cmd), 0);
+  write_pattern(tmp, "f1", 100000, 999); /* right size, wrong bytes */
+  write_pattern(tmp, "stray", 10, 1);
+  arc_fetch_opts o = opts();
+  arc_fetch_result res;
+  ring_error err;
+  ck_assert_msg(arc_fetch(env.dst, env.source, 13, 1, &o, &res, &err) == RING_OK, "%s",
+                err.message);
+  ck_assert_uint_eq(res.resumed_files, 2);
+  ck_assert_uint_eq(res.checksum_failures, 1); /* f1, refetched */
+  ck_assert(same_arc(env.src, env.dst, 13));
+  char stray[4200];
+  snprintf(stray, sizeof stray, "%s/arcs/13/stray", env.dst_dir);
+  ck_assert_int_eq(access(stray, F_OK), -1); /* never installed */
+}
+END_TEST
+
+/* Flips one byte of the source's file ahead of the transfer, and restores
+ * it once the fetcher has started that file over. */
+START_TEST(byte_flipped_at_the_source) {
+  make_arc(env.src_dir, 21, 1, 24 << 20);
+  job j;
+  job_start(&j, env.dst, env.source, 21, 12 << 20, NULL);
+  wait_partial(21, "f0", 2 << 20);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/arcs/21/f0", env.src_dir);
+  int fd = open(path, O_RDWR);
+  ck_assert_int_ge(fd, 0);
+  const off_t at = 22 << 20; /* far ahead of what socket buffers hold */
+  uint8_t b;
+  ck_assert_int_eq(pread(fd, &b, 1, at), 1);
+  uint8_t flipped = (uint8_t)(b ^ 0x40);
+  ck_assert_int_eq(pwrite(fd, &flipped, 1, at), 1);
+  /* the whole file comes, mismatches, and the fetcher starts it over */
+  double deadline = now_s() + 20;
+  while (partial_size(21, "f0") >= (2 << 20) && now_s() < deadline)
+    usleep(1000);
+  ck_assert_int_eq(pwrite(fd, &b, 1, at), 1);
+  close(fd);
+  job_join(&j);
+  ck_assert_msg(j.rc == RING_OK, "%s", j.err.message);
+  ck_assert_uint_eq(j.res.checksum_failures, 1);
+  ck_assert_uint_eq(j.res.bytes, 2ull * (24 << 20));
+  ck_assert(same_arc(env.src, env.dst, 21));
+}
+END_TEST
+
+/* The source's file changes for good after its manifest went out: every
+ * attempt mismatches, and the fetch gives up after max_retries. */
+START_TEST(corrupt_source_gives_up) {
+  make_arc(env.src_dir, 22, 1, 2 << 20);
+  job j;
+  job_start_with(&j, env.dst, env.source, 22, 8 << 20, NULL, 2);
+  wait_partial(22, "f0", 100000);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/arcs/22/f0", env.src_dir);
+  int fd = open(path, O_RDWR);
+  static uint8_t junk[4096];
+  memset(junk, 0xAA, sizeof junk);
+  ck_assert_int_eq(pwrite(fd, junk, sizeof junk, 3 << 19), (ssize_t)sizeof junk);
+  close(fd);
+  arc_limiter_set_rate(j.lim, 0);
+  job_join(&j);
+  ck_assert_msg(j.rc == RING_ECHECKSUM, "%d %s", j.rc, j.err.message);
+  ck_assert_uint_eq(j.res.checksum_failures, 2);
+  ck_assert(strstr(j.err.message, "f0") != NULL);
+  ck_assert(!arc_store_has(env.dst, 22));
+}
+END_TEST
+
+/* ------------------------------------------------------------- full disk */
+
+START_TEST(full_disk) {
+  char *mnt = scratch_dir();
+  if (mount("tmpfs", mnt, "tmpfs", 0, "size=1m") != 0) {
+    fprintf(stderr, "full_disk: skipped, cannot mount a tmpfs (%s)\n", strerror(errno));
+    scratch_free(mnt);
+    return;
+  }
+  arc_store *small;
+  ck_assert_int_eq(arc_store_open(mnt, &small, NULL), RING_OK);
+  arc_fetch_opts o = opts();
+  ring_error err;
+  /* too big from the start: refused before a byte moves */
+  make_arc(env.src_dir, 30, 2, 700000);
+  arc_fetch_result res;
+  ck_assert_int_eq(arc_fetch(small, env.source, 30, 1, &o, &res, &err), RING_ENOSPC);
+  ck_assert_uint_eq(res.bytes, 0);
+  ck_assert(!arc_store_has(small, 30));
+  /* fits at first, then something else fills the disk mid-transfer */
+  make_arc(env.src_dir, 31, 1, 800000);
+  job j;
+  job_start(&j, small, env.source, 31, 1 << 20, NULL);
+  double deadline = now_s() + 10;
+  char p[4096];
+  snprintf(p, sizeof p, "%s/tmp/31.1/f0", mnt);
+  struct stat st;
+  while ((stat(p, &st) != 0 || st.st_size < 100000) && now_s() < deadline)
+    usleep(1000);
+  snprintf(p, sizeof p, "%s/filler", mnt);
+  int fd = open(p, O_WRONLY | O_CREAT, 0644);
+  static char chunk[4096];
+  while (write(fd, chunk, sizeof chunk) > 0) {
+  }
+  close(fd);
+  job_join(&j);
+  ck_assert_msg(j.rc == RING_ENOSPC, "%d %s", j.rc, j.err.message);
+  ck_assert(!arc_store_has(small, 31));
+  arc_store_close(small);
+  umount2(mnt, MNT_DETACH);
+  scratch_free(mnt);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("arc_fetch");
+  TCase *tc = tcase_create("fetch");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, whole_arc_byte_for_byte);
+  tcase_add_test(tc, refusals);
+  tcase_add_test(tc, resume_after_stop);
+  tcase_add_test(tc, leftovers_are_checked);
+  tcase_add_test(tc, byte_flipped_at_the_source);
+  tcase_add_test(tc, corrupt_source_gives_up);
+  tcase_add_test(tc, full_disk);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) { return run_suite(suite()); }

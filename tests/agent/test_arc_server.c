@@ -1,0 +1,206 @@
+/*
+ * test_arc_server.c: the arc server as a hostile client sees it: no data
+ * without the secret, no way out of arcs/<token>/, bad tokens and ranges
+ * refused, oversized headers and half-sent requests cut off.
+ */
+#include "arc_env.h"
+#include "check_main.h"
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+static arc_env env;
+
+static void setup(void) {
+  env_start_with(&env, 2);
+  make_arc(env.src_dir, 5, 2, 100000);
+}
+
+static void teardown(void) { env_stop(&env); }
+
+START_TEST(secret_required) {
+  const char *paths[] = {"/v1/arcs/5/manifest", "/v1/arcs/5/files/f0", "/v1/arcs/5/files/../x",
+                         "/nowhere"};
+  const char *auths[] = {NULL, "Bearer wrong", "Bearer " TEST_SECRET "x", "Bearer s3cret",
+                         "Basic czNjcmV0LWZvci10ZXN0cw==", TEST_SECRET, "bearer " TEST_SECRET};
+  for (size_t p = 0; p < sizeof paths / sizeof *paths; p++)
+    for (size_t a = 0; a < sizeof auths / sizeof *auths; a++) {
+      http_reply r = http_get(env.source, paths[p], auths[a], NULL, NULL);
+      ck_assert_msg(r.status == 401, "%s with %s: %ld", paths[p], auths[a] ? auths[a] : "none",
+                    r.status);
+      ck_assert_uint_eq(r.body, 0);
+    }
+  arc_server_stats st;
+  arc_server_stats_get(env.srv, &st);
+  ck_assert_uint_eq(st.unauthorized, 28);
+  ck_assert_uint_eq(st.bytes_out, 0);
+}
+END_TEST
+
+START_TEST(serves_with_the_secret) {
+  http_reply r = http_get(env.source, "/v1/arcs/5/manifest", BEARER, NULL, NULL);
+  ck_assert_int_eq(r.status, 200);
+  ck_assert_uint_gt(r.body, 50);
+  r = http_get(env.source, "/v1/arcs/5/files/f1", BEARER, NULL, NULL);
+  ck_assert_int_eq(r.status, 200);
+  ck_assert_uint_eq(r.body, 100000);
+  r = http_get(env.source, "/v1/arcs/5/files/f1", BEARER, "1000-1999", NULL);
+  ck_assert_int_eq(r.status, 206);
+  ck_assert_uint_eq(r.body, 1000);
+  ck_assert_str_eq(r.content_range, "bytes 1000-1999/100000");
+  r = http_get(env.source, "/v1/arcs/5/files/f1", BEARER, "99990-", NULL);
+  ck_assert_int_eq(r.status, 206);
+  ck_assert_uint_eq(r.body, 10);
+  r = http_get(env.source, "/v1/arcs/5/files/f1", BEARER, "-7", NULL);
+  ck_assert_int_eq(r.status, 206);
+  ck_assert_uint_eq(r.body, 7);
+  r = http_get(env.source, "/v1/arcs/5/files/f1", BEARER, "99990-200000", NULL);
+  ck_assert_int_eq(r.status, 206); /* an end past the size is cut to it */
+  ck_assert_uint_eq(r.body, 10);
+}
+END_TEST
+
+START_TEST(no_way_out) {
+  const char *paths[] = {
+      "/v1/arcs/5/files/../../../../etc/passwd",
+      "/v1/arcs/5/files/%2e%2e/%2e%2e/%2e%2e/etc/passwd",
+      "/v1/arcs/5/files/%2e%2e%2f%2e%2e%2fetc%2fpasswd",
+      "/v1/arcs/5/files/%2E%2E",
+      "/v1/arcs/5/files/..",
+      "/v1/arcs/5/files/.",
+      "/v1/arcs/5/files/",
+      "/v1/arcs/5/files//etc/passwd",
+      "/v1/arcs/5/files/f0/../f1",
+      "/v1/arcs/5/files/a%2fb",
+      "/v1/arcs/5/files/.hidden",
+      "/v1/arcs/5/files/f0%00.txt/x",
+      "/v1/arcs/../../../etc/passwd",
+      "/v1/arcs/5/../6/files/f0",
+      "/v1/arcs/%2e%2e/files/f0",
+      "/v1/arcs//etc/files/passwd",
+  };
+  for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
+    http_reply r = http_get(env.source, paths[i], BEARER, NULL, NULL);
+    ck_assert_msg(r.status == 400, "%s: %ld", paths[i], r.status);
+  }
+}
+END_TEST
+
+START_TEST(bad_tokens_and_unknown_arcs) {
+  const char *bad[] = {"/v1/arcs/65536/manifest", "/v1/arcs/01/manifest", "/v1/arcs/-1/manifest",
+                       "/v1/arcs/abc/manifest",   "/v1/arcs/5x/files/f0", "/v1/arcs/99999999999/manifest",
+                       "/v1/arcs/+5/manifest",    "/v1/arcs//manifest"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    http_reply r = http_get(env.source, bad[i], BEARER, NULL, NULL);
+    ck_assert_msg(r.status == 400, "%s: %ld", bad[i], r.status);
+  }
+  ck_assert_int_eq(http_get(env.source, "/v1/arcs/6/manifest", BEARER, NULL, NULL).status, 404);
+  ck_assert_int_eq(http_get(env.source, "/v1/arcs/6/files/f0", BEARER, NULL, NULL).status, 404);
+  ck_assert_int_eq(http_get(env.source, "/v1/arcs/5/files/f9", BEARER, NULL, NULL).status, 404);
+  ck_assert_int_eq(http_get(env.source, "/v1/arcs/5/other", BEARER, NULL, NULL).status, 404);
+  ck_assert_int_eq(http_get(env.source, "/v2/arcs/5/manifest", BEARER, NULL, NULL).status, 404);
+  /* an arc being fetched into tmp/ is not served */
+  char p[4096];
+  snprintf(p, sizeof p, "%s/tmp/6.1", env.src_dir);
+  ck_assert_int_eq(mkdir(p, 0755), 0);
+  write_pattern(p, "f0", 10, 1);
+  ck_assert_int_eq(http_get(env.source, "/v1/arcs/6/files/f0", BEARER, NULL, NULL).status, 404);
+  arc_server_stats st;
+  arc_server_stats_get(env.srv, &st);
+  ck_assert_uint_eq(st.bad_requests, 8);
+}
+END_TEST
+
+START_TEST(absurd_ranges) {
+  const char *unsatisfiable[] = {"100000-", "100000-100001", "200000-300000", "5-4", "-0"};
+  for (size_t i = 0; i < sizeof unsatisfiable / sizeof *unsatisfiable; i++) {
+    http_reply r = http_get(env.source, "/v1/arcs/5/files/f0", BEARER, unsatisfiable[i], NULL);
+    ck_assert_msg(r.status == 416, "%s: %ld", unsatisfiable[i], r.status);
+    ck_assert_uint_eq(r.body, 0);
+    ck_assert_str_eq(r.content_range, "bytes */100000");
+  }
+  const char *malformed[] = {"Range: bytes=1-2,5-6", "Range: bytes=x-", "Range: items=0-1",
+                             "Range: bytes=99999999999999999999999-", "Range: bytes=1-2-3"};
+  for (size_t i = 0; i < sizeof malformed / sizeof *malformed; i++) {
+    http_reply r = http_get(env.source, "/v1/arcs/5/files/f0", BEARER, NULL, malformed[i]);
+    ck_assert_msg(r.status == 400, "%s: %ld", malformed[i], r.status);
+  }
+}
+END_TEST
+
+START_TEST(other_methods) {
+  CURL *c = curl_easy_init();
+  char url[128];
+  snprintf(url, sizeof url, "http://%s/v1/arcs/5/files/f0", env.source);
+  struct curl_slist *h = curl_slist_append(NULL, "Authorization: " BEARER);
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");
+  curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+  ck_assert_int_eq(curl_easy_perform(c), CURLE_OK);
+  long status = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  ck_assert_int_eq(status, 405);
+  curl_easy_cleanup(c);
+  curl_slist_free_all(h);
+}
+END_TEST
+
+START_TEST(oversized_headers) {
+  char *big = malloc(64 << 10);
+  memset(big, 'a', 64 << 10);
+  memcpy(big, "X-Big: ", 7);
+  big[(64 << 10) - 1] = '\0';
+  http_reply r = http_get(env.source, "/v1/arcs/5/files/f0", BEARER, NULL, big);
+  ck_assert_msg(r.status == 431 || r.status == 413, "status %ld", r.status);
+  ck_assert_uint_lt(r.body, 1000); /* an error text, never the file */
+  free(big);
+}
+END_TEST
+
+/* A client that sends half a request and waits: the server (timeout 2 s)
+ * closes the connection. */
+START_TEST(slow_loris) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(arc_server_port(env.srv))};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+  const char half[] = "GET /v1/arcs/5/files/f0 HTTP/1.1\r\nHost: x\r\nAuthoriz";
+  ck_assert_int_eq(send(fd, half, sizeof half - 1, 0), (ssize_t)(sizeof half - 1));
+  struct timeval tv = {.tv_sec = 10};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  double t0 = now_s();
+  char buf[256];
+  ssize_t n = recv(fd, buf, sizeof buf, 0);
+  double dt = now_s() - t0;
+  ck_assert_msg(n <= 0, "the server answered a half request");
+  ck_assert_msg(dt < 4.5, "connection held %.1f s with a 2 s timeout", dt);
+  close(fd);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("arc_server");
+  TCase *tc = tcase_create("server");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, secret_required);
+  tcase_add_test(tc, serves_with_the_secret);
+  tcase_add_test(tc, no_way_out);
+  tcase_add_test(tc, bad_tokens_and_unknown_arcs);
+  tcase_add_test(tc, absurd_ranges);
+  tcase_add_test(tc, other_methods);
+  tcase_add_test(tc, oversized_headers);
+  tcase_add_test(tc, slow_loris);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  int rc = run_suite(suite());
+  curl_global_cleanup();
+  return rc;
+}
