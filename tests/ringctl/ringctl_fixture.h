@@ -62,15 +62,15 @@ static inline char *fx_slurp_file(const char *path) {
   return buf;
 }
 
-/* Runs `ringctl ARGS` (through sh: plain words) and captures both streams. */
-static inline fx_run fx_ringctl_raw(const char *args) {
+/* Runs a shell command and captures both streams. */
+static inline fx_run fx_shell(const char *command) {
   char out[] = "/tmp/ringctl-out-XXXXXX", err[] = "/tmp/ringctl-err-XXXXXX";
   int fo = mkstemp(out), fe = mkstemp(err);
   ck_assert(fo >= 0 && fe >= 0);
   close(fo);
   close(fe);
-  char cmd[4096];
-  snprintf(cmd, sizeof cmd, "'%s' %s >%s 2>%s </dev/null", RINGCTL_PATH, args, out, err);
+  char cmd[8192];
+  snprintf(cmd, sizeof cmd, "%s >%s 2>%s </dev/null", command, out, err);
   int status = system(cmd);
   fx_run r = {-1, fx_slurp_file(out), fx_slurp_file(err)};
   if (status != -1 && WIFEXITED(status))
@@ -78,6 +78,21 @@ static inline fx_run fx_ringctl_raw(const char *args) {
   unlink(out);
   unlink(err);
   return r;
+}
+
+/* Runs `ringctl ARGS` (through sh: plain words) and captures both streams. */
+static inline fx_run fx_ringctl_raw(const char *args) {
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "'%s' %s", RINGCTL_PATH, args);
+  return fx_shell(cmd);
+}
+
+/* The same on a pseudo-terminal (util-linux script): as an operator sees it. */
+static inline fx_run fx_ringctl_tty(const char *cluster, const char *args) {
+  char cmd[3072];
+  snprintf(cmd, sizeof cmd, "script -qec \"'%s' --endpoints %s --cluster %s %s\" /dev/null",
+           RINGCTL_PATH, fx_etcd.endpoints, cluster, args);
+  return fx_shell(cmd);
 }
 
 /* Runs ringctl against the test etcd and cluster `cluster`. */

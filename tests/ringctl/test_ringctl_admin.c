@@ -4,7 +4,7 @@
  * drain, undrain and weight, usage errors and a dead etcd.
  *
  * Sections: init; status and members; throttle; node records; usage errors;
- * a dead etcd.
+ * a dead etcd; authentication (last: it turns auth on for the whole etcd).
  */
 #include "ringctl_fixture.h"
 
@@ -271,9 +271,37 @@ START_TEST(dead_etcd_fails_fast) {
 }
 END_TEST
 
+/* ---------------------------------------------------------- authentication */
+
+static void write_password(const char *path, const char *pw) {
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fprintf(f, "%s\n", pw);
+  fclose(f);
+}
+
+START_TEST(auth_with_password_file) {
+  FX_EXPECT(0, "a-auth", "init --tokens 64 --replicas 2 --failure-domain zone");
+  ck_assert_int_eq(etcdctl(&fx_etcd, "user add root:rootpw"), 0);
+  ck_assert_int_eq(etcdctl(&fx_etcd, "auth enable"), 0);
+  char good[400], bad[400];
+  snprintf(good, sizeof good, "%s/good.pw", fx_etcd.base);
+  snprintf(bad, sizeof bad, "%s/bad.pw", fx_etcd.base);
+  write_password(good, "rootpw");
+  write_password(bad, "wrong");
+  FX_EXPECT(1, "a-auth", "throttle"); /* no credentials */
+  FX_EXPECT_IN(0, out, "moves-per-node", "a-auth", "throttle --user root --password-file %s", good);
+  FX_EXPECT_IN(1, err, "auth", "a-auth", "throttle --user root --password-file %s", bad);
+  FX_EXPECT_IN(1, err, "password file", "a-auth",
+               "throttle --user root --password-file /nonexistent.pw");
+  ck_assert_int_eq(etcdctl(&fx_etcd, "--user root:rootpw auth disable"), 0);
+}
+END_TEST
+
 int main(void) {
   const TTest *const tests[] = {
       init_once_then_conflict, init_bad_values,      status_json_shape, members_alive_and_acks,
-      throttle_round_trip,     drain_undrain_weight, usage_errors,      dead_etcd_fails_fast};
+      throttle_round_trip,     drain_undrain_weight, usage_errors,      dead_etcd_fails_fast,
+      auth_with_password_file};
   return fx_main("ringctl_admin", tests, sizeof tests / sizeof tests[0]);
 }

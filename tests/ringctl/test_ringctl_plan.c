@@ -335,20 +335,22 @@ static void *end_run(void *ud) {
   return NULL;
 }
 
-static fx_run apply_and_wait(const char *cluster, rk_run_state end) {
+static fx_run apply_and_wait(const char *cluster, rk_run_state end, bool tty) {
   fx_seed_cluster(cluster);
   char id[RK_PLAN_ID_LEN + 1];
   fx_propose_add(cluster, "n6", "z0", id);
   ender e = {cluster, end};
   pthread_t th;
   ck_assert_int_eq(pthread_create(&th, NULL, end_run, &e), 0);
-  fx_run r = fx_ringctl(cluster, "apply %s --wait", id);
+  char args[64];
+  snprintf(args, sizeof args, "apply %s --wait", id);
+  fx_run r = tty ? fx_ringctl_tty(cluster, args) : fx_ringctl(cluster, "%s", args);
   pthread_join(th, NULL);
   return r;
 }
 
 START_TEST(apply_wait_done) {
-  fx_run r = apply_and_wait("p-wait", RK_RUN_DONE);
+  fx_run r = apply_and_wait("p-wait", RK_RUN_DONE, false);
   ck_assert_msg(r.code == 0, "%s %s", r.out, r.err);
   ck_assert_ptr_nonnull(strstr(r.out, "done"));
   ck_assert_ptr_nonnull(strstr(r.out, "moves")); /* progress lines: not a terminal */
@@ -358,10 +360,23 @@ START_TEST(apply_wait_done) {
 END_TEST
 
 START_TEST(apply_wait_failed) {
-  fx_run r = apply_and_wait("p-wait-fail", RK_RUN_FAILED);
+  fx_run r = apply_and_wait("p-wait-fail", RK_RUN_FAILED, false);
   ck_assert_int_eq(r.code, 1);
   ck_assert_ptr_nonnull(strstr(r.out, "failed"));
   ck_assert_ptr_nonnull(strstr(r.out, "receiver n6 went down"));
+  fx_free(&r);
+}
+END_TEST
+
+START_TEST(apply_wait_progress_bar) {
+  if (system("command -v script >/dev/null 2>&1") != 0)
+    return; /* no util-linux script: no pseudo-terminal to draw on */
+  fx_run r = apply_and_wait("p-wait-tty", RK_RUN_DONE, true);
+  ck_assert_msg(r.code == 0, "%s %s", r.out, r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "\r\033[K[")); /* redrawn in place */
+  ck_assert_ptr_nonnull(strstr(r.out, "moves"));
+  ck_assert_ptr_nonnull(strstr(r.out, "ETA"));
+  ck_assert_ptr_nonnull(strstr(r.out, "done"));
   fx_free(&r);
 }
 END_TEST
@@ -371,6 +386,7 @@ int main(void) {
       plan_nothing_proposed,          plan_json_and_text, apply_file_then_stale,
       apply_tampered_or_garbage_file, apply_by_id,        apply_stale_proposal,
       what_if_add_and_remove,         what_if_fail_zone,  pause_resume_cancel,
-      history_lists_finished_runs,    apply_wait_done,    apply_wait_failed};
+      history_lists_finished_runs,    apply_wait_done,    apply_wait_failed,
+      apply_wait_progress_bar};
   return fx_main("ringctl_plan", tests, sizeof tests / sizeof tests[0]);
 }
