@@ -84,8 +84,8 @@ void ringctl_node_table(FILE *f, const ringctl_node_row *rows, uint32_t n, bool 
     fprintf(f, "%-20s %-22s %-9s %-8s %-5s %7s %8s %9s %6s  %s\n", "ID", "ADDR", "STATE", "DESIRED",
             "ALIVE", "ACKED", "WEIGHT", "REPLICAS", "TARGET", "LABELS");
   else
-    fprintf(f, "%-20s %-9s %-5s %8s %9s %9s  %s\n", "ID", "STATE", "ALIVE", "WEIGHT", "REPLICAS",
-            "TARGET", "LABELS");
+    fprintf(f, "%-20s %-9s %-5s %7s %8s %9s %9s  %s\n", "ID", "STATE", "ALIVE", "ACKED", "WEIGHT",
+            "REPLICAS", "TARGET", "LABELS");
   for (uint32_t i = 0; i < n; i++) {
     const ringctl_node_row *r = &rows[i];
     char labels[512];
@@ -97,8 +97,8 @@ void ringctl_node_table(FILE *f, const ringctl_node_row *rows, uint32_t n, bool 
               r->node->addr, state, rk_desired_name(r->node->desired), alive,
               (unsigned long long)r->acked, r->node->weight, r->replicas, r->target, labels);
     else
-      fprintf(f, "%-20s %-9s %-5s %8.3g %9u %9.1f  %s\n", r->node->id, state, alive,
-              r->node->weight, r->replicas, r->target, labels);
+      fprintf(f, "%-20s %-9s %-5s %7llu %8.3g %9u %9.1f  %s\n", r->node->id, state, alive,
+              (unsigned long long)r->acked, r->node->weight, r->replicas, r->target, labels);
   }
   if (n == 0)
     fputs("(no nodes yet: agents register themselves)\n", f);
