@@ -57,7 +57,7 @@ int ringctl_write_file(const char *path, int (*fill)(FILE *f, void *ud), void *u
 typedef struct ringctl_node_row {
   const rk_node *node; /* borrowed from the state */
   uint32_t replicas;   /* token-replicas it owns in the live table */
-  double target;       /* its weighted share T*R*w/sum(w) of the live table */
+  double target;       /* its weighted target in the live table, domain caps applied */
   bool alive;          /* its alive/ key exists */
   uint64_t acked;      /* acks/<id>, 0 when absent */
 } ringctl_node_row;
