@@ -79,14 +79,27 @@ static void env_setup(void) {
 
 static inline void env_pass(void) { env.passed = true; }
 
+/* Stops every agent still running with SIGTERM; one that does not exit 0
+ * in time, or whose log shows a sanitizer report, fails the test. */
 static void env_teardown(void) {
+  bool clean = true;
   for (int i = 0; i < ENV_AGENTS; i++) {
-    if (!env.a[i].used)
+    env_agent *a = &env.a[i];
+    if (!a->used)
       continue;
-    if (!env.passed)
-      file_tail(env.a[i].log, 60);
-    proc_kill(&env.a[i].p);
+    if (proc_running(&a->p) && proc_term(&a->p, 15) != 0) {
+      fprintf(stderr, "ring-agent %s did not stop cleanly on SIGTERM\n", a->id);
+      clean = false;
+    }
+    proc_kill(&a->p);
+    if (file_contains(a->log, "Sanitizer") || file_contains(a->log, "runtime error")) {
+      fprintf(stderr, "ring-agent %s: sanitizer report in %s\n", a->id, a->log);
+      clean = false;
+    }
+    if (!env.passed || !clean)
+      file_tail(a->log, 60);
   }
+  env.passed = env.passed && clean;
   ring_etcd_close(env.c);
   etcd_cluster_stop(&env.etcd);
   if (env.passed && getenv("RING_TEST_KEEP") == NULL) {
@@ -97,6 +110,7 @@ static void env_teardown(void) {
   } else {
     fprintf(stderr, "logs kept in %s\n", env.dir);
   }
+  ck_assert_msg(clean, "an agent did not stop cleanly (see above)");
 }
 
 /* A test case with the fixture, nofork (it holds processes). */
@@ -132,6 +146,16 @@ static inline void env_config(uint32_t replicas, uint32_t per_node, uint64_t byt
 
 /* ------------------------------------------------------------------ agents */
 
+/* Splits a command line at spaces into argv (PROC_ARGS_MAX entries, NULL
+ * terminated), in place. */
+static inline void env_argv(char *line, char **argv) {
+  int n = 0;
+  for (char *save = NULL, *tok = strtok_r(line, " ", &save); tok && n < PROC_ARGS_MAX - 1;
+       tok = strtok_r(NULL, " ", &save))
+    argv[n++] = tok;
+  argv[n] = NULL;
+}
+
 /* Agent slot i gets id, ports, dirs (only the first time). */
 static inline env_agent *env_agent_init(int i, const char *id) {
   env_agent *a = &env.a[i];
@@ -159,11 +183,7 @@ static inline void env_agent_start(int i, const char *id, const char *extra) {
            " --log-level debug %s",
            RING_AGENT_BIN, env.etcd.endpoints, a->id, a->listen, a->metrics, a->data, a->zone,
            env.secret, extra ? extra : "");
-  int n = 0;
-  for (char *save = NULL, *tok = strtok_r(line, " ", &save); tok && n < PROC_ARGS_MAX - 1;
-       tok = strtok_r(NULL, " ", &save))
-    argv[n++] = tok;
-  argv[n] = NULL;
+  env_argv(line, argv);
   char log[sizeof a->log];
   memcpy(log, a->log, sizeof log); /* proc_spawn writes into a->p */
   ck_assert_int_eq(proc_spawn(&a->p, log, argv), 0);
@@ -270,6 +290,25 @@ static inline bool env_arc_same(int i, int j, uint32_t token) {
   if (e)
     closedir(e);
   return same && files_i > 0 && files_i == files_j;
+}
+
+/* Whether agent i's arc `token` holds exactly what env_arc_write(.., n,
+ * size, seed) wrote. */
+static inline bool env_arc_valid(int i, uint32_t token, int n, uint64_t size, uint32_t seed) {
+  bool ok = true;
+  for (int f = 0; ok && f < n; f++) {
+    char file[460];
+    snprintf(file, sizeof file, "%s/arcs/%u/f%d", env.a[i].data, token, f);
+    FILE *in = fopen(file, "r");
+    uint64_t len = f == n - 1 && n > 1 ? size / 3 + 1 : size, k = 0;
+    int c;
+    while (in && ok && (c = fgetc(in)) != EOF)
+      ok = k < len && (uint8_t)c == env_byte(token, f, k++, seed);
+    ok = ok && in && k == len;
+    if (in)
+      fclose(in);
+  }
+  return ok;
 }
 
 /* Bytes under agent i's tmp/ (partial transfers). */

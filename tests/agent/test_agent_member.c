@@ -13,11 +13,7 @@
 static int run_agent(const char *args, char *out, size_t cap) {
   char line[1024], *argv[PROC_ARGS_MAX];
   snprintf(line, sizeof line, "%s %s", RING_AGENT_BIN, args);
-  int n = 0;
-  for (char *save = NULL, *tok = strtok_r(line, " ", &save); tok && n < PROC_ARGS_MAX - 1;
-       tok = strtok_r(NULL, " ", &save))
-    argv[n++] = tok;
-  argv[n] = NULL;
+  env_argv(line, argv);
   return proc_run(argv, 20, out, cap);
 }
 
