@@ -174,7 +174,7 @@ typedef struct agent {
   uint32_t n_workers;
 
   /* reporting (agent_report.c) */
-  uint64_t report_version;      /* newest version with pending entries naming us */
+  uint64_t report_version;      /* the table in service if its pending entries name us, else 0 */
   bool report_dirty;
   uint64_t report_written_version;
   uint64_t report_written_digest; /* of the tokens last written */

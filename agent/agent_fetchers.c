@@ -141,6 +141,7 @@ static void finish(agent *a, agent_job *j, const fetch_work *w, int rc, uint64_t
     if (w->token < a->tokens)
       agent_bit_set(a->verified, w->token, true);
     atomic_fetch_add(&a->m.fetched, 1);
+    atomic_fetch_add(&a->m.held, rc == RING_OK);
     rd_log(RD_INFO, "arc installed", "token", token, "source", w->n ? w->ids[from] : "",
            "version", version, NULL);
     return;

@@ -361,7 +361,8 @@ static void reconcile(agent *a) {
     a->report_dirty = true;
     atomic_store(&a->m.pending_version, v);
     rd_logf(RD_INFO, "version %" PRIu64 ": %" PRIu32 " incoming arcs", v, n_pending);
-  } else if (n_pending == 0) {
+  } else if (n_pending == 0) { /* the coordinator has moved on: the last report stands */
+    a->report_version = 0;
     atomic_store(&a->m.pending_version, 0);
   }
   a->seen_version = v;
