@@ -222,14 +222,14 @@ static void run_loop(agent *a) {
  * next start), nothing served, the lease revoked so the host is gone at
  * once. Also undoes a start-up that failed part way. */
 static void agent_close(agent *a, rd_http *http) {
+  if (http) /* first: /metrics reads the server, the store and the client */
+    rd_http_stop(http);
   agent_follow_stop(a);
   agent_fetchers_stop(a);
   if (a->server)
     arc_server_stop(a->server);
   if (a->etcd)
     agent_member_leave(a);
-  if (http)
-    rd_http_stop(http);
   ring_etcd_close(a->etcd);
   arc_limiter_free(a->limiter);
   arc_store_close(a->store);
