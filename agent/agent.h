@@ -50,13 +50,13 @@ typedef struct agent_opts {
   char *endpoints;
   char *cluster;
   char *id;
-  char *listen;        /* the arc server */
-  char *advertise;     /* the address in alive/<id>; NULL: from listen */
+  char *listen;    /* the arc server */
+  char *advertise; /* the address in alive/<id>; NULL: from listen */
   char *data_dir;
   char *region, *zone, *rack, *host; /* failure-domain labels, NULL when unset */
   double weight;
-  char *secret_file;   /* the bearer secret of the arc servers */
-  char *metrics;       /* /metrics and /healthz; NULL: none */
+  char *secret_file; /* the bearer secret of the arc servers */
+  char *metrics;     /* /metrics and /healthz; NULL: none */
   char *log_level;
   uint64_t lease_ttl_ms;
   uint64_t drop_grace_ms;
@@ -80,16 +80,16 @@ typedef enum agent_job_state {
  * (a running fetch holds &job->stop), freed by the loop once not running. */
 typedef struct agent_job {
   uint32_t token;
-  uint64_t version;       /* names tmp/<token>.<version>: kept across versions to resume */
+  uint64_t version; /* names tmp/<token>.<version>: kept across versions to resume */
   char sources[RING_REPLICAS_MAX][RING_ADDR_MAX + 1]; /* host:port, best first */
   char source_ids[RING_REPLICAS_MAX][RING_ID_MAX + 1];
   uint32_t n_sources;
   agent_job_state state;
-  volatile bool stop;     /* set to abandon the fetch (cancel or SIGTERM) */
-  bool cancelled;         /* no longer pending: the loop frees it once not running */
-  uint32_t failures;      /* consecutive failed attempts, for the backoff */
-  uint64_t retry_at_ms;   /* AGENT_JOB_RETRY: when to requeue */
-  uint64_t bytes;         /* the arc's size once installed */
+  volatile bool stop;   /* set to abandon the fetch (cancel or SIGTERM) */
+  bool cancelled;       /* no longer pending: the loop frees it once not running */
+  uint32_t failures;    /* consecutive failed attempts, for the backoff */
+  uint64_t retry_at_ms; /* AGENT_JOB_RETRY: when to requeue */
+  uint64_t bytes;       /* the arc's size once installed */
 } agent_job;
 
 /* ------------------------------------------------------------ the daemon */
@@ -102,27 +102,27 @@ typedef struct agent_leftover {
 
 /* Counters and gauges for /metrics, written anywhere, read by the server. */
 typedef struct agent_metrics {
-  _Atomic uint64_t version;          /* the table in service */
-  _Atomic uint64_t pending_version;  /* newest version naming us pending; 0: none */
-  _Atomic uint64_t bytes_in;         /* arc bytes received */
-  _Atomic uint64_t rate_in;          /* bytes/s over the last second or so */
-  _Atomic uint64_t rate_limit;       /* throttle.bytes_per_sec in force; 0: none */
-  _Atomic uint64_t parallel;         /* fetches allowed at once */
-  _Atomic uint64_t in_flight;        /* fetches running */
-  _Atomic uint64_t queued;           /* jobs waiting (queued or retrying) */
-  _Atomic uint64_t fetched;          /* arcs installed */
-  _Atomic uint64_t fetch_failures;   /* attempts that failed */
-  _Atomic uint64_t source_switches;  /* a dead source replaced by another */
+  _Atomic uint64_t version;           /* the table in service */
+  _Atomic uint64_t pending_version;   /* newest version naming us pending; 0: none */
+  _Atomic uint64_t bytes_in;          /* arc bytes received */
+  _Atomic uint64_t rate_in;           /* bytes/s over the last second or so */
+  _Atomic uint64_t rate_limit;        /* throttle.bytes_per_sec in force; 0: none */
+  _Atomic uint64_t parallel;          /* fetches allowed at once */
+  _Atomic uint64_t in_flight;         /* fetches running */
+  _Atomic uint64_t queued;            /* jobs waiting (queued or retrying) */
+  _Atomic uint64_t fetched;           /* arcs installed */
+  _Atomic uint64_t fetch_failures;    /* attempts that failed */
+  _Atomic uint64_t source_switches;   /* a dead source replaced by another */
   _Atomic uint64_t checksum_failures; /* files refetched after a mismatch */
-  _Atomic uint64_t resumed_files;    /* files continued after a restart or a break */
-  _Atomic uint64_t stale_removed;    /* arcs removed because we did not own them */
-  _Atomic uint64_t dropped;          /* arcs dropped after the grace */
-  _Atomic uint64_t held;             /* arcs installed on disk */
-  _Atomic uint64_t registered;       /* 1 while alive/<id> is up */
-  _Atomic uint64_t registrations;    /* times alive/<id> was put */
+  _Atomic uint64_t resumed_files;     /* files continued after a restart or a break */
+  _Atomic uint64_t stale_removed;     /* arcs removed because we did not own them */
+  _Atomic uint64_t dropped;           /* arcs dropped after the grace */
+  _Atomic uint64_t held;              /* arcs installed on disk */
+  _Atomic uint64_t registered;        /* 1 while alive/<id> is up */
+  _Atomic uint64_t registrations;     /* times alive/<id> was put */
   _Atomic uint64_t leases_lost;
   _Atomic uint64_t progress_writes;
-  _Atomic uint64_t errors;           /* etcd operations that failed */
+  _Atomic uint64_t errors; /* etcd operations that failed */
 } agent_metrics;
 
 typedef struct agent {
@@ -131,7 +131,7 @@ typedef struct agent {
   char *secret;                 /* the arc servers' bearer secret */
   ring_etcd *etcd;
   rd_waker waker;
-  atomic_bool stop;             /* SIGTERM */
+  atomic_bool stop; /* SIGTERM */
   uint64_t started_ms;
 
   /* arcs */
@@ -140,49 +140,49 @@ typedef struct agent {
   arc_limiter *limiter;
 
   /* membership (agent_member.c) */
-  int64_t lease;                /* 0: not registered */
+  int64_t lease; /* 0: not registered */
   ring_keeper *keeper;
-  atomic_bool lease_lost;       /* set by the keeper's thread */
-  uint64_t register_retry_ms;   /* next attempt while unregistered */
+  atomic_bool lease_lost;     /* set by the keeper's thread */
+  uint64_t register_retry_ms; /* next attempt while unregistered */
 
   /* following (agent_follow.c) */
   ring_live *live;
   ring_watcher *watcher;
-  atomic_bool table_changed;    /* set by the watcher's thread */
+  atomic_bool table_changed; /* set by the watcher's thread */
   ring_watch *config_watch;
-  atomic_bool config_changed;   /* set by the config watch */
+  atomic_bool config_changed; /* set by the config watch */
   rk_config config;
   bool has_config;
-  uint64_t seen_version;        /* the table the jobs were computed from */
-  uint32_t tokens;              /* T of that table; 0 before the first */
-  uint8_t *owned;               /* T bits: we own a slot of the token */
-  uint8_t *pending;             /* T bits: a pending entry names us */
-  uint8_t *verified;            /* T bits: installed by a job, owned or pending ever since;
-                                   guarded by jobs_mu (workers set it) */
-  agent_leftover *leftovers;    /* tmp/<token>.<version> found at start, until the first table */
+  uint64_t seen_version;     /* the table the jobs were computed from */
+  uint32_t tokens;           /* T of that table; 0 before the first */
+  uint8_t *owned;            /* T bits: we own a slot of the token */
+  uint8_t *pending;          /* T bits: a pending entry names us */
+  uint8_t *verified;         /* T bits: installed by a job, owned or pending ever since;
+                                guarded by jobs_mu (workers set it) */
+  agent_leftover *leftovers; /* tmp/<token>.<version> found at start, until the first table */
   uint32_t n_leftovers;
 
   /* jobs (agent_fetchers.c); the lock guards the list and every job */
   pthread_mutex_t jobs_mu;
-  pthread_cond_t jobs_cv;       /* workers wait here for a queued job or stop */
+  pthread_cond_t jobs_cv; /* workers wait here for a queued job or stop */
   agent_job **jobs;
   uint32_t n_jobs, cap_jobs;
-  uint32_t parallel;            /* fetches allowed at once (<= AGENT_WORKERS_MAX) */
+  uint32_t parallel; /* fetches allowed at once (<= AGENT_WORKERS_MAX) */
   uint32_t running;
   bool workers_stop;
   pthread_t workers[AGENT_WORKERS_MAX];
   uint32_t n_workers;
 
   /* reporting (agent_report.c) */
-  uint64_t report_version;      /* the table in service if its pending entries name us, else 0 */
+  uint64_t report_version; /* the table in service if its pending entries name us, else 0 */
   bool report_dirty;
   uint64_t report_written_version;
   uint64_t report_written_digest; /* of the tokens last written */
   uint64_t report_last_ms;
 
   /* dropping (agent_gc.c) */
-  uint64_t *drop_at;            /* T entries: monotonic ms to drop the arc, 0: none */
-  uint64_t next_drop_ms;        /* earliest drop_at, 0: none */
+  uint64_t *drop_at;     /* T entries: monotonic ms to drop the arc, 0: none */
+  uint64_t next_drop_ms; /* earliest drop_at, 0: none */
 
   /* health: the last trouble, "" when fine */
   pthread_mutex_t health_mu;

@@ -104,8 +104,8 @@ static bool try_next_source(int rc) { return rc != RING_ENOSPC && rc != RING_EIO
  * last source's error, with err filled; *from the index of the source. */
 static int fetch_from_sources(agent *a, const fetch_work *w, const volatile bool *stop,
                               uint32_t *from, ring_error *err) {
-  arc_fetch_opts fo = {.secret = a->secret, .ca_file = a->o.ca_file, .limiter = a->limiter,
-                       .stop = stop};
+  arc_fetch_opts fo = {
+      .secret = a->secret, .ca_file = a->o.ca_file, .limiter = a->limiter, .stop = stop};
   int rc = RING_EUNAVAIL;
   snprintf(err->message, sizeof err->message, "no source: no other owner of the token");
   for (uint32_t i = 0; i < w->n && !*stop; i++) {
@@ -120,8 +120,8 @@ static int fetch_from_sources(agent *a, const fetch_work *w, const volatile bool
     if (i + 1 < w->n) {
       char token[16];
       snprintf(token, sizeof token, "%" PRIu32, w->token);
-      rd_log(RD_WARN, "source failed: trying the next replica", "token", token, "source",
-             w->ids[i], "next", w->ids[i + 1], "err", err->message, NULL);
+      rd_log(RD_WARN, "source failed: trying the next replica", "token", token, "source", w->ids[i],
+             "next", w->ids[i + 1], "err", err->message, NULL);
       atomic_fetch_add(&a->m.source_switches, 1);
     }
   }
@@ -142,8 +142,8 @@ static void finish(agent *a, agent_job *j, const fetch_work *w, int rc, uint64_t
       agent_bit_set(a->verified, w->token, true);
     atomic_fetch_add(&a->m.fetched, 1);
     atomic_fetch_add(&a->m.held, rc == RING_OK);
-    rd_log(RD_INFO, "arc installed", "token", token, "source", w->n ? w->ids[from] : "",
-           "version", version, NULL);
+    rd_log(RD_INFO, "arc installed", "token", token, "source", w->n ? w->ids[from] : "", "version",
+           version, NULL);
     return;
   }
   j->state = AGENT_JOB_RETRY;

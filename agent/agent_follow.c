@@ -13,6 +13,11 @@
  * by an old ownership within its grace period): it is removed and fetched
  * afresh, never reported as it is.
  *
+ * After a restart nothing counts as verified: an installed arc that is
+ * pending for us is fetched afresh too (a copy from before may have missed
+ * writes while this host was down); partial temporary directories are
+ * resumed, so only what changed is sent again.
+ *
  * The config key is watched too: throttle.moves_per_node bounds the fetches
  * running at once and throttle.bytes_per_sec the shared byte rate; a change
  * applies within one pass of the loop.
@@ -48,15 +53,16 @@ static int on_config(void *ud, const ring_event *ev, uint32_t n, int64_t rev, bo
 }
 
 static int start_watcher(agent *a, ring_error *err) {
-  ring_watcher_opts wo = {.cluster = a->o.cluster, .ack_id = a->o.id, .on_table = on_table,
-                          .ud = a};
+  ring_watcher_opts wo = {
+      .cluster = a->o.cluster, .ack_id = a->o.id, .on_table = on_table, .ud = a};
   return ring_watcher_start(a->etcd, &wo, a->live, &a->watcher, err);
 }
 
 static int start_config_watch(agent *a, ring_error *err) {
   char key[RK_KEY_MAX];
   int len = rk_key(key, a->o.cluster, "config");
-  int rc = ring_etcd_watch(a->etcd, key, (size_t)len, false, 0, on_config, a, &a->config_watch, err);
+  int rc =
+      ring_etcd_watch(a->etcd, key, (size_t)len, false, 0, on_config, a, &a->config_watch, err);
   if (rc == RING_OK)
     atomic_store(&a->config_changed, true); /* read it once now that no change can be missed */
   return rc;
@@ -90,8 +96,8 @@ void agent_follow_stop(agent *a) {
 static void apply_config(agent *a, const rk_config *c) {
   bool first = !a->has_config;
   const rk_throttle *old = &a->config.throttle, *now = &c->throttle;
-  if (first || old->bytes_per_sec != now->bytes_per_sec || old->moves_per_node != now->moves_per_node ||
-      a->config.migration != c->migration)
+  if (first || old->bytes_per_sec != now->bytes_per_sec ||
+      old->moves_per_node != now->moves_per_node || a->config.migration != c->migration)
     rd_logf(RD_INFO, "config: migration %s, %" PRIu32 " moves per node, %" PRIu64 " bytes/s",
             rk_migration_name(c->migration), now->moves_per_node, now->bytes_per_sec);
   arc_limiter_set_rate(a->limiter, now->bytes_per_sec);
@@ -134,7 +140,7 @@ typedef struct alive_host {
 typedef struct alive_set {
   alive_host *h; /* sorted by id */
   uint32_t n;
-  bool known;    /* false when etcd could not be read: every owner counts as alive */
+  bool known; /* false when etcd could not be read: every owner counts as alive */
 } alive_set;
 
 static int by_id(const void *x, const void *y) {

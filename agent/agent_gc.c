@@ -66,7 +66,7 @@ void agent_gc_scan_leftovers(agent *a) {
 static void sweep_tmp(agent *a) {
   pthread_mutex_lock(&a->jobs_mu);
   uint32_t n = a->n_jobs;
-  char (*names)[48] = malloc((n ? n : 1) * sizeof *names);
+  char(*names)[48] = malloc((n ? n : 1) * sizeof *names);
   const char **keep = malloc((n ? n : 1) * sizeof *keep);
   for (uint32_t i = 0; names && keep && i < n; i++) {
     snprintf(names[i], sizeof names[i], "%" PRIu32 ".%" PRIu64, a->jobs[i]->token,
@@ -146,8 +146,9 @@ uint64_t agent_gc_tick(agent *a) {
       char token[16];
       snprintf(token, sizeof token, "%" PRIu32, t);
       int rc = arc_store_remove(a->store, t);
-      rd_log(rc == 0 ? RD_INFO : RD_WARN, rc == 0 ? "arc dropped after the grace" : "dropping an arc failed",
-             "token", token, rc == 0 ? NULL : "err", ring_strerror(rc), NULL);
+      rd_log(rc == 0 ? RD_INFO : RD_WARN,
+             rc == 0 ? "arc dropped after the grace" : "dropping an arc failed", "token", token,
+             rc == 0 ? NULL : "err", ring_strerror(rc), NULL);
       dropped += rc == 0;
     } else if (next == 0 || a->drop_at[t] < next) {
       next = a->drop_at[t];

@@ -43,13 +43,15 @@ static void opts_table(agent_opts *o, rd_opt *t) {
       {"drop-grace", RD_OPT_MS, &o->drop_grace_ms, 0, 604800000,
        "how long an arc no longer owned is kept before it is removed"},
       {"etcd-timeout", RD_OPT_MS, &o->etcd_timeout_ms, 100, 600000, "per etcd request"},
-      {"tls-cert", RD_OPT_STRING, &o->tls_cert, 0, 0, "PEM certificate: the arc server speaks HTTPS"},
+      {"tls-cert", RD_OPT_STRING, &o->tls_cert, 0, 0,
+       "PEM certificate: the arc server speaks HTTPS"},
       {"tls-key", RD_OPT_STRING, &o->tls_key, 0, 0, "PEM key of --tls-cert"},
       {"ca-file", RD_OPT_STRING, &o->ca_file, 0, 0, "CA bundle to verify HTTPS arc sources"},
       {"user", RD_OPT_STRING, &o->user, 0, 0, "etcd user"},
       {"password-file", RD_OPT_STRING, &o->password_file, 0, 0, "file holding the etcd password"},
       {"etcd-ca-file", RD_OPT_STRING, &o->etcd_ca_file, 0, 0, "CA bundle for etcd TLS"},
-      {"etcd-cert-file", RD_OPT_STRING, &o->etcd_cert_file, 0, 0, "client certificate for etcd TLS"},
+      {"etcd-cert-file", RD_OPT_STRING, &o->etcd_cert_file, 0, 0,
+       "client certificate for etcd TLS"},
       {"etcd-key-file", RD_OPT_STRING, &o->etcd_key_file, 0, 0, "client key for etcd TLS"},
       {NULL, 0, NULL, 0, 0, NULL},
   };
@@ -134,9 +136,13 @@ static int open_etcd(agent *a, char *msg, size_t cap) {
   char *password = NULL;
   if (a->o.password_file && (password = read_first_line(a->o.password_file, msg, cap)) == NULL)
     return -1;
-  ring_etcd_opts eo = {.endpoints = a->o.endpoints, .user = a->o.user, .password = password,
-                       .ca_file = a->o.etcd_ca_file, .cert_file = a->o.etcd_cert_file,
-                       .key_file = a->o.etcd_key_file, .timeout_ms = (uint32_t)a->o.etcd_timeout_ms};
+  ring_etcd_opts eo = {.endpoints = a->o.endpoints,
+                       .user = a->o.user,
+                       .password = password,
+                       .ca_file = a->o.etcd_ca_file,
+                       .cert_file = a->o.etcd_cert_file,
+                       .key_file = a->o.etcd_key_file,
+                       .timeout_ms = (uint32_t)a->o.etcd_timeout_ms};
   ring_error err = {0};
   int rc = ring_etcd_open(&eo, &a->etcd, &err);
   free(password);
@@ -171,7 +177,9 @@ static int open_arcs(agent *a, char *msg, size_t cap) {
     return snprintf(msg, cap, "data dir: %s", err.message), -1;
   if (arc_limiter_new(0, &a->limiter) != 0)
     return snprintf(msg, cap, "rate limiter: out of memory"), -1;
-  arc_server_opts so = {.listen = a->o.listen, .secret = a->secret, .tls_cert = a->o.tls_cert,
+  arc_server_opts so = {.listen = a->o.listen,
+                        .secret = a->secret,
+                        .tls_cert = a->o.tls_cert,
                         .tls_key = a->o.tls_key};
   if (arc_server_start(a->store, &so, &a->server, &err) != 0)
     return snprintf(msg, cap, "arc server on %s: %s", a->o.listen, err.message), -1;
@@ -189,8 +197,8 @@ static int agent_open(agent *a, rd_http **http, char *msg, size_t cap) {
     return snprintf(msg, cap, "cannot start fetch workers"), -1;
   if (agent_follow_start(a, msg, cap) != 0)
     return -1;
-  if (a->o.metrics && (*http = rd_http_start(a->o.metrics, agent_metrics_text, agent_health_text,
-                                             a, msg, cap)) == NULL)
+  if (a->o.metrics && (*http = rd_http_start(a->o.metrics, agent_metrics_text, agent_health_text, a,
+                                             msg, cap)) == NULL)
     return -1;
   return 0;
 }
@@ -246,8 +254,8 @@ static void agent_close(agent *a, rd_http *http) {
 
 static int parse(agent *a, rd_opt *table, int argc, char **argv) {
   char msg[512] = "";
-  a->o = (agent_opts){.weight = 1.0, .lease_ttl_ms = 10000, .drop_grace_ms = 60000,
-                      .etcd_timeout_ms = 5000};
+  a->o = (agent_opts){
+      .weight = 1.0, .lease_ttl_ms = 10000, .drop_grace_ms = 60000, .etcd_timeout_ms = 5000};
   opts_table(&a->o, table);
   int rc = rd_opts_parse(argc, argv,
                          "ring-agent: registers this host, follows the ring, streams the arcs it "

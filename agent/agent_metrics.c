@@ -54,8 +54,8 @@ void agent_metrics_text(void *ud, rd_text *t) {
       (double)m->fetch_failures);
   one(t, "ring_agent_source_switches_total", "counter",
       "fetches moved to another replica after a source failed", (double)m->source_switches);
-  one(t, "ring_agent_checksum_failures_total", "counter", "files refetched after a checksum mismatch",
-      (double)m->checksum_failures);
+  one(t, "ring_agent_checksum_failures_total", "counter",
+      "files refetched after a checksum mismatch", (double)m->checksum_failures);
   one(t, "ring_agent_resumed_files_total", "counter", "files continued from a partial copy",
       (double)m->resumed_files);
   one(t, "ring_agent_stale_removed_total", "counter",
@@ -67,8 +67,7 @@ void agent_metrics_text(void *ud, rd_text *t) {
       (double)arc_store_free_bytes(a->store));
   one(t, "ring_agent_progress_writes_total", "counter", "progress/<id> values written",
       (double)m->progress_writes);
-  one(t, "ring_agent_server_requests_total", "counter", "arc server requests",
-      (double)ss.requests);
+  one(t, "ring_agent_server_requests_total", "counter", "arc server requests", (double)ss.requests);
   one(t, "ring_agent_server_unauthorized_total", "counter",
       "arc server requests without the right secret", (double)ss.unauthorized);
   one(t, "ring_agent_errors_total", "counter", "etcd operations that failed", (double)m->errors);
@@ -80,9 +79,7 @@ bool agent_health_text(void *ud, rd_text *t) {
   agent *a = ud;
   pthread_mutex_lock(&a->health_mu);
   bool ok = a->health[0] == '\0' && atomic_load(&a->m.registered) != 0;
-  rd_text_printf(t, "%s\n", ok                 ? "ok"
-                            : a->health[0] != '\0' ? a->health
-                                                   : "not registered yet");
+  rd_text_printf(t, "%s\n", ok ? "ok" : a->health[0] != '\0' ? a->health : "not registered yet");
   pthread_mutex_unlock(&a->health_mu);
   return ok;
 }

@@ -44,9 +44,9 @@
 
 typedef struct env_agent {
   char id[16];
-  char listen[32];    /* the arc server, 127.0.0.1:<port> */
-  char metrics[32];   /* /metrics and /healthz */
-  char data[200];     /* --data-dir */
+  char listen[32];  /* the arc server, 127.0.0.1:<port> */
+  char metrics[32]; /* /metrics and /healthz */
+  char data[200];   /* --data-dir */
   char log[200];
   char zone[8];
   proc p;
@@ -56,7 +56,7 @@ typedef struct env_agent {
 typedef struct agent_env {
   etcd_cluster etcd;
   ring_etcd *c;
-  char dir[128];  /* data dirs, logs, the secret */
+  char dir[128]; /* data dirs, logs, the secret */
   char secret[160];
   env_agent a[ENV_AGENTS];
   bool passed;
@@ -126,8 +126,8 @@ static inline void env_put(const char *what, const char *value) {
   char key[256];
   snprintf(key, sizeof key, ENV_PREFIX "%s", what);
   ring_error err;
-  ck_assert_msg(ring_etcd_put(env.c, key, strlen(key), value, strlen(value), 0, NULL, NULL,
-                              &err) == RING_OK,
+  ck_assert_msg(ring_etcd_put(env.c, key, strlen(key), value, strlen(value), 0, NULL, NULL, &err) ==
+                    RING_OK,
                 "put %s: %s", key, err.message);
 }
 
@@ -206,7 +206,8 @@ static inline double env_metric(int i, const char *name) {
 
 /* Byte k of file `f` of arc `token` seeded by `seed`: reproducible data. */
 static inline uint8_t env_byte(uint32_t token, int f, uint64_t k, uint32_t seed) {
-  uint64_t x = (k + 1) * 0x9E3779B97F4A7C15ull ^ ((uint64_t)token << 40) ^ ((uint64_t)f << 32) ^ seed;
+  uint64_t x =
+      (k + 1) * 0x9E3779B97F4A7C15ull ^ ((uint64_t)token << 40) ^ ((uint64_t)f << 32) ^ seed;
   x ^= x >> 29;
   x *= 0xBF58476D1CE4E5B9ull;
   return (uint8_t)(x >> 56);

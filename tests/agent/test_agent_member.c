@@ -34,8 +34,8 @@ START_TEST(bad_flags_exit_2) {
            env.etcd.endpoints, env.dir, env.secret);
   ck_assert_int_eq(run_agent(args, out, sizeof out), 2);
   snprintf(args, sizeof args,
-           "--endpoints %s --cluster c --id a --listen 127.0.0.1:0 --data-dir %s/x", env.etcd.endpoints,
-           env.dir);
+           "--endpoints %s --cluster c --id a --listen 127.0.0.1:0 --data-dir %s/x",
+           env.etcd.endpoints, env.dir);
   ck_assert_int_eq(run_agent(args, out, sizeof out), 2);
   ck_assert_ptr_nonnull(strstr(out, "--secret-file"));
   ck_assert_int_eq(run_agent("--help", out, sizeof out), 0);
