@@ -121,6 +121,13 @@ static inline TCase *env_tcase(const char *name, int timeout_s) {
   return tc;
 }
 
+/* Adds one test to s in a case of its own with the fixture. */
+static inline void env_add(Suite *s, const char *name, int timeout_s, const TTest *test) {
+  TCase *tc = env_tcase(name, timeout_s);
+  tcase_add_test(tc, test);
+  suite_add_tcase(s, tc);
+}
+
 /* Puts a raw value at <prefix><what>. */
 static inline void env_put(const char *what, const char *value) {
   char key[256];

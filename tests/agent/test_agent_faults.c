@@ -123,12 +123,8 @@ END_TEST
 
 static Suite *suite(void) {
   Suite *s = suite_create("agent_faults");
-  TCase *tc = env_tcase("resume", 180);
-  tcase_add_test(tc, receiver_killed_mid_transfer_resumes);
-  suite_add_tcase(s, tc);
-  tc = env_tcase("source", 120);
-  tcase_add_test(tc, dead_source_switches_to_another_owner);
-  suite_add_tcase(s, tc);
+  env_add(s, "resume", 180, receiver_killed_mid_transfer_resumes);
+  env_add(s, "source", 120, dead_source_switches_to_another_owner);
   return s;
 }
 

@@ -108,12 +108,8 @@ END_TEST
 
 static Suite *suite(void) {
   Suite *s = suite_create("agent_member");
-  TCase *tc = env_tcase("flags", 60);
-  tcase_add_test(tc, bad_flags_exit_2);
-  suite_add_tcase(s, tc);
-  tc = env_tcase("membership", 120);
-  tcase_add_test(tc, registers_reregisters_and_leaves);
-  suite_add_tcase(s, tc);
+  env_add(s, "flags", 60, bad_flags_exit_2);
+  env_add(s, "membership", 120, registers_reregisters_and_leaves);
   return s;
 }
 

@@ -109,12 +109,8 @@ END_TEST
 
 static Suite *suite(void) {
   Suite *s = suite_create("agent_move");
-  TCase *tc = env_tcase("move", 120);
-  tcase_add_test(tc, pending_fetch_then_cutover_drop);
-  suite_add_tcase(s, tc);
-  tc = env_tcase("none", 60);
-  tcase_add_test(tc, migration_none_fetches_nothing);
-  suite_add_tcase(s, tc);
+  env_add(s, "move", 120, pending_fetch_then_cutover_drop);
+  env_add(s, "none", 60, migration_none_fetches_nothing);
   return s;
 }
 
