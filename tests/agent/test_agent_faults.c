@@ -1,9 +1,10 @@
 /*
  * test_agent_faults.c: ring-agent when things break mid-move.
  *   - kill -9 of the receiver mid-transfer (large files, a low byte rate
- *     from the config): after a restart the partial files are resumed, the
- *     arcs complete, the checksums match, and the rate change reaches the
- *     running transfer;
+ *     from the config), then a SIGTERM mid-transfer (prompt, clean exit,
+ *     partial files kept): after the restarts the partial files are
+ *     resumed, the arcs complete, the checksums match, and the rate change
+ *     reaches the running transfers;
  *   - the source dies: the receiver fetches from another owner of the
  *     token, switching after a refused connection while alive/<source> is
  *     still there, and going straight to a live owner once it is gone.
@@ -47,7 +48,20 @@ START_TEST(receiver_killed_mid_transfer_resumes) {
   env_agent_start(B, "b", NULL);
   ck_assert(ENV_WAIT(env_metric(B, "ring_agent_arcs_in_flight") == 2, 10));
   ck_assert(env_tmp_bytes(B) >= partial); /* kept for the jobs, not swept */
-  env_config(1, 2, 0);                    /* lift the limit: the transfers speed up */
+
+  /* SIGTERM mid-transfer: the fetches stop at once, the partial files stay. */
+  ck_assert(ENV_WAIT(env_tmp_bytes(B) >= partial + MIB / 2, 10));
+  double t0 = harness_now();
+  ck_assert_int_eq(proc_term(&env.a[B].p, 10), 0);
+  ck_assert_double_lt(harness_now() - t0, 3);
+  ck_assert(!env_arc_has(B, 2) && !env_arc_has(B, 4));
+  ck_assert_uint_ge(env_tmp_bytes(B), partial + MIB / 2);
+  cJSON *gone = env_alive("b");
+  ck_assert_ptr_null(gone);
+
+  env_agent_start(B, "b", NULL);
+  ck_assert(ENV_WAIT(env_metric(B, "ring_agent_arcs_in_flight") == 2, 10));
+  env_config(1, 2, 0); /* lift the limit: the transfers speed up */
   ck_assert(ENV_WAIT(env_metric(B, "ring_agent_rate_limit_bytes_per_second") == 0, 3));
   ck_assert_msg(ENV_WAIT(progress_covers("b", 2, big, 2), 30), "the arcs did not complete");
   ck_assert_msg(env_metric(B, "ring_agent_resumed_files_total") >= 2,
