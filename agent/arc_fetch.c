@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 #ifndef ARC_FETCH_BUFFER
-#define ARC_FETCH_BUFFER (256L << 10) /* curl's receive buffer, bytes */
+#define ARC_FETCH_BUFFER (1L << 20) /* curl's receive buffer, bytes */
 #endif
 #define WRITEBACK_EVERY (8u << 20) /* start writeback after this many bytes */
 

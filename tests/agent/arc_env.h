@@ -54,7 +54,7 @@ static inline uint8_t pattern(uint64_t seed, uint64_t i) {
 /* dir/name holding `size` pattern bytes of `seed`; returns its XXH3. */
 static inline uint64_t write_pattern(const char *dir, const char *name, uint64_t size,
                                      uint64_t seed) {
-  char path[4096];
+  char path[4096 + ARC_NAME_MAX + 2];
   snprintf(path, sizeof path, "%s/%s", dir, name);
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   ck_assert_int_ge(fd, 0);
@@ -253,6 +253,24 @@ static inline void job_start(job *j, arc_store *dst, const char *source, uint32_
 static inline void job_join(job *j) {
   pthread_join(j->thread, NULL);
   arc_limiter_free(j->lim);
+}
+
+/* Size of <data_dir>/tmp/<token>.1/<name> (a job's file in the making), or -1. */
+static inline long long partial_size_in(const char *data_dir, uint32_t token, const char *name) {
+  char p[4096];
+  snprintf(p, sizeof p, "%s/tmp/%" PRIu32 ".1/%s", data_dir, token, name);
+  struct stat st;
+  return stat(p, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+/* Waits (10 s at most) until that size passes `at`. */
+static inline void wait_partial_in(const char *data_dir, uint32_t token, const char *name,
+                                   long long at) {
+  double deadline = now_s() + 10;
+  while (partial_size_in(data_dir, token, name) <= at && now_s() < deadline)
+    usleep(2000);
+  ck_assert_msg(partial_size_in(data_dir, token, name) > at, "%s never passed %lld bytes", name,
+                at);
 }
 
 #endif /* RING_TEST_ARC_ENV_H */

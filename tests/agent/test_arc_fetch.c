@@ -65,20 +65,13 @@ START_TEST(refusals) {
 }
 END_TEST
 
-/* Size of dst's tmp/<token>.1/<name>, or -1. */
-static long long partial_size(uint32_t token, const char *name) {
-  char p[4096];
-  snprintf(p, sizeof p, "%s/tmp/%" PRIu32 ".1/%s", env.dst_dir, token, name);
-  struct stat st;
-  return stat(p, &st) == 0 ? (long long)st.st_size : -1;
+/* Waits until dst's partial f0/f1 of `token` passes `at` bytes. */
+static void wait_partial(uint32_t token, const char *name, long long at) {
+  wait_partial_in(env.dst_dir, token, name, at);
 }
 
-/* Waits (10 s at most) until partial_size(token, name) passes `at`. */
-static void wait_partial(uint32_t token, const char *name, long long at) {
-  double deadline = now_s() + 10;
-  while (partial_size(token, name) <= at && now_s() < deadline)
-    usleep(2000);
-  ck_assert_msg(partial_size(token, name) > at, "%s never passed %lld bytes", name, at);
+static long long partial_size(uint32_t token, const char *name) {
+  return partial_size_in(env.dst_dir, token, name);
 }
 
 START_TEST(resume_after_stop) {
@@ -187,6 +180,40 @@ START_TEST(corrupt_source_gives_up) {
 }
 END_TEST
 
+/* --------------------------------------------------------------- TLS */
+
+START_TEST(over_tls) {
+  char *dir = scratch_dir();
+  char cmd[8800], cert[4200], key[4200];
+  snprintf(cert, sizeof cert, "%s/cert.pem", dir);
+  snprintf(key, sizeof key, "%s/key.pem", dir);
+  snprintf(cmd, sizeof cmd,
+           "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 "
+           "-addext subjectAltName=IP:127.0.0.1 -keyout %s -out %s >/dev/null 2>&1",
+           key, cert);
+  if (system(cmd) != 0) {
+    fprintf(stderr, "over_tls: skipped, openssl cannot make a certificate\n");
+    scratch_free(dir);
+    return;
+  }
+  make_arc(env.src_dir, 50, 3, 200000);
+  arc_server *tls;
+  ring_error err;
+  arc_server_opts so = {.listen = "127.0.0.1:0", .secret = TEST_SECRET, .tls_cert = cert,
+                        .tls_key = key};
+  ck_assert_msg(arc_server_start(env.src, &so, &tls, &err) == RING_OK, "%s", err.message);
+  char url[96];
+  snprintf(url, sizeof url, "https://127.0.0.1:%u", (unsigned)arc_server_port(tls));
+  arc_fetch_opts o = opts();
+  ck_assert_int_eq(arc_fetch(env.dst, url, 50, 1, &o, NULL, &err), RING_ECONNECT); /* unknown CA */
+  o.ca_file = cert;
+  ck_assert_msg(arc_fetch(env.dst, url, 50, 1, &o, NULL, &err) == RING_OK, "%s", err.message);
+  ck_assert(same_arc(env.src, env.dst, 50));
+  arc_server_stop(tls);
+  scratch_free(dir);
+}
+END_TEST
+
 /* ------------------------------------------------------------- full disk */
 
 START_TEST(full_disk) {
@@ -242,6 +269,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, leftovers_are_checked);
   tcase_add_test(tc, byte_flipped_at_the_source);
   tcase_add_test(tc, corrupt_source_gives_up);
+  tcase_add_test(tc, over_tls);
   tcase_add_test(tc, full_disk);
   suite_add_tcase(s, tc);
   return s;

@@ -1,0 +1,203 @@
+/*
+ * bench_arc.c: moving arcs between two stores over loopback, unthrottled,
+ * next to `cp -r` of the same files on the same disk in the same run, and
+ * the process's peak RSS (server and fetchers share this process, so a
+ * fetcher that buffered whole files would show here). Prints figures next
+ * to the issue's targets (>= 0.7x cp, <= 32 MiB RSS); it never passes or
+ * fails on them.
+ *
+ *   bench_arc [--quick] [--dir DIR] [--threads N]
+ *
+ * Default: 1 GiB in 256 arcs of 4 files; --quick (the CI smoke run):
+ * 64 MiB in the same 256 arcs. DIR (default /tmp) holds src/, cp/ and
+ * dst/ and is removed at the end. The source is written and sync()ed
+ * first; then `cp -r src/arcs cp/` is timed, then the fetch of every arc
+ * from an arc server on 127.0.0.1 serving src/ into the store dst/ (each
+ * file checksummed and fsync()ed, as the agent does), by N threads
+ * (default 2) sharing one unlimited limiter. The page cache is not
+ * dropped: both copies read a warm source. `cp -r + sync` is printed as
+ * well, since the fetch fsyncs and cp does not.
+ */
+#define _GNU_SOURCE
+#include "arc_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ARCS 256u
+#define FILES 4u
+#define SECRET "bench-secret"
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void die(const char *what, const char *detail) {
+  fprintf(stderr, "bench_arc: %s: %s\n", what, detail);
+  exit(1);
+}
+
+/* ------------------------------------------------------------ the source */
+
+static void write_file(const char *path, uint64_t size, uint64_t seed, uint64_t *buf,
+                       size_t cap) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0)
+    die(path, strerror(errno));
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (uint64_t off = 0; off < size;) {
+    size_t n = size - off < cap ? (size_t)(size - off) : cap;
+    for (size_t i = 0; i < (n + 7) / 8; i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      buf[i] = x;
+    }
+    if (write(fd, buf, n) != (ssize_t)n)
+      die(path, strerror(errno));
+    off += n;
+  }
+  close(fd);
+}
+
+static void make_source(const char *src, uint64_t per_file) {
+  size_t cap = 1 << 20;
+  uint64_t *buf = malloc(cap);
+  char path[4200 + 64];
+  for (uint32_t t = 0; t < ARCS; t++) {
+    snprintf(path, sizeof path, "%s/arcs/%" PRIu32, src, t);
+    if (mkdir(path, 0755) != 0)
+      die(path, strerror(errno));
+    for (uint32_t f = 0; f < FILES; f++) {
+      snprintf(path, sizeof path, "%s/arcs/%" PRIu32 "/part-%" PRIu32, src, t, f);
+      write_file(path, per_file, t * FILES + f + 1, buf, cap);
+    }
+  }
+  free(buf);
+  sync();
+}
+
+/* -------------------------------------------------------------- fetching */
+
+typedef struct fetchers {
+  arc_store *dst;
+  const char *source;
+  arc_limiter *lim;
+  atomic_uint next;     /* the next token to take */
+  atomic_uint failures;
+} fetchers;
+
+static void *fetch_loop(void *p) {
+  fetchers *w = p;
+  arc_fetch_opts o = {.secret = SECRET, .limiter = w->lim};
+  for (uint32_t t; (t = atomic_fetch_add(&w->next, 1)) < ARCS;) {
+    ring_error err;
+    if (arc_fetch(w->dst, w->source, t, 1, &o, NULL, &err) != RING_OK) {
+      fprintf(stderr, "bench_arc: arc %" PRIu32 ": %s\n", t, err.message);
+      atomic_fetch_add(&w->failures, 1);
+    }
+  }
+  return NULL;
+}
+
+static double fetch_all(arc_store *src, arc_store *dst, unsigned threads) {
+  arc_server *srv;
+  ring_error err;
+  arc_server_opts so = {.listen = "127.0.0.1:0", .secret = SECRET};
+  if (arc_server_start(src, &so, &srv, &err) != RING_OK)
+    die("arc server", err.message);
+  char source[64];
+  snprintf(source, sizeof source, "127.0.0.1:%u", (unsigned)arc_server_port(srv));
+  fetchers w = {.dst = dst, .source = source};
+  arc_limiter_new(0, &w.lim);
+  pthread_t th[16];
+  double t0 = now_s();
+  for (unsigned i = 0; i < threads; i++)
+    pthread_create(&th[i], NULL, fetch_loop, &w);
+  for (unsigned i = 0; i < threads; i++)
+    pthread_join(th[i], NULL);
+  double dt = now_s() - t0;
+  if (atomic_load(&w.failures) > 0)
+    die("fetch", "some arcs failed");
+  arc_limiter_free(w.lim);
+  arc_server_stop(srv);
+  return dt;
+}
+
+/* ---------------------------------------------------------------- report */
+
+static double run(const char *cmd) {
+  double t0 = now_s();
+  if (system(cmd) != 0)
+    die("command failed", cmd);
+  return now_s() - t0;
+}
+
+int main(int argc, char **argv) {
+  uint64_t total = 1ull << 30;
+  const char *base = "/tmp";
+  unsigned threads = 2;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--quick") == 0)
+      total = 64ull << 20;
+    else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
+      base = argv[++i];
+    else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+      threads = (unsigned)atoi(argv[++i]);
+    else
+      die("usage", "bench_arc [--quick] [--dir DIR] [--threads N]");
+  }
+  if (threads < 1 || threads > 16)
+    die("--threads", "1 to 16");
+  char root[4096], src[4200], dst[4200], cpdir[4200], cmd[9000];
+  snprintf(root, sizeof root, "%s/bench-arc-XXXXXX", base);
+  if (mkdtemp(root) == NULL)
+    die(root, strerror(errno));
+  snprintf(src, sizeof src, "%s/src", root);
+  snprintf(dst, sizeof dst, "%s/dst", root);
+  snprintf(cpdir, sizeof cpdir, "%s/cp", root);
+  arc_store *s, *d;
+  ring_error err;
+  if (arc_store_open(src, &s, &err) != RING_OK || arc_store_open(dst, &d, &err) != RING_OK)
+    die("store", err.message);
+  uint64_t per_file = total / (ARCS * FILES);
+  make_source(src, per_file);
+  double mb = (double)(per_file * ARCS * FILES) / 1e6;
+
+  mkdir(cpdir, 0755);
+  snprintf(cmd, sizeof cmd, "cp -r '%s/arcs' '%s/'", src, cpdir);
+  double t_cp = run(cmd);
+  double t_sync = run("sync");
+  double t_fetch = fetch_all(s, d, threads);
+  uint32_t *tokens = NULL, n = 0;
+  if (arc_store_list(d, &tokens, &n) != RING_OK || n != ARCS)
+    die("fetch", "not every arc is installed");
+  free(tokens);
+
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  printf("bench_arc: %.0f MB in %u arcs of %u files, loopback, unthrottled, %u fetch threads\n",
+         mb, ARCS, FILES, threads);
+  printf("  cp -r             %8.1f MB/s  (%.2f s)\n", mb / t_cp, t_cp);
+  printf("  cp -r + sync      %8.1f MB/s  (%.2f s)\n", mb / (t_cp + t_sync), t_cp + t_sync);
+  printf("  arc fetch         %8.1f MB/s  (%.2f s; checksums, fsync, install)\n", mb / t_fetch,
+         t_fetch);
+  printf("  ratio fetch/cp    %8.2fx      (target >= 0.70x)\n", t_cp / t_fetch);
+  printf("  ratio fetch/cp+sync %6.2fx\n", (t_cp + t_sync) / t_fetch);
+  printf("  peak RSS          %8.1f MiB   (target <= 32 MiB; server and fetchers in this process)\n",
+         (double)ru.ru_maxrss / 1024.0);
+  arc_store_close(s);
+  arc_store_close(d);
+  arc__rmtree(root);
+  return 0;
+}
