@@ -92,7 +92,6 @@ START_TEST(registers_reregisters_and_leaves) {
   int64_t lease = alive_lease("h1");
   ck_assert_int_ne(lease, 0);
   ck_assert_int_eq(ring_etcd_lease_revoke(env.c, lease, NULL), RING_OK);
-  ck_assert_ptr_null(env_alive("h1"));
   ck_assert_msg(ENV_WAIT(alive_lease("h1") != 0 && alive_lease("h1") != lease, 10),
                 "alive/h1 did not come back under a new lease");
   ck_assert(ENV_WAIT(env_metric(0, "ring_agent_leases_lost_total") == 1, 5));
