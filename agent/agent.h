@@ -264,6 +264,12 @@ bool agent_health_text(void *ud, rd_text *t);
 /* Updates the measured byte rate (called by the loop). */
 void agent_metrics_tick(agent *a);
 
+/* Whether arcs travel over HTTPS: the cluster's agents then all serve TLS
+ * (--tls-cert) and verify each other (--ca-file). */
+static inline bool agent_tls(const agent *a) {
+  return a->o.tls_cert != NULL || a->o.ca_file != NULL;
+}
+
 /* Bit helpers over T-bit sets. */
 static inline bool agent_bit(const uint8_t *set, uint32_t i) {
   return set != NULL && (set[i >> 3] >> (i & 7)) & 1u;

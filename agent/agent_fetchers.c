@@ -110,8 +110,10 @@ static int fetch_from_sources(agent *a, const fetch_work *w, const volatile bool
   snprintf(err->message, sizeof err->message, "no source: no other owner of the token");
   for (uint32_t i = 0; i < w->n && !*stop; i++) {
     arc_fetch_result res = {0};
+    char source[RING_ADDR_MAX + 16];
+    snprintf(source, sizeof source, "%s%s", agent_tls(a) ? "https://" : "", w->sources[i]);
     *from = i;
-    rc = arc_fetch(a->store, w->sources[i], w->token, w->version, &fo, &res, err);
+    rc = arc_fetch(a->store, source, w->token, w->version, &fo, &res, err);
     atomic_fetch_add(&a->m.bytes_in, res.bytes);
     atomic_fetch_add(&a->m.checksum_failures, res.checksum_failures);
     atomic_fetch_add(&a->m.resumed_files, res.resumed_files);

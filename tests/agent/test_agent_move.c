@@ -5,7 +5,7 @@
  * tokens in progress/B; the cutover version makes A drop its copies after
  * the 1 s grace while B keeps them. A stale copy on B (left from an old
  * ownership) is replaced, never reported as it is. Migration mode `none`
- * fetches nothing.
+ * fetches nothing. Agents with a certificate move arcs over HTTPS.
  */
 #include "test_agent_env.h"
 
@@ -107,10 +107,42 @@ START_TEST(migration_none_fetches_nothing) {
 }
 END_TEST
 
+START_TEST(moves_over_tls) {
+  char cmd[1200], cert[200], key[200], flags[700];
+  snprintf(cert, sizeof cert, "%s/cert.pem", env.dir);
+  snprintf(key, sizeof key, "%s/key.pem", env.dir);
+  snprintf(cmd, sizeof cmd,
+           "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 "
+           "-addext subjectAltName=IP:127.0.0.1 -keyout %s -out %s >/dev/null 2>&1",
+           key, cert);
+  if (system(cmd) != 0) {
+    fprintf(stderr, "moves_over_tls: skipped, openssl cannot make a certificate\n");
+    env_pass();
+    return;
+  }
+  snprintf(flags, sizeof flags, "--tls-cert %s --tls-key %s --ca-file %s", cert, key, cert);
+  env_config(1, 2, 0);
+  env_agent_init(A, "a");
+  env_agent_init(B, "b");
+  for (int k = 0; k < N_MOVING; k++)
+    env_arc_write(A, moving[k], 2, 100000, 5);
+  env_agent_start(A, "a", flags);
+  env_agent_start(B, "b", flags);
+  publish_version(1, false, false);
+  publish_version(2, true, false);
+  ck_assert_msg(ENV_WAIT(env_progress_is("b", 2, moving, N_MOVING), 20),
+                "progress/b never covered the moving tokens");
+  for (int k = 0; k < N_MOVING; k++)
+    ck_assert_msg(env_arc_same(A, B, moving[k]), "token %u differs", moving[k]);
+  env_pass();
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("agent_move");
   env_add(s, "move", 120, pending_fetch_then_cutover_drop);
   env_add(s, "none", 60, migration_none_fetches_nothing);
+  env_add(s, "tls", 60, moves_over_tls);
   return s;
 }
 
