@@ -4,7 +4,7 @@
  * and weight; a revoked lease is noticed and the host registers again; a
  * config change reaches the fetch limits within a second or two; SIGTERM
  * revokes the lease (alive/<id> goes at once) and exits 0; /metrics and
- * /healthz answer.
+ * /healthz answer; etcd paused past the lease's TTL: registered again.
  */
 #include "test_agent_env.h"
 
@@ -105,10 +105,29 @@ START_TEST(registers_reregisters_and_leaves) {
 }
 END_TEST
 
+/* etcd stops answering for longer than the lease: the keeper gives the
+ * lease up, and once etcd is back the agent registers again by itself. */
+START_TEST(etcd_pause_reregisters) {
+  env_agent_start(0, "h1", "--etcd-timeout 1s");
+  ck_assert(ENV_WAIT(alive_is("h1", env.a[0].listen), 10));
+  etcd_member_signal(&env.etcd, 0, SIGSTOP);
+  harness_sleep_ms(4000);
+  etcd_member_signal(&env.etcd, 0, SIGCONT);
+  ck_assert_msg(ENV_WAIT(env_metric(0, "ring_agent_leases_lost_total") >= 1, 10),
+                "the agent did not notice its lease was lost");
+  ck_assert_msg(
+      ENV_WAIT(alive_is("h1", env.a[0].listen) && env_metric(0, "ring_agent_registered") == 1, 15),
+      "alive/h1 did not come back");
+  ck_assert_double_ge(env_metric(0, "ring_agent_registrations_total"), 2);
+  env_pass();
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("agent_member");
   env_add(s, "flags", 60, bad_flags_exit_2);
   env_add(s, "membership", 120, registers_reregisters_and_leaves);
+  env_add(s, "etcd_pause", 120, etcd_pause_reregisters);
   return s;
 }
 
