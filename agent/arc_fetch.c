@@ -41,23 +41,23 @@ typedef struct fetch {
   const arc_fetch_opts *o;
   uint32_t token;
   uint32_t max_retries;
-  CURL *curl;                     /* one handle, one connection, for the whole arc */
-  struct curl_slist *headers;     /* Authorization */
-  char base[1024];                /* http[s]://host:port */
-  char tmpdir[4096];              /* tmp/<token>.<version> */
-  int dfd;                        /* tmpdir, locked with flock */
+  CURL *curl;                 /* one handle, one connection, for the whole arc */
+  struct curl_slist *headers; /* Authorization */
+  char base[1024];            /* http[s]://host:port */
+  char tmpdir[4096];          /* tmp/<token>.<version> */
+  int dfd;                    /* tmpdir, locked with flock */
   char curl_error[CURL_ERROR_SIZE];
   arc_fetch_result res;
   /* the file being received */
   const arc_file *file;
   int fd;
-  uint64_t have;                  /* bytes of it on disk, all hashed into h */
-  uint64_t synced;                /* writeback started up to here */
+  uint64_t have;   /* bytes of it on disk, all hashed into h */
+  uint64_t synced; /* writeback started up to here */
   XXH3_state_t *h;
-  int write_errno;                /* write(2) failed: no retry */
-  bool overflow;                  /* the source sent more than the manifest said */
-  bool stopped;                   /* o->stop seen */
-  ring__sbuf body;                /* the manifest */
+  int write_errno; /* write(2) failed: no retry */
+  bool overflow;   /* the source sent more than the manifest said */
+  bool stopped;    /* o->stop seen */
+  ring__sbuf body; /* the manifest */
 } fetch;
 
 static bool stop_requested(fetch *f) {
@@ -176,8 +176,8 @@ static int fetch_manifest(fetch *f, arc_manifest *m, ring_error *err) {
                        : request_error(f, "manifest", rc, status, err);
   } else if ((code = arc_manifest_decode(f->body.p ? f->body.p : "", f->body.len, m, &why)) !=
              RING_OK) {
-    code = ring__err(err, RING_EPROTO, "arc %" PRIu32 ": manifest from %s: %s", f->token,
-                     f->base, why.message);
+    code = ring__err(err, RING_EPROTO, "arc %" PRIu32 ": manifest from %s: %s", f->token, f->base,
+                     why.message);
   } else if (m->token != f->token) {
     code = ring__err(err, RING_EPROTO, "arc %" PRIu32 ": the source sent the manifest of %" PRIu32,
                      f->token, m->token);
@@ -262,8 +262,8 @@ static int transfer(fetch *f, ring_error *err) {
   long status = 0;
   CURLcode rc = get(f, path, on_data, f->have, &status);
   if (f->write_errno != 0)
-    return ring__err(err, arc__errno_code(-f->write_errno), "%s/%s: %s", f->tmpdir,
-                     f->file->name, strerror(f->write_errno));
+    return ring__err(err, arc__errno_code(-f->write_errno), "%s/%s: %s", f->tmpdir, f->file->name,
+                     strerror(f->write_errno));
   if (rc == CURLE_RANGE_ERROR || status == 416)
     f->overflow = true; /* the source's file is not what the manifest said: start over */
   if (rc == CURLE_OK || f->overflow)
@@ -290,10 +290,12 @@ static int fetch_file(fetch *f, const arc_file *a, ring_error *err) {
     }
     if (++failures > f->max_retries) {
       rc = complete || f->overflow
-               ? ring__err(err, RING_ECHECKSUM, "arc %" PRIu32 ": %s: checksum mismatch %" PRIu32
-                           " times", f->token, a->name, failures)
-               : ring__err(err, RING_ECONNECT, "arc %" PRIu32 ": %s: transfer broken %" PRIu32
-                           " times (%s)", f->token, a->name, failures, f->curl_error);
+               ? ring__err(err, RING_ECHECKSUM,
+                           "arc %" PRIu32 ": %s: checksum mismatch %" PRIu32 " times", f->token,
+                           a->name, failures)
+               : ring__err(err, RING_ECONNECT,
+                           "arc %" PRIu32 ": %s: transfer broken %" PRIu32 " times (%s)", f->token,
+                           a->name, failures, f->curl_error);
       break;
     }
     if (complete || f->overflow || f->have > a->size) { /* bytes are wrong: start over */
@@ -369,14 +371,15 @@ static int check_space(fetch *f, const arc_manifest *m, ring_error *err) {
   uint64_t need = 0;
   for (uint32_t i = 0; i < m->n_files; i++) {
     struct stat st;
-    uint64_t have = fstatat(f->dfd, m->files[i].name, &st, AT_SYMLINK_NOFOLLOW) == 0
-                        ? (uint64_t)st.st_size : 0;
+    uint64_t have =
+        fstatat(f->dfd, m->files[i].name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? (uint64_t)st.st_size : 0;
     need += have < m->files[i].size ? m->files[i].size - have : 0;
   }
   uint64_t avail = arc_store_free_bytes(f->store);
   if (avail < need)
-    return ring__err(err, RING_ENOSPC, "arc %" PRIu32 ": needs %" PRIu64 " more bytes, %" PRIu64
-                     " free", f->token, need, avail);
+    return ring__err(err, RING_ENOSPC,
+                     "arc %" PRIu32 ": needs %" PRIu64 " more bytes, %" PRIu64 " free", f->token,
+                     need, avail);
   return RING_OK;
 }
 

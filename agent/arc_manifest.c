@@ -59,8 +59,9 @@ int arc_manifest_encode(const arc_manifest *m, char **json, size_t *len) {
   if (m == NULL || json == NULL || (m->n_files > 0 && m->files == NULL))
     return RING_EINVAL;
   ring__sbuf b = {0};
-  ring__sb_printf(&b, "{\"format\":\"" ARC_MANIFEST_FORMAT "\",\"token\":%" PRIu32
-                      ",\"bytes\":%" PRIu64 ",\"files\":[",
+  ring__sb_printf(&b,
+                  "{\"format\":\"" ARC_MANIFEST_FORMAT "\",\"token\":%" PRIu32 ",\"bytes\":%" PRIu64
+                  ",\"files\":[",
                   m->token, m->bytes);
   for (uint32_t i = 0; i < m->n_files; i++) {
     const arc_file *f = &m->files[i];
@@ -86,8 +87,9 @@ static int decode_file(const cJSON *o, uint32_t i, const arc_file *prev, arc_fil
   if (rc == RING_OK)
     rc = ring__json_string_copy(o, where, "name", f->name, sizeof f->name, err);
   if (rc == RING_OK && !arc__valid_name(f->name))
-    rc = ring__err(err, RING_EFIELD, "%sname: \"%.64s\" is not [A-Za-z0-9._-]+ without a leading '.'",
-                   where, f->name);
+    rc =
+        ring__err(err, RING_EFIELD,
+                  "%sname: \"%.64s\" is not [A-Za-z0-9._-]+ without a leading '.'", where, f->name);
   if (rc == RING_OK && prev != NULL && strcmp(prev->name, f->name) >= 0)
     rc = ring__err(err, RING_EFIELD, "%sname: \"%.64s\" is not after \"%.64s\" (sorted, unique)",
                    where, f->name, prev->name);
@@ -96,7 +98,8 @@ static int decode_file(const cJSON *o, uint32_t i, const arc_file *prev, arc_fil
   if (rc == RING_OK) {
     rc = ring__json_checksum(o, "checksum", &f->xxh3, err);
     if (rc != RING_OK) /* name the file too */
-      rc = ring__err(err, rc, "%schecksum: missing, or not " HASH_NAME ":<16 lowercase hex digits>", where);
+      rc = ring__err(err, rc, "%schecksum: missing, or not " HASH_NAME ":<16 lowercase hex digits>",
+                     where);
   }
   return rc;
 }

@@ -54,7 +54,7 @@ struct arc_server {
   arc_store *store;       /* borrowed; outlives the server */
   char *secret;           /* the bearer token */
   size_t secret_len;
-  char *cert, *key;       /* PEM contents for TLS, or NULL; live as long as mhd */
+  char *cert, *key; /* PEM contents for TLS, or NULL; live as long as mhd */
   uint16_t port;
   atomic_uint_fast64_t bytes_out, requests, unauthorized, bad_requests;
   char error[256]; /* libmicrohttpd's last complaint, for a failed start */
@@ -76,8 +76,8 @@ static int resolve_listen(const char *listen, struct sockaddr_storage *addr, rin
     return ring__err(err, RING_EINVAL, "listen: host too long");
   memcpy(host, h, hn);
   host[hn] = '\0';
-  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                           .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+  struct addrinfo hints = {
+      .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
   struct addrinfo *res = NULL;
   int gai = getaddrinfo(hn ? host : "0.0.0.0", colon + 1, &hints, &res);
   if (gai != 0 || res == NULL || res->ai_addrlen > sizeof *addr) {
@@ -353,11 +353,11 @@ static struct MHD_Daemon *start_mhd(arc_server *srv, const arc_server_opts *o,
   };
   return MHD_start_daemon(
       flags, 0, NULL, NULL, route, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
-      MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)ARC_SERVER_THREADS,
-      MHD_OPTION_CONNECTION_LIMIT, conns, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
-      MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-      (size_t)ARC_SERVER_MEMORY, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_ARRAY, tls,
-      MHD_OPTION_END);
+      MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_SOCK_ADDR, addr,
+      MHD_OPTION_THREAD_POOL_SIZE, (unsigned)ARC_SERVER_THREADS, MHD_OPTION_CONNECTION_LIMIT, conns,
+      MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_CONNECTION_TIMEOUT, timeout,
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ARC_SERVER_MEMORY,
+      MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
 }
 
 static void server_free(arc_server *srv) {

@@ -51,7 +51,7 @@ struct arc_store {
   pthread_mutex_t lock;                /* guards buckets and n_cached */
   cache_entry *buckets[CACHE_BUCKETS]; /* by XXH3(token, name) */
   uint32_t n_cached;
-  uint64_t removals;                   /* names tmp/rm.<token>.<n>; under lock */
+  uint64_t removals; /* names tmp/rm.<token>.<n>; under lock */
 };
 
 static uint32_t bucket_of(uint32_t token, const char *name) {
@@ -248,8 +248,8 @@ static int list_files(int dfd, uint32_t token, arc_manifest *m, ring_error *err)
         !S_ISREG(st.st_mode))
       continue;
     if (m->n_files == ARC_FILES_MAX) {
-      rc = ring__err(err, RING_ETOOBIG, "arc %" PRIu32 ": more than %u files", token,
-                     ARC_FILES_MAX);
+      rc =
+          ring__err(err, RING_ETOOBIG, "arc %" PRIu32 ": more than %u files", token, ARC_FILES_MAX);
     } else if (m->n_files == cap) {
       cap = cap ? cap * 2 : 16;
       arc_file *p = realloc(m->files, cap * sizeof *p);

@@ -240,8 +240,11 @@ static inline void job_start_with(job *j, arc_store *dst, const char *source, ui
   j->source = source;
   j->token = token;
   ck_assert_int_eq(arc_limiter_new(rate, &j->lim), RING_OK);
-  j->o = (arc_fetch_opts){.secret = TEST_SECRET, .timeout_ms = 5000, .limiter = j->lim,
-                          .stop = stop, .max_retries = retries};
+  j->o = (arc_fetch_opts){.secret = TEST_SECRET,
+                          .timeout_ms = 5000,
+                          .limiter = j->lim,
+                          .stop = stop,
+                          .max_retries = retries};
   ck_assert_int_eq(pthread_create(&j->thread, NULL, job_run, j), 0);
 }
 

@@ -199,8 +199,8 @@ START_TEST(over_tls) {
   make_arc(env.src_dir, 50, 3, 200000);
   arc_server *tls;
   ring_error err;
-  arc_server_opts so = {.listen = "127.0.0.1:0", .secret = TEST_SECRET, .tls_cert = cert,
-                        .tls_key = key};
+  arc_server_opts so = {
+      .listen = "127.0.0.1:0", .secret = TEST_SECRET, .tls_cert = cert, .tls_key = key};
   ck_assert_msg(arc_server_start(env.src, &so, &tls, &err) == RING_OK, "%s", err.message);
   char url[96];
   snprintf(url, sizeof url, "https://127.0.0.1:%u", (unsigned)arc_server_port(tls));

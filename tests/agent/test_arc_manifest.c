@@ -74,8 +74,8 @@ START_TEST(refusals) {
   refused("\"a.dat\"", "\"a/b\"", RING_EFIELD, "files[0].name");
   refused("\"a.dat\"", "\"\"", RING_EFIELD, "files[0].name");
   refused("\"a.dat\"", "\"a\\u0000b\"", RING_EFIELD, "u0000");
-  refused("\"b_1-x\"", "\"a.dat\"", RING_EFIELD, "files[1].name");  /* duplicate */
-  refused("\"b_1-x\"", "\"A\"", RING_EFIELD, "files[1].name");      /* unsorted */
+  refused("\"b_1-x\"", "\"a.dat\"", RING_EFIELD, "files[1].name"); /* duplicate */
+  refused("\"b_1-x\"", "\"A\"", RING_EFIELD, "files[1].name");     /* unsorted */
   refused("\"size\":5", "\"size\":9007199254740992", RING_EFIELD, "files[0].size");
   refused("0123456789abcdef", "0123456789ABCDEF", RING_ECHECKSUM, "files[0].checksum");
   refused("xxh3-64:0123", "md5:0123", RING_ECHECKSUM, "files[0].checksum");

@@ -61,8 +61,10 @@ START_TEST(live_change_within_a_second) {
   arc_limiter_set_rate(j.lim, 0);
   job_join(&j);
   ck_assert_msg(j.rc == RING_OK, "%s", j.err.message);
-  fprintf(stderr, "rate: 4 MiB/s -> %.1f; raised to 32 -> %.1f within a second; lowered to 4 -> "
-                  "%.1f MiB/s\n", slow / MiB, fast / MiB, slow_again / MiB);
+  fprintf(stderr,
+          "rate: 4 MiB/s -> %.1f; raised to 32 -> %.1f within a second; lowered to 4 -> "
+          "%.1f MiB/s\n",
+          slow / MiB, fast / MiB, slow_again / MiB);
   ck_assert_msg(slow > 3.2 * MiB && slow < 4.8 * MiB, "%.1f MiB/s at 4", slow / MiB);
   ck_assert_msg(fast > 25.6 * MiB && fast < 38.4 * MiB, "%.1f MiB/s at 32", fast / MiB);
   ck_assert_msg(slow_again > 3.2 * MiB && slow_again < 4.8 * MiB, "%.1f MiB/s at 4 again",

@@ -23,8 +23,13 @@ static void teardown(void) { env_stop(&env); }
 START_TEST(secret_required) {
   const char *paths[] = {"/v1/arcs/5/manifest", "/v1/arcs/5/files/f0", "/v1/arcs/5/files/../x",
                          "/nowhere"};
-  const char *auths[] = {NULL, "Bearer wrong", "Bearer " TEST_SECRET "x", "Bearer s3cret",
-                         "Basic czNjcmV0LWZvci10ZXN0cw==", TEST_SECRET, "bearer " TEST_SECRET};
+  const char *auths[] = {NULL,
+                         "Bearer wrong",
+                         "Bearer " TEST_SECRET "x",
+                         "Bearer s3cret",
+                         "Basic czNjcmV0LWZvci10ZXN0cw==",
+                         TEST_SECRET,
+                         "bearer " TEST_SECRET};
   for (size_t p = 0; p < sizeof paths / sizeof *paths; p++)
     for (size_t a = 0; a < sizeof auths / sizeof *auths; a++) {
       http_reply r = http_get(env.source, paths[p], auths[a], NULL, NULL);
@@ -89,8 +94,9 @@ START_TEST(no_way_out) {
 END_TEST
 
 START_TEST(bad_tokens_and_unknown_arcs) {
-  const char *bad[] = {"/v1/arcs/65536/manifest", "/v1/arcs/01/manifest", "/v1/arcs/-1/manifest",
-                       "/v1/arcs/abc/manifest",   "/v1/arcs/5x/files/f0", "/v1/arcs/99999999999/manifest",
+  const char *bad[] = {"/v1/arcs/65536/manifest", "/v1/arcs/01/manifest",
+                       "/v1/arcs/-1/manifest",    "/v1/arcs/abc/manifest",
+                       "/v1/arcs/5x/files/f0",    "/v1/arcs/99999999999/manifest",
                        "/v1/arcs/+5/manifest",    "/v1/arcs//manifest"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     http_reply r = http_get(env.source, bad[i], BEARER, NULL, NULL);

@@ -51,8 +51,7 @@ static void die(const char *what, const char *detail) {
 
 /* ------------------------------------------------------------ the source */
 
-static void write_file(const char *path, uint64_t size, uint64_t seed, uint64_t *buf,
-                       size_t cap) {
+static void write_file(const char *path, uint64_t size, uint64_t seed, uint64_t *buf, size_t cap) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0)
     die(path, strerror(errno));
@@ -93,7 +92,7 @@ typedef struct fetchers {
   arc_store *dst;
   const char *source;
   arc_limiter *lim;
-  atomic_uint next;     /* the next token to take */
+  atomic_uint next; /* the next token to take */
   atomic_uint failures;
 } fetchers;
 
@@ -186,16 +185,17 @@ int main(int argc, char **argv) {
 
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  printf("bench_arc: %.0f MB in %u arcs of %u files, loopback, unthrottled, %u fetch threads\n",
-         mb, ARCS, FILES, threads);
+  printf("bench_arc: %.0f MB in %u arcs of %u files, loopback, unthrottled, %u fetch threads\n", mb,
+         ARCS, FILES, threads);
   printf("  cp -r             %8.1f MB/s  (%.2f s)\n", mb / t_cp, t_cp);
   printf("  cp -r + sync      %8.1f MB/s  (%.2f s)\n", mb / (t_cp + t_sync), t_cp + t_sync);
   printf("  arc fetch         %8.1f MB/s  (%.2f s; checksums, fsync, install)\n", mb / t_fetch,
          t_fetch);
   printf("  ratio fetch/cp    %8.2fx      (target >= 0.70x)\n", t_cp / t_fetch);
   printf("  ratio fetch/cp+sync %6.2fx\n", (t_cp + t_sync) / t_fetch);
-  printf("  peak RSS          %8.1f MiB   (target <= 32 MiB; server and fetchers in this process)\n",
-         (double)ru.ru_maxrss / 1024.0);
+  printf(
+      "  peak RSS          %8.1f MiB   (target <= 32 MiB; server and fetchers in this process)\n",
+      (double)ru.ru_maxrss / 1024.0);
   arc_store_close(s);
   arc_store_close(d);
   arc__rmtree(root);
