@@ -100,6 +100,27 @@ typedef struct fetch_work {
  * trouble (disk full, local I/O) would follow us there. */
 static bool try_next_source(int rc) { return rc != RING_ENOSPC && rc != RING_EIO; }
 
+/* One arc_fetch from one source, counted. An arc already installed that no
+ * fetch of ours verified (a copy from an earlier life of this host) is
+ * removed and the fetch made again: it is never reported as it is. */
+static int fetch_one(agent *a, const char *source, const fetch_work *w, const arc_fetch_opts *fo,
+                     ring_error *err) {
+  for (int attempt = 0;; attempt++) {
+    arc_fetch_result res = {0};
+    int rc = arc_fetch(a->store, source, w->token, w->version, fo, &res, err);
+    atomic_fetch_add(&a->m.bytes_in, res.bytes);
+    atomic_fetch_add(&a->m.checksum_failures, res.checksum_failures);
+    atomic_fetch_add(&a->m.resumed_files, res.resumed_files);
+    if (rc != RING_EEXIST || attempt > 0)
+      return rc;
+    if ((rc = arc_store_remove(a->store, w->token)) != 0)
+      return snprintf(err->message, sizeof err->message, "removing an unverified copy: %s",
+                      ring_strerror(rc)),
+             rc;
+    atomic_fetch_add(&a->m.stale_removed, 1);
+  }
+}
+
 /* Fetches w from its sources in order. Returns RING_OK (installed) or the
  * last source's error, with err filled; *from the index of the source. */
 static int fetch_from_sources(agent *a, const fetch_work *w, const volatile bool *stop,
@@ -109,15 +130,11 @@ static int fetch_from_sources(agent *a, const fetch_work *w, const volatile bool
   int rc = RING_EUNAVAIL;
   snprintf(err->message, sizeof err->message, "no source: no other owner of the token");
   for (uint32_t i = 0; i < w->n && !*stop; i++) {
-    arc_fetch_result res = {0};
     char source[RING_ADDR_MAX + 16];
     snprintf(source, sizeof source, "%s%s", agent_tls(a) ? "https://" : "", w->sources[i]);
     *from = i;
-    rc = arc_fetch(a->store, source, w->token, w->version, &fo, &res, err);
-    atomic_fetch_add(&a->m.bytes_in, res.bytes);
-    atomic_fetch_add(&a->m.checksum_failures, res.checksum_failures);
-    atomic_fetch_add(&a->m.resumed_files, res.resumed_files);
-    if (rc == RING_OK || rc == RING_EEXIST || *stop || !try_next_source(rc))
+    rc = fetch_one(a, source, w, &fo, err);
+    if (rc == RING_OK || *stop || !try_next_source(rc))
       break;
     if (i + 1 < w->n) {
       char token[16];
@@ -136,14 +153,14 @@ static void finish(agent *a, agent_job *j, const fetch_work *w, int rc, uint64_t
   char token[16], version[24];
   snprintf(token, sizeof token, "%" PRIu32, w->token);
   snprintf(version, sizeof version, "%" PRIu64, w->version);
-  if (rc == RING_OK || rc == RING_EEXIST) { /* EEXIST: installed meanwhile, verified then */
+  if (rc == RING_OK) {
     j->state = AGENT_JOB_DONE;
     j->bytes = bytes;
     j->failures = 0;
     if (w->token < a->tokens)
       agent_bit_set(a->verified, w->token, true);
     atomic_fetch_add(&a->m.fetched, 1);
-    atomic_fetch_add(&a->m.held, rc == RING_OK);
+    atomic_fetch_add(&a->m.held, 1);
     rd_log(RD_INFO, "arc installed", "token", token, "source", w->n ? w->ids[from] : "", "version",
            version, NULL);
     return;
@@ -192,7 +209,7 @@ static void *worker(void *ud) {
     ring_error err = {0};
     uint32_t from = 0;
     int rc = fetch_from_sources(a, &w, &j->stop, &from, &err);
-    uint64_t bytes = rc == RING_OK || rc == RING_EEXIST ? agent_arc_bytes(a, w.token) : 0;
+    uint64_t bytes = rc == RING_OK ? agent_arc_bytes(a, w.token) : 0;
 
     pthread_mutex_lock(&a->jobs_mu);
     a->running--;

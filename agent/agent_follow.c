@@ -312,6 +312,7 @@ static uint32_t match_jobs(agent *a, const ring_table *t, uint16_t me, const ali
     job_sources(j, t, me, al);
     if (have && fresh) {
       j->state = AGENT_JOB_DONE;
+      j->bytes = agent_arc_bytes(a, token);
     } else if (have) {
       j->state = AGENT_JOB_RETRY;
       j->retry_at_ms = UINT64_MAX; /* queued once the stale copy is gone */
