@@ -42,6 +42,8 @@ static int alive_value(const agent *a, char **json, size_t *len) {
       return RING_EINVAL; /* checked with the options: cannot happen */
   v.weight = a->o.weight;
   v.started_ms = a->started_ms;
+  v.capacity_bytes = arc_store_capacity_bytes(a->store);
+  v.free_bytes = arc_store_free_bytes(a->store);
   return rk_alive_encode(&v, json, len);
 }
 

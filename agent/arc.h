@@ -65,8 +65,10 @@ int arc_store_list(arc_store *s, uint32_t **tokens, uint32_t *n);
 int arc_store_remove(arc_store *s, uint32_t token);
 /* Removes tmp/ entries not in keep (token.version names). */
 void arc_store_sweep_tmp(arc_store *s, const char *const *keep, uint32_t n_keep);
-/* Free bytes on the store's file system (statvfs). */
+/* Free bytes, and the size, of the store's file system (statvfs); 0 if
+ * it cannot be read. */
 uint64_t arc_store_free_bytes(arc_store *s);
+uint64_t arc_store_capacity_bytes(arc_store *s);
 
 /* ------------------------------------------------------------ the server */
 

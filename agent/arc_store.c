@@ -386,3 +386,10 @@ uint64_t arc_store_free_bytes(arc_store *s) {
     return 0;
   return (uint64_t)v.f_bavail * (uint64_t)v.f_frsize;
 }
+
+uint64_t arc_store_capacity_bytes(arc_store *s) {
+  struct statvfs v;
+  if (s == NULL || statvfs(s->arcs, &v) != 0)
+    return 0;
+  return (uint64_t)v.f_blocks * (uint64_t)v.f_frsize;
+}

@@ -440,39 +440,52 @@ int rk_node_encode(const rk_node *n, char **json, size_t *len) {
 
 /* ------------------------------------------------------------------- alive */
 
+/* started_ms, then the optional capacity_bytes and free_bytes (absent: 0). */
 static int alive_rest(const cJSON *root, rk_node *n, void *extra, ring_error *err) {
   (void)n;
-  return ring__json_uint(root, "started_ms", 0, RING_VERSION_MAX, RING_EFIELD, (uint64_t *)extra,
-                         err);
+  uint64_t *v = extra;
+  int rc = ring__json_uint(root, "started_ms", 0, RING_VERSION_MAX, RING_EFIELD, &v[0], err);
+  static const char *const optional[] = {"capacity_bytes", "free_bytes"};
+  for (int i = 0; i < 2 && rc == RING_OK; i++)
+    if (ring__json_field(root, optional[i]) != NULL)
+      rc = ring__json_uint(root, optional[i], 0, RING_VERSION_MAX, RING_EFIELD, &v[1 + i], err);
+  return rc;
 }
 
 int rk_alive_decode(const char *json, size_t len, rk_alive *out, ring_error *err) {
-  static const char *const keys[] = {"format", "id", "addr", "labels", "weight", "started_ms"};
+  static const char *const keys[] = {"format", "id",         "addr",          "labels",
+                                     "weight", "started_ms", "capacity_bytes", "free_bytes"};
   rk_node n = {0};
-  uint64_t started = 0;
+  uint64_t nums[3] = {0}; /* started_ms, capacity_bytes, free_bytes */
   int rc = member_record_decode(json, len, ALIVE_FORMAT, keys, N_KEYS(keys), false, alive_rest, &n,
-                                &started, err);
+                                nums, err);
   if (rc != RING_OK || out == NULL)
     return rc;
   memcpy(out->id, n.id, sizeof out->id);
   memcpy(out->addr, n.addr, sizeof out->addr);
   out->labels = n.labels;
   out->weight = n.weight;
-  out->started_ms = started;
+  out->started_ms = nums[0];
+  out->capacity_bytes = nums[1];
+  out->free_bytes = nums[2];
   return RING_OK;
 }
 
 int rk_alive_encode(const rk_alive *a, char **json, size_t *len) {
   if (a == NULL || json == NULL ||
       !member_valid(a->id, a->addr, &a->labels, a->weight, RING_NODE_ACTIVE) ||
-      a->started_ms > RING_VERSION_MAX)
+      a->started_ms > RING_VERSION_MAX || a->capacity_bytes > RING_VERSION_MAX ||
+      a->free_bytes > RING_VERSION_MAX)
     return RING_EINVAL;
   rk_node n = {.labels = a->labels, .weight = a->weight};
   memcpy(n.id, a->id, sizeof n.id);
   memcpy(n.addr, a->addr, sizeof n.addr);
   ring__sbuf b = {0};
   member_encode(&b, ALIVE_FORMAT, &n);
-  ring__sb_printf(&b, ",\"started_ms\":%" PRIu64 "}", a->started_ms);
+  ring__sb_printf(&b,
+                  ",\"started_ms\":%" PRIu64 ",\"capacity_bytes\":%" PRIu64
+                  ",\"free_bytes\":%" PRIu64 "}",
+                  a->started_ms, a->capacity_bytes, a->free_bytes);
   return ring__sb_finish(&b, json, len);
 }
 

@@ -111,6 +111,8 @@ typedef struct rk_alive {
   rk_labels labels;
   double weight;
   uint64_t started_ms;
+  uint64_t capacity_bytes; /* size of the data dir's file system; 0: not reported */
+  uint64_t free_bytes;     /* free bytes there when the key was written; 0: not reported */
 } rk_alive;
 
 int rk_alive_decode(const char *json, size_t len, rk_alive *out, ring_error *err);

@@ -394,7 +394,13 @@ END_TEST
 
 static const char alive_doc[] =
     "{\"format\":\"ringkeeper.alive.v1\",\"id\":\"n1\",\"addr\":\"127.0.0.1:7101\","
-    "\"labels\":{\"zone\":\"z1\"},\"weight\":1.0,\"started_ms\":1796000000000}";
+    "\"labels\":{\"zone\":\"z1\"},\"weight\":1.0,\"started_ms\":1796000000000,"
+    "\"capacity_bytes\":536870912000,\"free_bytes\":402653184000}";
+
+/* A writer from before the capacity fields: still read, capacity 0. */
+static const char alive_old[] =
+    "{\"format\":\"ringkeeper.alive.v1\",\"id\":\"n1\",\"addr\":\"127.0.0.1:7101\","
+    "\"labels\":{},\"weight\":1.0,\"started_ms\":5}";
 
 START_TEST(alive_round_trip) {
   rk_alive a;
@@ -404,6 +410,11 @@ START_TEST(alive_round_trip) {
   ck_assert_str_eq(a.id, "n1");
   ck_assert_str_eq(rk_labels_get(&a.labels, "zone"), "z1");
   ck_assert_uint_eq(a.started_ms, 1796000000000ull);
+  ck_assert_uint_eq(a.capacity_bytes, 536870912000ull);
+  ck_assert_uint_eq(a.free_bytes, 402653184000ull);
+  rk_alive old;
+  ck_assert_int_eq(rk_alive_decode(alive_old, strlen(alive_old), &old, &err), RING_OK);
+  ck_assert_uint_eq(old.capacity_bytes, 0);
   char *json;
   size_t len;
   ck_assert_int_eq(rk_alive_encode(&a, &json, &len), RING_OK);
@@ -427,6 +438,8 @@ START_TEST(alive_errors) {
   expect_edit(f, alive_doc, "state", "\"active\"", RING_EFIELD, "unknown field \"state\"");
   expect_edit(f, alive_doc, "started_ms", NULL, RING_EFIELD, "started_ms: missing");
   expect_edit(f, alive_doc, "started_ms", "1e300", RING_EFIELD, "started_ms");
+  expect_edit(f, alive_doc, "free_bytes", "-1", RING_EFIELD, "free_bytes");
+  expect_edit(f, alive_doc, "capacity_bytes", "\"big\"", RING_EFIELD, "capacity_bytes");
   expect_edit(f, alive_doc, "id", "\"\"", RING_ENODEID, "id");
   expect_edit(f, alive_doc, "addr", "\"host:0\"", RING_ENODE, "addr");
   expect_edit(f, alive_doc, "format", "\"ringkeeper.node.v1\"", RING_EFORMAT, "format");
