@@ -1,0 +1,145 @@
+/*
+ * test_coord_join.c: ring-coordinator with auto-apply places a new cluster
+ * and takes in a joining node. Four fake agents in three zones: the first
+ * placement is a plan that runs to done, its table verifies clean and
+ * every agent acks it. A fifth agent joins: its node record appears as
+ * joining, a plan moves exactly the lower bound of token-replicas to it
+ * (new owner pending first, cutover after, no slot twice), the node
+ * becomes active with its weighted share, and the metrics say so.
+ */
+#include "coord_env.h"
+
+/* Every line of a daemon log is a logfmt event: ts=... level=... msg=... */
+static void assert_logfmt(const char *path) {
+  char *s = file_slurp(path);
+  int lines = 0;
+  for (char *line = s, *eol; line && *line; line = eol ? eol + 1 : NULL) {
+    eol = strchr(line, '\n');
+    if (eol)
+      *eol = '\0';
+    ck_assert_msg(strncmp(line, "ts=", 3) == 0 && strstr(line, " level=") && strstr(line, " msg="),
+                  "%s: not a logfmt line: %.200s", path, line);
+    lines++;
+  }
+  ck_assert_int_gt(lines, 0);
+  free(s);
+}
+
+/* Coordinator 0's metrics once the cluster is settled at version v with
+ * `active` active nodes: no plan, no node joining, no error. */
+static void assert_settled_metrics(uint64_t v, double active) {
+  WAIT_UNTIL(env_metric(0, "ring_coordinator_version", "") == (double)v, 5,
+             "ring_coordinator_version is not %llu", (unsigned long long)v);
+  ck_assert_double_eq(env_metric(0, "ring_coordinator_leader", ""), 1);
+  ck_assert_double_eq(env_metric(0, "ring_coordinator_nodes", "state=\"active\""), active);
+  ck_assert_double_eq(env_metric(0, "ring_coordinator_nodes", "state=\"joining\""), 0);
+  ck_assert_double_eq(env_metric(0, "ring_coordinator_plan", "state=\"none\""), 1);
+  ck_assert_double_eq(env_metric(0, "ring_coordinator_plan", "state=\"active\""), 0);
+  ck_assert_double_eq(env_metric(0, "ring_coordinator_errors_total", ""), 0);
+}
+
+START_TEST(first_placement_then_join) {
+  env_config k = {.tokens = 256, .replicas = 3, .down_after_ms = 1500, .auto_apply = true};
+  env_config_put(&k);
+  env_agent("a1", "z0");
+  env_agent("a2", "z1");
+  env_agent("a3", "z2");
+  env_agent("a4", "z0");
+  env_coord_start(0, "coord-a", "--auto-apply");
+
+  /* the first placement: a plan from version 0 with no moves (proto/plan.md:
+   * version 1 places every slot at once) */
+  env_run first = env_wait_done(1, 60);
+  ck_assert_double_eq(first.base_version, 0);
+  ck_assert_double_eq(first.moves_total, 0);
+  ck_assert_double_eq(first.waves, 0);
+  ck_assert_double_eq(first.moves_done, 0);
+  uint64_t v1 = env_version();
+  ck_assert_uint_gt(v1, 0);
+  ring_table *t = env_verify_clean();
+  ck_assert_uint_eq(ring_table_node_count(t), 4);
+  ck_assert_uint_eq(ring_table_tokens(t), 256);
+  ck_assert_uint_eq(ring_table_replicas(t), 3);
+  ck_assert_uint_eq(ring_table_pending_count(t), 0);
+  ck_assert_str_eq(ring_table_failure_domain(t), "zone");
+  env_assert_balanced(t);
+  for (uint16_t i = 0; i < 4; i++)
+    ck_assert_int_eq(ring_table_node_state(t, i), RING_NODE_ACTIVE);
+  ring_table_free(t);
+  WAIT_UNTIL(env_all_acked(v1), 10, "not every agent acked v%llu", (unsigned long long)v1);
+  const char *ids[] = {"a1", "a2", "a3", "a4"};
+  for (int i = 0; i < 4; i++) {
+    env_node n;
+    ck_assert_msg(env_node_read(ids[i], &n), "no nodes/%s", ids[i]);
+    ck_assert_str_eq(n.state, "active");
+    ck_assert_str_eq(n.desired, "active");
+    ck_assert_double_eq(n.weight, 1.0);
+  }
+  char leader[64];
+  env_leader(leader);
+  ck_assert_str_eq(leader, "coord-a");
+  assert_settled_metrics(v1, 4);
+  ck_assert_double_ge(env_metric(0, "ring_coordinator_publishes_total", ""), 1);
+  ck_assert_double_gt(env_metric(0, "ring_coordinator_publish_bytes_total", ""), 0);
+  ck_assert_double_gt(env_metric(0, "ring_coordinator_etcd_requests_total", ""), 0);
+
+  /* a fifth agent joins; its progress is held so the first wave stays open */
+  fake_agent *a5 = env_agent_w("a5", "z1", 1.0, true);
+  env_run run;
+  WAIT_UNTIL(env_active(&run) && strcmp(run.phase, "pending") == 0, 20,
+             "no pending wave for a5's join (version %llu)", (unsigned long long)env_version());
+  ck_assert_double_eq(run.base_version, (double)v1);
+  ck_assert_str_eq(run.state, "active");
+  ck_assert(env_node_is("a5", "joining"));
+  t = env_table(0); /* the pending version: a5 is the pending owner, nobody else */
+  ck_assert_uint_gt(ring_table_pending_count(t), 0);
+  for (uint32_t i = 0; i < ring_table_pending_count(t); i++) {
+    uint32_t tok, slot;
+    uint16_t node;
+    ck_assert_int_eq(ring_table_pending_at(t, i, &tok, &slot, &node), RING_OK);
+    ck_assert_str_eq(ring_table_node_id(t, node), "a5");
+  }
+  ring_table_free(t);
+  WAIT_UNTIL(env_metric(0, "ring_coordinator_plan", "state=\"active\"") == 1, 5,
+             "ring_coordinator_plan{state=\"active\"} is not 1 during the run");
+  ck_assert_double_eq(env_metric(0, "ring_coordinator_nodes", "state=\"joining\""), 1);
+  ck_assert_double_eq(env_metric(0, "ring_coordinator_moves_total", ""), run.moves_total);
+  harness_sleep_ms(1000); /* held: the wave does not finish */
+  env_run still;
+  ck_assert(env_active(&still));
+  ck_assert_double_eq(still.moves_done, run.moves_done);
+  ck_assert_str_eq(still.phase, "pending");
+  ck_assert_int_eq(fake_agent_hold(a5, false), RING_OK);
+
+  env_run join = env_wait_done(2, 60);
+  uint64_t v2 = env_version();
+  ck_assert_double_eq(join.base_version, (double)v1);
+  ck_assert_double_gt(join.moves_total, 0);
+  ck_assert_msg(join.moves_total == join.lower_bound, "the join moved %.0f, lower bound %.0f",
+                join.moves_total, join.lower_bound);
+  ck_assert_double_eq(join.moves_done, join.moves_total);
+  t = env_verify_clean();
+  env_assert_balanced(t);
+  uint32_t r5 = env_replicas(t, "a5");
+  /* three zones and R 3: each zone holds 256; a5 shares z1 with a2 */
+  ck_assert_msg(fabs(r5 - 128.0) <= 1, "a5 holds %u, its share is 128", r5);
+  ck_assert_uint_eq(r5, (uint32_t)join.moves_total); /* a join only moves to the new node */
+  ck_assert_int_eq(ring_table_node_state(t, (uint16_t)ring_table_find_node(t, "a5")),
+                   RING_NODE_ACTIVE);
+  ck_assert_uint_eq(ring_table_pending_count(t), 0);
+  ring_table_free(t);
+  ck_assert(env_node_is("a5", "active"));
+  ck_assert_uint_eq(env_replay(v1, v2, true), (uint32_t)join.moves_total);
+  WAIT_UNTIL(env_all_acked(v2), 10, "not every agent acked v%llu", (unsigned long long)v2);
+  /* nothing left to propose once the table matches the membership */
+  WAIT_UNTIL(!env_exists("plan/proposed"), 5, "plan/proposed stays after the run is done");
+  assert_settled_metrics(v2, 5);
+  assert_logfmt(env.coord[0].log);
+  env_pass();
+}
+END_TEST
+
+int main(void) {
+  const env_test tests[] = {{first_placement_then_join, 240}};
+  return env_main("coord_join", tests, 1);
+}
