@@ -184,19 +184,15 @@ typedef struct agent {
   uint64_t *drop_at;     /* T entries: monotonic ms to drop the arc, 0: none */
   uint64_t next_drop_ms; /* earliest drop_at, 0: none */
 
-  /* health: the last trouble, "" when fine */
-  pthread_mutex_t health_mu;
-  char health[256];
-  bool tick_trouble;            /* agent_trouble was called in this pass of the loop */
+  rd_health health;             /* the last trouble of the loop, for /healthz */
   uint64_t rate_bytes, rate_ms; /* last rate sample */
 
   agent_metrics m;
 } agent;
 
-/* Logs a failed step once per distinct message and keeps it for /healthz
- * (the loop's thread only). agent_healthy clears it. */
+/* Records a failed step for /healthz and the log (rd_health_trouble;
+ * the loop's thread only). */
 void agent_trouble(agent *a, const char *what, const char *detail);
-void agent_healthy(agent *a);
 /* "/ringkeeper/<cluster>/<dir><id>" for this agent (dir "alive/" etc.). */
 int agent_key(const agent *a, char key[RK_KEY_MAX], const char *dir);
 

@@ -60,11 +60,6 @@ static void opts_table(agent_opts *o, rd_opt *t) {
 }
 #define N_OPTS 26
 
-static bool valid_name(const char *s) {
-  size_t n = s ? strlen(s) : 0;
-  return n >= 1 && n <= RING_ID_MAX && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n;
-}
-
 /* The failure-domain labels given as flags, validated. */
 static int opts_labels(const agent_opts *o, rk_labels *l, char *msg, size_t cap) {
   const char *keys[] = {"region", "zone", "rack", "host"};
@@ -83,9 +78,9 @@ static int opts_check(const agent_opts *o, char *msg, size_t cap) {
   rk_labels l;
   if (o->endpoints == NULL || o->endpoints[0] == '\0')
     return snprintf(msg, cap, "--endpoints is required"), -1;
-  if (!valid_name(o->cluster))
+  if (!rd_valid_name(o->cluster))
     return snprintf(msg, cap, "--cluster NAME is required ([a-z0-9._-]{1,63})"), -1;
-  if (!valid_name(o->id))
+  if (!rd_valid_name(o->id))
     return snprintf(msg, cap, "--id ID is required ([a-z0-9._-]{1,63})"), -1;
   if (o->listen == NULL || strchr(o->listen, ':') == NULL)
     return snprintf(msg, cap, "--listen HOST:PORT is required"), -1;
@@ -107,24 +102,6 @@ static int opts_check(const agent_opts *o, char *msg, size_t cap) {
   return opts_labels(o, &l, msg, cap);
 }
 
-/* The first line of a secret file, without its line end; malloc()'ed, or
- * NULL with msg set (a missing, unreadable or empty file). */
-static char *read_first_line(const char *path, char *msg, size_t cap) {
-  FILE *f = fopen(path, "r");
-  char line[1024];
-  bool ok = f != NULL && fgets(line, sizeof line, f) != NULL;
-  int e = errno;
-  if (f)
-    fclose(f);
-  if (ok)
-    line[strcspn(line, "\r\n")] = '\0';
-  if (!ok || line[0] == '\0') {
-    snprintf(msg, cap, "%s: %s", path, f ? "empty" : strerror(e));
-    return NULL;
-  }
-  return strdup(line);
-}
-
 /* ------------------------------------------------------------- start-up */
 
 static void on_stop(void *ud) {
@@ -135,7 +112,7 @@ static void on_stop(void *ud) {
 
 static int open_etcd(agent *a, char *msg, size_t cap) {
   char *password = NULL;
-  if (a->o.password_file && (password = read_first_line(a->o.password_file, msg, cap)) == NULL)
+  if (a->o.password_file && (password = rd_read_secret(a->o.password_file, msg, cap)) == NULL)
     return -1;
   ring_etcd_opts eo = {.endpoints = a->o.endpoints,
                        .user = a->o.user,
@@ -172,7 +149,7 @@ static void advertised_addr(agent *a) {
 /* The arc store, limiter and server. */
 static int open_arcs(agent *a, char *msg, size_t cap) {
   ring_error err = {0};
-  if ((a->secret = read_first_line(a->o.secret_file, msg, cap)) == NULL)
+  if ((a->secret = rd_read_secret(a->o.secret_file, msg, cap)) == NULL)
     return -1;
   if (arc_store_open(a->o.data_dir, &a->store, &err) != 0)
     return snprintf(msg, cap, "data dir: %s", err.message), -1;
@@ -211,15 +188,15 @@ static uint64_t min_ms(uint64_t x, uint64_t y) { return x < y ? x : y; }
 static void run_loop(agent *a) {
   while (!atomic_load(&a->stop)) {
     uint64_t wait = 1000; /* the longest sleep: a safety net, every change wakes the loop */
-    a->tick_trouble = false;
+    rd_health_step(&a->health);
     wait = min_ms(wait, agent_member_tick(a));
     agent_follow_config(a);
     wait = min_ms(wait, agent_follow_tick(a));
     wait = min_ms(wait, agent_report_tick(a));
     wait = min_ms(wait, agent_gc_tick(a));
     agent_metrics_tick(a);
-    if (!a->tick_trouble && a->lease != 0)
-      agent_healthy(a);
+    if (a->lease != 0)
+      rd_health_ok(&a->health);
     if (wait > 0)
       rd_waker_wait(&a->waker, wait);
   }
@@ -282,7 +259,7 @@ int main(int argc, char **argv) {
   }
   a.started_ms = rd_wall_ms();
   rd_waker_init(&a.waker);
-  pthread_mutex_init(&a.health_mu, NULL);
+  rd_health_init(&a.health);
   pthread_mutex_init(&a.jobs_mu, NULL);
   pthread_cond_init(&a.jobs_cv, NULL);
   if (rd_signals_start(on_stop, NULL, &a) != 0) {

@@ -121,22 +121,5 @@ void agent_member_leave(agent *a) {
 /* ---------------------------------------------------------------- health */
 
 void agent_trouble(agent *a, const char *what, const char *detail) {
-  char line[sizeof a->health];
-  a->tick_trouble = true;
-  snprintf(line, sizeof line, "%.60s: %.190s", what, detail && detail[0] ? detail : "failed");
-  pthread_mutex_lock(&a->health_mu);
-  bool repeat = strcmp(line, a->health) == 0;
-  memcpy(a->health, line, sizeof line);
-  pthread_mutex_unlock(&a->health_mu);
-  if (!repeat) /* one line per distinct trouble: a stuck agent does not flood the log */
-    rd_log(RD_ERROR, what, "err", detail && detail[0] ? detail : "failed", NULL);
-}
-
-void agent_healthy(agent *a) {
-  pthread_mutex_lock(&a->health_mu);
-  bool was = a->health[0] != '\0';
-  a->health[0] = '\0';
-  pthread_mutex_unlock(&a->health_mu);
-  if (was)
-    rd_log(RD_INFO, "recovered", NULL);
+  rd_health_trouble(&a->health, what, detail);
 }

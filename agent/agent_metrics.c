@@ -77,9 +77,9 @@ void agent_metrics_text(void *ud, rd_text *t) {
 
 bool agent_health_text(void *ud, rd_text *t) {
   agent *a = ud;
-  pthread_mutex_lock(&a->health_mu);
-  bool ok = a->health[0] == '\0' && atomic_load(&a->m.registered) != 0;
-  rd_text_printf(t, "%s\n", ok ? "ok" : a->health[0] != '\0' ? a->health : "not registered yet");
-  pthread_mutex_unlock(&a->health_mu);
-  return ok;
+  if (atomic_load(&a->m.registered) == 0) {
+    rd_text_printf(t, "not registered yet\n");
+    return false;
+  }
+  return rd_health_text(&a->health, t);
 }

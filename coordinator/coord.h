@@ -78,17 +78,14 @@ typedef struct coord {
   uint64_t last_gc_ms;
   int64_t compact_at;          /* revision to compact to at the next pass */
 
-  /* health: the last error that stopped a step, "" when fine */
-  pthread_mutex_t health_mu;
-  char health[RK_REASON_MAX];
-  bool troubled;               /* coord_trouble was called in this step (loop only) */
+  rd_health health;            /* the last trouble that stopped a step */
 
   coord_metrics m;
 } coord;
 
-/* Logs a failed step once per distinct message and keeps it for /healthz. */
+/* Records a failed step for /healthz and the log (rd_health_trouble) and
+ * counts it in errors_total. */
 void coord_trouble(coord *c, const char *what, const ring_error *err);
-void coord_healthy(coord *c);
 
 /* ------------------------------------------------------------ leadership */
 

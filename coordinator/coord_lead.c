@@ -93,7 +93,7 @@ static void campaign(coord *c) {
   } else if (rc != RING_EBUSY) {
     coord_trouble(c, "campaigning", &err);
   } else {
-    coord_healthy(c); /* a follower that reaches etcd is healthy */
+    rd_health_ok(&c->health); /* a follower that reaches etcd is healthy */
   }
 }
 
@@ -135,23 +135,6 @@ void coord_resign(coord *c) {
 /* ------------------------------------------------------------- health */
 
 void coord_trouble(coord *c, const char *what, const ring_error *err) {
-  char line[RK_REASON_MAX];
-  c->troubled = true;
   atomic_fetch_add(&c->m.errors, 1);
-  snprintf(line, sizeof line, "%.60s: %.190s", what, err && err->message[0] ? err->message : "failed");
-  pthread_mutex_lock(&c->health_mu);
-  bool repeat = strcmp(line, c->health) == 0;
-  memcpy(c->health, line, sizeof line);
-  pthread_mutex_unlock(&c->health_mu);
-  if (!repeat) /* one line per distinct trouble: a stuck cluster does not flood the log */
-    rd_log(RD_ERROR, what, "err", err && err->message[0] ? err->message : "failed", NULL);
-}
-
-void coord_healthy(coord *c) {
-  pthread_mutex_lock(&c->health_mu);
-  bool was = c->health[0] != '\0';
-  c->health[0] = '\0';
-  pthread_mutex_unlock(&c->health_mu);
-  if (was)
-    rd_log(RD_INFO, "recovered", NULL);
+  rd_health_trouble(&c->health, what, err ? err->message : NULL);
 }

@@ -49,8 +49,7 @@ static void opts_table(coord_opts *o, rd_opt *t) {
 static int opts_check(const coord_opts *o, char *msg, size_t cap) {
   if (o->endpoints == NULL || o->endpoints[0] == '\0')
     return snprintf(msg, cap, "--endpoints is required"), -1;
-  if (o->cluster == NULL || rk_key((char[RK_KEY_MAX]){0}, o->cluster, "x") < 0 ||
-      strpbrk(o->cluster, "/ ") != NULL)
+  if (!rd_valid_name(o->cluster))
     return snprintf(msg, cap, "--cluster NAME is required ([a-z0-9._-]{1,63})"), -1;
   if (o->log_level && rd_log_level_parse(o->log_level) < 0)
     return snprintf(msg, cap, "--log-level: \"%s\" is not debug, info, warn or error",
@@ -59,21 +58,6 @@ static int opts_check(const coord_opts *o, char *msg, size_t cap) {
   if ((o->user == NULL) != (o->password_file == NULL))
     return snprintf(msg, cap, "--user and --password-file go together"), -1;
   return 0;
-}
-
-/* Reads the first line of a password file (without its newline). */
-static char *read_secret(const char *path, char *msg, size_t cap) {
-  FILE *f = fopen(path, "r");
-  char line[512];
-  if (f == NULL || fgets(line, sizeof line, f) == NULL) {
-    snprintf(msg, cap, "%s: %s", path, f ? "empty" : strerror(errno));
-    if (f)
-      fclose(f);
-    return NULL;
-  }
-  fclose(f);
-  line[strcspn(line, "\r\n")] = '\0';
-  return strdup(line);
 }
 
 /* ------------------------------------------------------------- start-up */
@@ -93,7 +77,7 @@ static int wake_on_change(void *ud, const ring_event *ev, uint32_t n, int64_t re
 
 static int open_etcd(coord *c, char *msg, size_t cap) {
   char *password = NULL;
-  if (c->o.password_file && (password = read_secret(c->o.password_file, msg, cap)) == NULL)
+  if (c->o.password_file && (password = rd_read_secret(c->o.password_file, msg, cap)) == NULL)
     return -1;
   ring_etcd_opts eo = {.endpoints = c->o.endpoints, .user = c->o.user, .password = password,
                        .ca_file = c->o.ca_file, .cert_file = c->o.cert_file,
@@ -147,7 +131,7 @@ static int sync_table(coord *c, const rk_state *s) {
 static bool leader_step(coord *c) {
   rk_state s;
   ring_error err = {0};
-  c->troubled = false;
+  rd_health_step(&c->health);
   if (rk_state_read(c->etcd, c->o.cluster, RK_READ_ALL, &s, &err) != RING_OK) {
     coord_trouble(c, "reading the cluster state", &err);
     return false;
@@ -161,8 +145,8 @@ static bool leader_step(coord *c) {
     wrote = coord_propose(c, &s);
   if (wrote == 0)
     coord_gc(c, &s);
-  if (wrote >= 0 && !c->troubled)
-    coord_healthy(c);
+  if (wrote >= 0)
+    rd_health_ok(&c->health);
   rk_state_free(&s);
   return wrote > 0;
 }
@@ -214,7 +198,7 @@ int main(int argc, char **argv) {
   if (rc >= 0)
     return rc;
   rd_waker_init(&c.waker);
-  pthread_mutex_init(&c.health_mu, NULL);
+  rd_health_init(&c.health);
   if (rd_signals_start(on_stop, NULL, &c) != 0) {
     fprintf(stderr, "ring-coordinator: cannot set up signal handling\n");
     return 1;

@@ -76,10 +76,5 @@ void coord_metrics_text(void *ud, rd_text *t) {
 }
 
 bool coord_health_text(void *ud, rd_text *t) {
-  coord *c = ud;
-  pthread_mutex_lock(&c->health_mu);
-  bool ok = c->health[0] == '\0';
-  rd_text_printf(t, "%s\n", ok ? "ok" : c->health);
-  pthread_mutex_unlock(&c->health_mu);
-  return ok;
+  return rd_health_text(&((coord *)ud)->health, t);
 }

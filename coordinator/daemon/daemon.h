@@ -114,6 +114,35 @@ void rd_http_stop(rd_http *h);
 int rd_signals_start(void (*on_stop)(void *ud), void (*on_reload)(void *ud), void *ud);
 /* rd_signals_start and rd_waker_init return 0 or an errno value. */
 
+/* ---------------------------------------------------- health and secrets */
+
+/* A daemon's health for /healthz: the last trouble a step met, "" when
+ * fine. Troubles are logged once per distinct message, so a daemon stuck
+ * on one problem does not flood its log. */
+typedef struct rd_health {
+  pthread_mutex_t mu;
+  char reason[256];
+  bool troubled; /* rd_health_trouble was called since rd_health_step (the loop only) */
+} rd_health;
+
+int rd_health_init(rd_health *h);
+void rd_health_destroy(rd_health *h);
+/* Starts a step of the loop: forgets whether the last step had trouble. */
+void rd_health_step(rd_health *h);
+/* Records and (if new) logs "what: detail"; detail NULL or "" says "failed". */
+void rd_health_trouble(rd_health *h, const char *what, const char *detail);
+/* Clears the trouble unless this step had one; logs "recovered" once. */
+void rd_health_ok(rd_health *h);
+/* Writes "ok" or the trouble (one line) to t; true when healthy. */
+bool rd_health_text(rd_health *h, rd_text *t);
+
+/* The first line of a secret file (a password, a shared secret), without
+ * its line end: malloc()'ed, or NULL with msg set for a missing,
+ * unreadable or empty file. */
+char *rd_read_secret(const char *path, char *msg, size_t cap);
+/* A name as ids and clusters are: [a-z0-9._-]{1,63}. */
+bool rd_valid_name(const char *s);
+
 /* ------------------------------------------------------------ waking a loop */
 
 /* A loop sleeps in rd_waker_wait until someone calls rd_waker_wake or the
