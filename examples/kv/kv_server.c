@@ -1,0 +1,335 @@
+/*
+ * kv_server.c: ring-kv, an example key-value server on libring
+ * (PROTOCOL.md). Options; opening etcd; registering services/kv/<id>;
+ * following the ring; the maintenance loop; main.
+ *
+ * Usage: ring-kv --endpoints URLS --cluster NAME --id NODE_ID --listen HOST:PORT
+ *        --data-dir DIR [--advertise HOST:PORT] [--config FILE] (see --help)
+ */
+#define _GNU_SOURCE /* strdup, gethostname */
+#include "kv_server.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- options */
+
+#define N_OPTS 18
+
+static void opts_table(kv_server_opts *o, rd_opt *t) {
+  const rd_opt table[N_OPTS + 1] = {
+      {"endpoints", RD_OPT_STRING, &o->endpoints, 0, 0, "etcd client URLs, comma-separated"},
+      {"cluster", RD_OPT_STRING, &o->cluster, 0, 0, "cluster name: keys under /ringkeeper/NAME/"},
+      {"id", RD_OPT_STRING, &o->id, 0, 0, "this node's id in the ring table"},
+      {"listen", RD_OPT_STRING, &o->listen, 0, 0, "HOST:PORT of the key-value API"},
+      {"advertise", RD_OPT_STRING, &o->advertise, 0, 0,
+       "HOST:PORT clients reach (default: the listen address)"},
+      {"data-dir", RD_OPT_STRING, &o->data_dir, 0, 0, "the host's data dir (shared with ring-agent)"},
+      {"log-level", RD_OPT_STRING, &o->log_level, 0, 0, "debug, info, warn or error"},
+      {"lease-ttl", RD_OPT_MS, &o->lease_ttl_ms, 2000, 600000,
+       "services/kv/<id> lease: clients stop using a dead server this long after"},
+      {"version-wait", RD_OPT_MS, &o->version_wait_ms, 0, 60000,
+       "how long a request from a newer ring version waits for this node's table"},
+      {"rescan-interval", RD_OPT_MS, &o->rescan_ms, 50, 3600000,
+       "period of the pass that notices arcs installed or removed by the agent"},
+      {"commit-window-us", RD_OPT_UINT, &o->commit_window_us, 0, 100000,
+       "group commit: after a write, wait this many microseconds for more"},
+      {"max-segments", RD_OPT_UINT, &o->max_segments, 2, 1000,
+       "segments per token directory before they are compacted into one"},
+      {"etcd-timeout", RD_OPT_MS, &o->etcd_timeout_ms, 100, 600000, "per etcd request"},
+      {"user", RD_OPT_STRING, &o->user, 0, 0, "etcd user"},
+      {"password-file", RD_OPT_STRING, &o->password_file, 0, 0, "file holding the etcd password"},
+      {"etcd-ca-file", RD_OPT_STRING, &o->etcd_ca_file, 0, 0, "CA bundle for etcd TLS"},
+      {"etcd-cert-file", RD_OPT_STRING, &o->etcd_cert_file, 0, 0, "client certificate for etcd TLS"},
+      {"etcd-key-file", RD_OPT_STRING, &o->etcd_key_file, 0, 0, "client key for etcd TLS"},
+      {NULL, 0, NULL, 0, 0, NULL},
+  };
+  memcpy(t, table, sizeof table);
+}
+
+static int opts_check(const kv_server_opts *o, char *msg, size_t cap) {
+  if (o->endpoints == NULL || o->endpoints[0] == '\0')
+    return snprintf(msg, cap, "--endpoints is required"), -1;
+  if (!rd_valid_name(o->cluster))
+    return snprintf(msg, cap, "--cluster NAME is required ([a-z0-9._-]{1,63})"), -1;
+  if (!rd_valid_name(o->id))
+    return snprintf(msg, cap, "--id NODE_ID is required ([a-z0-9._-]{1,63})"), -1;
+  if (o->listen == NULL || strchr(o->listen, ':') == NULL)
+    return snprintf(msg, cap, "--listen HOST:PORT is required"), -1;
+  if (o->advertise && (strchr(o->advertise, ':') == NULL || strlen(o->advertise) > RING_ADDR_MAX))
+    return snprintf(msg, cap, "--advertise: \"%s\" is not HOST:PORT", o->advertise), -1;
+  if (o->data_dir == NULL || o->data_dir[0] == '\0')
+    return snprintf(msg, cap, "--data-dir is required"), -1;
+  if (o->log_level && rd_log_level_parse(o->log_level) < 0)
+    return snprintf(msg, cap, "--log-level: \"%s\" is not debug, info, warn or error",
+                    o->log_level),
+           -1;
+  if ((o->user == NULL) != (o->password_file == NULL))
+    return snprintf(msg, cap, "--user and --password-file go together"), -1;
+  return 0;
+}
+
+/* ------------------------------------------------------------ opening etcd */
+
+static int open_etcd(kv_server *s, char *msg, size_t cap) {
+  char *password = NULL;
+  if (s->o.password_file && (password = rd_read_secret(s->o.password_file, msg, cap)) == NULL)
+    return -1;
+  ring_etcd_opts eo = {.endpoints = s->o.endpoints,
+                       .user = s->o.user,
+                       .password = password,
+                       .ca_file = s->o.etcd_ca_file,
+                       .cert_file = s->o.etcd_cert_file,
+                       .key_file = s->o.etcd_key_file,
+                       .timeout_ms = (uint32_t)s->o.etcd_timeout_ms};
+  ring_error err = {0};
+  int rc = ring_etcd_open(&eo, &s->etcd, &err);
+  free(password);
+  if (rc != RING_OK)
+    return snprintf(msg, cap, "etcd: %s", err.message), -1;
+  return 0;
+}
+
+/* ------------------------------------------------------------- registering */
+
+static void lease_lost(void *ud, int64_t lease) {
+  kv_server *s = ud;
+  (void)lease;
+  atomic_store(&s->lease_lost, true);
+  rd_waker_wake(&s->waker);
+}
+
+/* services/kv/<id> = {"format":"ringkeeper.kv-service.v1","id","addr","started_ms"}
+ * under a fresh lease kept alive. */
+static int register_service(kv_server *s) {
+  char key[160], *value = NULL;
+  snprintf(key, sizeof key, "/ringkeeper/%s/services/kv/%s", s->o.cluster, s->o.id);
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "format", "ringkeeper.kv-service.v1");
+  cJSON_AddStringToObject(j, "id", s->o.id);
+  cJSON_AddStringToObject(j, "addr", s->addr);
+  cJSON_AddNumberToObject(j, "started_ms", (double)rd_wall_ms());
+  value = cJSON_PrintUnformatted(j);
+  cJSON_Delete(j);
+  if (value == NULL)
+    return RING_ENOMEM;
+  ring_error err = {0};
+  int64_t ttl = (int64_t)(s->o.lease_ttl_ms / 1000), lease = 0;
+  int rc = ring_etcd_lease_grant(s->etcd, ttl, &lease, &err);
+  if (rc == RING_OK)
+    rc = ring_etcd_put(s->etcd, key, strlen(key), value, strlen(value), lease, NULL, NULL, &err);
+  if (rc == RING_OK)
+    rc = ring_etcd_keep_alive(s->etcd, lease, ttl, lease_lost, s, &s->keeper, &err);
+  free(value);
+  if (rc != RING_OK) {
+    if (lease)
+      ring_etcd_lease_revoke(s->etcd, lease, NULL);
+    rd_log(RD_WARN, "cannot register", "key", key, "err", err.message, NULL);
+    return rc;
+  }
+  s->lease = lease;
+  atomic_store(&s->lease_lost, false);
+  rd_log(RD_INFO, "registered", "key", key, "addr", s->addr, NULL);
+  return RING_OK;
+}
+
+static void unregister_service(kv_server *s) {
+  if (s->keeper)
+    ring_keeper_stop(s->keeper);
+  s->keeper = NULL;
+  if (s->lease)
+    ring_etcd_lease_revoke(s->etcd, s->lease, NULL);
+  s->lease = 0;
+}
+
+/* The advertised address: --advertise, else the listen host (the host
+ * name for a wildcard) with the bound port. */
+static void advertised_addr(kv_server *s) {
+  if (s->o.advertise) {
+    snprintf(s->addr, sizeof s->addr, "%s", s->o.advertise);
+    return;
+  }
+  const char *colon = strrchr(s->o.listen, ':');
+  char host[200];
+  snprintf(host, sizeof host, "%.*s", (int)(colon - s->o.listen), s->o.listen);
+  if (host[0] == '\0' || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "[::]") == 0) {
+    gethostname(host, sizeof host - 1);
+    host[sizeof host - 1] = '\0';
+  }
+  snprintf(s->addr, sizeof s->addr, "%s:%u", host, (unsigned)s->port);
+}
+
+/* -------------------------------------------------------- following the ring */
+
+int kv_role(const ring_table *t, uint32_t token, int me) {
+  if (me < 0)
+    return KV_ROLE_NONE;
+  uint32_t R = ring_table_replicas(t);
+  for (uint32_t r = 0; r < R; r++)
+    if (ring_table_owner(t, token, r) == (uint16_t)me)
+      return KV_ROLE_OWNER;
+  for (uint32_t r = 0; r < R; r++)
+    if (ring_table_pending(t, token, r) == (uint16_t)me)
+      return KV_ROLE_PENDING;
+  return KV_ROLE_NONE;
+}
+
+static void on_table(void *ud, const ring_table *t) {
+  kv_server *s = ud;
+  pthread_mutex_lock(&s->v_mu);
+  pthread_cond_broadcast(&s->v_cv);
+  pthread_mutex_unlock(&s->v_mu);
+  rd_waker_wake(&s->waker);
+  char v[24];
+  snprintf(v, sizeof v, "%" PRIu64, ring_table_version(t));
+  rd_log(RD_INFO, "ring table in service", "version", v, NULL);
+}
+
+/* -------------------------------------------------------- the maintenance loop */
+
+/* Roles of every token in the table in service, copied out of the read
+ * section; *n the token count. NULL before the first table. */
+static uint8_t *roles_now(kv_server *s, uint32_t *n) {
+  const ring_table *t = ring_live_enter(s->live);
+  uint8_t *roles = NULL;
+  if (t && (roles = malloc(ring_table_tokens(t))) != NULL) {
+    int me = ring_table_find_node(t, s->o.id);
+    *n = ring_table_tokens(t);
+    for (uint32_t tok = 0; tok < *n; tok++)
+      roles[tok] = (uint8_t)kv_role(t, tok, me);
+  }
+  ring_live_exit(s->live);
+  return roles;
+}
+
+/* One pass: adopt staging of tokens now owned, drop staging of tokens
+ * neither owned nor pending, re-index arcs the agent installed or removed. */
+static void maintain(kv_server *s) {
+  uint32_t n = 0;
+  uint8_t *roles = roles_now(s, &n);
+  if (roles == NULL)
+    return;
+  for (uint32_t tok = 0; tok < n && !atomic_load(&s->stop); tok++) {
+    char token[16];
+    snprintf(token, sizeof token, "%" PRIu32, tok);
+    if (roles[tok] != KV_ROLE_PENDING && kv_store_has_staging(s->store, tok)) {
+      bool adopt = roles[tok] == KV_ROLE_OWNER;
+      int rc = adopt ? kv_store_adopt(s->store, tok) : kv_store_drop_staging(s->store, tok);
+      atomic_fetch_add(adopt ? &s->adopted : &s->dropped, rc == RING_OK);
+      rd_log(rc == RING_OK ? RD_INFO : RD_WARN,
+             adopt ? "staged writes moved into the arc" : "staged writes dropped", "token", token,
+             "err", rc == RING_OK ? "" : ring_strerror(rc), NULL);
+    }
+    if (roles[tok] != KV_ROLE_NONE)
+      kv_store_refresh(s->store, tok);
+  }
+  for (uint32_t tok = kv_store_next_token(s->store, 0); tok != KV_NO_TOKEN;
+       tok = kv_store_next_token(s->store, tok + 1))
+    if (tok >= n || roles[tok] == KV_ROLE_NONE)
+      kv_store_refresh(s->store, tok); /* dropped by the agent: forget it */
+  free(roles);
+}
+
+static void run_loop(kv_server *s) {
+  while (!atomic_load(&s->stop)) {
+    if (atomic_load(&s->lease_lost) || s->lease == 0) {
+      unregister_service(s);
+      register_service(s);
+    }
+    maintain(s);
+    rd_waker_wait(&s->waker, s->o.rescan_ms);
+  }
+}
+
+/* ------------------------------------------------------------------- main */
+
+static void on_stop(void *ud) {
+  kv_server *s = ud;
+  atomic_store(&s->stop, true);
+  rd_waker_wake(&s->waker);
+  pthread_mutex_lock(&s->v_mu);
+  pthread_cond_broadcast(&s->v_cv);
+  pthread_mutex_unlock(&s->v_mu);
+}
+
+static void store_log(void *ud, int level, const char *msg, const char *path) {
+  (void)ud;
+  rd_log(level ? RD_WARN : RD_INFO, msg, "path", path ? path : "", NULL);
+}
+
+static int server_open(kv_server *s, char *msg, size_t cap) {
+  kv_store_opts so = {.data_dir = s->o.data_dir,
+                      .node_id = s->o.id,
+                      .commit_window_us = (uint32_t)s->o.commit_window_us,
+                      .max_segments = (uint32_t)s->o.max_segments,
+                      .log = store_log};
+  if (kv_store_open(&so, &s->store, msg, cap) != RING_OK || open_etcd(s, msg, cap) != 0)
+    return -1;
+  if (ring_live_new(&s->live) != RING_OK)
+    return snprintf(msg, cap, "out of memory"), -1;
+  ring_watcher_opts wo = {.cluster = s->o.cluster, .on_table = on_table, .ud = s};
+  ring_error err = {0};
+  if (ring_watcher_start(s->etcd, &wo, s->live, &s->watcher, &err) != RING_OK)
+    return snprintf(msg, cap, "ring watcher: %s", err.message), -1;
+  if (kv_http_start(s, msg, cap) != 0)
+    return -1;
+  advertised_addr(s);
+  return 0;
+}
+
+static void server_close(kv_server *s) {
+  kv_http_stop(s);
+  if (s->etcd)
+    unregister_service(s);
+  if (s->watcher)
+    ring_watcher_stop(s->watcher);
+  ring_live_free(s->live);
+  kv_store_close(s->store);
+  ring_etcd_close(s->etcd);
+}
+
+int main(int argc, char **argv) {
+  static kv_server s = {.o = {.lease_ttl_ms = 5000,
+                              .version_wait_ms = 2000,
+                              .rescan_ms = 1000,
+                              .commit_window_us = 500,
+                              .max_segments = 8,
+                              .etcd_timeout_ms = 5000}};
+  rd_opt table[N_OPTS + 1];
+  char msg[512];
+  opts_table(&s.o, table);
+  int p = rd_opts_parse(argc, argv, "ring-kv: a key-value server that routes by the ring", table,
+                        msg, sizeof msg);
+  if (p == RD_OPTS_HELP)
+    return 0;
+  if (p == RD_OPTS_ERROR || opts_check(&s.o, msg, sizeof msg) != 0) {
+    fprintf(stderr, "ring-kv: %s\n", msg);
+    rd_opts_free(table);
+    return 2;
+  }
+  rd_log_init("kv", s.o.log_level ? (rd_level)rd_log_level_parse(s.o.log_level) : RD_INFO, 2);
+  pthread_mutex_init(&s.v_mu, NULL);
+  pthread_cond_init(&s.v_cv, NULL);
+  rd_waker_init(&s.waker);
+  int rc = rd_signals_start(on_stop, NULL, &s);
+  if (rc != 0 || server_open(&s, msg, sizeof msg) != 0) {
+    rd_log(RD_ERROR, "cannot start", "err", rc ? strerror(rc) : msg, NULL);
+    server_close(&s);
+    rd_opts_free(table);
+    return 1;
+  }
+  char port[8];
+  snprintf(port, sizeof port, "%u", (unsigned)s.port);
+  rd_log(RD_INFO, "serving", "listen", s.o.listen, "port", port, "data_dir", s.o.data_dir, NULL);
+  run_loop(&s);
+  rd_log(RD_INFO, "stopping", NULL);
+  server_close(&s);
+  rd_waker_destroy(&s.waker);
+  rd_opts_free(table);
+  return 0;
+}
