@@ -5,7 +5,9 @@
  * every agent acks it. A fifth agent joins: its node record appears as
  * joining, a plan moves exactly the lower bound of token-replicas to it
  * (new owner pending first, cutover after, no slot twice), the node
- * becomes active with its weighted share, and the metrics say so.
+ * becomes active with its weighted share, and the metrics say so. With
+ * migration `none` the same join is one cutover per wave and needs no
+ * progress.
  */
 #include "coord_env.h"
 
@@ -139,7 +141,41 @@ START_TEST(first_placement_then_join) {
 }
 END_TEST
 
+/* Migration `none` (rebuildable caches): one cutover per wave, no pending
+ * owners, so the run needs no progress at all (the agents hold theirs). */
+START_TEST(join_without_migration) {
+  env_config k = {
+      .tokens = 256, .replicas = 3, .down_after_ms = 1500, .auto_apply = true, .migration = "none"};
+  uint64_t v1 = env_bootstrap(&k, 4, 3, 1, "--auto-apply");
+  env_throttle(&k, 0, 32); /* 4 waves for a5's 128 moves */
+  harness_sleep_ms(300);
+  env_hold_all(true);
+  env_agent_w("a5", "z1", 1.0, true);
+  env_run join = env_wait_done(2, 60);
+  uint64_t v2 = env_version();
+  ck_assert_double_eq(join.base_version, (double)v1);
+  ck_assert_double_eq(join.moves_done, join.moves_total);
+  ck_assert_double_eq(join.moves_total, join.lower_bound);
+  ck_assert_double_ge(join.waves, 4);
+  ck_assert_msg(v2 - v1 == (uint64_t)join.waves, "%.0f waves took %llu versions, want one each",
+                join.waves, (unsigned long long)(v2 - v1));
+  for (uint64_t v = v1 + 1; v <= v2; v++) {
+    ring_table *t = env_table(v);
+    ck_assert_msg(ring_table_pending_count(t) == 0, "v%llu has %u pending entries",
+                  (unsigned long long)v, ring_table_pending_count(t));
+    ring_table_free(t);
+  }
+  ck_assert_uint_eq(env_replay(v1, v2, false), (uint32_t)join.moves_total);
+  ring_table *t = env_verify_clean();
+  env_assert_balanced(t);
+  ring_table_free(t);
+  ck_assert(env_node_is("a5", "active"));
+  ck_assert_uint_eq(fake_agent_progress_version(env_agent_find("a5")), 0);
+  env_pass();
+}
+END_TEST
+
 int main(void) {
-  const env_test tests[] = {{first_placement_then_join, 240}};
-  return env_main("coord_join", tests, 1);
+  const env_test tests[] = {{first_placement_then_join, 240}, {join_without_migration, 240}};
+  return env_main("coord_join", tests, 2);
 }

@@ -134,6 +134,8 @@ START_TEST(down_after_and_flap) {
   ck_assert(env_node_read("a3", &n));
   ck_assert_str_eq(n.state, "down");
   ck_assert_double_gt(n.lost_ms, 0);
+  WAIT_UNTIL(env_metric(0, "ring_coordinator_nodes", "state=\"down\"") == 1, 5,
+             "ring_coordinator_nodes{state=\"down\"} is not 1");
 
   /* the plan streamed every lost replica from a live replica, not from a3 */
   ring_table *base;
