@@ -31,7 +31,7 @@ struct kv_client {
   char *endpoints, *cluster; /* copies */
   ring_etcd *etcd;
   ring_live *live;
-  ring_watcher *watcher; /* NULL with no_follow */
+  ring_watcher *watcher;      /* NULL with no_follow */
   pthread_mutex_t refresh_mu; /* one on-demand refresh at a time */
 
   pthread_rwlock_t svc_lock; /* guards svc and n_svc */
@@ -98,8 +98,7 @@ static int svc_load(kv_client *c, int64_t *rev) {
   return RING_OK;
 }
 
-static int svc_event(void *ud, const ring_event *ev, uint32_t n, int64_t revision,
-                     bool compacted) {
+static int svc_event(void *ud, const ring_event *ev, uint32_t n, int64_t revision, bool compacted) {
   kv_client *c = ud;
   int64_t rev;
   (void)revision;
@@ -244,8 +243,8 @@ typedef struct op {
   char path[3200];
   const void *value; /* PUT */
   size_t vlen;
-  uint64_t ts;       /* writes */
-  uint8_t **out;     /* GET */
+  uint64_t ts;   /* writes */
+  uint8_t **out; /* GET */
   size_t *out_len;
 } op;
 
@@ -253,8 +252,12 @@ typedef struct op {
 static int write_round(kv_client *c, kv_fanout *f, const plan *p, op *o, uint64_t *want) {
   kv_call calls[KV_FANOUT_MAX];
   for (int i = 0; i < p->n; i++)
-    calls[i] = (kv_call){.addr = p->addr[i], .method = o->method, .path = o->path,
-                         .body = o->value, .body_len = o->vlen, .version = p->version,
+    calls[i] = (kv_call){.addr = p->addr[i],
+                         .method = o->method,
+                         .path = o->path,
+                         .body = o->value,
+                         .body_len = o->vlen,
+                         .version = p->version,
                          .ts = o->ts};
   kv_fanout_run(f, calls, p->n, c->o.request_timeout_ms);
   int next = RING_OK;
@@ -404,8 +407,8 @@ static int client_start(kv_client *c, char *msg, size_t cap) {
   if (ring_live_new(&c->live) != RING_OK)
     return snprintf(msg, cap, "out of memory"), -1;
   ring_watcher_opts wo = {.cluster = c->cluster};
-  int rc = c->o.no_follow ? read_table(c)
-                          : ring_watcher_start(c->etcd, &wo, c->live, &c->watcher, &err);
+  int rc =
+      c->o.no_follow ? read_table(c) : ring_watcher_start(c->etcd, &wo, c->live, &c->watcher, &err);
   if (rc != RING_OK)
     return snprintf(msg, cap, "ring table: %s", ring_strerror(rc)), -1;
   int64_t rev = 0;

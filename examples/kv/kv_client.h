@@ -35,7 +35,7 @@
 typedef struct kv_client kv_client;
 
 typedef struct kv_client_opts {
-  const char *endpoints;       /* etcd client URLs */
+  const char *endpoints; /* etcd client URLs */
   const char *cluster;
   uint32_t timeout_ms;         /* per operation, retries included; 0: 10000 */
   uint32_t request_timeout_ms; /* per HTTP request; 0: 3000 */

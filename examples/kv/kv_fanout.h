@@ -20,13 +20,13 @@ typedef struct kv_call {
   const char *path;   /* "/v1/kv/<escaped key>" */
   const void *body;   /* PUT */
   size_t body_len;
-  uint64_t version;   /* X-Ring-Version */
-  uint64_t ts;        /* X-Ring-Timestamp, 0: none */
+  uint64_t version; /* X-Ring-Version */
+  uint64_t ts;      /* X-Ring-Timestamp, 0: none */
   /* out */
-  long status;           /* 0: no answer (connection failed or timed out) */
-  uint64_t srv_version;  /* the answer's X-Ring-Version, 0 when absent */
-  bool tombstone;        /* X-Ring-Miss: tombstone */
-  uint8_t *resp;         /* the answer's body, malloc()'ed (free it) */
+  long status;          /* 0: no answer (connection failed or timed out) */
+  uint64_t srv_version; /* the answer's X-Ring-Version, 0 when absent */
+  bool tombstone;       /* X-Ring-Miss: tombstone */
+  uint8_t *resp;        /* the answer's body, malloc()'ed (free it) */
   size_t resp_len, resp_cap;
 } kv_call;
 

@@ -138,8 +138,7 @@ typedef struct route_info {
 
 /* Checks the sender's version against ours and whether this node serves
  * the key's token (PROTOCOL.md, "Versions"). */
-static route_info route_key(kv_server *s, struct MHD_Connection *c, const char *key,
-                            size_t klen) {
+static route_info route_key(kv_server *s, struct MHD_Connection *c, const char *key, size_t klen) {
   route_info ri = {0, 0, KV_ROLE_NONE, 0, NULL};
   uint64_t want = 0;
   bool has = header_u64(c, H_VERSION, &want);
@@ -224,8 +223,8 @@ static mhd_result do_metrics(kv_server *s, struct MHD_Connection *c) {
   rd_metric_sample(&t, "ringkv_requests_total", "method=\"PUT\"", (double)s->req_put);
   rd_metric_sample(&t, "ringkv_requests_total", "method=\"DELETE\"", (double)s->req_delete);
   rd_metric_head(&t, "ringkv_responses_total", "counter", "responses by status");
-  const char *codes[] = {"code=\"2xx\"", "code=\"404\"", "code=\"409\"", "code=\"421\"",
-                         "code=\"503\"", "code=\"other\""};
+  const char *codes[] = {"code=\"2xx\"", "code=\"404\"", "code=\"409\"",
+                         "code=\"421\"", "code=\"503\"", "code=\"other\""};
   uint64_t vals[] = {s->st_2xx, s->st_404, s->st_409, s->st_421, s->st_503, s->st_other};
   for (int i = 0; i < 6; i++)
     rd_metric_sample(&t, "ringkv_responses_total", codes[i], (double)vals[i]);
@@ -367,18 +366,20 @@ int kv_http_start(kv_server *s, char *msg, size_t cap) {
   snprintf(host, sizeof host, "%.*s", (int)(colon - s->o.listen), s->o.listen);
   if (host[0] == '[')
     memmove(host, host + 1, strlen(host)), host[strcspn(host, "]")] = '\0';
-  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                           .ai_flags = AI_PASSIVE}, *res = NULL;
+  struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                           .ai_socktype = SOCK_STREAM,
+                           .ai_flags = AI_PASSIVE},
+                  *res = NULL;
   int g = getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &res);
   if (g != 0)
     return snprintf(msg, cap, "--listen %s: %s", s->o.listen, gai_strerror(g)), -1;
   unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                    MHD_USE_ERROR_LOG | (res->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
-  s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, res->ai_addr,
-                            MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)KV_HTTP_CONNECTIONS,
-                            MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_EXTERNAL_LOGGER,
-                            mhd_log, s, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
+  s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+                            MHD_OPTION_SOCK_ADDR, res->ai_addr, MHD_OPTION_NOTIFY_COMPLETED,
+                            completed, s, MHD_OPTION_CONNECTION_LIMIT,
+                            (unsigned)KV_HTTP_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, 60u,
+                            MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
   freeaddrinfo(res);
   if (s->mhd == NULL)
     return snprintf(msg, cap, "cannot listen on %s", s->o.listen), -1;

@@ -76,15 +76,15 @@ typedef struct worker {
   struct shared *sh;
   unsigned id;
   uint64_t rng;
-  histo h;       /* this thread's latencies (merged at the end) */
-  histo window;  /* since the last interval line; guarded by sh->mu */
+  histo h;      /* this thread's latencies (merged at the end) */
+  histo window; /* since the last interval line; guarded by sh->mu */
 } worker;
 
 typedef struct shared {
   load_opts o;
   run_kind kind;
   kv_client *c;
-  atomic_uint_fast64_t next;      /* the next key (load, verify) or op number (mixed) */
+  atomic_uint_fast64_t next; /* the next key (load, verify) or op number (mixed) */
   atomic_uint_fast64_t done, errors, mismatches, not_found;
   atomic_bool stop;
   uint64_t end_ms;
@@ -125,9 +125,9 @@ static uint64_t next_op(shared *sh) {
 /* One operation; returns false when it failed. */
 static bool one_op(shared *sh, worker *w, uint64_t op, uint8_t *buf, uint8_t *want) {
   uint64_t i = sh->kind == RUN_MIXED ? xorshift(&w->rng) % sh->o.keys : op;
-  bool read = sh->kind == RUN_VERIFY ||
-              (sh->kind == RUN_MIXED && (double)(xorshift(&w->rng) % 1000000) / 1e6 <
-                                            sh->o.read_ratio);
+  bool read =
+      sh->kind == RUN_VERIFY ||
+      (sh->kind == RUN_MIXED && (double)(xorshift(&w->rng) % 1000000) / 1e6 < sh->o.read_ratio);
   char key[32];
   int klen = snprintf(key, sizeof key, "k%" PRIu64, i);
   size_t vs = (size_t)sh->o.value_size;
@@ -253,8 +253,8 @@ static int run(shared *sh, const char *what) {
     nanosleep(&ts, NULL);
     uint64_t now = rd_now_ms();
     if (now - last_ms >= sh->o.interval_ms) {
-      interval_line(sh, w, n, (double)(now - t0) / 1000, (double)(now - last_ms) / 1000,
-                    &last_ops, &last_err);
+      interval_line(sh, w, n, (double)(now - t0) / 1000, (double)(now - last_ms) / 1000, &last_ops,
+                    &last_err);
       last_ms = now;
     }
   }
@@ -274,8 +274,9 @@ static int run(shared *sh, const char *what) {
 }
 
 int main(int argc, char **argv) {
-  static shared sh = {.o = {.keys = 10000, .read_ratio = 0.9, .value_size = 100, .threads = 8,
-                            .timeout_ms = 10000}};
+  static shared sh = {
+      .o = {
+          .keys = 10000, .read_ratio = 0.9, .value_size = 100, .threads = 8, .timeout_ms = 10000}};
   rd_opt table[16];
   char msg[512];
   opts_table(&sh.o, table);
@@ -293,15 +294,17 @@ int main(int argc, char **argv) {
     return 2;
   }
   pthread_mutex_init(&sh.mu, NULL);
-  kv_client_opts co = {.endpoints = sh.o.endpoints, .cluster = sh.o.cluster,
-                       .timeout_ms = (uint32_t)sh.o.timeout_ms, .no_follow = sh.o.no_follow};
+  kv_client_opts co = {.endpoints = sh.o.endpoints,
+                       .cluster = sh.o.cluster,
+                       .timeout_ms = (uint32_t)sh.o.timeout_ms,
+                       .no_follow = sh.o.no_follow};
   if (kv_client_open(&co, &sh.c, msg, sizeof msg) != RING_OK) {
     fprintf(stderr, "ring-kv-load: %s\n", msg);
     rd_opts_free(table);
     return 1;
   }
-  printf("cluster=%s version=%" PRIu64 " keys=%" PRIu64 " value_size=%" PRIu64
-         " threads=%" PRIu64 "\n",
+  printf("cluster=%s version=%" PRIu64 " keys=%" PRIu64 " value_size=%" PRIu64 " threads=%" PRIu64
+         "\n",
          sh.o.cluster, kv_client_version(sh.c), sh.o.keys, sh.o.value_size, sh.o.threads);
   int rc = 0;
   uint64_t errors = 0;
@@ -328,8 +331,8 @@ int main(int argc, char **argv) {
   kv_client_stats_get(sh.c, &cs);
   printf("client version=%" PRIu64 " stale_409=%" PRIu64 " misdirected_421=%" PRIu64
          " refreshes=%" PRIu64 " fallbacks=%" PRIu64 " retries=%" PRIu64 " errors=%" PRIu64 "\n",
-         kv_client_version(sh.c), cs.stale, cs.misdirected, cs.refreshes, cs.fallbacks,
-         cs.retries, errors);
+         kv_client_version(sh.c), cs.stale, cs.misdirected, cs.refreshes, cs.fallbacks, cs.retries,
+         errors);
   kv_client_close(sh.c);
   rd_opts_free(table);
   return rc;

@@ -24,8 +24,8 @@ typedef struct kv_entry {
 typedef struct kv_map {
   kv_entry *slots; /* cap entries, cap a power of two (or 0) */
   uint32_t cap;
-  uint32_t n;     /* used slots; kept under 3/4 of cap */
-  bool own_keys;  /* keys are copied in and freed by kv_map_clear */
+  uint32_t n;    /* used slots; kept under 3/4 of cap */
+  bool own_keys; /* keys are copied in and freed by kv_map_clear */
 } kv_map;
 
 /* The entry of a key, or NULL. */

@@ -28,16 +28,13 @@ static uint64_t get_le(const uint8_t *p, int n) {
   return v;
 }
 
-size_t kv_rec_size(size_t key_len, size_t value_len) {
-  return KV_REC_HEADER + key_len + value_len;
-}
+size_t kv_rec_size(size_t key_len, size_t value_len) { return KV_REC_HEADER + key_len + value_len; }
 
-size_t kv_rec_encode(uint8_t *buf, kv_kind kind, const void *key, size_t key_len,
-                     const void *value, size_t value_len, uint64_t ts, uint64_t *sum) {
+size_t kv_rec_encode(uint8_t *buf, kv_kind kind, const void *key, size_t key_len, const void *value,
+                     size_t value_len, uint64_t ts, uint64_t *sum) {
   bool end = kind == KV_KIND_END;
   if (key_len > KV_KEY_MAX || value_len > KV_VALUE_MAX || (end && key_len != 0) ||
-      (!end && key_len == 0) || (kind != KV_KIND_VALUE && value_len != 0) ||
-      kind > KV_KIND_END)
+      (!end && key_len == 0) || (kind != KV_KIND_VALUE && value_len != 0) || kind > KV_KIND_END)
     return 0;
   put_u64(buf + 8, ts);
   put_u32(buf + 16, (uint32_t)value_len);

@@ -46,8 +46,8 @@ size_t kv_rec_size(size_t key_len, size_t value_len);
 /* Writes one record at buf (which holds kv_rec_size bytes) and returns its
  * size; 0 when the lengths are out of range (nothing written). A tombstone
  * takes no value. *sum (if not NULL) receives the record's checksum. */
-size_t kv_rec_encode(uint8_t *buf, kv_kind kind, const void *key, size_t key_len,
-                     const void *value, size_t value_len, uint64_t ts, uint64_t *sum);
+size_t kv_rec_encode(uint8_t *buf, kv_kind kind, const void *key, size_t key_len, const void *value,
+                     size_t value_len, uint64_t ts, uint64_t *sum);
 
 /* Parse results. */
 enum {

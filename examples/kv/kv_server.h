@@ -36,15 +36,15 @@ typedef struct kv_server {
   uint16_t port;
   char addr[RING_ADDR_MAX + 1]; /* advertised HOST:PORT */
 
-  int64_t lease;              /* 0: not registered */
+  int64_t lease; /* 0: not registered */
   ring_keeper *keeper;
   atomic_bool lease_lost;
 
-  pthread_mutex_t v_mu;       /* with v_cv: requests waiting for a newer table */
+  pthread_mutex_t v_mu; /* with v_cv: requests waiting for a newer table */
   pthread_cond_t v_cv;
-  rd_waker waker;             /* the maintenance loop */
+  rd_waker waker; /* the maintenance loop */
   atomic_bool stop;
-  _Atomic uint64_t hlc;       /* timestamps for writes that bring none */
+  _Atomic uint64_t hlc; /* timestamps for writes that bring none */
 
   /* counters for /metrics */
   atomic_uint_fast64_t req_get, req_put, req_delete, st_2xx, st_404, st_409, st_421, st_503,

@@ -236,8 +236,7 @@ static int read_entry(kv_store *s, uint32_t token, const kv_entry *e, kv_value *
     if (fd < 0)
       return errno == ENOENT ? RING_ENOTFOUND : RING_EIO;
     v.data = malloc(e->vlen ? e->vlen : 1);
-    ssize_t n = v.data ? pread(fd, v.data, e->vlen, (off_t)(e->off + KV_REC_HEADER + e->klen))
-                       : -1;
+    ssize_t n = v.data ? pread(fd, v.data, e->vlen, (off_t)(e->off + KV_REC_HEADER + e->klen)) : -1;
     close(fd);
     if (n != (ssize_t)e->vlen) {
       free(v.data);
@@ -549,10 +548,9 @@ void kv_store_close(kv_store *s) {
 /* ------------------------------------------------------------------- stats */
 
 void kv_store_stats_get(kv_store *s, kv_store_stats *out) {
-  kv_store_stats st = {atomic_load(&s->keys),        atomic_load(&s->segments),
-                       atomic_load(&s->commits),     atomic_load(&s->writes),
-                       atomic_load(&s->bytes),       atomic_load(&s->compactions),
-                       atomic_load(&s->rebuilds),    atomic_load(&s->torn),
-                       atomic_load(&s->io_errors)};
+  kv_store_stats st = {
+      atomic_load(&s->keys),     atomic_load(&s->segments), atomic_load(&s->commits),
+      atomic_load(&s->writes),   atomic_load(&s->bytes),    atomic_load(&s->compactions),
+      atomic_load(&s->rebuilds), atomic_load(&s->torn),     atomic_load(&s->io_errors)};
   *out = st;
 }

@@ -77,7 +77,7 @@ int kv_store_put(kv_store *s, uint32_t token, kv_where where, const void *key, s
                  const void *value, size_t vlen, bool tombstone, uint64_t ts);
 
 typedef struct kv_value {
-  uint8_t *data;  /* malloc()'ed value (NULL for a tombstone); kv_value_free it */
+  uint8_t *data; /* malloc()'ed value (NULL for a tombstone); kv_value_free it */
   size_t len;
   uint64_t ts;
   bool tombstone; /* the newest record deletes the key */

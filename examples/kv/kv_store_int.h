@@ -19,7 +19,7 @@
 /* One segment file of a token. */
 typedef struct kv_seg {
   char name[KV_NAME_MAX];
-  kv_where where;      /* its directory */
+  kv_where where; /* its directory */
   uint64_t size;
   struct kv_seg *next;
 } kv_seg;
@@ -28,11 +28,11 @@ typedef struct kv_seg {
  * guards every field. */
 typedef struct kv_arc {
   pthread_mutex_t mu;
-  kv_map map;           /* own_keys; entries' seg is a kv_seg of segs */
-  kv_seg *segs;         /* every segment indexed, both directories */
-  uint32_t n_segs[2];   /* per kv_where */
-  uint64_t ino;         /* inode of arcs/<token>/ when last indexed; 0: none */
-  bool compact_queued;  /* waiting in the compactor's queue */
+  kv_map map;          /* own_keys; entries' seg is a kv_seg of segs */
+  kv_seg *segs;        /* every segment indexed, both directories */
+  uint32_t n_segs[2];  /* per kv_where */
+  uint64_t ino;        /* inode of arcs/<token>/ when last indexed; 0: none */
+  bool compact_queued; /* waiting in the compactor's queue */
 } kv_arc;
 
 /* A write waiting for its group commit. */
@@ -41,19 +41,19 @@ typedef struct kv_req {
   kv_where where;
   uint8_t *rec; /* the encoded record */
   size_t len;
-  int rc;       /* set by the committer */
+  int rc; /* set by the committer */
   bool done;
   struct kv_req *next;
 } kv_req;
 
 struct kv_store {
-  kv_store_opts o;        /* strings are the copies below */
-  char *dir;              /* data dir */
-  char *node;             /* node id */
-  int dirfd;              /* the data dir, for syncfs */
+  kv_store_opts o;         /* strings are the copies below */
+  char *dir;               /* data dir */
+  char *node;              /* node id */
+  int dirfd;               /* the data dir, for syncfs */
   _Atomic(kv_arc *) *arcs; /* KV_TOKENS_MAX slots; creation under mu */
-  pthread_mutex_t mu;     /* creates arcs; nothing else */
-  atomic_uint seq;        /* segment names */
+  pthread_mutex_t mu;      /* creates arcs; nothing else */
+  atomic_uint seq;         /* segment names */
 
   /* group commit. Lock: q_mu guards the queue, stop and every kv_req. */
   pthread_mutex_t q_mu;
@@ -67,7 +67,7 @@ struct kv_store {
   /* compaction. Lock: c_mu guards the queue and c_stop. */
   pthread_mutex_t c_mu;
   pthread_cond_t c_cv;
-  uint32_t *c_queue;      /* KV_TOKENS_MAX slots, a ring */
+  uint32_t *c_queue; /* KV_TOKENS_MAX slots, a ring */
   uint32_t c_head, c_len;
   bool c_stop;
   pthread_t compactor;

@@ -111,10 +111,10 @@ static void spawn(int i) {
   snprintf(listen, sizeof listen, "127.0.0.1:%d", ports[i]);
   snprintf(dir, sizeof dir, "%s/n%d", root, i);
   snprintf(log, sizeof log, "%s/n%d.log", root, i);
-  char *argv[] = {RING_KV_BIN,        "--endpoints", ec.endpoints, "--cluster", CLUSTER,
-                  "--id",             id,            "--listen",   listen,      "--data-dir",
-                  dir,                "--lease-ttl", "3s",         "--rescan-interval",
-                  "100ms",            NULL};
+  char *argv[] = {
+      RING_KV_BIN, "--endpoints",       ec.endpoints, "--cluster",  CLUSTER, "--id",
+      id,          "--listen",          listen,       "--data-dir", dir,     "--lease-ttl",
+      "3s",        "--rescan-interval", "100ms",      NULL};
   ck_assert_int_eq(proc_spawn(&kv[i], log, argv), 0);
 }
 

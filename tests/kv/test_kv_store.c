@@ -44,9 +44,8 @@ static kv_store *open_at(const char *sub, const char *node) {
 }
 
 static void put(kv_store *s, uint32_t token, const char *k, const char *v, uint64_t ts) {
-  ck_assert_int_eq(kv_store_put(s, token, KV_ARC, k, strlen(k), v, v ? strlen(v) : 0, v == NULL,
-                                ts),
-                   RING_OK);
+  ck_assert_int_eq(
+      kv_store_put(s, token, KV_ARC, k, strlen(k), v, v ? strlen(v) : 0, v == NULL, ts), RING_OK);
 }
 
 /* Asserts key k of token reads as v (NULL: a tombstone). */
@@ -144,8 +143,8 @@ static void *writer(void *p) {
 START_TEST(group_commit_concurrent_writers) {
   char dir[128], msg[256];
   snprintf(dir, sizeof dir, "%s/g", root);
-  kv_store_opts o = {.data_dir = dir, .node_id = "n1", .commit_window_us = 2000,
-                     .max_segments = 1000};
+  kv_store_opts o = {
+      .data_dir = dir, .node_id = "n1", .commit_window_us = 2000, .max_segments = 1000};
   kv_store *s = NULL;
   ck_assert_msg(kv_store_open(&o, &s, msg, sizeof msg) == RING_OK, "%s", msg);
   pthread_t th[8];
@@ -213,8 +212,8 @@ END_TEST
 /* Copies every segment of token from one store's arc into another's. */
 static void copy_arc(const char *from, const char *to, uint32_t token) {
   char cmd[512];
-  snprintf(cmd, sizeof cmd, "mkdir -p %s/%s/arcs/%u && cp %s/%s/arcs/%u/seg-* %s/%s/arcs/%u/",
-           root, to, token, root, from, token, root, to, token);
+  snprintf(cmd, sizeof cmd, "mkdir -p %s/%s/arcs/%u && cp %s/%s/arcs/%u/seg-* %s/%s/arcs/%u/", root,
+           to, token, root, from, token, root, to, token);
   ck_assert_int_eq(system(cmd), 0);
 }
 
