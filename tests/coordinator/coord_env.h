@@ -3,7 +3,8 @@
  * ring-coordinator processes, fake agents, ringctl runs, and readers of
  * what the coordinator wrote (version, tables, node records, plans, runs).
  * Every wait is bounded by a deadline. A test that fails shows the tail of
- * each coordinator's log and keeps the log directory.
+ * each coordinator's log and keeps the log directory (so does every test
+ * when RING_TEST_KEEP_LOGS is set).
  *
  * Sections: the environment; config; coordinators; agents; ringctl;
  * reading etcd; runs and history; tables; waiting.
@@ -80,7 +81,7 @@ static void env_teardown(void) {
       fake_agent_free(&env.agent[i]);
   ring_etcd_close(env.c);
   etcd_cluster_stop(&env.etcd);
-  if (env.passed) {
+  if (env.passed && getenv("RING_TEST_KEEP_LOGS") == NULL) {
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", env.dir);
     if (system(cmd) != 0)
