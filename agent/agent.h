@@ -169,6 +169,8 @@ typedef struct agent {
   uint32_t n_jobs, cap_jobs;
   uint32_t parallel; /* fetches allowed at once (<= AGENT_WORKERS_MAX) */
   uint32_t running;
+  uint64_t barrier_version; /* fetches start only once every host and client acked this
+                               (proto/etcd.md, the version barrier); 0: open */
   bool workers_stop;
   pthread_t workers[AGENT_WORKERS_MAX];
   uint32_t n_workers;

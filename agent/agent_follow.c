@@ -18,12 +18,19 @@
  * writes while this host was down); partial temporary directories are
  * resumed, so only what changed is sent again.
  *
+ * Fetches of a new pending version wait for the version barrier: every
+ * live host and every registered data-plane client has acked it, so all
+ * of them send writes to the pending owners too before the source's arc
+ * is copied, and no write can land on the source after the copy without
+ * reaching us as well.
+ *
  * The config key is watched too: throttle.moves_per_node bounds the fetches
  * running at once and throttle.bytes_per_sec the shared byte rate; a change
  * applies within one pass of the loop.
  */
 #define _GNU_SOURCE
 #include "agent.h"
+#include "cluster.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -364,6 +371,9 @@ static void reconcile(agent *a) {
   free(al.h);
 
   if (n_pending > 0 && v > a->report_version) {
+    pthread_mutex_lock(&a->jobs_mu);
+    a->barrier_version = v; /* closed until barrier_tick sees every ack */
+    pthread_mutex_unlock(&a->jobs_mu);
     a->report_version = v;
     a->report_dirty = true;
     atomic_store(&a->m.pending_version, v);
@@ -420,6 +430,36 @@ static uint64_t requeue(agent *a) {
   return next;
 }
 
+/* While the barrier is closed, checks it; returns the ms until the next
+ * check (UINT64_MAX when open). */
+static uint64_t barrier_tick(agent *a) {
+  pthread_mutex_lock(&a->jobs_mu);
+  uint64_t v = a->barrier_version;
+  pthread_mutex_unlock(&a->jobs_mu);
+  if (v == 0)
+    return UINT64_MAX;
+  rk_state s;
+  ring_error err = {0};
+  if (rk_state_read(a->etcd, a->o.cluster, RK_READ_ALIVE | RK_READ_ACKS | RK_READ_CLIENTS, &s,
+                    &err) != RING_OK) {
+    agent_trouble(a, "reading acks for the version barrier", err.message);
+    return 500;
+  }
+  const ring_table *t = ring_live_enter(a->live);
+  bool open = t != NULL && ring_table_version(t) >= v && rk_barrier_laggard(&s, t, v) == NULL;
+  ring_live_exit(a->live);
+  rk_state_free(&s);
+  if (!open)
+    return 100; /* acks come within milliseconds of a version: poll briefly */
+  pthread_mutex_lock(&a->jobs_mu);
+  if (a->barrier_version == v)
+    a->barrier_version = 0;
+  pthread_cond_broadcast(&a->jobs_cv);
+  pthread_mutex_unlock(&a->jobs_mu);
+  rd_logf(RD_INFO, "version %" PRIu64 ": every host acked, fetching", v);
+  return UINT64_MAX;
+}
+
 uint64_t agent_follow_tick(agent *a) {
   ring_error err = {0};
   if (a->watcher == NULL && start_watcher(a, &err) != RING_OK)
@@ -428,7 +468,8 @@ uint64_t agent_follow_tick(agent *a) {
   atomic_store(&a->m.version, v);
   if (atomic_exchange(&a->table_changed, false) || v != a->seen_version)
     reconcile(a);
-  return requeue(a);
+  uint64_t next = requeue(a), barrier = barrier_tick(a);
+  return next < barrier ? next : barrier;
 }
 
 /* The backoff after `failures` failed attempts in a row. */

@@ -42,7 +42,7 @@ static const part parts[] = {
     {RK_READ_NODES, "nodes/", true},       {RK_READ_ALIVE, "alive/", true},
     {RK_READ_PLANS, "plan/proposed", false}, {RK_READ_PLANS, "plan/active", false},
     {RK_READ_ACKS, "acks/", true},         {RK_READ_PROGRESS, "progress/", true},
-    {RK_READ_LEADER, "leader", false},
+    {RK_READ_LEADER, "leader", false},     {RK_READ_CLIENTS, "clients/", true},
 };
 #define N_PARTS (sizeof parts / sizeof parts[0])
 
@@ -57,11 +57,12 @@ static int parse_active(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_
 static int parse_acks(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
 static int parse_progress(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
 static int parse_leader(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
+static int parse_clients(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
 
 /* In the order of parts[]. */
 static const part_parser parsers[N_PARTS] = {
     parse_config, parse_version, parse_nodes,    parse_alive,  parse_proposed,
-    parse_active, parse_acks,    parse_progress, parse_leader,
+    parse_active, parse_acks,    parse_progress, parse_leader, parse_clients,
 };
 
 int rk_state_read(ring_etcd *c, const char *cluster, unsigned what, rk_state *out,
@@ -110,6 +111,7 @@ void rk_state_free(rk_state *s) {
   for (uint32_t i = 0; i < s->n_progress; i++)
     rk_progress_free(&s->progress[i].p);
   free(s->progress);
+  free(s->clients);
   memset(s, 0, sizeof *s);
 }
 
@@ -329,6 +331,20 @@ static int parse_leader(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_
   return RING_OK;
 }
 
+/* Only the names matter: the key exists while its process's lease does. */
+static int parse_clients(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err) {
+  if (r->n == 0)
+    return RING_OK;
+  if ((s->clients = calloc(r->n, sizeof *s->clients)) == NULL)
+    return rk_fail(err, RING_ENOMEM, "out of memory reading %u clients", r->n);
+  for (uint32_t i = 0; i < r->n; i++)
+    if (key_id(&r->kvs[i], prefix_len, s->clients[s->n_clients]))
+      s->n_clients++;
+    else
+      note_bad(s, &r->kvs[i], "not a client name");
+  return RING_OK;
+}
+
 /* ------------------------------------------------------ 3. lookups, tables */
 
 static int by_id(const void *key, const void *elem) {
@@ -352,6 +368,18 @@ const rk_progress *rk_state_progress(const rk_state *s, const char *id) {
   const rk_agent_progress *p =
       s->n_progress ? bsearch(id, s->progress, s->n_progress, sizeof *s->progress, by_id) : NULL;
   return p ? &p->p : NULL;
+}
+
+const char *rk_barrier_laggard(const rk_state *s, const ring_table *t, uint64_t version) {
+  for (uint32_t i = 0; t && i < ring_table_node_count(t); i++) {
+    const char *id = ring_table_node_id(t, (uint16_t)i);
+    if (rk_state_alive(s, id) != NULL && rk_state_ack(s, id) < version)
+      return id;
+  }
+  for (uint32_t i = 0; i < s->n_clients; i++)
+    if (rk_state_ack(s, s->clients[i]) < version)
+      return s->clients[i];
+  return NULL;
 }
 
 int rk_table_read(ring_etcd *c, const char *cluster, uint64_t version, ring_table **out,

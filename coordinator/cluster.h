@@ -25,7 +25,8 @@ enum {
   RK_READ_ACKS = 1u << 5,
   RK_READ_PROGRESS = 1u << 6,
   RK_READ_LEADER = 1u << 7,
-  RK_READ_ALL = 0xFFu
+  RK_READ_CLIENTS = 1u << 8, /* clients/: data-plane processes in the version barrier */
+  RK_READ_ALL = 0x1FFu
 };
 
 typedef struct rk_ack {
@@ -76,6 +77,9 @@ typedef struct rk_state {
   bool has_leader;
   rk_leader leader;
 
+  char (*clients)[RING_ID_MAX + 1]; /* names under clients/, sorted */
+  uint32_t n_clients;
+
   /* Agent-written values (alive, acks, progress) that did not parse: kept
    * as "present but empty" so liveness never depends on a value's bytes. */
   uint32_t n_bad;
@@ -102,6 +106,11 @@ rk_node *rk_state_node(const rk_state *s, const char *id);
 const rk_alive_entry *rk_state_alive(const rk_state *s, const char *id);
 uint64_t rk_state_ack(const rk_state *s, const char *id); /* 0 when absent */
 const rk_progress *rk_state_progress(const rk_state *s, const char *id);
+
+/* The version barrier (proto/etcd.md): every node of t that has an alive/
+ * key and every registered client has acked at least `version`. Returns
+ * NULL when it holds, else the id of one that has not (for logs). */
+const char *rk_barrier_laggard(const rk_state *s, const ring_table *t, uint64_t version);
 
 /* ----------------------------------------------------------------- tables */
 

@@ -129,17 +129,6 @@ static uint32_t next_wave(const ring_plan *p, const uint8_t *done, uint32_t wave
 
 /* ------------------------------------------- 3. waiting: acks, progress */
 
-/* Every host that is alive and in the table has swapped in `version`:
- * from then on each routes writes to the pending owners too. */
-static bool all_acked(const rk_state *s, const ring_table *t, uint64_t version) {
-  for (uint32_t i = 0; i < ring_table_node_count(t); i++) {
-    const char *id = ring_table_node_id(t, (uint16_t)i);
-    if (rk_state_alive(s, id) != NULL && rk_state_ack(s, id) < version)
-      return false;
-  }
-  return true;
-}
-
 /* 1 when every receiver reports all its in-flight tokens at `version`;
  * 0 to wait; -1 when a receiver is down (the run cannot finish). */
 static int receivers_in(const rk_state *s, const ring_plan *p, const rk_run *run) {
@@ -381,7 +370,8 @@ int coord_run_step(coord *c, const rk_state *s) {
     int in = receivers_in(s, c->run_plan, run);
     if (in < 0)
       return finish(c, s, run, RK_RUN_FAILED, "a receiving node went down");
-    return in == 1 && all_acked(s, c->table, s->version) ? cut_over(c, s, run) : 0;
+    return in == 1 && rk_barrier_laggard(s, c->table, s->version) == NULL ? cut_over(c, s, run)
+                                                                           : 0;
   }
   if (run->cursor.moves_done == run->plan.moves_total || run->plan.base_version == 0)
     return complete(c, s, run);

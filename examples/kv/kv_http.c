@@ -189,6 +189,8 @@ static mhd_result do_get(kv_server *s, struct MHD_Connection *c, const route_inf
 static mhd_result do_write(kv_server *s, struct MHD_Connection *c, const route_info *ri,
                            const char *key, size_t klen, const void *value, size_t vlen,
                            bool tombstone) {
+  if (!atomic_load(&s->in_barrier)) /* a write taken now could miss a move's copy */
+    return text_reply(s, c, 503, ring_live_version(s->live), "not in the version barrier\n");
   uint64_t ts = 0;
   if (header_u64(c, H_TS, &ts) && ts != 0)
     kv_hlc_observe(&s->hlc, ts);

@@ -59,8 +59,8 @@ static int opts_check(const kv_server_opts *o, char *msg, size_t cap) {
     return snprintf(msg, cap, "--endpoints is required"), -1;
   if (!rd_valid_name(o->cluster))
     return snprintf(msg, cap, "--cluster NAME is required ([a-z0-9._-]{1,63})"), -1;
-  if (!rd_valid_name(o->id))
-    return snprintf(msg, cap, "--id NODE_ID is required ([a-z0-9._-]{1,63})"), -1;
+  if (!rd_valid_name(o->id) || strlen(o->id) > RING_ID_MAX - 3)
+    return snprintf(msg, cap, "--id NODE_ID is required ([a-z0-9._-]{1,60})"), -1;
   if (o->listen == NULL || strchr(o->listen, ':') == NULL)
     return snprintf(msg, cap, "--listen HOST:PORT is required"), -1;
   if (o->advertise && (strchr(o->advertise, ':') == NULL || strlen(o->advertise) > RING_ADDR_MAX))
@@ -102,12 +102,37 @@ static int open_etcd(kv_server *s, char *msg, size_t cap) {
 static void lease_lost(void *ud, int64_t lease) {
   kv_server *s = ud;
   (void)lease;
+  atomic_store(&s->in_barrier, false); /* stop taking writes at once */
   atomic_store(&s->lease_lost, true);
   rd_waker_wake(&s->waker);
 }
 
+/* clients/<client> under a fresh lease kept alive: from now on every move's
+ * copy waits until this server has acked its version (proto/etcd.md, the
+ * version barrier), so it is put before the watcher starts and again
+ * before writes are taken after a lost lease. */
+static int join_barrier(kv_server *s, ring_error *err) {
+  char key[160];
+  snprintf(key, sizeof key, "/ringkeeper/%s/clients/%s", s->o.cluster, s->client);
+  const char *value = "{\"format\":\"ringkeeper.client.v1\",\"kind\":\"ring-kv\"}";
+  int64_t ttl = (int64_t)(s->o.lease_ttl_ms / 1000), lease = 0;
+  int rc = ring_etcd_lease_grant(s->etcd, ttl, &lease, err);
+  if (rc == RING_OK)
+    rc = ring_etcd_put(s->etcd, key, strlen(key), value, strlen(value), lease, NULL, NULL, err);
+  if (rc == RING_OK)
+    rc = ring_etcd_keep_alive(s->etcd, lease, ttl, lease_lost, s, &s->keeper, err);
+  if (rc != RING_OK) {
+    if (lease)
+      ring_etcd_lease_revoke(s->etcd, lease, NULL);
+    return rc;
+  }
+  s->lease = lease;
+  atomic_store(&s->lease_lost, false);
+  return RING_OK;
+}
+
 /* services/kv/<id> = {"format":"ringkeeper.kv-service.v1","id","addr","started_ms"}
- * under a fresh lease kept alive. */
+ * under the barrier's lease. */
 static int register_service(kv_server *s) {
   char key[160], *value = NULL;
   snprintf(key, sizeof key, "/ringkeeper/%s/services/kv/%s", s->o.cluster, s->o.id);
@@ -121,26 +146,22 @@ static int register_service(kv_server *s) {
   if (value == NULL)
     return RING_ENOMEM;
   ring_error err = {0};
-  int64_t ttl = (int64_t)(s->o.lease_ttl_ms / 1000), lease = 0;
-  int rc = ring_etcd_lease_grant(s->etcd, ttl, &lease, &err);
+  int rc = s->lease ? RING_OK : join_barrier(s, &err);
   if (rc == RING_OK)
-    rc = ring_etcd_put(s->etcd, key, strlen(key), value, strlen(value), lease, NULL, NULL, &err);
-  if (rc == RING_OK)
-    rc = ring_etcd_keep_alive(s->etcd, lease, ttl, lease_lost, s, &s->keeper, &err);
+    rc = ring_etcd_put(s->etcd, key, strlen(key), value, strlen(value), s->lease, NULL, NULL,
+                       &err);
   free(value);
   if (rc != RING_OK) {
-    if (lease)
-      ring_etcd_lease_revoke(s->etcd, lease, NULL);
     rd_log(RD_WARN, "cannot register", "key", key, "err", err.message, NULL);
     return rc;
   }
-  s->lease = lease;
-  atomic_store(&s->lease_lost, false);
-  rd_log(RD_INFO, "registered", "key", key, "addr", s->addr, NULL);
+  atomic_store(&s->in_barrier, true);
+  rd_log(RD_INFO, "registered", "key", key, "addr", s->addr, "client", s->client, NULL);
   return RING_OK;
 }
 
 static void unregister_service(kv_server *s) {
+  atomic_store(&s->in_barrier, false);
   if (s->keeper)
     ring_keeper_stop(s->keeper);
   s->keeper = NULL;
@@ -239,10 +260,10 @@ static void maintain(kv_server *s) {
 
 static void run_loop(kv_server *s) {
   while (!atomic_load(&s->stop)) {
-    if (atomic_load(&s->lease_lost) || s->lease == 0) {
+    if (atomic_load(&s->lease_lost))
       unregister_service(s);
+    if (!atomic_load(&s->in_barrier))
       register_service(s);
-    }
     maintain(s);
     rd_waker_wait(&s->waker, s->o.rescan_ms);
   }
@@ -274,8 +295,12 @@ static int server_open(kv_server *s, char *msg, size_t cap) {
     return -1;
   if (ring_live_new(&s->live) != RING_OK)
     return snprintf(msg, cap, "out of memory"), -1;
-  ring_watcher_opts wo = {.cluster = s->o.cluster, .on_table = on_table, .ud = s};
+  ring_watcher_opts wo = {
+      .cluster = s->o.cluster, .ack_id = s->client, .on_table = on_table, .ud = s};
   ring_error err = {0};
+  snprintf(s->client, sizeof s->client, "kv.%s", s->o.id);
+  if (join_barrier(s, &err) != RING_OK)
+    return snprintf(msg, cap, "joining the version barrier: %s", err.message), -1;
   if (ring_watcher_start(s->etcd, &wo, s->live, &s->watcher, &err) != RING_OK)
     return snprintf(msg, cap, "ring watcher: %s", err.message), -1;
   if (kv_http_start(s, msg, cap) != 0)
