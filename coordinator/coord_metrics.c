@@ -60,10 +60,11 @@ void coord_metrics_text(void *ud, rd_text *t) {
     snprintf(labels, sizeof labels, "state=\"%s\"", plans[i]);
     rd_metric_sample(t, "ring_coordinator_plan", labels, atomic_load(&m->plan_state) == i);
   }
-  gauge(t, "ring_coordinator_moves_total", "moves of the active run", (double)m->moves_total);
-  gauge(t, "ring_coordinator_moves_done", "moves of the active run done", (double)m->moves_done);
-  gauge(t, "ring_coordinator_waves_total", "waves of the active run", (double)m->waves_total);
-  gauge(t, "ring_coordinator_wave", "the wave the active run is in", (double)m->wave);
+  gauge(t, "ring_coordinator_run_moves", "moves of the active run", (double)m->moves_total);
+  gauge(t, "ring_coordinator_run_moves_done", "moves of the active run done",
+        (double)m->moves_done);
+  gauge(t, "ring_coordinator_run_waves", "waves of the active run", (double)m->waves_total);
+  gauge(t, "ring_coordinator_run_wave", "the wave the active run is in", (double)m->wave);
   counter(t, "ring_coordinator_errors_total", "failed etcd writes and steps", (double)m->errors);
   counter(t, "ring_coordinator_etcd_requests_total", "etcd requests sent",
           (double)ring_etcd_requests(c->etcd));

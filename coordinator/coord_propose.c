@@ -61,8 +61,8 @@ static bool auto_apply(const coord *c, const rk_state *s, const rk_plan_doc *d) 
   return (c->o.auto_apply || s->config.auto_apply) && d->n_violations == 0;
 }
 
-/* Writes the proposal, or with auto-apply the run (and no proposal), in
- * one txn that also checks the base version and that no run exists. */
+/* Writes the proposal, and with auto-apply the run of it too, in one txn
+ * that also checks the base version and that no run exists. */
 static int store(coord *c, const rk_state *s, const rk_plan_doc *d) {
   char kprop[RK_KEY_MAX], kact[RK_KEY_MAX], kver[RK_KEY_MAX];
   int lprop = coord_key(c, kprop, "plan/proposed"), lact = coord_key(c, kact, "plan/active");
@@ -76,28 +76,25 @@ static int store(coord *c, const rk_state *s, const rk_plan_doc *d) {
   };
   char *value = NULL;
   size_t vlen = 0;
+  char *run_value = NULL;
+  size_t run_len = 0;
   ring_op ops[2];
   uint32_t n_ops = 0;
-  int rc;
+  int rc = rk_plan_doc_encode(d, NULL, &value, &vlen);
+  ops[n_ops++] = (ring_op){.type = RING_OP_PUT, .key = kprop, .key_len = (size_t)lprop,
+                           .value = value, .value_len = vlen};
   rk_run run;
-  if (auto_apply(c, s, d)) {
-    if ((rc = rk_run_start(d, rd_wall_ms(), &run)) != RING_OK)
-      return rc;
-    rc = rk_run_encode(&run, &value, &vlen);
+  if (rc == RING_OK && auto_apply(c, s, d) && (rc = rk_run_start(d, rd_wall_ms(), &run)) == RING_OK) {
+    rc = rk_run_encode(&run, &run_value, &run_len);
     rk_run_free(&run);
     ops[n_ops++] = (ring_op){.type = RING_OP_PUT, .key = kact, .key_len = (size_t)lact,
-                             .value = value, .value_len = vlen};
-    if (s->has_proposed)
-      ops[n_ops++] = (ring_op){.type = RING_OP_DELETE, .key = kprop, .key_len = (size_t)lprop};
-  } else {
-    rc = rk_plan_doc_encode(d, NULL, &value, &vlen);
-    ops[n_ops++] = (ring_op){.type = RING_OP_PUT, .key = kprop, .key_len = (size_t)lprop,
-                             .value = value, .value_len = vlen};
+                             .value = run_value, .value_len = run_len};
   }
   ring_error err = {0};
   if (rc == RING_OK)
     rc = coord_txn(c, cmps, 3, ops, n_ops, &err);
   free(value);
+  free(run_value);
   if (rc == RING_OK)
     rd_log(RD_INFO, auto_apply(c, s, d) ? "plan approved (auto-apply)" : "plan proposed", "plan",
            d->id[0] ? d->id : "refused", "violations", d->n_violations ? d->violations[0] : "none",

@@ -16,6 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Acks come within milliseconds of a version; a host slower than this is
+ * named in the log and /healthz, since it holds up every wave. */
+#define ACK_PATIENCE_MS 10000
+
 /* ------------------------------------------------------ 1. the run's plan */
 
 static int load_plan(coord *c, const rk_run *run, ring_error *err) {
@@ -370,8 +374,15 @@ int coord_run_step(coord *c, const rk_state *s) {
     int in = receivers_in(s, c->run_plan, run);
     if (in < 0)
       return finish(c, s, run, RK_RUN_FAILED, "a receiving node went down");
-    return in == 1 && rk_barrier_laggard(s, c->table, s->version) == NULL ? cut_over(c, s, run)
-                                                                           : 0;
+    const char *lag = rk_barrier_laggard(s, c->table, s->version);
+    if (in == 1 && lag == NULL)
+      return cut_over(c, s, run);
+    if (lag != NULL && rd_wall_ms() - run->updated_ms > ACK_PATIENCE_MS) {
+      rk_fail(&err, RING_ETIMEDOUT, "%s has not acked version %" PRIu64 " (the wave waits for it)",
+              lag, s->version);
+      coord_trouble(c, "waiting for acks", &err); /* named in the log and /healthz */
+    }
+    return 0;
   }
   if (run->cursor.moves_done == run->plan.moves_total || run->plan.base_version == 0)
     return complete(c, s, run);

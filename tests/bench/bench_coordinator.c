@@ -499,7 +499,7 @@ static void run_mode(const options *o, const char *mode) {
   double moves, bound, waves;
   history_figures(&b, &moves, &bound, &waves);
   double pubs = after.publishes - before.publishes;
-  double per = waves; /* ring_coordinator_waves_total is the active run's, a gauge */
+  double per = waves; /* ring_coordinator_run_waves is the active run's, a gauge */
   char b1[32], b2[32], b3[32], b4[32];
   printf("  join of %s (%s): %.0f moves (lower bound %.0f) in %.0f waves; %d versions\n", id, zone,
          moves, bound, waves, s.versions);

@@ -105,7 +105,7 @@ START_TEST(first_placement_then_join) {
   WAIT_UNTIL(env_metric(0, "ring_coordinator_plan", "state=\"active\"") == 1, 5,
              "ring_coordinator_plan{state=\"active\"} is not 1 during the run");
   ck_assert_double_eq(env_metric(0, "ring_coordinator_nodes", "state=\"joining\""), 1);
-  ck_assert_double_eq(env_metric(0, "ring_coordinator_moves_total", ""), run.moves_total);
+  ck_assert_double_eq(env_metric(0, "ring_coordinator_run_moves", ""), run.moves_total);
   harness_sleep_ms(1000); /* held: the wave does not finish */
   env_run still;
   ck_assert(env_active(&still));
