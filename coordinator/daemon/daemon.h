@@ -1,8 +1,9 @@
 /*
  * daemon.h: what Ringkeeper's daemons (ring-coordinator, ring-agent) share:
  * options from a config file and flags, logfmt logging, the /metrics and
- * /healthz HTTP server, stop signals, and a wake-up primitive for an event
- * loop without busy waiting. Static library `ringdaemon`.
+ * /healthz HTTP server (and pages a daemon adds), stop signals, and a
+ * wake-up primitive for an event loop without busy waiting. Static
+ * library `ringdaemon`.
  *
  * Sections: options; logging; HTTP; signals; waking a loop.
  */
@@ -92,6 +93,21 @@ void rd_metric_sample(rd_text *t, const char *name, const char *labels, double v
 typedef void (*rd_metrics_fn)(void *ud, rd_text *t);
 typedef bool (*rd_health_fn)(void *ud, rd_text *t);
 
+/* A page of the daemon's own (a status page, its JSON): fills t with the
+ * body, sets *type to the content type (a string that outlives the
+ * server; NULL: text/plain; charset=utf-8) and returns the HTTP status. A
+ * failed t becomes a 500. Called from the server's thread with the path
+ * (no query string), so it must not wait on the daemon's loop. */
+typedef unsigned (*rd_page_fn)(void *ud, const char *path, rd_text *t, const char **type);
+
+/* One extra GET path: an exact match, tried after /metrics and /healthz
+ * (which a route cannot take over). Tables end with {NULL}. */
+typedef struct rd_http_route {
+  const char *path; /* "/status.json"; NULL ends the table */
+  rd_page_fn page;
+  void *ud;         /* the page's argument */
+} rd_http_route;
+
 typedef struct rd_http rd_http;
 
 /* Listens on "HOST:PORT" (IPv4, [IPv6] or a name; port 0 picks one) and
@@ -101,6 +117,11 @@ typedef struct rd_http rd_http;
  * on failure. */
 rd_http *rd_http_start(const char *listen, rd_metrics_fn metrics, rd_health_fn health, void *ud,
                        char *errbuf, size_t errcap);
+/* The same, also serving GET and HEAD on each path of routes (borrowed:
+ * the table must outlive the server; NULL for none). Route responses say
+ * `Cache-Control: no-store` and `X-Content-Type-Options: nosniff`. */
+rd_http *rd_http_start_routes(const char *listen, rd_metrics_fn metrics, rd_health_fn health,
+                              void *ud, const rd_http_route *routes, char *errbuf, size_t errcap);
 /* The port actually bound (for port 0). */
 uint16_t rd_http_port(const rd_http *h);
 void rd_http_stop(rd_http *h);

@@ -1,7 +1,9 @@
 /*
- * http.c: the /metrics and /healthz server, on libmicrohttpd.
+ * http.c: the /metrics and /healthz server, on libmicrohttpd, and the
+ * pages a daemon adds (rd_http_route).
  *
- * Sections: limits; the listen address; responses; routing; start and stop.
+ * Sections: limits; the listen address; responses; routing (built-in
+ * paths first, then the daemon's routes); start and stop.
  *
  * libmicrohttpd runs its own polling thread, bounds the connections and
  * times idle ones out, so a slow or stuck scraper cannot tie up the daemon
@@ -36,12 +38,13 @@ typedef int mhd_result; /* before 0.9.71 handlers returned int */
 #endif
 
 struct rd_http {
-  struct MHD_Daemon *mhd; /* owns the listening socket and the thread */
-  rd_metrics_fn metrics;  /* may be NULL: /metrics is then empty */
-  rd_health_fn health;    /* may be NULL: always healthy */
-  void *ud;               /* both callbacks' argument */
-  uint16_t port;          /* the port bound */
-  char error[256];        /* the server's last complaint, for a failed start */
+  struct MHD_Daemon *mhd;      /* owns the listening socket and the thread */
+  rd_metrics_fn metrics;       /* may be NULL: /metrics is then empty */
+  rd_health_fn health;         /* may be NULL: always healthy */
+  void *ud;                    /* both callbacks' argument */
+  const rd_http_route *routes; /* borrowed, ends with {NULL}; may be NULL */
+  uint16_t port;               /* the port bound */
+  char error[256];             /* the server's last complaint, for a failed start */
 };
 
 /* ------------------------------------------------------- the listen address */
@@ -95,9 +98,11 @@ static int resolve(const char *listen, struct sockaddr_storage *addr, char *err,
 /* ----------------------------------------------------------------- responses */
 
 /* Queues body (freed by libmicrohttpd through free_body, which may be NULL
- * for static text) with the given status and content type. */
-static mhd_result reply(struct MHD_Connection *c, unsigned status, const char *type, char *body,
-                        size_t len, MHD_ContentReaderFreeCallback free_body) {
+ * for static text) with the given status and content type; a daemon's page
+ * also says not to cache or sniff it. */
+static mhd_result reply_page(struct MHD_Connection *c, unsigned status, const char *type,
+                             char *body, size_t len, MHD_ContentReaderFreeCallback free_body,
+                             bool page) {
   struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback(len, body, free_body);
   if (r == NULL) {
     if (free_body != NULL)
@@ -107,25 +112,41 @@ static mhd_result reply(struct MHD_Connection *c, unsigned status, const char *t
   MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
   if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
     MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+  if (page) {
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+  }
   mhd_result ok = MHD_queue_response(c, status, r);
   MHD_destroy_response(r);
   return ok;
+}
+
+/* The same without the page headers. */
+static mhd_result reply(struct MHD_Connection *c, unsigned status, const char *type, char *body,
+                        size_t len, MHD_ContentReaderFreeCallback free_body) {
+  return reply_page(c, status, type, body, len, free_body, false);
 }
 
 static mhd_result reply_static(struct MHD_Connection *c, unsigned status, const char *text) {
   return reply(c, status, PLAIN_TYPE, (char *)text, strlen(text), NULL);
 }
 
-/* Hands t's buffer to libmicrohttpd; a failed t becomes a 500. */
-static mhd_result reply_text(struct MHD_Connection *c, unsigned status, const char *type,
-                             rd_text *t) {
+/* Hands t's buffer to libmicrohttpd (as a page's, with page); a failed t
+ * becomes a 500. */
+static mhd_result reply_body(struct MHD_Connection *c, unsigned status, const char *type,
+                             rd_text *t, bool page) {
   if (t->failed) {
     free(t->data);
     return reply_static(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
   }
   if (t->data == NULL)
-    return reply(c, status, type, (char *)"", 0, NULL);
-  return reply(c, status, type, t->data, t->len, free);
+    return reply_page(c, status, type, (char *)"", 0, NULL, page);
+  return reply_page(c, status, type, t->data, t->len, free, page);
+}
+
+static mhd_result reply_text(struct MHD_Connection *c, unsigned status, const char *type,
+                             rd_text *t) {
+  return reply_body(c, status, type, t, false);
 }
 
 /* ------------------------------------------------------------------ routing */
@@ -149,6 +170,23 @@ static mhd_result serve_health(const rd_http *h, struct MHD_Connection *c) {
   return reply_text(c, ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, PLAIN_TYPE, &t);
 }
 
+static mhd_result serve_page(const rd_http_route *r, const char *url, struct MHD_Connection *c) {
+  rd_text t = {0};
+  const char *type = NULL;
+  unsigned status = r->page(r->ud, url, &t, &type);
+  if (status < 100 || status > 599)
+    status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+  return reply_body(c, status, type != NULL ? type : PLAIN_TYPE, &t, true);
+}
+
+/* The daemon's route for url, NULL when it has none. */
+static const rd_http_route *find_route(const rd_http *h, const char *url) {
+  for (const rd_http_route *r = h->routes; r != NULL && r->path != NULL; r++)
+    if (r->page != NULL && strcmp(url, r->path) == 0)
+      return r;
+  return NULL;
+}
+
 /* libmicrohttpd's request callback. Answers on the first call: no page
  * takes a body, so there is nothing to wait for (a POST's body is dropped
  * with the connection). */
@@ -157,11 +195,14 @@ static mhd_result route(void *cls, struct MHD_Connection *c, const char *url, co
                         void **state) {
   (void)version, (void)upload_data, (void)upload_size, (void)state;
   const rd_http *h = cls;
-  bool metrics = strcmp(url, "/metrics") == 0;
-  if (!metrics && strcmp(url, "/healthz") != 0)
+  bool metrics = strcmp(url, "/metrics") == 0, health = strcmp(url, "/healthz") == 0;
+  const rd_http_route *page = metrics || health ? NULL : find_route(h, url);
+  if (!metrics && !health && page == NULL)
     return reply_static(c, MHD_HTTP_NOT_FOUND, "not found\n");
   if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
     return reply_static(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
+  if (page != NULL)
+    return serve_page(page, url, c);
   return metrics ? serve_metrics(h, c) : serve_health(h, c);
 }
 
@@ -190,6 +231,11 @@ static struct MHD_Daemon *start_mhd(rd_http *h, const struct sockaddr_storage *a
 
 rd_http *rd_http_start(const char *listen, rd_metrics_fn metrics, rd_health_fn health, void *ud,
                        char *errbuf, size_t errcap) {
+  return rd_http_start_routes(listen, metrics, health, ud, NULL, errbuf, errcap);
+}
+
+rd_http *rd_http_start_routes(const char *listen, rd_metrics_fn metrics, rd_health_fn health,
+                              void *ud, const rd_http_route *routes, char *errbuf, size_t errcap) {
   char scratch[1];
   if (errbuf == NULL || errcap == 0)
     errbuf = scratch, errcap = sizeof scratch;
@@ -201,7 +247,7 @@ rd_http *rd_http_start(const char *listen, rd_metrics_fn metrics, rd_health_fn h
     snprintf(errbuf, errcap, "out of memory");
     return NULL;
   }
-  *h = (rd_http){.metrics = metrics, .health = health, .ud = ud};
+  *h = (rd_http){.metrics = metrics, .health = health, .ud = ud, .routes = routes};
   if ((h->mhd = start_mhd(h, &addr)) == NULL) {
     snprintf(errbuf, errcap, "cannot serve HTTP on %s: %s", listen,
              h->error[0] != '\0' ? h->error : "libmicrohttpd failed to start");

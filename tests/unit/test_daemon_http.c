@@ -1,12 +1,12 @@
 /*
  * test_daemon_http.c: what a daemon runs on besides its own logic: the
- * /metrics and /healthz server (real requests through libcurl on
- * 127.0.0.1, port 0), the exposition helpers, the waker a loop sleeps on,
- * and the stop/reload signal thread.
+ * /metrics and /healthz server and the pages a daemon adds (real requests
+ * through libcurl on 127.0.0.1, port 0), the exposition helpers, the waker
+ * a loop sleeps on, and the stop/reload signal thread.
  *
- * Sections: a client; the server; exposition; the waker; signals.
+ * Sections: a client; the server; routes; exposition; the waker; signals.
  */
-#define _POSIX_C_SOURCE 200809L /* kill */
+#define _GNU_SOURCE /* kill, strcasestr */
 #include "daemon.h"
 #include "check_main.h"
 
@@ -32,7 +32,8 @@ static void sleep_ms(long ms) {
 typedef struct reply {
   long status;
   rd_text body;
-  char type[128]; /* Content-Type */
+  char type[128];  /* Content-Type */
+  rd_text headers; /* every header line */
 } reply;
 
 static size_t collect(char *data, size_t size, size_t n, void *ud) {
@@ -41,7 +42,7 @@ static size_t collect(char *data, size_t size, size_t n, void *ud) {
 }
 
 /* method "GET", "HEAD" or "POST" to http://127.0.0.1:port path. The caller
- * frees r->body.data. */
+ * frees r->body.data and r->headers.data. */
 static void request(const char *method, uint16_t port, const char *path, reply *r) {
   char url[128];
   snprintf(url, sizeof url, "http://127.0.0.1:%u%s", port, path);
@@ -51,6 +52,8 @@ static void request(const char *method, uint16_t port, const char *path, reply *
   curl_easy_setopt(c, CURLOPT_URL, url);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &r->body);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, collect);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &r->headers);
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
   if (strcmp(method, "POST") == 0)
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, "a=1");
@@ -75,6 +78,7 @@ static void expect(uint16_t port, const char *method, const char *path, long sta
     ck_assert_str_eq(r.type, type);
   ck_assert_str_eq(r.body.data != NULL ? r.body.data : "", body);
   free(r.body.data);
+  free(r.headers.data);
 }
 
 /* ---------------------------------------------------------------- the server */
@@ -140,6 +144,7 @@ START_TEST(metrics_body_and_type) {
   ck_assert_int_eq(r.status, 200);
   ck_assert_ptr_nonnull(strstr(r.body.data, "ring_scrapes_total 2\n"));
   free(r.body.data);
+  free(r.headers.data);
 }
 END_TEST
 
@@ -219,6 +224,92 @@ START_TEST(start_errors) {
   snprintf(busy, sizeof busy, "127.0.0.1:%u", port);
   ck_assert_ptr_null(rd_http_start(busy, NULL, NULL, NULL, err, sizeof err));
   ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "%s", err);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ routes */
+
+/* A page that answers with its path and the route's argument; "/fail"
+ * behaves as if an allocation failed, "/teapot" answers 418 with no type
+ * and "/bad" an impossible status. */
+static unsigned app_page(void *ud, const char *path, rd_text *t, const char **type) {
+  if (strcmp(path, "/fail") == 0) {
+    t->failed = true;
+    return 200;
+  }
+  if (strcmp(path, "/teapot") == 0) {
+    rd_text_printf(t, "short and stout");
+    return 418;
+  }
+  if (strcmp(path, "/bad") == 0)
+    return 42;
+  rd_text_printf(t, "%s for %s", path, (const char *)ud);
+  *type = "text/html; charset=utf-8";
+  return 200;
+}
+
+static unsigned empty_page(void *ud, const char *path, rd_text *t, const char **type) {
+  (void)ud, (void)path, (void)t, (void)type;
+  return 204;
+}
+
+static const rd_http_route app_routes[] = {
+    {"/", app_page, "root"},
+    {"/status.json", app_page, "json"},
+    {"/fail", app_page, NULL},
+    {"/teapot", app_page, NULL},
+    {"/bad", app_page, NULL},
+    {"/empty", empty_page, NULL},
+    {"/metrics", app_page, "taken"}, /* built-in paths come first */
+    {"/nothing", NULL, NULL},        /* no page: not found */
+    {"/", app_page, "second"},       /* the first match wins */
+    {NULL, NULL, NULL},
+};
+
+#define HTML_TYPE "text/html; charset=utf-8"
+#define PLAIN_TYPE "text/plain; charset=utf-8"
+
+START_TEST(routes_serve_pages) {
+  char err[256];
+  rd_http *h = rd_http_start_routes("127.0.0.1:0", app_metrics, app_health, &app, app_routes, err,
+                                    sizeof err);
+  ck_assert_msg(h != NULL, "%s", err);
+  uint16_t p = rd_http_port(h);
+  expect(p, "GET", "/", 200, HTML_TYPE, "/ for root");
+  expect(p, "GET", "/status.json?t=1", 200, HTML_TYPE, "/status.json for json");
+  expect(p, "HEAD", "/status.json", 200, HTML_TYPE, "");
+  expect(p, "GET", "/teapot", 418, PLAIN_TYPE, "short and stout");
+  expect(p, "GET", "/fail", 500, NULL, "out of memory\n");
+  expect(p, "GET", "/bad", 500, PLAIN_TYPE, "");
+  expect(p, "GET", "/empty", 204, NULL, "");
+  expect(p, "GET", "/nothing", 404, NULL, "not found\n");
+  expect(p, "GET", "/status.jsonx", 404, NULL, "not found\n");
+  expect(p, "POST", "/status.json", 405, NULL, "method not allowed\n");
+  expect(p, "GET", "/healthz", 200, NULL, "ok\n");
+  reply r;
+  request("GET", p, "/metrics", &r);
+  ck_assert_int_eq(r.status, 200);
+  ck_assert_str_eq(r.type, METRICS_TYPE);
+  ck_assert_ptr_nonnull(strstr(r.body.data, "ring_scrapes_total 1\n"));
+  ck_assert_ptr_null(strcasestr(r.headers.data, "cache-control"));
+  free(r.body.data);
+  free(r.headers.data);
+  request("GET", p, "/", &r); /* a page is never cached nor sniffed */
+  ck_assert_ptr_nonnull(strcasestr(r.headers.data, "Cache-Control: no-store\r\n"));
+  ck_assert_ptr_nonnull(strcasestr(r.headers.data, "X-Content-Type-Options: nosniff\r\n"));
+  free(r.body.data);
+  free(r.headers.data);
+  rd_http_stop(h);
+}
+END_TEST
+
+START_TEST(no_routes) {
+  char err[256];
+  rd_http *h = rd_http_start_routes("127.0.0.1:0", NULL, NULL, NULL, NULL, err, sizeof err);
+  ck_assert_msg(h != NULL, "%s", err);
+  expect(rd_http_port(h), "GET", "/", 404, NULL, "not found\n");
+  expect(rd_http_port(h), "GET", "/healthz", 200, NULL, "ok\n");
+  rd_http_stop(h);
 }
 END_TEST
 
@@ -374,6 +465,8 @@ static Suite *http_suite(void) {
   tcase_add_test(tc, stop_with_client_connected);
   tcase_add_test(tc, null_callbacks);
   tcase_add_test(tc, start_errors);
+  tcase_add_test(tc, routes_serve_pages);
+  tcase_add_test(tc, no_routes);
   suite_add_tcase(s, tc);
   tc = tcase_create("exposition");
   tcase_add_test(tc, metric_helpers);
