@@ -7,6 +7,7 @@
  *      tolerant for what agents write)
  *   3. lookups and tables
  *   4. the planner's input from node records
+ *   5. a table's weighted targets
  */
 #include "cluster.h"
 
@@ -497,4 +498,71 @@ bool rk_input_matches_table(const rk_plan_input *in, const ring_table *table) {
   int violations = ring_table_verify(table, in->failure_domain, &report);
   free(report);
   return violations == 0;
+}
+
+/* ----------------------------------------- 5. a table's weighted targets */
+
+/* Serving nodes (active, joining) take a share; the others give theirs up. */
+static bool serving(ring_node_state s) { return s == RING_NODE_ACTIVE || s == RING_NODE_JOINING; }
+
+/* The plain weighted shares T*R*w/sum(w) of t's nodes into targets[]. */
+static void plain_targets(const ring_table *t, double *targets) {
+  uint32_t n = ring_table_node_count(t);
+  double sum = 0, slots = (double)ring_table_tokens(t) * (double)ring_table_replicas(t);
+  for (uint32_t i = 0; i < n; i++)
+    if (serving(ring_table_node_state(t, (uint16_t)i)))
+      sum += ring_table_node_weight(t, (uint16_t)i);
+  for (uint32_t i = 0; i < n; i++) {
+    bool serves = serving(ring_table_node_state(t, (uint16_t)i));
+    targets[i] = serves && sum > 0 ? slots * ring_table_node_weight(t, (uint16_t)i) / sum : 0;
+  }
+}
+
+/* The planner's targets for t's own membership (ring_plan_node_load, so
+ * domain caps apply: a domain holds at most T). Returns a ring_errno; a
+ * refusal (too few domains) leaves targets[] as they were. */
+static int planned_targets(const ring_table *t, double *targets) {
+  uint32_t n = ring_table_node_count(t);
+  const char *level = ring_table_failure_domain(t), *keys[1] = {level};
+  ring_node_spec *specs = calloc(n ? n : 1, sizeof *specs);
+  const char **values = calloc(n ? n : 1, sizeof *values);
+  int rc = specs && values ? RING_OK : RING_ENOMEM;
+  for (uint32_t i = 0; rc == RING_OK && i < n; i++) {
+    uint16_t k = (uint16_t)i;
+    values[i] = level[0] ? ring_table_node_label(t, k, level) : NULL;
+    specs[i] = (ring_node_spec){ring_table_node_id(t, k),
+                                ring_table_node_addr(t, k),
+                                keys,
+                                &values[i],
+                                values[i] != NULL,
+                                ring_table_node_weight(t, k),
+                                ring_table_node_state(t, k)};
+  }
+  ring_plan_config cfg = {ring_table_cluster(t),
+                          ring_table_tokens(t),
+                          ring_table_replicas(t),
+                          ring_table_seed(t),
+                          level,
+                          NULL,
+                          0,
+                          0,
+                          0,
+                          NULL};
+  ring_plan *p = NULL;
+  if (rc == RING_OK)
+    rc = ring_plan_compute(t, specs, n, &cfg, &p, NULL);
+  for (uint32_t i = 0; rc == RING_OK && i < n; i++) {
+    ring_plan_load l;
+    if (ring_plan_node_load(p, (uint16_t)i, &l) == RING_OK)
+      targets[i] = l.target;
+  }
+  ring_plan_free(p);
+  free(specs);
+  free(values);
+  return rc;
+}
+
+void rk_node_targets(const ring_table *t, double *targets) {
+  plain_targets(t, targets);
+  planned_targets(t, targets); /* better where the planner can say */
 }

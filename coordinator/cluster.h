@@ -3,7 +3,8 @@
  * and ringctl. One read is one etcd txn of range ops, so everything in an
  * rk_state comes from one store revision.
  *
- * Sections: the snapshot; reading it; tables; the planner's input.
+ * Sections: the snapshot; reading it; tables and their targets; the
+ * planner's input.
  */
 #ifndef RING_COORD_CLUSTER_H
 #define RING_COORD_CLUSTER_H
@@ -118,6 +119,15 @@ const char *rk_barrier_laggard(const rk_state *s, const ring_table *t, uint64_t 
  * (retention, or a version that never existed), else the decoder's error. */
 int rk_table_read(ring_etcd *c, const char *cluster, uint64_t version, ring_table **out,
                   ring_error *err);
+
+/* The weighted target of each of t's nodes into targets[] (one per node
+ * index, ring_table_node_count(t) entries): the planner's own figure for
+ * t's membership (a no-change plan's ring_plan_node_load, so failure-domain
+ * caps apply), or the plain share T*R*w/sum(w) where the planner refuses
+ * (too few domains) or memory runs out. Nodes that do not serve (draining,
+ * down, removed) get 0. `ringctl status` and the coordinator's status page
+ * show these. */
+void rk_node_targets(const ring_table *t, double *targets);
 
 /* ---------------------------------------------------- the planner's input */
 

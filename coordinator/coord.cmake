@@ -8,6 +8,7 @@ add_executable(ring-coordinator
   coord_publish.c
   coord_gc.c
   coord_metrics.c
+  coord_status.c
 )
 target_link_libraries(ring-coordinator PRIVATE ringcluster ringdaemon ring_static
                       PkgConfig::XXHASH m)

@@ -10,7 +10,7 @@
  * while paused, never lands. Watches and the lease keeper only wake the loop.
  *
  * Sections: the daemon; leadership; membership; proposals; runs; tables and
- * publishing; retention; metrics.
+ * publishing; retention; metrics; the status page.
  */
 #ifndef RING_COORD_H
 #define RING_COORD_H
@@ -26,7 +26,7 @@ typedef struct coord_opts {
   char *endpoints;
   char *cluster;
   char *id;            /* this instance's name in the leader key */
-  char *listen;        /* /metrics and /healthz; NULL: none */
+  char *listen;        /* /metrics, /healthz, the status page; NULL: none */
   char *log_level;
   char *user;
   char *password_file;
@@ -53,6 +53,24 @@ typedef struct coord_metrics {
 
 enum { COORD_PLAN_NONE, COORD_PLAN_PROPOSED, COORD_PLAN_ACTIVE, COORD_PLAN_PAUSED,
        COORD_PLAN_CANCELLING };
+
+/* The status page's state (coord_status.c). Locking: mu guards json only,
+ * and is held just to swap or copy it; the rest belongs to the loop. */
+typedef struct coord_status {
+  pthread_mutex_t mu;
+  char *json;               /* /status.json's body (cJSON_free); never NULL after init */
+  rd_http_route routes[4];  /* /, /status, /status.json, end */
+  bool leading;             /* json is the leader's view */
+  int64_t revision;         /* the etcd revision json shows (leader's view) */
+  uint64_t built_ms;        /* rd_now_ms when json was built; 0: never */
+  uint64_t targets_key;     /* what targets were computed for; 0: none */
+  double *targets;          /* per node index of that table; NULL: none */
+  struct cJSON *history;    /* the finished runs shown, newest first; NULL: not read */
+  struct cJSON *last_run;   /* the newest of them as the plan panel shows it */
+  uint32_t history_keys;    /* plan/history/ keys and their newest mod */
+  int64_t history_mod;      /* revision when history was read */
+  uint64_t history_ms;      /* rd_now_ms of that read */
+} coord_status;
 
 typedef struct coord {
   coord_opts o;
@@ -81,6 +99,7 @@ typedef struct coord {
   rd_health health;            /* the last trouble that stopped a step */
 
   coord_metrics m;
+  coord_status status;
 } coord;
 
 /* Records a failed step for /healthz and the log (rd_health_trouble) and
@@ -143,6 +162,23 @@ void coord_metrics_text(void *ud, rd_text *t);
 bool coord_health_text(void *ud, rd_text *t);
 /* Updates gauges from a state read by the leader. */
 void coord_metrics_observe(coord *c, const rk_state *s);
+
+/* ------------------------------------------------------- the status page */
+
+/* Sets up c->status (its view says "starting"); c->o must be parsed.
+ * Returns 0 or an errno value. coord_status_free undoes it. */
+int coord_status_init(coord *c);
+void coord_status_free(coord *c);
+/* The routes for rd_http_start_routes (stored in c->status). */
+const rd_http_route *coord_status_routes(coord *c);
+/* rd_page_fn: the page for / and /status, the JSON for /status.json. */
+unsigned coord_status_page(void *ud, const char *path, rd_text *t, const char **type);
+/* The loop, leading: rebuilds the leader's view from s (and c->table when
+ * it is at s's version) when s is newer or the view is a second old. */
+void coord_status_observe(coord *c, const rk_state *s);
+/* The loop, not leading: at most once a second, reads the leader key and
+ * makes the view "follower, leader is X". */
+void coord_status_follow(coord *c);
 
 /* Helpers shared by the parts. */
 int coord_key(const coord *c, char key[RK_KEY_MAX], const char *what);

@@ -24,7 +24,8 @@ static void opts_table(coord_opts *o, rd_opt *t) {
       {"endpoints", RD_OPT_STRING, &o->endpoints, 0, 0, "etcd client URLs, comma-separated"},
       {"cluster", RD_OPT_STRING, &o->cluster, 0, 0, "cluster name: keys under /ringkeeper/NAME/"},
       {"id", RD_OPT_STRING, &o->id, 0, 0, "this instance's name (default: hostname-pid)"},
-      {"listen", RD_OPT_STRING, &o->listen, 0, 0, "HOST:PORT for /metrics and /healthz"},
+      {"listen", RD_OPT_STRING, &o->listen, 0, 0,
+       "HOST:PORT for /metrics, /healthz and the status page (/)"},
       {"auto-apply", RD_OPT_BOOL, &o->auto_apply, 0, 0,
        "approve own plans (else the cluster config decides)"},
       {"lease-ttl", RD_OPT_MS, &o->lease_ttl_ms, 2000, 600000,
@@ -147,6 +148,8 @@ static bool leader_step(coord *c) {
     coord_gc(c, &s);
   if (wrote >= 0)
     rd_health_ok(&c->health);
+  if (wrote <= 0) /* after a write the loop looks again at once */
+    coord_status_observe(c, &s);
   rk_state_free(&s);
   return wrote > 0;
 }
@@ -161,6 +164,8 @@ static void run_loop(coord *c) {
     }
     if (coord_lead(c))
       again = leader_step(c);
+    else
+      coord_status_follow(c);
     if (!again)
       rd_waker_wait(&c->waker, c->o.tick_ms);
   }
@@ -199,6 +204,7 @@ int main(int argc, char **argv) {
     return rc;
   rd_waker_init(&c.waker);
   rd_health_init(&c.health);
+  coord_status_init(&c);
   if (rd_signals_start(on_stop, NULL, &c) != 0) {
     fprintf(stderr, "ring-coordinator: cannot set up signal handling\n");
     return 1;
@@ -206,8 +212,9 @@ int main(int argc, char **argv) {
   char msg[512] = "";
   rd_http *http = NULL;
   if (open_etcd(&c, msg, sizeof msg) != 0 ||
-      (c.o.listen && (http = rd_http_start(c.o.listen, coord_metrics_text, coord_health_text, &c,
-                                           msg, sizeof msg)) == NULL)) {
+      (c.o.listen &&
+       (http = rd_http_start_routes(c.o.listen, coord_metrics_text, coord_health_text, &c,
+                                    coord_status_routes(&c), msg, sizeof msg)) == NULL)) {
     rd_log(RD_ERROR, "cannot start", "err", msg, NULL);
     return 1;
   }
@@ -219,6 +226,7 @@ int main(int argc, char **argv) {
     ring_watch_cancel(c.watch);
   if (http)
     rd_http_stop(http);
+  coord_status_free(&c);
   ring_table_free(c.table);
   ring_plan_free(c.run_plan);
   ring_table_free(c.run_base);

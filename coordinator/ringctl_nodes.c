@@ -1,76 +1,14 @@
 /*
  * ringctl_nodes.c: node rows for `ringctl status` and `ringctl members`
  * (ringctl_out.h): what each node record owns in the live table against
- * its weighted target (the planner's, with failure-domain caps), whether
- * it is alive, and what it acked.
+ * its weighted target (rk_node_targets: the planner's, with failure-domain
+ * caps), whether it is alive, and what it acked.
  *
- * Sections: shares; rows; printing.
+ * Sections: rows; printing.
  */
 #include "ringctl_out.h"
 
 #include <stdlib.h>
-
-/* ------------------------------------------------------------------ shares */
-
-/* Serving nodes (active, joining) take a share; the others give theirs up. */
-static bool serving(ring_node_state s) { return s == RING_NODE_ACTIVE || s == RING_NODE_JOINING; }
-
-/* The plain weighted shares T*R*w/sum(w) of t's nodes into targets[]. */
-static void plain_targets(const ring_table *t, double *targets) {
-  uint32_t n = ring_table_node_count(t);
-  double sum = 0, slots = (double)ring_table_tokens(t) * (double)ring_table_replicas(t);
-  for (uint32_t i = 0; i < n; i++)
-    if (serving(ring_table_node_state(t, (uint16_t)i)))
-      sum += ring_table_node_weight(t, (uint16_t)i);
-  for (uint32_t i = 0; i < n; i++) {
-    bool serves = serving(ring_table_node_state(t, (uint16_t)i));
-    targets[i] = serves && sum > 0 ? slots * ring_table_node_weight(t, (uint16_t)i) / sum : 0;
-  }
-}
-
-/* The planner's targets for t's own membership (ring_plan_node_load, so
- * domain caps apply: a domain holds at most T). Returns a ring_errno; a
- * refusal (too few domains) leaves targets[] as they were. */
-static int planned_targets(const ring_table *t, double *targets) {
-  uint32_t n = ring_table_node_count(t);
-  const char *level = ring_table_failure_domain(t), *keys[1] = {level};
-  ring_node_spec *specs = calloc(n ? n : 1, sizeof *specs);
-  const char **values = calloc(n ? n : 1, sizeof *values);
-  int rc = specs && values ? RING_OK : RING_ENOMEM;
-  for (uint32_t i = 0; rc == RING_OK && i < n; i++) {
-    uint16_t k = (uint16_t)i;
-    values[i] = level[0] ? ring_table_node_label(t, k, level) : NULL;
-    specs[i] = (ring_node_spec){ring_table_node_id(t, k),
-                                ring_table_node_addr(t, k),
-                                keys,
-                                &values[i],
-                                values[i] != NULL,
-                                ring_table_node_weight(t, k),
-                                ring_table_node_state(t, k)};
-  }
-  ring_plan_config cfg = {ring_table_cluster(t),
-                          ring_table_tokens(t),
-                          ring_table_replicas(t),
-                          ring_table_seed(t),
-                          level,
-                          NULL,
-                          0,
-                          0,
-                          0,
-                          NULL};
-  ring_plan *p = NULL;
-  if (rc == RING_OK)
-    rc = ring_plan_compute(t, specs, n, &cfg, &p, NULL);
-  for (uint32_t i = 0; rc == RING_OK && i < n; i++) {
-    ring_plan_load l;
-    if (ring_plan_node_load(p, (uint16_t)i, &l) == RING_OK)
-      targets[i] = l.target;
-  }
-  ring_plan_free(p);
-  free(specs);
-  free(values);
-  return rc;
-}
 
 /* -------------------------------------------------------------------- rows */
 
@@ -94,10 +32,8 @@ int ringctl_node_rows(const rk_state *st, const ring_table *table, ringctl_node_
     free(targets);
     return RING_ENOMEM;
   }
-  if (table != NULL) {
-    plain_targets(table, targets);
-    planned_targets(table, targets); /* better where the planner can say */
-  }
+  if (table != NULL)
+    rk_node_targets(table, targets);
   for (uint32_t i = 0; i < st->n_nodes; i++)
     fill_row(st, table, targets, i, &r[i]);
   free(targets);

@@ -1,0 +1,626 @@
+/*
+ * coord_status.c: the status page: GET / (or /status) is a self-contained
+ * HTML page (inline CSS and JS, nothing fetched from elsewhere) that polls
+ * GET /status.json every second and shows the nodes, each one's
+ * token-replicas against its weighted target, the plan in progress and
+ * the last runs.
+ *
+ * Sections: /status.json; the leader's view; a follower's view; the page.
+ *
+ * Threads. The loop builds the JSON (coord_status_observe while leading,
+ * coord_status_follow otherwise) and swaps it in under c->status.mu; the
+ * HTTP thread only copies the current string under that mutex, so a slow
+ * client never holds up the loop and the loop never waits on etcd for a
+ * client. Without --listen nothing is built.
+ *
+ * /status.json (application/json), "format":"ringkeeper.status.v1":
+ *   {"format","cluster","self":ID,"role":"starting"|"follower"|"leader",
+ *    "leader":null|{"id","addr"},"generated_ms":UNIX_MS,
+ *   and while leading also
+ *    "revision":N (the etcd revision shown), "health":"ok"|REASON,
+ *    "config":null|{"tokens","replicas","failure_domain","migration",
+ *                   "auto_apply","throttle":{"moves_per_node",
+ *                   "moves_per_domain","moves_per_wave","bytes_per_sec"}},
+ *    "version":N (0: no table yet),
+ *    "nodes":[{"id","addr","state","desired","labels":{K:V},"weight",
+ *              "alive":BOOL,"acked":V,"replicas":N,"target":X}],
+ *    "plan":null|{"id" ("" when refused),"state":"proposed"|"active"|
+ *              "paused"|"cancelling"|"done"|"failed"|"cancelled",
+ *              "base_version","moves_total","moves_done","lower_bound",
+ *              "waves","wave" (1-based; 0 without waves or not started),
+ *              "bytes_total","bytes_done","moves_per_s","bytes_per_s"
+ *              (averages since approval),"approved_ms","finished_ms",
+ *              "reason","violations":[TEXT]},
+ *    "history":[{"id","state","base_version","moves_total","moves_done",
+ *                "waves","approved_ms","finished_ms","reason"}]}
+ * "nodes" holds every node record, by id; "replicas" is what it owns in
+ * the table at "version" and "target" its weighted target there
+ * (rk_node_targets, the same figures as `ringctl status`; both 0 for a
+ * node not in the table). "plan" is, as in `ringctl status`, the active
+ * run, else the proposed plan, else the last finished run. "history" is
+ * plan/history/ newest first, at most STATUS_HISTORY_MAX entries. Strings
+ * are JSON-escaped by cJSON; the page puts every value into the document
+ * as text (textContent), never as markup.
+ */
+#include "coord.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#ifndef STATUS_HISTORY_MAX
+#define STATUS_HISTORY_MAX 10 /* finished runs listed */
+#endif
+#ifndef STATUS_REFRESH_MS
+#define STATUS_REFRESH_MS 1000 /* rebuild at least this often (rates, clocks) */
+#endif
+#ifndef STATUS_HISTORY_EVERY_MS
+#define STATUS_HISTORY_EVERY_MS 30000 /* re-read history even when its keys look the same */
+#endif
+
+#define JSON_TYPE "application/json"
+#define HTML_TYPE "text/html; charset=utf-8"
+
+/* ------------------------------------------------------------ /status.json */
+
+/* Swaps o's text in as the published JSON (o is deleted either way); on a
+ * failed print the old text stays. */
+static void publish(coord *c, cJSON *o) {
+  char *json = o != NULL ? cJSON_PrintUnformatted(o) : NULL;
+  cJSON_Delete(o);
+  if (json == NULL)
+    return;
+  pthread_mutex_lock(&c->status.mu);
+  char *old = c->status.json;
+  c->status.json = json;
+  pthread_mutex_unlock(&c->status.mu);
+  cJSON_free(old);
+}
+
+/* What every view starts with; leader NULL when nobody leads (or it is
+ * not known yet). */
+static cJSON *head(const coord *c, const char *role, const rk_leader *leader) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "format", "ringkeeper.status.v1");
+  cJSON_AddStringToObject(o, "cluster", c->o.cluster);
+  cJSON_AddStringToObject(o, "self", c->o.id);
+  cJSON_AddStringToObject(o, "role", role);
+  if (leader != NULL) {
+    cJSON *l = cJSON_AddObjectToObject(o, "leader");
+    cJSON_AddStringToObject(l, "id", leader->id);
+    cJSON_AddStringToObject(l, "addr", leader->addr);
+  } else {
+    cJSON_AddNullToObject(o, "leader");
+  }
+  cJSON_AddNumberToObject(o, "generated_ms", (double)rd_wall_ms());
+  return o;
+}
+
+/* ------------------------------------------------------- the leader's view */
+
+static cJSON *config_json(const rk_state *s) {
+  if (!s->has_config)
+    return cJSON_CreateNull();
+  const rk_config *k = &s->config;
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "tokens", k->tokens);
+  cJSON_AddNumberToObject(o, "replicas", k->replicas);
+  cJSON_AddStringToObject(o, "failure_domain", k->failure_domain);
+  cJSON_AddStringToObject(o, "migration", rk_migration_name(k->migration));
+  cJSON_AddBoolToObject(o, "auto_apply", k->auto_apply);
+  cJSON *t = cJSON_AddObjectToObject(o, "throttle");
+  cJSON_AddNumberToObject(t, "moves_per_node", k->throttle.moves_per_node);
+  cJSON_AddNumberToObject(t, "moves_per_domain", k->throttle.moves_per_domain);
+  cJSON_AddNumberToObject(t, "moves_per_wave", k->throttle.moves_per_wave);
+  cJSON_AddNumberToObject(t, "bytes_per_sec", (double)k->throttle.bytes_per_sec);
+  return o;
+}
+
+/* Node record i of s against t (NULL: no table) and t's targets (NULL:
+ * none known). */
+static cJSON *node_json(const rk_state *s, uint32_t i, const ring_table *t, const double *targets) {
+  const rk_node *n = &s->nodes[i];
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "id", n->id);
+  cJSON_AddStringToObject(o, "addr", n->addr);
+  cJSON_AddStringToObject(o, "state", ring_node_state_name(n->state));
+  cJSON_AddStringToObject(o, "desired", rk_desired_name(n->desired));
+  cJSON *labels = cJSON_AddObjectToObject(o, "labels");
+  for (uint32_t k = 0; k < n->labels.n; k++)
+    cJSON_AddStringToObject(labels, n->labels.key[k], n->labels.value[k]);
+  cJSON_AddNumberToObject(o, "weight", n->weight);
+  cJSON_AddBoolToObject(o, "alive", rk_state_alive(s, n->id) != NULL);
+  cJSON_AddNumberToObject(o, "acked", (double)rk_state_ack(s, n->id));
+  int index = t != NULL ? ring_table_find_node(t, n->id) : RING_ENOTFOUND;
+  cJSON_AddNumberToObject(o, "replicas",
+                          index < 0 ? 0 : ring_table_node_replicas(t, (uint16_t)index));
+  cJSON_AddNumberToObject(o, "target", index < 0 || targets == NULL ? 0 : targets[index]);
+  return o;
+}
+
+/* n per second over [from_ms, to_ms] (wall clock); 0 without a span. */
+static double per_s(double n, uint64_t from_ms, uint64_t to_ms) {
+  return from_ms != 0 && to_ms > from_ms ? n * 1000.0 / (double)(to_ms - from_ms) : 0;
+}
+
+/* A run: what the history lists, and with `panel` what the plan panel
+ * shows besides. */
+static cJSON *run_json(const rk_run *r, bool panel) {
+  const rk_plan_doc *p = &r->plan;
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "id", p->id);
+  cJSON_AddStringToObject(o, "state", rk_run_state_name(r->state));
+  cJSON_AddNumberToObject(o, "base_version", (double)p->base_version);
+  cJSON_AddNumberToObject(o, "moves_total", p->moves_total);
+  cJSON_AddNumberToObject(o, "moves_done", r->cursor.moves_done);
+  cJSON_AddNumberToObject(o, "waves", p->waves);
+  cJSON_AddNumberToObject(o, "approved_ms", (double)r->approved_ms);
+  cJSON_AddNumberToObject(o, "finished_ms", (double)r->finished_ms);
+  cJSON_AddStringToObject(o, "reason", r->reason);
+  if (!panel)
+    return o;
+  uint32_t wave = r->state == RK_RUN_DONE ? p->waves : r->cursor.wave + 1;
+  uint64_t end = r->finished_ms != 0 ? r->finished_ms : rd_wall_ms();
+  cJSON_AddNumberToObject(o, "lower_bound", p->lower_bound);
+  cJSON_AddNumberToObject(o, "wave", p->waves == 0 ? 0 : wave < p->waves ? wave : p->waves);
+  cJSON_AddNumberToObject(o, "bytes_total", (double)p->bytes);
+  cJSON_AddNumberToObject(o, "bytes_done", (double)r->cursor.bytes_done);
+  cJSON_AddNumberToObject(o, "moves_per_s", per_s(r->cursor.moves_done, r->approved_ms, end));
+  cJSON_AddNumberToObject(o, "bytes_per_s",
+                          per_s((double)r->cursor.bytes_done, r->approved_ms, end));
+  cJSON_AddArrayToObject(o, "violations");
+  return o;
+}
+
+/* The proposed plan, in the shape of a run that has not started. */
+static cJSON *proposed_json(const rk_plan_doc *d) {
+  rk_run r = {.plan = *d, .state = RK_RUN_ACTIVE}; /* borrows d: never freed here */
+  cJSON *o = run_json(&r, true);
+  cJSON_ReplaceItemInObject(o, "state", cJSON_CreateString("proposed"));
+  cJSON_ReplaceItemInObject(o, "wave", cJSON_CreateNumber(0)); /* not started */
+  cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "violations");
+  for (uint32_t i = 0; i < d->n_violations && i < RK_VIOLATIONS_MAX; i++)
+    cJSON_AddItemToArray(v, cJSON_CreateString(d->violations[i]));
+  return o;
+}
+
+/* As `ringctl status`: the active run, else the proposed plan, else the
+ * last finished run (a copy of the history's first entry). */
+static cJSON *plan_json(const coord *c, const rk_state *s) {
+  if (s->has_active)
+    return run_json(&s->active, true);
+  if (s->has_proposed)
+    return proposed_json(&s->proposed);
+  const cJSON *last = c->status.last_run;
+  return last != NULL ? cJSON_Duplicate(last, true) : cJSON_CreateNull();
+}
+
+/* A key for what a table's targets depend on: T, R, the domain level and
+ * each node's id, weight, state and domain. */
+static uint64_t targets_key(const ring_table *t) {
+  XXH3_state_t *h = XXH3_createState();
+  if (h == NULL)
+    return 0;
+  XXH3_64bits_reset(h);
+  uint32_t n = ring_table_node_count(t),
+           dims[3] = {ring_table_tokens(t), ring_table_replicas(t), n};
+  const char *level = ring_table_failure_domain(t);
+  XXH3_64bits_update(h, dims, sizeof dims);
+  XXH3_64bits_update(h, level, strlen(level) + 1);
+  for (uint32_t i = 0; i < n; i++) {
+    uint16_t k = (uint16_t)i;
+    const char *id = ring_table_node_id(t, k),
+               *dom = level[0] ? ring_table_node_label(t, k, level) : NULL;
+    double w = ring_table_node_weight(t, k);
+    int st = (int)ring_table_node_state(t, k);
+    XXH3_64bits_update(h, id, strlen(id) + 1);
+    XXH3_64bits_update(h, &w, sizeof w);
+    XXH3_64bits_update(h, &st, sizeof st);
+    XXH3_64bits_update(h, dom != NULL ? dom : "", dom != NULL ? strlen(dom) + 1 : 0);
+  }
+  uint64_t key = XXH3_64bits_digest(h);
+  XXH3_freeState(h);
+  return key | 1; /* never 0, which means "none" */
+}
+
+/* Recomputes the targets when t's membership changed: a no-change plan
+ * is not free on a large table, and versions change on every wave. Out of
+ * memory, st->targets is NULL (targets show as 0) until the next try. */
+static void refresh_targets(coord_status *st, const ring_table *t) {
+  uint64_t key = t != NULL ? targets_key(t) : 0;
+  if (key == st->targets_key)
+    return;
+  uint32_t n = t != NULL ? ring_table_node_count(t) : 0;
+  free(st->targets);
+  st->targets = calloc(n ? n : 1, sizeof *st->targets);
+  st->targets_key = st->targets != NULL ? key : 0;
+  if (t != NULL && st->targets != NULL)
+    rk_node_targets(t, st->targets);
+}
+
+static uint64_t run_time(const rk_run *r) {
+  return r->finished_ms != 0 ? r->finished_ms : r->updated_ms;
+}
+
+static int newest_first(const void *pa, const void *pb) {
+  uint64_t a = run_time(pa), b = run_time(pb);
+  if (a != b)
+    return a > b ? -1 : 1;
+  return strcmp(((const rk_run *)pa)->plan.id, ((const rk_run *)pb)->plan.id);
+}
+
+/* Rebuilds the history's JSON from plan/history/'s values (r), newest
+ * first; values that do not decode are left out (and logged at debug). */
+static void history_from(coord_status *st, const ring_kvs *r) {
+  rk_run *runs = calloc(r->n ? r->n : 1, sizeof *runs);
+  cJSON *list = cJSON_CreateArray();
+  uint32_t n = 0;
+  for (uint32_t i = 0; runs != NULL && i < r->n; i++) {
+    ring_error e = {0};
+    const ring_kv *kv = &r->kvs[i];
+    if (rk_run_decode((const char *)kv->value, kv->value_len, &runs[n], &e) == RING_OK)
+      n++;
+    else
+      rd_log(RD_DEBUG, "status page: skipping a history entry", "key", (const char *)kv->key, "err",
+             e.message, NULL);
+  }
+  if (runs == NULL || list == NULL) {
+    cJSON_Delete(list);
+    free(runs);
+    return; /* out of memory: the old history stays */
+  }
+  qsort(runs, n, sizeof *runs, newest_first);
+  for (uint32_t i = 0; i < n && i < STATUS_HISTORY_MAX; i++)
+    cJSON_AddItemToArray(list, run_json(&runs[i], false));
+  cJSON_Delete(st->history);
+  cJSON_Delete(st->last_run);
+  st->history = list;
+  st->last_run = n > 0 ? run_json(&runs[0], true) : NULL;
+  for (uint32_t i = 0; i < n; i++)
+    rk_run_free(&runs[i]);
+  free(runs);
+}
+
+/* Reads plan/history/ again when its keys changed (a run ended, retention
+ * trimmed it) or STATUS_HISTORY_EVERY_MS passed: a keys-only read first, so
+ * the values are fetched only then. A failed read keeps what was shown. */
+static void refresh_history(coord *c, uint64_t now_ms) {
+  coord_status *st = &c->status;
+  char prefix[RK_KEY_MAX];
+  int len = coord_key(c, prefix, "plan/history/");
+  ring_range_opts o = {.prefix = true, .keys_only = true};
+  ring_kvs r;
+  if (len < 0 || ring_etcd_range(c->etcd, prefix, (size_t)len, &o, &r, NULL) != RING_OK)
+    return;
+  int64_t newest = 0;
+  for (uint32_t i = 0; i < r.n; i++)
+    newest = r.kvs[i].mod_revision > newest ? r.kvs[i].mod_revision : newest;
+  uint32_t count = r.n;
+  ring_kvs_free(&r);
+  if (st->history != NULL && count == st->history_keys && newest == st->history_mod &&
+      now_ms - st->history_ms < STATUS_HISTORY_EVERY_MS)
+    return;
+  o.keys_only = false;
+  if (ring_etcd_range(c->etcd, prefix, (size_t)len, &o, &r, NULL) != RING_OK)
+    return;
+  history_from(st, &r);
+  ring_kvs_free(&r);
+  st->history_keys = count;
+  st->history_mod = newest;
+  st->history_ms = now_ms;
+}
+
+static cJSON *leader_json(coord *c, const rk_state *s, const ring_table *t) {
+  cJSON *o = head(c, "leader", s->has_leader ? &s->leader : NULL);
+  rd_text health = {0};
+  rd_health_text(&c->health, &health);
+  if (health.len > 0 && health.data[health.len - 1] == '\n')
+    health.data[--health.len] = '\0';
+  cJSON_AddNumberToObject(o, "revision", (double)s->revision);
+  cJSON_AddStringToObject(o, "health", health.data != NULL ? health.data : "");
+  free(health.data);
+  cJSON_AddItemToObject(o, "config", config_json(s));
+  cJSON_AddNumberToObject(o, "version", (double)s->version);
+  cJSON *nodes = cJSON_AddArrayToObject(o, "nodes");
+  for (uint32_t i = 0; i < s->n_nodes; i++)
+    cJSON_AddItemToArray(nodes, node_json(s, i, t, c->status.targets));
+  cJSON_AddItemToObject(o, "plan", plan_json(c, s));
+  cJSON_AddItemToObject(o, "history",
+                        c->status.history != NULL ? cJSON_Duplicate(c->status.history, true)
+                                                  : cJSON_CreateArray());
+  return o;
+}
+
+void coord_status_observe(coord *c, const rk_state *s) {
+  coord_status *st = &c->status;
+  uint64_t now = rd_now_ms();
+  if (c->o.listen == NULL ||
+      (st->leading && s->revision == st->revision && now - st->built_ms < STATUS_REFRESH_MS))
+    return;
+  /* right after a publish c->table is ahead of s: show no table rather
+   * than another version's */
+  const ring_table *t =
+      c->table != NULL && ring_table_version(c->table) == s->version ? c->table : NULL;
+  refresh_targets(st, t);
+  refresh_history(c, now);
+  publish(c, leader_json(c, s, t));
+  st->leading = true;
+  st->revision = s->revision;
+  st->built_ms = now;
+}
+
+/* ------------------------------------------------------ a follower's view */
+
+void coord_status_follow(coord *c) {
+  coord_status *st = &c->status;
+  uint64_t now = rd_now_ms();
+  if (c->o.listen == NULL ||
+      (!st->leading && st->built_ms != 0 && now - st->built_ms < STATUS_REFRESH_MS))
+    return;
+  char key[RK_KEY_MAX];
+  int len = coord_key(c, key, "leader");
+  ring_kv kv = {0};
+  rk_leader leader;
+  bool known = false;
+  if (len >= 0 && ring_etcd_leader(c->etcd, key, &kv, NULL) == RING_OK) {
+    known = rk_leader_decode((const char *)kv.value, kv.value_len, &leader, NULL) == RING_OK;
+    ring_kv_free(&kv);
+  }
+  publish(c, head(c, "follower", known ? &leader : NULL));
+  st->leading = false;
+  st->revision = 0;
+  st->built_ms = now;
+}
+
+/* ---------------------------------------------------------------- the page */
+
+/* The page: static (nothing of the cluster is in it), so it needs no
+ * escaping; its script puts every value of /status.json into the document
+ * as text. */
+static const char page[] =
+    "<!DOCTYPE html>\n"
+    "<html lang=\"en\">\n"
+    "<head>\n"
+    "<meta charset=\"utf-8\">\n"
+    "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+    "<title>Ringkeeper status</title>\n"
+    "<style>\n"
+    "body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222;background:#fafafa}\n"
+    "h1{font-size:1.3em;margin:0 0 .3em}\n"
+    "h2{font-size:1.05em;margin:1.4em 0 .4em}\n"
+    "table{border-collapse:collapse;background:#fff}\n"
+    "th,td{padding:.25em .7em;border-bottom:1px solid #ddd;text-align:left;white-space:nowrap}\n"
+    "th{background:#eee;font-weight:600}\n"
+    "td.num{text-align:right;font-variant-numeric:tabular-nums}\n"
+    ".muted{color:#777}\n"
+    ".bad{color:#b00020}\n"
+    ".ok{color:#087f23}\n"
+    ".bar{position:relative;display:inline-block;width:12em;height:.8em;background:#e4e4e4;"
+    "vertical-align:middle}\n"
+    ".bar>.fill{position:absolute;left:0;top:0;bottom:0;background:#3b7dd8}\n"
+    ".bar>.mark{position:absolute;top:-.2em;bottom:-.2em;width:2px;background:#222}\n"
+    "#banner{padding:.5em .8em;margin:.6em 0;background:#fff3cd;border:1px solid "
+    "#e0c060;display:none}\n"
+    "dl{display:grid;grid-template-columns:max-content auto;gap:.15em 1em;margin:0}\n"
+    "dt{color:#555}\n"
+    "dd{margin:0}\n"
+    "</style>\n"
+    "</head>\n"
+    "<body>\n"
+    "<h1>Ringkeeper <span id=\"cluster\">&hellip;</span></h1>\n"
+    "<div id=\"summary\" class=\"muted\">\n"
+    "coordinator <span id=\"self\"></span>: <span id=\"role\">loading</span>;\n"
+    "leader <span id=\"leader\"></span>;\n"
+    "version <span id=\"version\"></span>;\n"
+    "health <span id=\"health\"></span>;\n"
+    "updated <span id=\"updated\"></span>\n"
+    "<span id=\"error\" class=\"bad\"></span>\n"
+    "</div>\n"
+    "<div id=\"banner\"></div>\n"
+    "<h2>Nodes</h2>\n"
+    "<table id=\"nodes\">\n"
+    "<thead><tr><th>id</th><th>state</th><th>labels</th><th>weight</th><th>alive</th><th>acked</"
+    "th><th>replicas</th><th>target</th><th>owned against target</th></tr></thead>\n"
+    "<tbody></tbody>\n"
+    "</table>\n"
+    "<h2>Plan</h2>\n"
+    "<dl id=\"plan\">\n"
+    "<dt>id</dt><dd id=\"plan-id\"></dd>\n"
+    "<dt>state</dt><dd id=\"plan-state\">none</dd>\n"
+    "<dt>moves</dt><dd><span id=\"plan-moves\"></span> <span class=\"bar\" id=\"plan-bar\"><span "
+    "class=\"fill\"></span></span></dd>\n"
+    "<dt>wave</dt><dd id=\"plan-wave\"></dd>\n"
+    "<dt>rate</dt><dd id=\"plan-rate\"></dd>\n"
+    "<dt>note</dt><dd id=\"plan-note\"></dd>\n"
+    "</dl>\n"
+    "<h2>Last runs</h2>\n"
+    "<table id=\"history\">\n"
+    "<thead><tr><th>plan</th><th>state</th><th>base</th><th>moves</th><th>waves</th><th>finished</"
+    "th><th>reason</th></tr></thead>\n"
+    "<tbody></tbody>\n"
+    "</table>\n"
+    "<script>\n"
+    "\"use strict\";\n"
+    "/* Every value reaches the page through textContent: nothing from the\n"
+    "   cluster is ever parsed as HTML. */\n"
+    "function $(id) { return document.getElementById(id); }\n"
+    "function text(id, v) { $(id).textContent = v === undefined || v === null ? \"\" : String(v); "
+    "}\n"
+    "function cell(tr, v, cls) {\n"
+    "  var td = document.createElement(\"td\");\n"
+    "  td.textContent = v === undefined || v === null ? \"\" : String(v);\n"
+    "  if (cls) td.className = cls;\n"
+    "  tr.appendChild(td);\n"
+    "  return td;\n"
+    "}\n"
+    "function bar(frac, mark) {\n"
+    "  var b = document.createElement(\"span\"), f = document.createElement(\"span\");\n"
+    "  b.className = \"bar\";\n"
+    "  f.className = \"fill\";\n"
+    "  f.style.width = Math.max(0, Math.min(1, frac)) * 100 + \"%\";\n"
+    "  b.appendChild(f);\n"
+    "  if (mark !== undefined) {\n"
+    "    var m = document.createElement(\"span\");\n"
+    "    m.className = \"mark\";\n"
+    "    m.style.left = Math.max(0, Math.min(1, mark)) * 100 + \"%\";\n"
+    "    b.appendChild(m);\n"
+    "  }\n"
+    "  return b;\n"
+    "}\n"
+    "function when(ms) { return ms ? new Date(ms).toISOString().replace(\"T\", \" "
+    "\").replace(/\\.\\d+Z$/, \"Z\") : \"\"; }\n"
+    "function bytes(n) {\n"
+    "  var u = [\"B\", \"KiB\", \"MiB\", \"GiB\", \"TiB\"], i = 0;\n"
+    "  while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }\n"
+    "  return (i ? n.toFixed(1) : String(Math.round(n))) + \" \" + u[i];\n"
+    "}\n"
+    "function labels(o) {\n"
+    "  var k = Object.keys(o || {}).sort(), out = [];\n"
+    "  for (var i = 0; i < k.length; i++) out.push(k[i] + \"=\" + o[k[i]]);\n"
+    "  return out.join(\",\");\n"
+    "}\n"
+    "function nodes(list) {\n"
+    "  var body = $(\"nodes\").tBodies[0], scale = 0, i, n;\n"
+    "  body.textContent = \"\";\n"
+    "  for (i = 0; i < list.length; i++) scale = Math.max(scale, list[i].replicas, "
+    "list[i].target);\n"
+    "  for (i = 0; i < list.length; i++) {\n"
+    "    n = list[i];\n"
+    "    var tr = document.createElement(\"tr\");\n"
+    "    tr.setAttribute(\"data-node\", n.id);\n"
+    "    cell(tr, n.id, \"id\");\n"
+    "    cell(tr, n.state + (n.desired && n.desired !== \"active\" ? \" (wants \" + n.desired + "
+    "\")\" : \"\"), \"state\");\n"
+    "    cell(tr, labels(n.labels), \"labels\");\n"
+    "    cell(tr, n.weight, \"num weight\");\n"
+    "    cell(tr, n.alive ? \"yes\" : \"no\", n.alive ? \"alive ok\" : \"alive bad\");\n"
+    "    cell(tr, n.acked, \"num acked\");\n"
+    "    cell(tr, n.replicas, \"num replicas\");\n"
+    "    cell(tr, n.target.toFixed(1), \"num target\");\n"
+    "    cell(tr, \"\", \"share\").appendChild(bar(scale ? n.replicas / scale : 0, scale ? "
+    "n.target / scale : 0));\n"
+    "    body.appendChild(tr);\n"
+    "  }\n"
+    "  if (!list.length) {\n"
+    "    var empty = document.createElement(\"tr\");\n"
+    "    cell(empty, \"no nodes yet: agents register themselves\", \"muted\").colSpan = 9;\n"
+    "    body.appendChild(empty);\n"
+    "  }\n"
+    "}\n"
+    "function plan(p) {\n"
+    "  if (!p) {\n"
+    "    [\"plan-id\", \"plan-moves\", \"plan-wave\", \"plan-rate\", "
+    "\"plan-note\"].forEach(function (id) { text(id, \"\"); });\n"
+    "    text(\"plan-state\", \"none\");\n"
+    "    $(\"plan-bar\").firstChild.style.width = \"0\";\n"
+    "    return;\n"
+    "  }\n"
+    "  text(\"plan-id\", p.id || \"(refused)\");\n"
+    "  text(\"plan-state\", p.state);\n"
+    "  text(\"plan-moves\", p.moves_done + \"/\" + p.moves_total);\n"
+    "  $(\"plan-bar\").firstChild.style.width = (p.moves_total ? p.moves_done / p.moves_total : 1) "
+    "* 100 + \"%\";\n"
+    "  text(\"plan-wave\", p.waves ? p.wave + \" of \" + p.waves : \"no waves\");\n"
+    "  var rate = p.moves_per_s ? p.moves_per_s.toFixed(1) + \" moves/s\" : \"\";\n"
+    "  if (p.bytes_per_s) rate += \", \" + bytes(p.bytes_per_s) + \"/s\";\n"
+    "  text(\"plan-rate\", rate);\n"
+    "  var note = (p.reason || \"\") + (p.violations && p.violations.length ? \" \" + "
+    "p.violations.join(\"; \") : \"\");\n"
+    "  text(\"plan-note\", note);\n"
+    "}\n"
+    "function history(list) {\n"
+    "  var body = $(\"history\").tBodies[0];\n"
+    "  body.textContent = \"\";\n"
+    "  for (var i = 0; i < list.length; i++) {\n"
+    "    var r = list[i], tr = document.createElement(\"tr\");\n"
+    "    tr.setAttribute(\"data-run\", r.id);\n"
+    "    cell(tr, r.id, \"id\");\n"
+    "    cell(tr, r.state, \"state\");\n"
+    "    cell(tr, r.base_version, \"num base\");\n"
+    "    cell(tr, r.moves_done + \"/\" + r.moves_total, \"num moves\");\n"
+    "    cell(tr, r.waves, \"num waves\");\n"
+    "    cell(tr, when(r.finished_ms), \"finished\");\n"
+    "    cell(tr, r.reason, \"reason\");\n"
+    "    body.appendChild(tr);\n"
+    "  }\n"
+    "}\n"
+    "function render(s) {\n"
+    "  text(\"cluster\", s.cluster);\n"
+    "  text(\"self\", s.self);\n"
+    "  text(\"role\", s.role);\n"
+    "  text(\"leader\", s.leader ? s.leader.id : \"none\");\n"
+    "  text(\"updated\", when(s.generated_ms));\n"
+    "  text(\"error\", \"\");\n"
+    "  var banner = $(\"banner\");\n"
+    "  if (s.role !== \"leader\") {\n"
+    "    banner.textContent = s.role === \"follower\"\n"
+    "      ? \"follower, leader is \" + (s.leader ? s.leader.id + (s.leader.addr ? \" at \" + "
+    "s.leader.addr : \"\") : \"nobody yet\")\n"
+    "      : \"starting: no view of the cluster yet\";\n"
+    "    banner.style.display = \"block\";\n"
+    "  } else {\n"
+    "    banner.style.display = \"none\";\n"
+    "  }\n"
+    "  if (s.role !== \"leader\") return;\n"
+    "  text(\"version\", s.version);\n"
+    "  text(\"health\", s.health);\n"
+    "  $(\"health\").className = s.health === \"ok\" ? \"ok\" : \"bad\";\n"
+    "  nodes(s.nodes || []);\n"
+    "  plan(s.plan);\n"
+    "  history(s.history || []);\n"
+    "}\n"
+    "function poll() {\n"
+    "  fetch(\"status.json\", { cache: \"no-store\" })\n"
+    "    .then(function (r) { if (!r.ok) throw new Error(\"HTTP \" + r.status); return r.json(); "
+    "})\n"
+    "    .then(render)\n"
+    "    .catch(function (e) { text(\"error\", \"(stale: \" + e.message + \")\"); })\n"
+    "    .then(function () { setTimeout(poll, 1000); });\n"
+    "}\n"
+    "poll();\n"
+    "</script>\n"
+    "</body>\n"
+    "</html>\n";
+
+unsigned coord_status_page(void *ud, const char *path, rd_text *t, const char **type) {
+  coord *c = ud;
+  if (strcmp(path, "/status.json") != 0) {
+    *type = HTML_TYPE;
+    rd_text_printf(t, "%s", page);
+    return 200;
+  }
+  *type = JSON_TYPE;
+  pthread_mutex_lock(&c->status.mu);
+  rd_text_printf(t, "%s", c->status.json != NULL ? c->status.json : "{}");
+  pthread_mutex_unlock(&c->status.mu);
+  return 200;
+}
+
+const rd_http_route *coord_status_routes(coord *c) {
+  const rd_http_route routes[] = {{"/", coord_status_page, c},
+                                  {"/status", coord_status_page, c},
+                                  {"/status.json", coord_status_page, c},
+                                  {NULL, NULL, NULL}};
+  memcpy(c->status.routes, routes, sizeof routes);
+  return c->status.routes;
+}
+
+int coord_status_init(coord *c) {
+  coord_status *st = &c->status;
+  memset(st, 0, sizeof *st);
+  int rc = pthread_mutex_init(&st->mu, NULL);
+  if (rc == 0)
+    publish(c, head(c, "starting", NULL));
+  return rc;
+}
+
+void coord_status_free(coord *c) {
+  coord_status *st = &c->status;
+  pthread_mutex_destroy(&st->mu);
+  cJSON_free(st->json);
+  cJSON_Delete(st->history);
+  cJSON_Delete(st->last_run);
+  free(st->targets);
+  memset(st, 0, sizeof *st);
+}

@@ -1,0 +1,499 @@
+/*
+ * test_status_page.c: ring-coordinator's status page, end to end. Real
+ * etcd, a real coordinator with --listen and --auto-apply, fake agents
+ * (tests/common/fake_agent.h). /status.json is checked with libcurl and
+ * cJSON; the page itself is loaded in headless Chromium (--dump-dom after
+ * its script ran) and what it shows is checked against the table in etcd:
+ * every node's token-replicas and weighted target (recomputed here by
+ * env_targets, apart from the coordinator's own computation), the version
+ * and the plan. A joining node shows up, with its plan active while its
+ * progress is held and done after. A second coordinator's page says it
+ * follows, and its (hostile) name shows as text, not markup.
+ *
+ * Without /usr/bin/chromium the page checks are skipped with a message,
+ * unless RING_REQUIRE_CHROMIUM is set (CI installs it: deploy/install-deps.sh).
+ *
+ * Sections: reading /status.json; Chromium; reading the DOM; checks; the test.
+ */
+#include "coord_env.h"
+
+#define CHROMIUM "/usr/bin/chromium"
+#define DOM_TIMEOUT_S 90
+
+/* ------------------------------------------------------ reading /status.json */
+
+/* GET http://<listen>/<path>; the body (malloc()'ed) and the status. */
+static char *get(int coord, const char *path, long *status, char type[128]) {
+  char url[128], *body = NULL;
+  snprintf(url, sizeof url, "http://%s%s", env.listen[coord], path);
+  CURL *h = curl_easy_init();
+  proc_buf b = {0};
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 3000L);
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, proc_buf_write);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+  *status = 0;
+  if (curl_easy_perform(h) == CURLE_OK) {
+    char *ct = NULL;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+    curl_easy_getinfo(h, CURLINFO_CONTENT_TYPE, &ct);
+    if (type != NULL)
+      snprintf(type, 128, "%s", ct != NULL ? ct : "");
+  }
+  curl_easy_cleanup(h);
+  body = b.data != NULL ? b.data : calloc(1, 1);
+  return body;
+}
+
+/* /status.json of coordinator i, parsed (cJSON_Delete it); a reply that
+ * is not 200 application/json with a JSON object fails the test. */
+static cJSON *status_json(int coord) {
+  long st;
+  char type[128] = "";
+  char *body = get(coord, "/status.json", &st, type);
+  ck_assert_msg(st == 200, "/status.json answered %ld", st);
+  ck_assert_str_eq(type, "application/json");
+  cJSON *o = cJSON_Parse(body);
+  ck_assert_msg(cJSON_IsObject(o), "/status.json is not a JSON object: %.300s", body);
+  free(body);
+  return o;
+}
+
+static const cJSON *jplan(const cJSON *s) { return jobj(s, "plan"); }
+
+/* Polls coordinator i's /status.json until it shows version v with a plan
+ * in `state` (and, when id is not NULL, that plan); returns it. */
+static cJSON *status_when(int coord, uint64_t v, const char *state, const char *id) {
+  double end = harness_now() + 15;
+  for (;;) {
+    cJSON *s = status_json(coord);
+    const cJSON *p = jplan(s);
+    if (jnum(s, "version") == (double)v && cJSON_IsObject(p) &&
+        strcmp(jstr(p, "state"), state) == 0 && (id == NULL || strcmp(jstr(p, "id"), id) == 0))
+      return s;
+    char *text = cJSON_PrintUnformatted(s);
+    bool late = harness_now() > end;
+    if (late)
+      fprintf(stderr, "last /status.json: %.2000s\n", text);
+    free(text);
+    cJSON_Delete(s);
+    ck_assert_msg(!late, "/status.json never showed version %llu with a plan %s",
+                  (unsigned long long)v, state);
+    harness_sleep_ms(100);
+  }
+}
+
+/* ------------------------------------------------------------------ Chromium */
+
+static bool have_chromium(void) {
+  if (access(CHROMIUM, X_OK) == 0)
+    return true;
+  ck_assert_msg(getenv("RING_REQUIRE_CHROMIUM") == NULL,
+                CHROMIUM " is missing and RING_REQUIRE_CHROMIUM is set");
+  return false;
+}
+
+/* The child's half: stdout is the DOM, stderr goes to the log; it dies
+ * with the test. Never returns. */
+static void chromium_child(const char *dom, const char *log, char *const argv[]) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  int out = open(dom, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  int err = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+  int in = open("/dev/null", O_RDONLY);
+  if (out < 0 || err < 0 || in < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0 || dup2(in, 0) < 0)
+    _exit(126);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  execv(argv[0], argv);
+  _exit(127);
+}
+
+/* Loads coordinator i's page in headless Chromium and returns the DOM its
+ * script left (malloc()'ed), with virtual time run ahead so that the
+ * page's fetch of /status.json is done. Bounded by DOM_TIMEOUT_S. */
+static char *page_dom(int coord) {
+  static int n;
+  char url[96], dom[200], log[200], profile[220];
+  snprintf(url, sizeof url, "http://%s/", env.listen[coord]);
+  snprintf(dom, sizeof dom, "%s/dom-%d.html", env.dir, ++n);
+  snprintf(log, sizeof log, "%s/chromium.log", env.dir);
+  snprintf(profile, sizeof profile, "--user-data-dir=%s/chromium", env.dir);
+  char *argv[] = {CHROMIUM,
+                  "--headless=new",
+                  "--no-sandbox",
+                  "--disable-gpu",
+                  "--disable-dev-shm-usage",
+                  "--no-first-run",
+                  profile,
+                  "--virtual-time-budget=5000",
+                  "--dump-dom",
+                  url,
+                  NULL};
+  proc p = {0};
+  p.pid = fork();
+  ck_assert_int_ge(p.pid, 0);
+  if (p.pid == 0)
+    chromium_child(dom, log, argv);
+  int rc = proc_wait(&p, DOM_TIMEOUT_S);
+  if (rc < 0)
+    proc_kill(&p);
+  ck_assert_msg(rc == 0, "chromium %s: exit %d after at most %d s; see %s", url, rc, DOM_TIMEOUT_S,
+                log);
+  char *text = file_slurp(dom);
+  ck_assert_msg(strstr(text, "</html>") != NULL, "chromium printed no DOM; see %s", log);
+  return text;
+}
+
+/* ---------------------------------------------------------- reading the DOM */
+
+/* The text inside the element that starts at `open` (its '<'), up to the
+ * next tag, with the entities the serializer writes decoded. */
+static void text_at(const char *open, char *out, size_t cap) {
+  const char *p = strchr(open, '>');
+  size_t n = 0;
+  for (p = p != NULL ? p + 1 : ""; *p && *p != '<' && n + 1 < cap; p++) {
+    static const struct {
+      const char *entity;
+      char c;
+    } ents[] = {{"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&nbsp;", ' '}};
+    char c = *p;
+    for (size_t e = 0; e < sizeof ents / sizeof ents[0]; e++)
+      if (strncmp(p, ents[e].entity, strlen(ents[e].entity)) == 0) {
+        c = ents[e].c;
+        p += strlen(ents[e].entity) - 1;
+        break;
+      }
+    out[n++] = c;
+  }
+  out[n] = '\0';
+}
+
+/* The text of the element with id="id" ("" when there is none). */
+static void dom_id(const char *dom, const char *id, char *out, size_t cap) {
+  char want[96];
+  snprintf(want, sizeof want, "id=\"%s\"", id);
+  const char *at = strstr(dom, want);
+  out[0] = '\0';
+  if (at != NULL)
+    text_at(at, out, cap);
+}
+
+/* The row <tr data-<attr>="value">...</tr> as a string (malloc()'ed), NULL
+ * when the page has none. */
+static char *dom_row(const char *dom, const char *attr, const char *value) {
+  char want[128];
+  snprintf(want, sizeof want, "<tr data-%s=\"%s\">", attr, value);
+  const char *at = strstr(dom, want), *end = at ? strstr(at, "</tr>") : NULL;
+  return end != NULL ? strndup(at, (size_t)(end - at)) : NULL;
+}
+
+/* True when the class attribute value cls[0..len) lists `name`. */
+static bool has_class(const char *cls, size_t len, const char *name) {
+  size_t n = strlen(name);
+  for (const char *w = cls, *end = cls + len; w < end;) {
+    size_t wl = strcspn(w, " ");
+    if (w + wl > end)
+      wl = (size_t)(end - w);
+    if (wl == n && strncmp(w, name, n) == 0)
+      return true;
+    w += wl + 1;
+  }
+  return false;
+}
+
+/* The text of the row's cell whose class list holds `name` ("" when none). */
+static void row_cell(const char *row, const char *name, char *out, size_t cap) {
+  out[0] = '\0';
+  for (const char *td = strstr(row, "<td"); td != NULL; td = strstr(td + 3, "<td")) {
+    const char *c = strstr(td, "class=\""), *gt = strchr(td, '>');
+    if (c == NULL || gt == NULL || c > gt)
+      continue;
+    c += 7;
+    const char *q = strchr(c, '"');
+    if (q != NULL && has_class(c, (size_t)(q - c), name)) {
+      text_at(td, out, cap);
+      return;
+    }
+  }
+}
+
+/* The text of cell `cls` in node id's row; a missing row fails the test. */
+static void node_cell(const char *dom, const char *id, const char *cls, char *out, size_t cap) {
+  char *row = dom_row(dom, "node", id);
+  ck_assert_msg(row != NULL, "the page shows no row for node %s", id);
+  row_cell(row, cls, out, cap);
+  free(row);
+}
+
+/* ------------------------------------------------------------------ checks */
+
+/* /status.json's fixed fields, and every node as the table in etcd has it:
+ * replicas, and targets as env_targets computes them. */
+static void check_json(const cJSON *s, const ring_table *t) {
+  ck_assert_str_eq(jstr(s, "format"), "ringkeeper.status.v1");
+  ck_assert_str_eq(jstr(s, "cluster"), ENV_CLUSTER);
+  ck_assert_str_eq(jstr(s, "self"), "coord-a");
+  ck_assert_str_eq(jstr(s, "role"), "leader");
+  ck_assert_str_eq(jstr(jobj(s, "leader"), "id"), "coord-a");
+  ck_assert_str_eq(jstr(jobj(s, "leader"), "addr"), env.listen[0]);
+  ck_assert_str_eq(jstr(s, "health"), "ok");
+  ck_assert_double_gt(jnum(s, "generated_ms"), 1.5e12);
+  ck_assert_double_gt(jnum(s, "revision"), 0);
+  const cJSON *k = jobj(s, "config");
+  ck_assert_double_eq(jnum(k, "tokens"), 256);
+  ck_assert_double_eq(jnum(k, "replicas"), 3);
+  ck_assert_str_eq(jstr(k, "failure_domain"), "zone");
+  ck_assert_str_eq(jstr(k, "migration"), "stream");
+  ck_assert(cJSON_IsTrue(jobj(k, "auto_apply")));
+  ck_assert(cJSON_IsNumber(jobj(jobj(k, "throttle"), "bytes_per_sec")));
+  ck_assert_double_eq(jnum(s, "version"), (double)ring_table_version(t));
+
+  const uint32_t n = ring_table_node_count(t);
+  double *target = calloc(n, sizeof *target);
+  env_targets(t, target);
+  const cJSON *nodes = jobj(s, "nodes"), *node;
+  ck_assert_int_eq(cJSON_GetArraySize(nodes), (int)n);
+  const char *prev = "";
+  cJSON_ArrayForEach(node, nodes) {
+    const char *id = jstr(node, "id");
+    ck_assert_msg(strcmp(prev, id) < 0, "nodes are not sorted by id: %s after %s", id, prev);
+    prev = id;
+    int i = ring_table_find_node(t, id);
+    ck_assert_msg(i >= 0, "node %s is not in the table", id);
+    ck_assert_str_eq(jstr(node, "addr"), ring_table_node_addr(t, (uint16_t)i));
+    env_node rec; /* the state is the node record's (a joining node serves in the table) */
+    ck_assert(env_node_read(id, &rec));
+    ck_assert_str_eq(jstr(node, "state"), rec.state);
+    ck_assert_str_eq(jstr(node, "desired"), "active");
+    ck_assert_str_eq(jstr(jobj(node, "labels"), "zone"),
+                     ring_table_node_label(t, (uint16_t)i, "zone"));
+    ck_assert_double_eq(jnum(node, "weight"), 1.0);
+    ck_assert(cJSON_IsTrue(jobj(node, "alive")));
+    ck_assert(cJSON_IsNumber(jobj(node, "acked")));
+    ck_assert_double_eq(jnum(node, "replicas"), ring_table_node_replicas(t, (uint16_t)i));
+    ck_assert_msg(fabs(jnum(node, "target") - target[i]) < 1e-6, "%s: target %.3f, want %.3f", id,
+                  jnum(node, "target"), target[i]);
+  }
+  free(target);
+
+  const cJSON *p = jplan(s);
+  static const char *const plan_numbers[] = {
+      "base_version", "moves_total", "moves_done",  "lower_bound", "waves",       "wave",
+      "bytes_total",  "bytes_done",  "moves_per_s", "bytes_per_s", "approved_ms", "finished_ms"};
+  for (size_t f = 0; f < sizeof plan_numbers / sizeof plan_numbers[0]; f++)
+    ck_assert_msg(cJSON_IsNumber(jobj(p, plan_numbers[f])), "plan.%s is not a number",
+                  plan_numbers[f]);
+  ck_assert(cJSON_IsString(jobj(p, "id")) && cJSON_IsString(jobj(p, "reason")));
+  ck_assert(cJSON_IsArray(jobj(p, "violations")));
+  const cJSON *h = jobj(s, "history"), *run;
+  ck_assert(cJSON_IsArray(h));
+  double newer = INFINITY;
+  cJSON_ArrayForEach(run, h) {
+    ck_assert_int_eq(strlen(jstr(run, "id")), 16);
+    ck_assert(cJSON_IsNumber(jobj(run, "moves_done")) && cJSON_IsNumber(jobj(run, "waves")));
+    ck_assert_double_le(jnum(run, "finished_ms"), newer);
+    newer = jnum(run, "finished_ms");
+  }
+}
+
+/* The page shows what /status.json says: version, plan (state, id, moves
+ * done of total), and for every node of the table its state, replicas and
+ * target (one decimal). */
+static void check_dom(const char *dom, const ring_table *t, const char *plan_state,
+                      const char *plan_id, double moves_done, double moves_total) {
+  char v[64], want[64];
+  dom_id(dom, "cluster", v, sizeof v);
+  ck_assert_str_eq(v, ENV_CLUSTER);
+  dom_id(dom, "role", v, sizeof v);
+  ck_assert_str_eq(v, "leader");
+  dom_id(dom, "version", v, sizeof v);
+  snprintf(want, sizeof want, "%llu", (unsigned long long)ring_table_version(t));
+  ck_assert_str_eq(v, want);
+  dom_id(dom, "plan-state", v, sizeof v);
+  ck_assert_str_eq(v, plan_state);
+  dom_id(dom, "plan-id", v, sizeof v);
+  ck_assert_str_eq(v, plan_id);
+  dom_id(dom, "plan-moves", v, sizeof v);
+  snprintf(want, sizeof want, "%.0f/%.0f", moves_done, moves_total);
+  ck_assert_str_eq(v, want);
+  const uint32_t n = ring_table_node_count(t);
+  double *target = calloc(n, sizeof *target);
+  env_targets(t, target);
+  for (uint32_t i = 0; i < n; i++) {
+    const char *id = ring_table_node_id(t, (uint16_t)i);
+    char *row = dom_row(dom, "node", id);
+    ck_assert_msg(row != NULL, "the page shows no row for node %s", id);
+    row_cell(row, "id", v, sizeof v);
+    ck_assert_str_eq(v, id);
+    row_cell(row, "state", v, sizeof v);
+    env_node rec;
+    ck_assert(env_node_read(id, &rec));
+    ck_assert_str_eq(v, rec.state);
+    row_cell(row, "replicas", v, sizeof v);
+    snprintf(want, sizeof want, "%u", ring_table_node_replicas(t, (uint16_t)i));
+    ck_assert_msg(strcmp(v, want) == 0, "%s shows %s replicas, the table says %s", id, v, want);
+    row_cell(row, "target", v, sizeof v);
+    snprintf(want, sizeof want, "%.1f", target[i]);
+    ck_assert_msg(strcmp(v, want) == 0, "%s shows target %s, want %s", id, v, want);
+    row_cell(row, "labels", v, sizeof v);
+    snprintf(want, sizeof want, "zone=%s", ring_table_node_label(t, (uint16_t)i, "zone"));
+    ck_assert_str_eq(v, want);
+    free(row);
+  }
+  free(target);
+}
+
+/* ------------------------------------------------------------------ the test */
+
+START_TEST(page_follows_placement_and_join) {
+  env_config k = {.tokens = 256, .replicas = 3, .down_after_ms = 1500, .auto_apply = true};
+  uint64_t v1 = env_bootstrap(&k, 4, 3, 1, "--auto-apply");
+  env_run first;
+  ck_assert_int_eq(env_history_count("done", &first), 1);
+  bool chromium = have_chromium();
+  if (!chromium)
+    fprintf(stderr,
+            "SKIP: %s is missing: the page is not loaded, only /status.json checked "
+            "(set RING_REQUIRE_CHROMIUM to make this a failure)\n",
+            CHROMIUM);
+
+  /* the first placement: the JSON and the page agree with tables/<v1> */
+  ring_table *t = env_table(v1);
+  cJSON *s = status_when(0, v1, "done", first.id);
+  check_json(s, t);
+  ck_assert_double_eq(jnum(jplan(s), "base_version"), 0);
+  ck_assert_int_eq(cJSON_GetArraySize(jobj(s, "history")), 1);
+  cJSON_Delete(s);
+  if (chromium) {
+    char *dom = page_dom(0);
+    check_dom(dom, t, "done", first.id, 0, 0);
+    char *run = dom_row(dom, "run", first.id), v[64];
+    ck_assert_msg(run != NULL, "the page lists no run %s", first.id);
+    row_cell(run, "state", v, sizeof v);
+    ck_assert_str_eq(v, "done");
+    free(run);
+    free(dom);
+  }
+  ring_table_free(t);
+
+  /* a fifth node joins; its progress is held so the run stays active */
+  fake_agent *a5 = env_agent_w("a5", "z1", 1.0, true);
+  env_run run;
+  WAIT_UNTIL(env_active(&run) && strcmp(run.phase, "pending") == 0, 20,
+             "no pending wave for a5's join");
+  uint64_t vp = env_version();
+  s = status_when(0, vp, "active", run.id);
+  const cJSON *p = jplan(s);
+  ck_assert_double_eq(jnum(p, "moves_total"), run.moves_total);
+  ck_assert_double_eq(jnum(p, "base_version"), (double)v1);
+  ck_assert_double_ge(jnum(p, "wave"), 1);
+  ck_assert_double_le(jnum(p, "wave"), jnum(p, "waves"));
+  t = env_table(vp);
+  check_json(s, t);
+  cJSON_Delete(s);
+  if (chromium) {
+    char *dom = page_dom(0), v[64];
+    check_dom(dom, t, "active", run.id, run.moves_done, run.moves_total);
+    node_cell(dom, "a5", "state", v, sizeof v);
+    ck_assert_str_eq(v, "joining");
+    free(dom);
+  }
+  ring_table_free(t);
+
+  /* released: the run reaches done and the page shows a5 with its share */
+  ck_assert_int_eq(fake_agent_hold(a5, false), RING_OK);
+  env_run join = env_wait_done(2, 60);
+  ck_assert_str_eq(join.id, run.id);
+  uint64_t v2 = env_version();
+  t = env_table(v2);
+  s = status_when(0, v2, "done", join.id);
+  check_json(s, t);
+  ck_assert_double_eq(jnum(jplan(s), "moves_done"), join.moves_total);
+  ck_assert_int_eq(cJSON_GetArraySize(jobj(s, "history")), 2);
+  ck_assert_str_eq(jstr(cJSON_GetArrayItem(jobj(s, "history"), 0), "id"), join.id);
+  cJSON_Delete(s);
+  if (chromium) {
+    char *dom = page_dom(0), v[64];
+    check_dom(dom, t, "done", join.id, join.moves_total, join.moves_total);
+    node_cell(dom, "a5", "replicas", v, sizeof v);
+    ck_assert_msg(fabs(atof(v) - 128) <= 1, "a5 shows %s replicas, its share is 128", v);
+    node_cell(dom, "a5", "target", v, sizeof v);
+    ck_assert_str_eq(v, "128.0");
+    for (int i = 0; i < 2; i++) {
+      char *r = dom_row(dom, "run", i == 0 ? first.id : join.id);
+      ck_assert_msg(r != NULL, "run %s is not listed", i == 0 ? first.id : join.id);
+      free(r);
+    }
+    free(dom);
+  }
+  ring_table_free(t);
+  env_pass();
+}
+END_TEST
+
+/* A second coordinator follows: its page names the leader and proxies
+ * nothing. Its id carries markup, which must reach the page as text. */
+START_TEST(follower_page) {
+  env_config k = {.tokens = 64, .replicas = 1, .failure_domain = "", .auto_apply = true};
+  env_bootstrap(&k, 2, 2, 1, "--auto-apply");
+  const char *hostile = "<b>&\"x"; /* markup, an entity and a quote */
+  env_coord_start(1, hostile, NULL);
+  double end = harness_now() + 10;
+  cJSON *s = NULL;
+  for (;;) {
+    s = status_json(1);
+    if (strcmp(jstr(s, "role"), "follower") == 0 &&
+        strcmp(jstr(jobj(s, "leader"), "id"), "coord-a") == 0)
+      break;
+    cJSON_Delete(s);
+    ck_assert_msg(harness_now() < end, "coordinator 1 never said it follows coord-a");
+    harness_sleep_ms(100);
+  }
+  ck_assert_str_eq(jstr(s, "self"), hostile);
+  ck_assert_str_eq(jstr(s, "cluster"), ENV_CLUSTER);
+  ck_assert_ptr_null(jobj(s, "nodes")); /* a follower shows no state of its own */
+  ck_assert_ptr_null(jobj(s, "plan"));
+  cJSON_Delete(s);
+
+  long st;
+  char type[128];
+  char *body = get(1, "/status", &st, type);
+  ck_assert_int_eq(st, 200);
+  ck_assert_str_eq(type, "text/html; charset=utf-8");
+  ck_assert_ptr_nonnull(strstr(body, "status.json"));
+  /* self-contained: nothing loaded from elsewhere */
+  ck_assert_ptr_null(strstr(body, "http:"));
+  ck_assert_ptr_null(strstr(body, "https:"));
+  ck_assert_ptr_null(strstr(body, "<link"));
+  ck_assert_ptr_null(strstr(body, " src="));
+  free(body);
+  body = get(1, "/nowhere", &st, NULL);
+  ck_assert_int_eq(st, 404);
+  free(body);
+
+  if (have_chromium()) {
+    char *dom = page_dom(1), v[128];
+    dom_id(dom, "role", v, sizeof v);
+    ck_assert_str_eq(v, "follower");
+    dom_id(dom, "banner", v, sizeof v);
+    char want[128];
+    snprintf(want, sizeof want, "follower, leader is coord-a at %s", env.listen[0]);
+    ck_assert_str_eq(v, want);
+    dom_id(dom, "self", v, sizeof v);
+    ck_assert_str_eq(v, hostile);
+    ck_assert_ptr_null(strstr(dom, "<b>")); /* text, never an element */
+    free(dom);
+  }
+  env_pass();
+}
+END_TEST
+
+int main(void) {
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  const env_test tests[] = {{page_follows_placement_and_join, 400}, {follower_page, 300}};
+  int rc = env_main("status_page", tests, 2);
+  curl_global_cleanup();
+  return rc;
+}
