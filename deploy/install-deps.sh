@@ -14,6 +14,7 @@ pkgs=(
   libmemcached-dev                  # ketama, the benchmark peer
   etcd-server etcd-client           # the source of truth (tests start their own)
   procps psmisc iproute2 curl       # process and port handling in tests and demo
+  chromium                          # headless browser: the coordinator's status page test
 )
 
 if [ "$(id -u)" -ne 0 ]; then
