@@ -57,19 +57,21 @@ enum { COORD_PLAN_NONE, COORD_PLAN_PROPOSED, COORD_PLAN_ACTIVE, COORD_PLAN_PAUSE
 /* The status page's state (coord_status.c). Locking: mu guards json only,
  * and is held just to swap or copy it; the rest belongs to the loop. */
 typedef struct coord_status {
-  pthread_mutex_t mu;
-  char *json;               /* /status.json's body (cJSON_free); never NULL after init */
-  rd_http_route routes[4];  /* /, /status, /status.json, end */
-  bool leading;             /* json is the leader's view */
-  int64_t revision;         /* the etcd revision json shows (leader's view) */
-  uint64_t built_ms;        /* rd_now_ms when json was built; 0: never */
-  uint64_t targets_key;     /* what targets were computed for; 0: none */
-  double *targets;          /* per node index of that table; NULL: none */
-  struct cJSON *history;    /* the finished runs shown, newest first; NULL: not read */
-  struct cJSON *last_run;   /* the newest of them as the plan panel shows it */
-  uint32_t history_keys;    /* plan/history/ keys and their newest mod */
-  int64_t history_mod;      /* revision when history was read */
-  uint64_t history_ms;      /* rd_now_ms of that read */
+  pthread_mutex_t mu;          /* guards json */
+  char *json;                  /* /status.json's body (cJSON_free); never NULL after init */
+  rd_http_route routes[4];     /* /, /status, /status.json, end */
+  bool leading;                /* json is the leader's view */
+  int64_t revision;            /* the etcd revision json shows (leader's view) */
+  uint64_t built_ms;           /* rd_now_ms when json was built; 0: never */
+  uint64_t targets_key;        /* what targets were computed for; 0: none */
+  double *targets;             /* per node index of that table; NULL: none */
+  struct cJSON *history;       /* the finished runs shown, newest first; NULL: not read */
+  struct cJSON *last_run;      /* the newest of them as the plan panel shows it */
+  uint32_t history_keys;       /* plan/history/ keys when history was read */
+  int64_t history_mod;         /* their newest mod revision then */
+  uint64_t history_ms;         /* rd_now_ms of that read */
+  uint64_t history_checked_ms; /* rd_now_ms when the keys were last looked at */
+  int64_t plans_mod;           /* the plan keys' mod revisions then (folded) */
 } coord_status;
 
 typedef struct coord {
@@ -174,7 +176,8 @@ const rd_http_route *coord_status_routes(coord *c);
 /* rd_page_fn: the page for / and /status, the JSON for /status.json. */
 unsigned coord_status_page(void *ud, const char *path, rd_text *t, const char **type);
 /* The loop, leading: rebuilds the leader's view from s (and c->table when
- * it is at s's version) when s is newer or the view is a second old. */
+ * it is at s's version) when s is newer (at most every 200 ms) or
+ * the view is a second old. */
 void coord_status_observe(coord *c, const rk_state *s);
 /* The loop, not leading: at most once a second, reads the leader key and
  * makes the view "follower, leader is X". */

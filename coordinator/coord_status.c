@@ -55,6 +55,9 @@
 #ifndef STATUS_REFRESH_MS
 #define STATUS_REFRESH_MS 1000 /* rebuild at least this often (rates, clocks) */
 #endif
+#ifndef STATUS_GAP_MS
+#define STATUS_GAP_MS 200 /* and at most this often: agents' writes change the state a lot */
+#endif
 #ifndef STATUS_HISTORY_EVERY_MS
 #define STATUS_HISTORY_EVERY_MS 30000 /* re-read history even when its keys look the same */
 #endif
@@ -283,10 +286,19 @@ static void history_from(coord_status *st, const ring_kvs *r) {
 }
 
 /* Reads plan/history/ again when its keys changed (a run ended, retention
- * trimmed it) or STATUS_HISTORY_EVERY_MS passed: a keys-only read first, so
- * the values are fetched only then. A failed read keeps what was shown. */
-static void refresh_history(coord *c, uint64_t now_ms) {
+ * trimmed it) or STATUS_HISTORY_EVERY_MS passed. The keys are looked at
+ * when the plan keys changed (a run ends in the txn that deletes
+ * plan/active) and otherwise once every STATUS_REFRESH_MS, keys only, so
+ * the values are fetched only when needed. A failed read keeps what was
+ * shown. */
+static void refresh_history(coord *c, const rk_state *s, uint64_t now_ms) {
   coord_status *st = &c->status;
+  int64_t plans = (s->has_active ? s->active_mod : 0) ^ (s->has_proposed ? s->proposed_mod : -1);
+  if (st->history != NULL && plans == st->plans_mod &&
+      now_ms - st->history_checked_ms < STATUS_REFRESH_MS)
+    return;
+  st->plans_mod = plans;
+  st->history_checked_ms = now_ms;
   char prefix[RK_KEY_MAX];
   int len = coord_key(c, prefix, "plan/history/");
   ring_range_opts o = {.prefix = true, .keys_only = true};
@@ -335,15 +347,16 @@ static cJSON *leader_json(coord *c, const rk_state *s, const ring_table *t) {
 void coord_status_observe(coord *c, const rk_state *s) {
   coord_status *st = &c->status;
   uint64_t now = rd_now_ms();
-  if (c->o.listen == NULL ||
-      (st->leading && s->revision == st->revision && now - st->built_ms < STATUS_REFRESH_MS))
+  uint64_t age = now - st->built_ms;
+  if (c->o.listen == NULL || (st->leading && age < STATUS_REFRESH_MS &&
+                              (s->revision == st->revision || age < STATUS_GAP_MS)))
     return;
   /* right after a publish c->table is ahead of s: show no table rather
    * than another version's */
   const ring_table *t =
       c->table != NULL && ring_table_version(c->table) == s->version ? c->table : NULL;
   refresh_targets(st, t);
-  refresh_history(c, now);
+  refresh_history(c, s, now);
   publish(c, leader_json(c, s, t));
   st->leading = true;
   st->revision = s->revision;

@@ -486,6 +486,9 @@ START_TEST(follower_page) {
     ck_assert_ptr_null(strstr(dom, "<b>")); /* text, never an element */
     free(dom);
   }
+  /* both stop cleanly (under ASan: without leaks) with pages served */
+  ck_assert_int_eq(proc_term(&env.coord[1], 20), 0);
+  ck_assert_int_eq(proc_term(&env.coord[0], 20), 0);
   env_pass();
 }
 END_TEST
