@@ -30,7 +30,7 @@ ctest --test-dir "$out/release" --output-on-failure -j "$jobs"
 
 echo "== 2/3 clang, ASan+UBSan, libFuzzer: all tests"
 CC=clang build "$out/asan" -DCMAKE_BUILD_TYPE=Debug -DRING_SANITIZE=ON -DRING_FUZZ=ON \
-  -DRING_FUZZ_SECONDS="${RING_FUZZ_SECONDS:-60}"
+  -DRING_FUZZ_SECONDS="${RING_FUZZ_SECONDS:-30}"
 # CK_FORK=no keeps each Check suite in one process, so LeakSanitizer sees it whole.
 CK_FORK=no ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
