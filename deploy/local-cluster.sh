@@ -450,7 +450,8 @@ cmd_up() {
   wait_for 60 "every host active" settled
   wait_kv 30
   trap - ERR
-  say "up in $((($(now_ms) - t0) / 100))e-1 s: cluster $CLUSTER, etcd $ENDPOINTS, state in $RK_HOME"
+  t0=$(($(now_ms) - t0))
+  say "up in $((t0 / 1000)).$((t0 % 1000 / 100))s: cluster $CLUSTER, etcd $ENDPOINTS, state in $RK_HOME"
   say "try: $0 status | $0 ringctl members | $0 add-node | $0 down"
 }
 
@@ -537,21 +538,19 @@ cmd_env() {
 
 # ------------------------------------------------------------------ main
 
-[ $# -ge 1 ] || usage
-cmd=$1
-shift
-# Global options may come anywhere before the command's own.
-args=()
+# --home and --build may come anywhere; the first other word is the command.
+cmd="" args=()
 BUILD=${RINGKEEPER_BUILD:-$root/build/demo}
 BASE_PORT=${RINGKEEPER_BASE_PORT:-}
 while [ $# -gt 0 ]; do
   case $1 in
-  --home) RK_HOME=$2; shift ;;
-  --build) BUILD=$2; shift ;;
-  *) args+=("$1") ;;
+  --home) RK_HOME=${2:?--home DIR}; shift ;;
+  --build) BUILD=${2:?--build DIR}; shift ;;
+  *) if [ -z "$cmd" ]; then cmd=$1; else args+=("$1"); fi ;;
   esac
   shift
 done
+[ -n "$cmd" ] || usage
 BUILD=$(cd "$BUILD" 2>/dev/null && pwd || echo "$BUILD")
 case $RK_HOME in /* ) ;; *) RK_HOME="$PWD/$RK_HOME" ;; esac
 [ "$RK_HOME" != / ] || die "--home / is not a state dir"

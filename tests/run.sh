@@ -2,7 +2,7 @@
 # Installs what is needed, then builds and runs every test three times:
 #   1. gcc, warnings as errors, the whole ctest suite (fuzz targets replay their corpus);
 #   2. clang with AddressSanitizer + UndefinedBehaviorSanitizer, the whole suite again,
-#      fuzz targets running libFuzzer for RING_FUZZ_SECONDS each (default 60);
+#      fuzz targets running libFuzzer for RING_FUZZ_SECONDS each (default 30);
 #   3. clang with ThreadSanitizer, the concurrency tests (label unit).
 # Then a quick run of each benchmark, so their figures are in the log.
 # Usage: tests/run.sh   (as root on Debian; CI runs it through .ci/run)

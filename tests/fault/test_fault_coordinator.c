@@ -56,7 +56,7 @@ START_TEST(killed) {
   e2e_reader_start(); /* reads through every trial */
   for (int k = 0; k < trials; k++) {
     unsigned seed = base + (unsigned)k;
-    long delay = (long)(rand_r(&seed) % 4000); /* an apply here takes about 4 s */
+    long delay = (long)(rand_r(&seed) % 2500); /* an apply here takes about 3 s */
     int node = (k / 2) % 4;
     ck_assert_int_eq(e2e_ringctl(NULL, 0, "weight n%d %d", node, k % 2 ? 1 : 2), 0);
     char id[24], where[96];
