@@ -50,6 +50,8 @@ static void opts_table(coord_opts *o, rd_opt *t) {
 static int opts_check(const coord_opts *o, char *msg, size_t cap) {
   if (o->endpoints == NULL || o->endpoints[0] == '\0')
     return snprintf(msg, cap, "--endpoints is required"), -1;
+  if (o->id != NULL && !rd_valid_name(o->id))
+    return snprintf(msg, cap, "--id: \"%s\" is not [a-z0-9._-]{1,63}", o->id), -1;
   if (!rd_valid_name(o->cluster))
     return snprintf(msg, cap, "--cluster NAME is required ([a-z0-9._-]{1,63})"), -1;
   if (o->log_level && rd_log_level_parse(o->log_level) < 0)
