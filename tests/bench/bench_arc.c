@@ -165,7 +165,7 @@ int main(int argc, char **argv) {
   snprintf(src, sizeof src, "%s/src", root);
   snprintf(dst, sizeof dst, "%s/dst", root);
   snprintf(cpdir, sizeof cpdir, "%s/cp", root);
-  arc_store *s, *d;
+  arc_store *s = NULL, *d = NULL;
   ring_error err;
   if (arc_store_open(src, &s, &err) != RING_OK || arc_store_open(dst, &d, &err) != RING_OK)
     die("store", err.message);
