@@ -93,19 +93,21 @@ echo "   $out/ring-before.svg"
 step "add host n4 in zone z4"
 "${lc[@]}" add-node
 echo "   waiting for the coordinator's proposal that moves arcs to n4"
-plan_json=""
+plan_json="$RK_HOME/plan.json"
+found=""
 for _ in $(seq 150); do
-  plan_json=$(rctl plan --json 2>/dev/null) &&
-    python3 -c 'import json,sys; p=json.loads(sys.argv[1]); sys.exit(0 if p.get("id") and any(m["to"]=="n4" for m in p["moves"]) else 1)' \
-      "$plan_json" && break
-  plan_json=""
+  if rctl plan --json >"$plan_json" 2>/dev/null &&
+    python3 -c 'import json,sys; p=json.load(sys.stdin); sys.exit(0 if p.get("id") and any(m["to"]=="n4" for m in p["moves"]) else 1)' <"$plan_json"; then
+    found=1
+    break
+  fi
   sleep 0.2
 done
-[ -n "$plan_json" ] || {
+[ -n "$found" ] || {
   echo "   no plan for n4 within 30s"
   exit 1
 }
-read -r plan_id moves_total lower_bound < <(python3 -c 'import json,sys; p=json.loads(sys.argv[1]); print(p["id"], p["moves_total"], p["lower_bound"])' "$plan_json")
+read -r plan_id lower_bound < <(python3 -c 'import json,sys; p=json.load(sys.stdin); print(p["id"], p["lower_bound"])' <"$plan_json")
 
 step "ringctl plan"
 rctl plan
@@ -118,16 +120,17 @@ rctl status
 step "checks"
 check "ringctl verify: every placement invariant on the live table" rctl verify
 check "ring-kv-load --verify: every one of $keys keys reads back its value" \
-  "${kvload[@]}" --verify --threads 32
+  "${kvload[@]}" --verify --threads 128
 check "every arc's replicas identical on its 3 owners" \
   python3 "$root/deploy/compare-replicas.py" --endpoints "$RK_ENDPOINTS" --cluster "$RK_CLUSTER" \
   --nodes "$RK_HOME/nodes" --new n4
 
 step "moved fraction"
-python3 - "$plan_id" "$tokens" 3 "$lower_bound" "$(rctl history --json)" <<'EOF' || failed+=("moved fraction")
+rctl history --json >"$RK_HOME/history.json"
+python3 - "$plan_id" "$tokens" 3 "$lower_bound" "$RK_HOME/history.json" <<'EOF' || failed+=("moved fraction")
 import json, sys
 plan_id, T, R, lower = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-run = next(p for p in json.loads(sys.argv[5])["plans"] if p["id"] == plan_id)
+run = next(p for p in json.load(open(sys.argv[5]))["plans"] if p["id"] == plan_id)
 moved, total, ideal = run["moves_done"], T * R, T * R / 4
 print("   plan %s %s: %d of %d token-replicas moved = %.2f%%" % (
     plan_id, run["state"], moved, total, 100.0 * moved / total))

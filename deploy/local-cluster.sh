@@ -331,20 +331,6 @@ wait_kv() {
   done
 }
 
-# proposal_covers ID...: the proposed plan's target names every ID; prints its id.
-proposal_covers() {
-  local json
-  json=$(rctl plan --json 2>/dev/null) || return 1
-  python3 -c '
-import json, sys
-p = json.loads(sys.argv[1])
-if not p.get("id"):
-    sys.exit(1)
-if not set(sys.argv[2:]) <= {m["to"] for m in p.get("moves", [])}:
-    sys.exit(1)
-print(p["id"])' "$json" "$@"
-}
-
 # settled: every host's node record is active and no plan waits.
 settled() {
   rctl status --json 2>/dev/null | python3 -c '
@@ -418,7 +404,7 @@ cmd_up() {
       cmd_status
       return 0
     fi
-    say "removing the stale state dir $RK_HOME"
+    say "removing the stale state dir $RK_HOME (nothing in it runs)"
     rm -rf "$RK_HOME"
   fi
   mkdir -p "$RK_HOME"/{run,log,conf,nodes}
@@ -511,6 +497,8 @@ cmd_down() {
     say "nothing under $RK_HOME"
     return 0
   fi
+  local t0
+  t0=$(now_ms)
   # Data plane and agents first (they revoke their leases in etcd), then
   # the coordinators, etcd last.
   # shellcheck disable=SC2046
@@ -522,11 +510,14 @@ cmd_down() {
   # shellcheck disable=SC2046
   stop_group 15 $(names_like '^etcd')
   if any_alive; then die "some processes survived SIGKILL; state kept in $RK_HOME"; fi
+  local t=$(($(now_ms) - t0))
   if [ "$keep" = 1 ]; then
-    say "stopped; state kept in $RK_HOME"
+    say "stopped in $((t / 1000)).$((t % 1000 / 100))s; state kept in $RK_HOME"
   else
+    t0=$(now_ms)
     rm -rf "$RK_HOME"
-    say "stopped; $RK_HOME removed"
+    local r=$(($(now_ms) - t0))
+    say "stopped in $((t / 1000)).$((t % 1000 / 100))s; $RK_HOME removed in $((r / 1000)).$((r % 1000 / 100))s"
   fi
 }
 
