@@ -44,6 +44,11 @@ check() { # check NAME CMD...: runs a check; a failure is recorded, not fatal
   fi
 }
 rctl() { "${lc[@]}" ringctl "$@"; }
+all_running() { # every process of the cluster is up (a ring-kv that died would show here)
+  local st
+  st=$("${lc[@]}" status 2>&1 | sed -n '/^PROCESS/,$p')
+  ! grep -q ' DOWN ' <<<"$st" || { grep ' DOWN ' <<<"$st"; return 1; }
+}
 
 step "install the Debian packages"
 bash "$root/deploy/install-deps.sh"
@@ -124,6 +129,8 @@ check "ring-kv-load --verify: every one of $keys keys reads back its value" \
 check "every arc's replicas identical on its 3 owners" \
   python3 "$root/deploy/compare-replicas.py" --endpoints "$RK_ENDPOINTS" --cluster "$RK_CLUSTER" \
   --nodes "$RK_HOME/nodes" --new n4
+
+check "every daemon still running" all_running
 
 step "moved fraction"
 rctl history --json >"$RK_HOME/history.json"
