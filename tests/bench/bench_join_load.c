@@ -93,7 +93,10 @@ START_TEST(join_under_load) {
   fflush(stdout);
   free(s);
   e2e_settle(2, 120);
-  e2e_check(false);
+  /* The load was killed mid-write: a write may have reached one owner of
+   * its key and not the other (the same value, another timestamp), so the
+   * replicas are not compared record by record; every key must read back. */
+  e2e_check(true);
   env_pass();
 }
 END_TEST

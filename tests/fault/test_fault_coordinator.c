@@ -96,6 +96,11 @@ START_TEST(frozen) {
   fprintf(stderr, "SIGCONT %s at version %" PRIu64 " (%s took over at %" PRIu64 ")\n",
           w.coord_id[leader], e2e_version(), w.coord_id[other], took_over);
   proc_signal(&w.coord[leader], SIGCONT);
+  /* thawed, it finds its lease gone and stops leading before writing again */
+  ck_assert_msg(
+      ENV_WAIT(metric_get(w.coord_listen[leader], "ring_coordinator_leader", "") == 0, 10),
+      "the thawed coordinator still says it leads");
+  ck_assert(file_contains(w.coord[leader].log, "lost leadership"));
   e2e_wait_done(id, 120);
   e2e_settle(2, 60);
   ck_assert_int_eq(e2e_leader(), other);
