@@ -169,7 +169,7 @@ static route_info route_key(kv_server *s, struct MHD_Connection *c, const char *
 
 static mhd_result do_get(kv_server *s, struct MHD_Connection *c, const route_info *ri,
                          const char *key, size_t klen) {
-  kv_value v;
+  kv_value v = {0}; /* freed on every path, found or not */
   int rc = kv_store_get(s->store, ri->token, key, klen, &v);
   reply r = {.status = 200, .version = ri->version};
   if (rc == RING_ENOTFOUND) {

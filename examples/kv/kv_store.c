@@ -252,6 +252,7 @@ int kv_store_get(kv_store *s, uint32_t token, const void *key, size_t klen, kv_v
   if (s == NULL || key == NULL || klen == 0 || klen > KV_KEY_MAX || out == NULL ||
       token >= KV_TOKENS_MAX)
     return RING_EINVAL;
+  *out = (kv_value){.data = NULL}; /* kv_value_free is safe on every path */
   kv_arc *a = kv__arc_peek(s, token);
   if (a == NULL)
     return RING_ENOTFOUND;

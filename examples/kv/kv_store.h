@@ -85,7 +85,9 @@ typedef struct kv_value {
 
 /* Reads the newest record of key in token. RING_OK with *out filled (a
  * value or a tombstone), RING_ENOTFOUND when the token holds no record of
- * the key, RING_EIO/RING_ENOMEM on failure (*out untouched then). */
+ * the key, RING_EIO/RING_ENOMEM on failure. Unless the arguments are
+ * invalid (RING_EINVAL, *out untouched), *out is initialised on every
+ * return, so kv_value_free(out) is always safe after the call. */
 int kv_store_get(kv_store *s, uint32_t token, const void *key, size_t klen, kv_value *out);
 void kv_value_free(kv_value *v);
 

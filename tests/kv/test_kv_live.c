@@ -276,6 +276,12 @@ START_TEST(load_verify_join_cutover) {
   }
   ck_assert_int_eq(raw(0, "GET", stray, 1, NULL, NULL), 421);
   ck_assert_int_eq(raw(3, "GET", stray, 1, NULL, NULL), 421); /* not in the ring at all */
+  /* An owner with no record of a key says 404 and stays up (a GET of an
+   * absent key once freed an uninitialised value). */
+  uint16_t own[1];
+  ring_lookup(v1, "never-written", strlen("never-written"), own, 1);
+  ck_assert_int_eq(raw(own[0], "GET", "never-written", 1, NULL, NULL), 404);
+  ck_assert_int_eq(raw(own[0], "GET", "never-written", 1, NULL, NULL), 404);
 
   /* v2: n3 joins as pending owner of a quarter of the tokens. */
   kv_client *b = client(true); /* stays at v1 until a server says otherwise */
