@@ -118,7 +118,7 @@ step "ringctl plan"
 rctl plan
 
 step "ringctl apply $plan_id --wait"
-timeout 900 "$RK_BIN/ringctl" --endpoints "$RK_ENDPOINTS" --cluster "$RK_CLUSTER" \
+timeout 600 "$RK_BIN/ringctl" --endpoints "$RK_ENDPOINTS" --cluster "$RK_CLUSTER" \
   apply "$plan_id" --wait
 rctl status
 

@@ -179,11 +179,17 @@ stop_group() {
     kill -TERM "$pid" 2>/dev/null && pids+=("$pid")
   done
   [ "${#pids[@]}" -gt 0 ] || return 0
-  end=$(($(now_ms) + secs * 1000))
+  local t0
+  t0=$(now_ms)
+  end=$((t0 + secs * 1000))
   while [ "$(now_ms)" -lt "$end" ]; do
     local left=()
     for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && left+=("$pid"); done
-    [ "${#left[@]}" -eq 0 ] && return 0
+    if [ "${#left[@]}" -eq 0 ]; then
+      t0=$(($(now_ms) - t0))
+      [ "$t0" -lt 3000 ] || say "$* took $((t0 / 1000)).$((t0 % 1000 / 100))s to stop"
+      return 0
+    fi
     pids=("${left[@]}")
     sleep 0.2
   done
