@@ -84,7 +84,7 @@ step "up: etcd, a coordinator, hosts n1 n2 n3 in zones z1 z2 z3 (T=$tokens, R=3)
 "${lc[@]}" up --agents 3 --tokens "$tokens" --replicas 3 \
   --throttle "--moves-per-node 512 --moves-per-wave 512"
 eval "$("${lc[@]}" env)"
-kvload=("$out/examples/kv/ring-kv-load" --endpoints "$RK_ENDPOINTS" --cluster "$RK_CLUSTER"
+kvload=(timeout 900 "$out/examples/kv/ring-kv-load" --endpoints "$RK_ENDPOINTS" --cluster "$RK_CLUSTER"
   --keys "$keys" --timeout 60s)
 rctl status
 

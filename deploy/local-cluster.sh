@@ -73,6 +73,7 @@ http_ok() { [ "$(curl -s -o /dev/null -m 2 -w '%{http_code}' "http://$1$2")" = 2
 # Listening TCP ports (decimal), from /proc (no ss/netstat needed).
 listening_ports() {
   local hex
+  # shellcheck disable=SC2013  # one hex port a word
   for hex in $(cat /proc/net/tcp /proc/net/tcp6 2>/dev/null |
     awk 'NR > 1 && $4 == "0A" { n = split($2, a, ":"); print a[n] }'); do
     echo $((16#$hex))
@@ -142,6 +143,7 @@ spawn() {
   mkdir -p "$RK_HOME/run" "$RK_HOME/log"
   echo "$addr" >"$RK_HOME/run/$name.addr"
   grep -qsx "$name" "$RK_HOME/procs" || echo "$name" >>"$RK_HOME/procs"
+  # shellcheck disable=SC2016  # $$ and $@ belong to the inner shell
   setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$RK_HOME/run/$name.pid" "$@" \
     </dev/null >>"$RK_HOME/log/$name.log" 2>&1 &
   wait_for 5 "$name to start" test -s "$RK_HOME/run/$name.pid"
@@ -419,7 +421,7 @@ cmd_up() {
   ENDPOINTS="" NODES=0
   local t0
   t0=$(now_ms)
-  trap 'say "up failed: logs are in $RK_HOME/log; run: $0 down"' ERR
+  trap '[ $? -eq 0 ] || say "up failed: logs are in $RK_HOME/log; $0 down stops what started" >&2' EXIT
 
   say "etcd: $netcd member(s)"
   start_etcd "$netcd"
@@ -441,7 +443,7 @@ cmd_up() {
   [ -n "$auto" ] || place 60
   wait_for 60 "every host active" settled
   wait_kv 30
-  trap - ERR
+  trap - EXIT
   t0=$(($(now_ms) - t0))
   say "up in $((t0 / 1000)).$((t0 % 1000 / 100))s: cluster $CLUSTER, etcd $ENDPOINTS, state in $RK_HOME"
   say "try: $0 status | $0 ringctl members | $0 add-node | $0 down"
