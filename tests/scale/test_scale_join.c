@@ -6,14 +6,19 @@
  * 10) more join and their plan is approved with `ringctl apply`. Printed:
  * for both runs the time from `apply` to the final version acked by every
  * agent, the versions published, and the etcd requests per version (the
- * etcd server's count of handled requests, and what the agents and the
+ * etcd server's count of KV operations, and what the agents and the
  * coordinator say they sent). Fails only when a run does not finish or is
  * not acked by everybody within its deadline.
  *
- * Agents hold no data: a move of a token nobody wrote is a manifest with
- * no files, so the figures are the control plane's.
+ * Agents hold no data: after the first placement every owner gets an
+ * empty arcs/<token>/ for each token it owns (as a data service holding
+ * its tokens would), so a move carries a manifest with no files and the
+ * figures are the control plane's. Without them no move could finish: a
+ * source answers 404 for an arc it has no directory for (see
+ * tests/e2e/test_e2e_membership.c, join_empty_tokens).
  */
 #define _GNU_SOURCE
+#include "check_main.h"
 #include "etcd_client.h"
 #include "etcd_harness.h"
 #include "proc_harness.h"
@@ -119,12 +124,22 @@ static void spawn_agent(int i) {
     die("cannot start agent %d", i);
 }
 
-/* Waits until `n` agents are registered. */
+/* Waits until `n` agents are registered. An agent that exited (its free
+ * port was taken meanwhile: 200+ ports are picked ahead of their bind)
+ * starts again on other ports, at most 3 times. */
 static void wait_alive(uint32_t n, double timeout_s) {
   double end = harness_now() + timeout_s;
+  static int restarts[MAX_AGENTS];
   while (count("alive/") < n) {
     if (harness_now() > end)
       die("%u of %u agents registered after %.0f s", count("alive/"), n, timeout_s);
+    for (int i = 0; i < n_agents; i++)
+      if (!proc_running(&agents[i].p)) {
+        if (restarts[i]++ == 3)
+          die("agent %s keeps exiting; see its log", agents[i].id);
+        fprintf(stderr, "agent %s exited at start; starting it again\n", agents[i].id);
+        spawn_agent(i);
+      }
     harness_sleep_ms(200);
   }
 }
@@ -165,6 +180,30 @@ static void wait_proposed(int nodes, char id[24], uint32_t *moves, double timeou
   }
 }
 
+/* An empty arcs/<token>/ on every owner of every token of the table in
+ * service. */
+static void make_empty_arcs(void) {
+  char *v = get("version"), what[48];
+  snprintf(what, sizeof what, "tables/%s", v ? v : "0");
+  free(v);
+  char *json = get(what);
+  ring_table *t = NULL;
+  if (json == NULL || ring_table_decode(json, strlen(json), &t, NULL) != RING_OK)
+    die("cannot read the table in service");
+  free(json);
+  for (uint32_t tok = 0; tok < ring_table_tokens(t); tok++)
+    for (uint32_t r = 0; r < ring_table_replicas(t); r++) {
+      int n = atoi(ring_table_node_id(t, ring_table_owner(t, tok, r)) + 1); /* s<n> */
+      char path[260];
+      snprintf(path, sizeof path, "%s/arcs", agents[n].data);
+      mkdir(path, 0755);
+      snprintf(path, sizeof path, "%s/arcs/%u", agents[n].data, tok);
+      if (mkdir(path, 0755) != 0)
+        die("mkdir %s: %s", path, strerror(errno));
+    }
+  ring_table_free(t);
+}
+
 /* Sum of every sample of `name` in the text (all label sets). */
 static double metric_sum(const char *text, const char *name) {
   double s = 0;
@@ -172,8 +211,8 @@ static double metric_sum(const char *text, const char *name) {
   for (const char *l = text; l && *l;) {
     const char *eol = strchr(l, '\n');
     if (strncmp(l, name, nl) == 0 && (l[nl] == '{' || l[nl] == ' ')) {
-      const char *sp = strrchr(l, ' ');
-      if (sp && (!eol || sp < eol))
+      const char *sp = memrchr(l, ' ', eol ? (size_t)(eol - l) : strlen(l));
+      if (sp)
         s += strtod(sp + 1, NULL);
     }
     l = eol ? eol + 1 : NULL;
@@ -191,7 +230,12 @@ static counts requests(void) {
   char hp[32];
   snprintf(hp, sizeof hp, "127.0.0.1:%d", ec.m[0].client_port);
   char *text = metrics_scrape(hp);
-  c.server = metric_sum(text, "grpc_server_handled_total");
+  /* the KV operations etcd executed (the gRPC gateway's requests are not
+   * in grpc_server_handled_total); lease keep-alives are not among them */
+  const char *ops[] = {"etcd_mvcc_range_total", "etcd_mvcc_put_total", "etcd_mvcc_txn_total",
+                       "etcd_mvcc_delete_total"};
+  for (int i = 0; i < 4; i++)
+    c.server += metric_sum(text, ops[i]);
   free(text);
   for (int i = 0; i < n_agents; i++) {
     double v = metric_get(agents[i].metrics, "ring_agent_etcd_requests_total", "");
@@ -244,25 +288,18 @@ static void apply_and_measure(const char *what, const char *id, uint32_t moves) 
   fflush(stdout);
 }
 
-int main(void) {
-  const char *on = getenv("RING_SCALE");
-  if (on == NULL || strcmp(on, "1") != 0) {
-    puts("skipped: set RING_SCALE=1 to start 100+ ring-agent processes");
-    return 0;
-  }
+START_TEST(scale_join) {
   int first = getenv("RING_SCALE_AGENTS") ? atoi(getenv("RING_SCALE_AGENTS")) : 100;
   int join = getenv("RING_SCALE_JOIN") ? atoi(getenv("RING_SCALE_JOIN")) : 10;
-  if (first < 3 || join < 1 || first + join > MAX_AGENTS)
-    return fprintf(stderr, "RING_SCALE_AGENTS >= 3, RING_SCALE_JOIN >= 1, total <= %d\n",
-                   MAX_AGENTS),
-           2;
+  ck_assert_msg(first >= 3 && join >= 1 && first + join <= MAX_AGENTS,
+                "RING_SCALE_AGENTS >= 3, RING_SCALE_JOIN >= 1, total <= %d", MAX_AGENTS);
   agents = calloc(MAX_AGENTS, sizeof *agents);
   curl_global_init(CURL_GLOBAL_DEFAULT);
   etcd_cluster_start(&ec, 1, NULL);
   etcd = test_client(ec.endpoints, 10000, 0);
   snprintf(dir, sizeof dir, "/tmp/ringkeeper-scale-XXXXXX");
   if (mkdtemp(dir) == NULL)
-    return perror("mkdtemp"), 1;
+    ck_abort_msg("mkdtemp: %s", strerror(errno));
   char path[128];
   snprintf(path, sizeof path, "%s/secret", dir);
   FILE *f = fopen(path, "w");
@@ -284,6 +321,7 @@ int main(void) {
     spawn_agent(n_agents);
   wait_alive((uint32_t)first, 120);
   printf("scale start agents=%d registered_s=%.2f\n", first, harness_now() - t);
+  fflush(stdout);
 
   snprintf(coord_listen, sizeof coord_listen, "127.0.0.1:%d", harness_free_port());
   char clog[128];
@@ -310,12 +348,14 @@ int main(void) {
   uint32_t moves = 0;
   wait_proposed(first, id, &moves, 60);
   apply_and_measure("first_placement", id, moves);
+  make_empty_arcs();
 
   t = harness_now();
   for (; n_agents < first + join; n_agents++)
     spawn_agent(n_agents);
   wait_alive((uint32_t)n_agents, 120);
   printf("scale join agents=%d registered_s=%.2f\n", join, harness_now() - t);
+  fflush(stdout);
   wait_proposed(n_agents, id, &moves, 60);
   apply_and_measure("join", id, moves);
 
@@ -325,5 +365,19 @@ int main(void) {
   if (getenv("RING_TEST_KEEP") == NULL && system(cmd) != 0)
     fprintf(stderr, "could not remove %s\n", dir);
   free(agents);
-  return 0;
+}
+END_TEST
+
+int main(void) {
+  const char *on = getenv("RING_SCALE");
+  if (on == NULL || strcmp(on, "1") != 0) {
+    puts("skipped: set RING_SCALE=1 to start 100+ ring-agent processes");
+    return 0;
+  }
+  Suite *s = suite_create("scale");
+  TCase *tc = tcase_create("join");
+  tcase_set_timeout(tc, 2400);
+  tcase_add_test(tc, scale_join);
+  suite_add_tcase(s, tc);
+  return run_suite_as(s, 1);
 }
