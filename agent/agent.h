@@ -116,6 +116,7 @@ typedef struct agent_metrics {
   _Atomic uint64_t checksum_failures; /* files refetched after a mismatch */
   _Atomic uint64_t resumed_files;     /* files continued after a restart or a break */
   _Atomic uint64_t stale_removed;     /* arcs removed because we did not own them */
+  _Atomic uint64_t empty_arcs;        /* arcs installed empty: no owner had data for them */
   _Atomic uint64_t dropped;           /* arcs dropped after the grace */
   _Atomic uint64_t held;              /* arcs installed on disk */
   _Atomic uint64_t registered;        /* 1 while alive/<id> is up */

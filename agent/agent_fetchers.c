@@ -104,10 +104,11 @@ static bool try_next_source(int rc) { return rc != RING_ENOSPC && rc != RING_EIO
  * fetch of ours verified (a copy from an earlier life of this host) is
  * removed and the fetch made again: it is never reported as it is. */
 static int fetch_one(agent *a, const char *source, const fetch_work *w, const arc_fetch_opts *fo,
-                     ring_error *err) {
+                     bool *not_held, ring_error *err) {
   for (int attempt = 0;; attempt++) {
     arc_fetch_result res = {0};
     int rc = arc_fetch(a->store, source, w->token, w->version, fo, &res, err);
+    *not_held = res.not_held;
     atomic_fetch_add(&a->m.bytes_in, res.bytes);
     atomic_fetch_add(&a->m.checksum_failures, res.checksum_failures);
     atomic_fetch_add(&a->m.resumed_files, res.resumed_files);
@@ -121,6 +122,18 @@ static int fetch_one(agent *a, const char *source, const fetch_work *w, const ar
   }
 }
 
+/* Every owner answered that it holds no data for the token (no writes
+ * ever reached it): the arc is empty, and so is the copy. Not a guess
+ * about one source: every source, each a current owner, said so. */
+static int install_empty(agent *a, const fetch_work *w, ring_error *err) {
+  int rc = arc_store_install_empty(a->store, w->token, w->version, err);
+  if (rc == RING_EEXIST && arc_store_remove(a->store, w->token) == 0)
+    rc = arc_store_install_empty(a->store, w->token, w->version, err); /* an unverified copy */
+  if (rc == RING_OK)
+    atomic_fetch_add(&a->m.empty_arcs, 1);
+  return rc;
+}
+
 /* Fetches w from its sources in order. Returns RING_OK (installed) or the
  * last source's error, with err filled; *from the index of the source. */
 static int fetch_from_sources(agent *a, const fetch_work *w, const volatile bool *stop,
@@ -128,12 +141,15 @@ static int fetch_from_sources(agent *a, const fetch_work *w, const volatile bool
   arc_fetch_opts fo = {
       .secret = a->secret, .ca_file = a->o.ca_file, .limiter = a->limiter, .stop = stop};
   int rc = RING_EUNAVAIL;
+  uint32_t absent = 0; /* sources that answered: no data for this token */
   snprintf(err->message, sizeof err->message, "no source: no other owner of the token");
   for (uint32_t i = 0; i < w->n && !*stop; i++) {
     char source[RING_ADDR_MAX + 16];
     snprintf(source, sizeof source, "%s%s", agent_tls(a) ? "https://" : "", w->sources[i]);
     *from = i;
-    rc = fetch_one(a, source, w, &fo, err);
+    bool not_held = false;
+    rc = fetch_one(a, source, w, &fo, &not_held, err);
+    absent += not_held;
     if (rc == RING_OK || *stop || !try_next_source(rc))
       break;
     if (i + 1 < w->n) {
@@ -144,6 +160,8 @@ static int fetch_from_sources(agent *a, const fetch_work *w, const volatile bool
       atomic_fetch_add(&a->m.source_switches, 1);
     }
   }
+  if (absent == w->n && w->n > 0 && !*stop)
+    rc = install_empty(a, w, err);
   return rc;
 }
 

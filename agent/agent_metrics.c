@@ -60,6 +60,8 @@ void agent_metrics_text(void *ud, rd_text *t) {
       (double)m->resumed_files);
   one(t, "ring_agent_stale_removed_total", "counter",
       "arcs removed because they were held without being owned", (double)m->stale_removed);
+  one(t, "ring_agent_empty_arcs_total", "counter",
+      "arcs installed empty because no owner held data for them", (double)m->empty_arcs);
   one(t, "ring_agent_arcs_dropped_total", "counter", "arcs removed after the drop grace",
       (double)m->dropped);
   one(t, "ring_agent_arcs_held", "gauge", "arcs installed on disk", (double)m->held);

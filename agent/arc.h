@@ -63,6 +63,11 @@ int arc_store_list(arc_store *s, uint32_t **tokens, uint32_t *n);
 /* Removes arcs/<token>/ (renamed to tmp first, so a crash leaves it
  * either installed or gone). */
 int arc_store_remove(arc_store *s, uint32_t token);
+/* Installs an empty arcs/<token>/ (through tmp/<token>.<version>/, fsynced,
+ * renamed): what a receiver holds when no owner has any data for the
+ * token. RING_EEXIST when the arc is already installed. */
+int arc_store_install_empty(arc_store *s, uint32_t token, uint64_t version,
+                            struct ring_error *err);
 /* Removes tmp/ entries not in keep (token.version names). */
 void arc_store_sweep_tmp(arc_store *s, const char *const *keep, uint32_t n_keep);
 /* Free bytes, and the size, of the store's file system (statvfs); 0 if
@@ -127,6 +132,8 @@ typedef struct arc_fetch_result {
   uint64_t bytes;            /* bytes received in this call */
   uint32_t checksum_failures; /* files refetched after a mismatch */
   uint32_t resumed_files;    /* files continued from a partial temp file */
+  bool not_held;             /* the source answered that it holds no such arc (404 on the
+                                manifest; a file vanishing mid-copy is not this) */
 } arc_fetch_result;
 
 /* Fetches arc `token` from the arc server at `source` (host:port, or a

@@ -174,6 +174,7 @@ static int fetch_manifest(fetch *f, arc_manifest *m, ring_error *err) {
   if (rc != CURLE_OK || status != 200) {
     code = f->body.oom ? ring__err(err, RING_ENOMEM, "manifest: out of memory")
                        : request_error(f, "manifest", rc, status, err);
+    f->res.not_held = code == RING_ENOTFOUND; /* the source holds no such arc at all */
   } else if ((code = arc_manifest_decode(f->body.p ? f->body.p : "", f->body.len, m, &why)) !=
              RING_OK) {
     code = ring__err(err, RING_EPROTO, "arc %" PRIu32 ": manifest from %s: %s", f->token, f->base,
@@ -386,23 +387,9 @@ static int check_space(fetch *f, const arc_manifest *m, ring_error *err) {
 /* ------------------------------------------------------------------ install */
 
 static int install(fetch *f, ring_error *err) {
-  char dst[4096];
-  snprintf(dst, sizeof dst, "%s/%" PRIu32, arc__store_arcs(f->store), f->token);
   if (fsync(f->dfd) != 0)
     return ring__err(err, arc__errno_code(-errno), "fsync %s: %s", f->tmpdir, strerror(errno));
-  int rc = renameat2(AT_FDCWD, f->tmpdir, AT_FDCWD, dst, RENAME_NOREPLACE);
-  if (rc != 0 && errno == EINVAL) { /* a file system without RENAME_NOREPLACE */
-    struct stat st;
-    rc = lstat(dst, &st) == 0 ? (errno = EEXIST, -1) : rename(f->tmpdir, dst);
-  }
-  if (rc != 0)
-    return ring__err(err, arc__errno_code(-errno), "installing %s: %s", dst, strerror(errno));
-  int e = arc__fsync_dir(arc__store_arcs(f->store));
-  if (e == 0)
-    e = arc__fsync_dir(arc__store_tmp(f->store));
-  if (e != 0)
-    return ring__err(err, RING_EIO, "fsync after installing %s: %s", dst, strerror(-e));
-  return RING_OK;
+  return arc__install_dir(f->store, f->tmpdir, f->token, err);
 }
 
 /* ------------------------------------------------------------------ the entry */

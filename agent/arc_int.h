@@ -50,5 +50,8 @@ int arc__errno_code(int neg_errno);
 /* <data-dir>/arcs and <data-dir>/tmp, borrowed from the store. */
 const char *arc__store_arcs(const arc_store *s);
 const char *arc__store_tmp(const arc_store *s);
+/* Renames the (fsynced) directory tmpdir to arcs/<token>/ without replacing
+ * anything (RING_EEXIST), then fsyncs arcs/ and tmp/. */
+int arc__install_dir(arc_store *s, const char *tmpdir, uint32_t token, ring_error *err);
 
 #endif /* RING_AGENT_ARC_INT_H */

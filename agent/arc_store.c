@@ -393,3 +393,37 @@ uint64_t arc_store_capacity_bytes(arc_store *s) {
     return 0;
   return (uint64_t)v.f_blocks * (uint64_t)v.f_frsize;
 }
+
+/* ------------------------------------------------------------ installing */
+
+int arc__install_dir(arc_store *s, const char *tmpdir, uint32_t token, ring_error *err) {
+  char dst[4096];
+  snprintf(dst, sizeof dst, "%s/%" PRIu32, s->arcs, token);
+  int rc = renameat2(AT_FDCWD, tmpdir, AT_FDCWD, dst, RENAME_NOREPLACE);
+  if (rc != 0 && errno == EINVAL) { /* a file system without RENAME_NOREPLACE */
+    struct stat st;
+    rc = lstat(dst, &st) == 0 ? (errno = EEXIST, -1) : rename(tmpdir, dst);
+  }
+  if (rc != 0)
+    return ring__err(err, arc__errno_code(-errno), "installing %s: %s", dst, strerror(errno));
+  int e = arc__fsync_dir(s->arcs);
+  if (e == 0)
+    e = arc__fsync_dir(s->tmp);
+  if (e != 0)
+    return ring__err(err, RING_EIO, "fsync after installing %s: %s", dst, strerror(-e));
+  return RING_OK;
+}
+
+int arc_store_install_empty(arc_store *s, uint32_t token, uint64_t version, ring_error *err) {
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s/%" PRIu32 ".%" PRIu64, s->tmp, token, version);
+  if (arc_store_has(s, token))
+    return ring__err(err, RING_EEXIST, "arc %" PRIu32 ": already installed", token);
+  arc__rmtree(tmp); /* a partial copy from when a source still had data */
+  if (mkdir(tmp, 0755) != 0)
+    return ring__err(err, arc__errno_code(-errno), "mkdir %s: %s", tmp, strerror(errno));
+  int e = arc__fsync_dir(tmp);
+  if (e != 0)
+    return ring__err(err, arc__errno_code(e), "fsync %s: %s", tmp, strerror(-e));
+  return arc__install_dir(s, tmp, token, err);
+}

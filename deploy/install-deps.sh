@@ -15,6 +15,7 @@ pkgs=(
   etcd-server etcd-client           # the source of truth (tests start their own)
   procps psmisc iproute2 curl       # process and port handling in tests and demo
   chromium                          # headless browser: the coordinator's status page test
+  python3                           # the demo's replica comparison (deploy/compare-replicas.py)
 )
 
 if [ "$(id -u)" -ne 0 ]; then
