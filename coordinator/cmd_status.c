@@ -77,7 +77,7 @@ static void print_plan(const plan_view *v) {
   else if (v->run != NULL)
     printf("plan:     %s %s, %u of %u moves done (wave %u of %u)%s%s\n", v->run->plan.id,
            rk_run_state_name(v->run->state), v->run->cursor.moves_done, v->run->plan.moves_total,
-           v->run->cursor.wave + (v->run->plan.waves > 0), v->run->plan.waves,
+           rk_run_wave_shown(v->run), v->run->plan.waves,
            v->run->reason[0] ? ": " : "", v->run->reason);
   else
     puts("plan:     none");

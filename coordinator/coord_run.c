@@ -301,6 +301,24 @@ static int advance(coord *c, const rk_state *s, next_run *n, const uint8_t *pend
   return rc;
 }
 
+/* Bytes the receivers of the in-flight set report for it (progress/<id>
+ * counts, per receiver, the arcs of this version it holds). */
+static uint64_t inflight_bytes(const rk_state *s, const ring_plan *p, const rk_run *run) {
+  const ring_table *t = ring_plan_target(p);
+  const ring_move *m = ring_plan_moves(p);
+  uint8_t *seen = calloc(ring_table_node_count(t) + 1u, 1);
+  uint64_t bytes = 0;
+  for (uint32_t i = 0; seen && i < ring_plan_move_count(p); i++) {
+    if (!rk_bit(run->cursor.inflight, i) || seen[m[i].to])
+      continue;
+    seen[m[i].to] = 1;
+    const rk_progress *pr = rk_state_progress(s, ring_table_node_id(t, m[i].to));
+    bytes += pr && pr->version == run->cursor.version ? pr->bytes : 0;
+  }
+  free(seen);
+  return bytes;
+}
+
 /* Pending -> cutover: the in-flight moves become done. */
 static int cut_over(coord *c, const rk_state *s, const rk_run *run) {
   next_run n;
@@ -308,6 +326,7 @@ static int cut_over(coord *c, const rk_state *s, const rk_run *run) {
     return next_end(&n), RING_ENOMEM;
   for (size_t i = 0; i < n.bytes; i++)
     n.done[i] |= run->cursor.inflight[i];
+  n.r.cursor.bytes_done += inflight_bytes(s, c->run_plan, run);
   return advance(c, s, &n, NULL, run->cursor.wave);
 }
 

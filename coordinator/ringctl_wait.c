@@ -110,7 +110,7 @@ static void show(progress *p, const rk_run *r) {
            BAR_WIDTH - fill, "", done, total, bytes, rate, rk_run_state_name(r->state));
   } else if (done != p->last_done || (int)r->state != p->last_state) {
     printf("plan %s: %s, wave %u of %u, %u/%u moves, %s, %s\n", r->plan.id,
-           rk_run_state_name(r->state), r->cursor.wave + 1, r->plan.waves, done, total, bytes,
+           rk_run_state_name(r->state), rk_run_wave_shown(r), r->plan.waves, done, total, bytes,
            rate);
   }
   p->last_done = done;

@@ -134,6 +134,12 @@ void rk_run_free(rk_run *r); /* frees the contents, not r */
 int rk_run_decode(const char *json, size_t len, rk_run *out, ring_error *err);
 int rk_run_encode(const rk_run *r, char **json, size_t *len);
 
+/* The 1-based wave to show people: the one in progress, the last when done. */
+static inline uint32_t rk_run_wave_shown(const rk_run *r) {
+  uint32_t w = r->cursor.wave + 1;
+  return w > r->plan.waves ? r->plan.waves : w;
+}
+
 static inline bool rk_bit(const uint8_t *bits, uint32_t i) {
   return bits != NULL && (bits[i / 8] >> (i % 8)) & 1u;
 }
