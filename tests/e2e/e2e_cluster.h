@@ -482,10 +482,6 @@ static inline void e2e_kv_alive(void) {
     w.kv_up[i] = false;
     int st = w.kv[i].status;
     file_tail(w.kv_log[i], 20);
-    if ((WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV) || file_contains(w.kv_log[i], "in do_get"))
-      fprintf(stderr, "known bug (RING_KNOWN_BUG_KV_GET_FREE)? examples/kv/kv_http.c do_get() "
-                      "frees an uninitialized kv_value when the key is absent (404) or the "
-                      "read fails\n");
     ck_abort_msg("ring-kv %s died: %s %d", env.a[i].id, WIFSIGNALED(st) ? "signal" : "exit status",
                  WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
   }

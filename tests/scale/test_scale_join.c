@@ -10,12 +10,9 @@
  * coordinator say they sent). Fails only when a run does not finish or is
  * not acked by everybody within its deadline.
  *
- * Agents hold no data: after the first placement every owner gets an
- * empty arcs/<token>/ for each token it owns (as a data service holding
- * its tokens would), so a move carries a manifest with no files and the
- * figures are the control plane's. Without them no move could finish: a
- * source answers 404 for an arc it has no directory for (see
- * tests/e2e/test_e2e_membership.c, join_empty_tokens).
+ * Agents hold no data: every source answers 404 for a token nobody
+ * wrote and the receiver installs it empty, so the figures are the
+ * control plane's.
  */
 #define _GNU_SOURCE
 #include "check_main.h"
@@ -180,30 +177,6 @@ static void wait_proposed(int nodes, char id[24], uint32_t *moves, double timeou
   }
 }
 
-/* An empty arcs/<token>/ on every owner of every token of the table in
- * service. */
-static void make_empty_arcs(void) {
-  char *v = get("version"), what[48];
-  snprintf(what, sizeof what, "tables/%s", v ? v : "0");
-  free(v);
-  char *json = get(what);
-  ring_table *t = NULL;
-  if (json == NULL || ring_table_decode(json, strlen(json), &t, NULL) != RING_OK)
-    die("cannot read the table in service");
-  free(json);
-  for (uint32_t tok = 0; tok < ring_table_tokens(t); tok++)
-    for (uint32_t r = 0; r < ring_table_replicas(t); r++) {
-      int n = atoi(ring_table_node_id(t, ring_table_owner(t, tok, r)) + 1); /* s<n> */
-      char path[260];
-      snprintf(path, sizeof path, "%s/arcs", agents[n].data);
-      mkdir(path, 0755);
-      snprintf(path, sizeof path, "%s/arcs/%u", agents[n].data, tok);
-      if (mkdir(path, 0755) != 0)
-        die("mkdir %s: %s", path, strerror(errno));
-    }
-  ring_table_free(t);
-}
-
 /* Sum of every sample of `name` in the text (all label sets). */
 static double metric_sum(const char *text, const char *name) {
   double s = 0;
@@ -348,7 +321,6 @@ START_TEST(scale_join) {
   uint32_t moves = 0;
   wait_proposed(first, id, &moves, 60);
   apply_and_measure("first_placement", id, moves);
-  make_empty_arcs();
 
   t = harness_now();
   for (; n_agents < first + join; n_agents++)
