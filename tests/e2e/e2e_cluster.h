@@ -13,7 +13,7 @@
  * pass too).
  *
  * Sections: the world; config; daemons; ringctl; tables and plans;
- * the data set; replicas on disk; the final check; tmpfs; suites.
+ * the data set; replicas on disk; the final check; tmpfs; steps; suites.
  *
  * Checks read etcd and the data dirs with cJSON and their own segment
  * reader, independently of the daemons' codecs.
@@ -779,6 +779,8 @@ static inline void e2e_unmount(int i) {
     fprintf(stderr, "umount %s: %s\n", env.a[i].data, strerror(errno));
   w.mounted[i] = false;
 }
+
+/* ------------------------------------------------------------------- steps */
 
 /* A node joins in slot i as `nid`; its plan is approved; id[24] gets it. */
 static inline void e2e_join(int i, const char *nid, char id[24]) {
