@@ -245,8 +245,10 @@ static int run(shared *sh, const char *what) {
     pthread_create(&th[i], NULL, worker_main, &w[i]);
   }
   uint64_t last_ops = 0, last_err = 0, last_ms = t0;
-  while (sh->o.interval_ms && atomic_load(&sh->done) + atomic_load(&sh->errors) <
-                                  (sh->kind == RUN_MIXED ? sh->o.ops : sh->o.keys)) {
+  /* A mixed run bounded by --duration alone has no op count (ops is 0):
+   * its end is the deadline. */
+  uint64_t limit = sh->kind == RUN_MIXED ? (sh->o.ops ? sh->o.ops : UINT64_MAX) : sh->o.keys;
+  while (sh->o.interval_ms && atomic_load(&sh->done) + atomic_load(&sh->errors) < limit) {
     if (sh->end_ms && rd_now_ms() >= sh->end_ms)
       break;
     struct timespec ts = {0, 20 * 1000000L};
