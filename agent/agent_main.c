@@ -111,22 +111,11 @@ static void on_stop(void *ud) {
 }
 
 static int open_etcd(agent *a, char *msg, size_t cap) {
-  char *password = NULL;
-  if (a->o.password_file && (password = rd_read_secret(a->o.password_file, msg, cap)) == NULL)
-    return -1;
-  ring_etcd_opts eo = {.endpoints = a->o.endpoints,
-                       .user = a->o.user,
-                       .password = password,
-                       .ca_file = a->o.etcd_ca_file,
-                       .cert_file = a->o.etcd_cert_file,
-                       .key_file = a->o.etcd_key_file,
-                       .timeout_ms = (uint32_t)a->o.etcd_timeout_ms};
-  ring_error err = {0};
-  int rc = ring_etcd_open(&eo, &a->etcd, &err);
-  free(password);
-  if (rc != RING_OK)
-    return snprintf(msg, cap, "etcd: %s", err.message), -1;
-  return 0;
+  rd_etcd_conf ec = {.endpoints = a->o.endpoints, .user = a->o.user,
+                     .password_file = a->o.password_file, .ca_file = a->o.etcd_ca_file,
+                     .cert_file = a->o.etcd_cert_file, .key_file = a->o.etcd_key_file,
+                     .timeout_ms = a->o.etcd_timeout_ms};
+  return rd_etcd_open(&ec, &a->etcd, msg, cap);
 }
 
 /* The address other agents reach the arc server at: --advertise, else the

@@ -79,17 +79,13 @@ static int wake_on_change(void *ud, const ring_event *ev, uint32_t n, int64_t re
 }
 
 static int open_etcd(coord *c, char *msg, size_t cap) {
-  char *password = NULL;
-  if (c->o.password_file && (password = rd_read_secret(c->o.password_file, msg, cap)) == NULL)
+  rd_etcd_conf ec = {.endpoints = c->o.endpoints, .user = c->o.user,
+                     .password_file = c->o.password_file, .ca_file = c->o.ca_file,
+                     .cert_file = c->o.cert_file, .key_file = c->o.key_file,
+                     .timeout_ms = c->o.etcd_timeout_ms};
+  if (rd_etcd_open(&ec, &c->etcd, msg, cap) != 0)
     return -1;
-  ring_etcd_opts eo = {.endpoints = c->o.endpoints, .user = c->o.user, .password = password,
-                       .ca_file = c->o.ca_file, .cert_file = c->o.cert_file,
-                       .key_file = c->o.key_file, .timeout_ms = (uint32_t)c->o.etcd_timeout_ms};
   ring_error err = {0};
-  int rc = ring_etcd_open(&eo, &c->etcd, &err);
-  free(password);
-  if (rc != RING_OK)
-    return snprintf(msg, cap, "etcd: %s", err.message), -1;
   char prefix[RK_KEY_MAX];
   int len = coord_key(c, prefix, "");
   if (ring_etcd_watch(c->etcd, prefix, (size_t)len, true, 0, wake_on_change, c, &c->watch,

@@ -164,6 +164,22 @@ char *rd_read_secret(const char *path, char *msg, size_t cap);
 /* A name as ids and clusters are: [a-z0-9._-]{1,63}. */
 bool rd_valid_name(const char *s);
 
+/* ------------------------------------------------------------------ etcd */
+
+/* How a daemon reaches etcd: its options, as given. */
+typedef struct rd_etcd_conf {
+  const char *endpoints;
+  const char *user;          /* NULL: no auth */
+  const char *password_file; /* read with rd_read_secret */
+  const char *ca_file, *cert_file, *key_file;
+  uint64_t timeout_ms;       /* per request; 0: libring's default */
+} rd_etcd_conf;
+
+struct ring_etcd;
+/* Opens the client (ring_etcd_open). 0, or -1 with msg set ("etcd: ..."
+ * or the password file's trouble). */
+int rd_etcd_open(const rd_etcd_conf *c, struct ring_etcd **out, char *msg, size_t cap);
+
 /* ------------------------------------------------------------ waking a loop */
 
 /* A loop sleeps in rd_waker_wait until someone calls rd_waker_wake or the

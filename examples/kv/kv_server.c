@@ -79,22 +79,11 @@ static int opts_check(const kv_server_opts *o, char *msg, size_t cap) {
 /* ------------------------------------------------------------ opening etcd */
 
 static int open_etcd(kv_server *s, char *msg, size_t cap) {
-  char *password = NULL;
-  if (s->o.password_file && (password = rd_read_secret(s->o.password_file, msg, cap)) == NULL)
-    return -1;
-  ring_etcd_opts eo = {.endpoints = s->o.endpoints,
-                       .user = s->o.user,
-                       .password = password,
-                       .ca_file = s->o.etcd_ca_file,
-                       .cert_file = s->o.etcd_cert_file,
-                       .key_file = s->o.etcd_key_file,
-                       .timeout_ms = (uint32_t)s->o.etcd_timeout_ms};
-  ring_error err = {0};
-  int rc = ring_etcd_open(&eo, &s->etcd, &err);
-  free(password);
-  if (rc != RING_OK)
-    return snprintf(msg, cap, "etcd: %s", err.message), -1;
-  return 0;
+  rd_etcd_conf ec = {.endpoints = s->o.endpoints, .user = s->o.user,
+                     .password_file = s->o.password_file, .ca_file = s->o.etcd_ca_file,
+                     .cert_file = s->o.etcd_cert_file, .key_file = s->o.etcd_key_file,
+                     .timeout_ms = s->o.etcd_timeout_ms};
+  return rd_etcd_open(&ec, &s->etcd, msg, cap);
 }
 
 /* ------------------------------------------------------------- registering */
