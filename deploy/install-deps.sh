@@ -16,6 +16,9 @@ pkgs=(
   procps psmisc iproute2 curl       # process and port handling in tests and demo
   chromium                          # headless browser: the coordinator's status page test
   python3                           # the demo's replica comparison (deploy/compare-replicas.py)
+  openssl                           # test certificates for the TLS arc transfers
+  libxml2-utils                     # xmllint: the rendered SVG is checked as XML
+  util-linux                        # mount (tmpfs for the full-disk tests), script (a tty for apply --wait)
 )
 
 if [ "$(id -u)" -ne 0 ]; then

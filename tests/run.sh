@@ -13,6 +13,8 @@ out=${RING_BUILD_ROOT:-$root/build}
 jobs=$(nproc)
 
 bash "$root/deploy/install-deps.sh"
+# install-deps.sh installs chromium: its page test must run here, never skip.
+export RING_REQUIRE_CHROMIUM=1
 
 # build DIR [cmake args...]: configure and compile with warnings as errors.
 build() {
