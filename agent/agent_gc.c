@@ -135,7 +135,6 @@ uint64_t agent_gc_tick(agent *a) {
   if (now < a->next_drop_ms)
     return a->next_drop_ms - now;
   uint64_t next = 0;
-  uint32_t dropped = 0;
   for (uint32_t t = 0; t < a->tokens; t++) {
     if (a->drop_at[t] == 0)
       continue;
@@ -149,13 +148,14 @@ uint64_t agent_gc_tick(agent *a) {
       rd_log(rc == 0 ? RD_INFO : RD_WARN,
              rc == 0 ? "arc dropped after the grace" : "dropping an arc failed", "token", token,
              rc == 0 ? NULL : "err", ring_strerror(rc), NULL);
-      dropped += rc == 0;
+      if (rc == 0) { /* counted at once, not after the sweep: /metrics lags the disk by one arc at most */
+        atomic_fetch_add(&a->m.dropped, 1);
+        atomic_fetch_sub(&a->m.held, 1);
+      }
     } else if (next == 0 || a->drop_at[t] < next) {
       next = a->drop_at[t];
     }
   }
   a->next_drop_ms = next;
-  atomic_fetch_add(&a->m.dropped, dropped);
-  atomic_fetch_sub(&a->m.held, dropped);
   return next ? next - now : UINT64_MAX;
 }
