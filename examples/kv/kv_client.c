@@ -277,9 +277,12 @@ static int write_round(kv_client *c, kv_fanout *f, const plan *p, op *o, uint64_
 }
 
 /* One round of a read: targets one after the other. RING_OK (a value),
- * RING_ENOTFOUND (a tombstone, or every owner has no record), or NEXT_*. */
+ * RING_ENOTFOUND (a tombstone, or every owner has no record), or NEXT_*.
+ * A 409 moves on to the next target (one that still owns the key at the
+ * newer version answers stale senders' reads), and asks for a refresh
+ * only when no target answered. */
 static int read_round(kv_client *c, kv_fanout *f, const plan *p, op *o, uint64_t *want) {
-  int absent_owners = 0, failed_owners = 0;
+  int absent_owners = 0, failed_owners = 0, stale = 0;
   for (int i = 0; i < p->n; i++) {
     kv_call call = {.addr = p->addr[i], .method = "GET", .path = o->path, .version = p->version};
     if (i > 0)
@@ -295,12 +298,16 @@ static int read_round(kv_client *c, kv_fanout *f, const plan *p, op *o, uint64_t
       return RING_ENOTFOUND;
     if (call.status == 409) {
       atomic_fetch_add(&c->stale, 1);
-      *want = call.srv_version;
-      return NEXT_REFRESH;
+      if (call.srv_version > *want)
+        *want = call.srv_version;
+      stale++;
+      continue;
     }
     absent_owners += call.status == 404 && p->owner[i];
     failed_owners += call.status != 404 && p->owner[i];
   }
+  if (stale > 0)
+    return NEXT_REFRESH; /* an absent owner at a stale version proves nothing */
   return absent_owners > 0 && failed_owners == 0 ? RING_ENOTFOUND : NEXT_RETRY;
 }
 

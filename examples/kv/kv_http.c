@@ -137,8 +137,12 @@ typedef struct route_info {
 } route_info;
 
 /* Checks the sender's version against ours and whether this node serves
- * the key's token (PROTOCOL.md, "Versions"). */
-static route_info route_key(kv_server *s, struct MHD_Connection *c, const char *key, size_t klen) {
+ * the key's token (PROTOCOL.md, "Versions"). A read from a stale sender is
+ * still served when this node owns the token at our version: it holds every
+ * write of the token, so its answer is the one an up-to-date client would
+ * get, and a client whose etcd is out of reach keeps reading. */
+static route_info route_key(kv_server *s, struct MHD_Connection *c, const char *key, size_t klen,
+                            bool read) {
   route_info ri = {0, 0, KV_ROLE_NONE, 0, NULL};
   uint64_t want = 0;
   bool has = header_u64(c, H_VERSION, &want);
@@ -153,12 +157,12 @@ static route_info route_key(kv_server *s, struct MHD_Connection *c, const char *
   ri.version = ring_table_version(t);
   if (has && want > ri.version) {
     ri.refuse = 503, ri.why = "this node has not seen the sender's ring version yet\n";
-  } else if (has && want < ri.version) {
-    ri.refuse = 409, ri.why = "stale ring version: refresh the table and retry\n";
   } else {
     ri.token = ring_table_token(t, key, klen);
     ri.role = kv_role(t, ri.token, ring_table_find_node(t, s->o.id));
-    if (ri.role == KV_ROLE_NONE)
+    if (has && want < ri.version && !(read && ri.role == KV_ROLE_OWNER))
+      ri.refuse = 409, ri.why = "stale ring version: refresh the table and retry\n";
+    else if (ri.role == KV_ROLE_NONE)
       ri.refuse = 421, ri.why = "misdirected: this node neither owns nor is pending for the key\n";
   }
   ring_live_exit(s->live);
@@ -313,7 +317,7 @@ static mhd_result handle_key(kv_server *s, struct MHD_Connection *c, const char 
     return text_reply(s, c, 400, 0, "a key is 1 to 1024 bytes\n");
   if (b && b->too_big)
     return text_reply(s, c, 413, 0, "value too large\n");
-  route_info ri = route_key(s, c, key, klen);
+  route_info ri = route_key(s, c, key, klen, get);
   if (ri.refuse)
     return text_reply(s, c, ri.refuse, ri.version, ri.why);
   if (get)
