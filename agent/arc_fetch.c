@@ -32,7 +32,11 @@
 #ifndef ARC_FETCH_BUFFER
 #define ARC_FETCH_BUFFER (1L << 20) /* curl's receive buffer, bytes */
 #endif
-#define WRITEBACK_EVERY (8u << 20) /* start writeback after this many bytes */
+/* Writeback of a file's bytes is started (sync_file_range, which does not
+ * wait) every this many bytes and at its end, so the disk writes while the
+ * next bytes come over the network; the fsyncs at install then mostly find
+ * the pages already written. */
+#define WRITEBACK_EVERY (1u << 20)
 
 /* ---------------------------------------------------- the transfer state */
 
@@ -191,6 +195,14 @@ static int fetch_manifest(fetch *f, arc_manifest *m, ring_error *err) {
 
 /* ---------------------------------------------------------------- one file */
 
+/* Starts (does not wait for) writeback of what came since the last call;
+ * an error here shows again at the fsync, which decides. */
+static void start_writeback(fetch *f) {
+  if (f->have > f->synced)
+    sync_file_range(f->fd, (off_t)f->synced, (off_t)(f->have - f->synced), SYNC_FILE_RANGE_WRITE);
+  f->synced = f->have;
+}
+
 static size_t on_data(char *p, size_t size, size_t nmemb, void *ud) {
   fetch *f = ud;
   size_t n = size * nmemb;
@@ -217,10 +229,8 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *ud) {
   XXH3_64bits_update(f->h, p, n);
   f->have += n;
   f->res.bytes += n;
-  if (f->have - f->synced >= WRITEBACK_EVERY) { /* so that the final fsync waits less */
-    sync_file_range(f->fd, (off_t)f->synced, (off_t)(f->have - f->synced), SYNC_FILE_RANGE_WRITE);
-    f->synced = f->have;
-  }
+  if (f->have - f->synced >= WRITEBACK_EVERY)
+    start_writeback(f);
   return n;
 }
 
@@ -274,7 +284,8 @@ static int transfer(fetch *f, ring_error *err) {
   return again && !f->stopped ? RING_OK : code;
 }
 
-/* Receives one file into the temporary directory, verified and fsync()ed. */
+/* Receives one file into the temporary directory, verified, its writeback
+ * started (install fsyncs it). */
 static int fetch_file(fetch *f, const arc_file *a, ring_error *err) {
   f->file = a;
   int rc = open_partial(f, err);
@@ -306,9 +317,8 @@ static int fetch_file(fetch *f, const arc_file *a, ring_error *err) {
         rc = ring__err(err, arc__errno_code(e), "%s/%s: %s", f->tmpdir, a->name, strerror(-e));
     }
   }
-  if (rc == RING_OK && fsync(f->fd) != 0)
-    rc = ring__err(err, arc__errno_code(-errno), "fsync %s/%s: %s", f->tmpdir, a->name,
-                   strerror(errno));
+  if (rc == RING_OK)
+    start_writeback(f);
   if (f->fd >= 0)
     close(f->fd);
   f->fd = -1;
@@ -386,7 +396,29 @@ static int check_space(fetch *f, const arc_manifest *m, ring_error *err) {
 
 /* ------------------------------------------------------------------ install */
 
-static int install(fetch *f, ring_error *err) {
+/* Every file fsync()ed, then the directory, then the rename: an arc in
+ * arcs/ is whole on disk. A file is reopened by name for its fsync (an arc
+ * may have 65,536 files; they are not all kept open): a writeback error no
+ * one has seen yet is reported to a descriptor opened after it (Linux
+ * >= 4.16), and nothing reads these files' errors in between. */
+static int fsync_files(fetch *f, const arc_manifest *m, ring_error *err) {
+  for (uint32_t i = 0; i < m->n_files; i++) {
+    const char *name = m->files[i].name;
+    int fd = openat(f->dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int rc = fd >= 0 && fsync(fd) == 0 ? 0 : -errno;
+    if (fd >= 0)
+      close(fd);
+    if (rc != 0)
+      return ring__err(err, arc__errno_code(rc), "fsync %s/%s: %s", f->tmpdir, name,
+                       strerror(-rc));
+  }
+  return RING_OK;
+}
+
+static int install(fetch *f, const arc_manifest *m, ring_error *err) {
+  int rc = fsync_files(f, m, err);
+  if (rc != RING_OK)
+    return rc;
   if (fsync(f->dfd) != 0)
     return ring__err(err, arc__errno_code(-errno), "fsync %s: %s", f->tmpdir, strerror(errno));
   return arc__install_dir(f->store, f->tmpdir, f->token, err);
@@ -410,7 +442,7 @@ static int fetch_arc(fetch *f, const char *source, uint64_t version, ring_error 
   for (uint32_t i = 0; rc == RING_OK && i < m.n_files; i++)
     rc = fetch_file(f, &m.files[i], err);
   if (rc == RING_OK)
-    rc = install(f, err);
+    rc = install(f, &m, err);
   arc_manifest_free(&m);
   return rc;
 }

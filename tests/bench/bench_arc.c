@@ -14,7 +14,8 @@
  * first; then `cp -r src/arcs cp/` is timed, then the fetch of every arc
  * from an arc server on 127.0.0.1 serving src/ into the store dst/ (each
  * file checksummed and fsync()ed, as the agent does), by N threads
- * (default 2) sharing one unlimited limiter. The page cache is not
+ * (default 4: ring-agent's parallel fetches when the throttle sets no
+ * moves_per_node, AGENT_WORKERS_DEFAULT) sharing one unlimited limiter. The page cache is not
  * dropped: both copies read a warm source. `cp -r + sync` is printed as
  * well, since the fetch fsyncs and cp does not.
  */
@@ -37,6 +38,7 @@
 #define ARCS 256u
 #define FILES 4u
 #define SECRET "bench-secret"
+#define THREADS_DEFAULT 4 /* as ring-agent unthrottled (agent.h, AGENT_WORKERS_DEFAULT) */
 
 static double now_s(void) {
   struct timespec t;
@@ -145,7 +147,7 @@ static double run(const char *cmd) {
 int main(int argc, char **argv) {
   uint64_t total = 1ull << 30;
   const char *base = "/tmp";
-  unsigned threads = 2;
+  unsigned threads = THREADS_DEFAULT;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--quick") == 0)
       total = 64ull << 20;
