@@ -60,11 +60,9 @@ typedef struct agent_opts {
   char *log_level;
   uint64_t lease_ttl_ms;
   uint64_t drop_grace_ms;
-  uint64_t etcd_timeout_ms;
   char *tls_cert, *tls_key; /* the arc server's HTTPS */
   char *ca_file;            /* to verify https sources */
-  char *user, *password_file;
-  char *etcd_ca_file, *etcd_cert_file, *etcd_key_file;
+  rd_etcd_conf etcd; /* --endpoints, auth, TLS, --etcd-timeout */
 } agent_opts;
 
 /* ------------------------------------------------------------------- jobs */

@@ -21,8 +21,8 @@
 /* ---------------------------------------------------------------- options */
 
 static void opts_table(agent_opts *o, rd_opt *t) {
+  rd_etcd_opts(&o->etcd, t);
   const rd_opt table[] = {
-      {"endpoints", RD_OPT_STRING, &o->endpoints, 0, 0, "etcd client URLs, comma-separated"},
       {"cluster", RD_OPT_STRING, &o->cluster, 0, 0, "cluster name: keys under /ringkeeper/NAME/"},
       {"id", RD_OPT_STRING, &o->id, 0, 0, "this host's node id ([a-z0-9._-]{1,63})"},
       {"listen", RD_OPT_STRING, &o->listen, 0, 0, "HOST:PORT of the arc server"},
@@ -42,23 +42,16 @@ static void opts_table(agent_opts *o, rd_opt *t) {
        "alive/<id> lease: the host counts as gone this long after it dies"},
       {"drop-grace", RD_OPT_MS, &o->drop_grace_ms, 0, 604800000,
        "how long an arc no longer owned is kept before it is removed"},
-      {"etcd-timeout", RD_OPT_MS, &o->etcd_timeout_ms, 100, 600000, "per etcd request"},
       {"tls-cert", RD_OPT_STRING, &o->tls_cert, 0, 0,
        "PEM certificate: the arc server speaks HTTPS"},
       {"tls-key", RD_OPT_STRING, &o->tls_key, 0, 0, "PEM key of --tls-cert"},
       {"ca-file", RD_OPT_STRING, &o->ca_file, 0, 0,
        "CA bundle to verify other agents' HTTPS arc servers"},
-      {"user", RD_OPT_STRING, &o->user, 0, 0, "etcd user"},
-      {"password-file", RD_OPT_STRING, &o->password_file, 0, 0, "file holding the etcd password"},
-      {"etcd-ca-file", RD_OPT_STRING, &o->etcd_ca_file, 0, 0, "CA bundle for etcd TLS"},
-      {"etcd-cert-file", RD_OPT_STRING, &o->etcd_cert_file, 0, 0,
-       "client certificate for etcd TLS"},
-      {"etcd-key-file", RD_OPT_STRING, &o->etcd_key_file, 0, 0, "client key for etcd TLS"},
       {NULL, 0, NULL, 0, 0, NULL},
   };
-  memcpy(t, table, sizeof table);
+  memcpy(t + RD_ETCD_OPTS, table, sizeof table);
 }
-#define N_OPTS 26
+#define N_OPTS (RD_ETCD_OPTS + 19)
 
 /* The failure-domain labels given as flags, validated. */
 static int opts_labels(const agent_opts *o, rk_labels *l, char *msg, size_t cap) {
@@ -76,8 +69,8 @@ static int opts_labels(const agent_opts *o, rk_labels *l, char *msg, size_t cap)
 /* Checks what the option parser cannot: required options, names, pairs. */
 static int opts_check(const agent_opts *o, char *msg, size_t cap) {
   rk_labels l;
-  if (o->endpoints == NULL || o->endpoints[0] == '\0')
-    return snprintf(msg, cap, "--endpoints is required"), -1;
+  if (rd_etcd_check(&o->etcd, msg, cap) != 0)
+    return -1;
   if (!rd_valid_name(o->cluster))
     return snprintf(msg, cap, "--cluster NAME is required ([a-z0-9._-]{1,63})"), -1;
   if (!rd_valid_name(o->id))
@@ -95,8 +88,6 @@ static int opts_check(const agent_opts *o, char *msg, size_t cap) {
     return snprintf(msg, cap, "--log-level: \"%s\" is not debug, info, warn or error",
                     o->log_level),
            -1;
-  if ((o->user == NULL) != (o->password_file == NULL))
-    return snprintf(msg, cap, "--user and --password-file go together"), -1;
   if ((o->tls_cert == NULL) != (o->tls_key == NULL))
     return snprintf(msg, cap, "--tls-cert and --tls-key go together"), -1;
   return opts_labels(o, &l, msg, cap);
@@ -111,11 +102,7 @@ static void on_stop(void *ud) {
 }
 
 static int open_etcd(agent *a, char *msg, size_t cap) {
-  rd_etcd_conf ec = {.endpoints = a->o.endpoints, .user = a->o.user,
-                     .password_file = a->o.password_file, .ca_file = a->o.etcd_ca_file,
-                     .cert_file = a->o.etcd_cert_file, .key_file = a->o.etcd_key_file,
-                     .timeout_ms = a->o.etcd_timeout_ms};
-  return rd_etcd_open(&ec, &a->etcd, msg, cap);
+  return rd_etcd_open(&a->o.etcd, &a->etcd, msg, cap);
 }
 
 /* The address other agents reach the arc server at: --advertise, else the
@@ -222,7 +209,8 @@ static void agent_close(agent *a, rd_http *http) {
 static int parse(agent *a, rd_opt *table, int argc, char **argv) {
   char msg[512] = "";
   a->o = (agent_opts){
-      .weight = 1.0, .lease_ttl_ms = 10000, .drop_grace_ms = 60000, .etcd_timeout_ms = 5000};
+      .weight = 1.0, .lease_ttl_ms = 10000, .drop_grace_ms = 60000,
+      .etcd = {.timeout_ms = 5000}};
   opts_table(&a->o, table);
   int rc = rd_opts_parse(argc, argv,
                          "ring-agent: registers this host, follows the ring, streams the arcs it "

@@ -23,19 +23,15 @@
 /* ------------------------------------------------------------ the daemon */
 
 typedef struct coord_opts {
-  char *endpoints;
+  rd_etcd_conf etcd;   /* --endpoints, auth, TLS, --etcd-timeout */
   char *cluster;
   char *id;            /* this instance's name in the leader key */
   char *listen;        /* /metrics, /healthz, the status page; NULL: none */
   char *log_level;
-  char *user;
-  char *password_file;
-  char *ca_file, *cert_file, *key_file;
   bool auto_apply;     /* approve own plans even if config says no */
   uint64_t lease_ttl_ms;
   uint64_t tick_ms;    /* the loop's longest sleep */
   uint64_t compact_every_ms;
-  uint64_t etcd_timeout_ms;
 } coord_opts;
 
 /* Counters and gauges read by /metrics from the server's thread. */

@@ -20,8 +20,8 @@
 /* ---------------------------------------------------------------- options */
 
 static void opts_table(coord_opts *o, rd_opt *t) {
+  rd_etcd_opts(&o->etcd, t);
   const rd_opt table[] = {
-      {"endpoints", RD_OPT_STRING, &o->endpoints, 0, 0, "etcd client URLs, comma-separated"},
       {"cluster", RD_OPT_STRING, &o->cluster, 0, 0, "cluster name: keys under /ringkeeper/NAME/"},
       {"id", RD_OPT_STRING, &o->id, 0, 0, "this instance's name (default: hostname-pid)"},
       {"listen", RD_OPT_STRING, &o->listen, 0, 0,
@@ -33,23 +33,17 @@ static void opts_table(coord_opts *o, rd_opt *t) {
       {"tick", RD_OPT_MS, &o->tick_ms, 50, 60000, "longest sleep between two looks at etcd"},
       {"compact-every", RD_OPT_MS, &o->compact_every_ms, 1000, 86400000,
        "retention and etcd compaction period"},
-      {"etcd-timeout", RD_OPT_MS, &o->etcd_timeout_ms, 100, 600000, "per etcd request"},
       {"log-level", RD_OPT_STRING, &o->log_level, 0, 0, "debug, info, warn or error"},
-      {"user", RD_OPT_STRING, &o->user, 0, 0, "etcd user"},
-      {"password-file", RD_OPT_STRING, &o->password_file, 0, 0, "file holding the etcd password"},
-      {"ca-file", RD_OPT_STRING, &o->ca_file, 0, 0, "CA bundle for etcd TLS"},
-      {"cert-file", RD_OPT_STRING, &o->cert_file, 0, 0, "client certificate for etcd TLS"},
-      {"key-file", RD_OPT_STRING, &o->key_file, 0, 0, "client key for etcd TLS"},
       {NULL, 0, NULL, 0, 0, NULL},
   };
-  memcpy(t, table, sizeof table);
+  memcpy(t + RD_ETCD_OPTS, table, sizeof table);
 }
-#define N_OPTS 16
+#define N_OPTS (RD_ETCD_OPTS + 9)
 
 /* Checks what the option parser cannot: required options, names. */
 static int opts_check(const coord_opts *o, char *msg, size_t cap) {
-  if (o->endpoints == NULL || o->endpoints[0] == '\0')
-    return snprintf(msg, cap, "--endpoints is required"), -1;
+  if (rd_etcd_check(&o->etcd, msg, cap) != 0)
+    return -1;
   if (o->id != NULL && !rd_valid_name(o->id))
     return snprintf(msg, cap, "--id: \"%s\" is not [a-z0-9._-]{1,63}", o->id), -1;
   if (!rd_valid_name(o->cluster))
@@ -58,8 +52,6 @@ static int opts_check(const coord_opts *o, char *msg, size_t cap) {
     return snprintf(msg, cap, "--log-level: \"%s\" is not debug, info, warn or error",
                     o->log_level),
            -1;
-  if ((o->user == NULL) != (o->password_file == NULL))
-    return snprintf(msg, cap, "--user and --password-file go together"), -1;
   return 0;
 }
 
@@ -79,11 +71,7 @@ static int wake_on_change(void *ud, const ring_event *ev, uint32_t n, int64_t re
 }
 
 static int open_etcd(coord *c, char *msg, size_t cap) {
-  rd_etcd_conf ec = {.endpoints = c->o.endpoints, .user = c->o.user,
-                     .password_file = c->o.password_file, .ca_file = c->o.ca_file,
-                     .cert_file = c->o.cert_file, .key_file = c->o.key_file,
-                     .timeout_ms = c->o.etcd_timeout_ms};
-  if (rd_etcd_open(&ec, &c->etcd, msg, cap) != 0)
+  if (rd_etcd_open(&c->o.etcd, &c->etcd, msg, cap) != 0)
     return -1;
   ring_error err = {0};
   char prefix[RK_KEY_MAX];
@@ -174,7 +162,7 @@ static void run_loop(coord *c) {
 static int start(coord *c, rd_opt *table, int argc, char **argv) {
   char msg[512] = "";
   c->o = (coord_opts){.lease_ttl_ms = 10000, .tick_ms = 1000, .compact_every_ms = 300000,
-                      .etcd_timeout_ms = 5000};
+                      .etcd = {.timeout_ms = 5000}};
   opts_table(&c->o, table);
   int rc = rd_opts_parse(argc, argv,
                          "ring-coordinator: membership, plans and throttled migrations for one "
@@ -216,7 +204,7 @@ int main(int argc, char **argv) {
     rd_log(RD_ERROR, "cannot start", "err", msg, NULL);
     return 1;
   }
-  rd_log(RD_INFO, "started", "id", c.o.id, "cluster", c.o.cluster, "endpoints", c.o.endpoints,
+  rd_log(RD_INFO, "started", "id", c.o.id, "cluster", c.o.cluster, "endpoints", c.o.etcd.endpoints,
          NULL);
   run_loop(&c);
   coord_resign(&c);

@@ -166,14 +166,25 @@ bool rd_valid_name(const char *s);
 
 /* ------------------------------------------------------------------ etcd */
 
-/* How a daemon reaches etcd: its options, as given. */
+/* How a daemon reaches etcd: its options, as given. Every daemon takes
+ * the same ones under the same names (rd_etcd_opts). */
 typedef struct rd_etcd_conf {
-  const char *endpoints;
-  const char *user;          /* NULL: no auth */
-  const char *password_file; /* read with rd_read_secret */
-  const char *ca_file, *cert_file, *key_file;
-  uint64_t timeout_ms;       /* per request; 0: libring's default */
+  char *endpoints;
+  char *user;          /* NULL: no auth */
+  char *password_file; /* read with rd_read_secret */
+  char *ca_file, *cert_file, *key_file;
+  uint64_t timeout_ms; /* per request; the caller's default stands until a flag or file sets it */
 } rd_etcd_conf;
+
+/* The options in an rd_etcd_conf: --endpoints, --user, --password-file,
+ * --etcd-ca-file, --etcd-cert-file, --etcd-key-file and --etcd-timeout
+ * (etcd-prefixed where a daemon may have TLS files of its own). Writes
+ * RD_ETCD_OPTS entries at t. */
+#define RD_ETCD_OPTS 7
+void rd_etcd_opts(rd_etcd_conf *c, rd_opt *t);
+/* What the parser cannot check: endpoints given, user and password file
+ * together. 0, or -1 with msg set. */
+int rd_etcd_check(const rd_etcd_conf *c, char *msg, size_t cap);
 
 struct ring_etcd;
 /* Opens the client (ring_etcd_open). 0, or -1 with msg set ("etcd: ..."

@@ -1,13 +1,35 @@
 /*
- * etcd_open.c: a daemon's etcd client from its options (daemon.h,
- * rd_etcd_open): the password read from its file, never from a flag, so
- * it does not show in `ps`.
+ * etcd_open.c: the etcd options every daemon takes, and its etcd client
+ * from them (daemon.h, rd_etcd_open): the password read from its file,
+ * never from a flag, so it does not show in `ps`.
  */
 #include "daemon.h"
 #include "ring_etcd.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+void rd_etcd_opts(rd_etcd_conf *c, rd_opt *t) {
+  const rd_opt table[RD_ETCD_OPTS] = {
+      {"endpoints", RD_OPT_STRING, &c->endpoints, 0, 0, "etcd client URLs, comma-separated"},
+      {"user", RD_OPT_STRING, &c->user, 0, 0, "etcd user"},
+      {"password-file", RD_OPT_STRING, &c->password_file, 0, 0, "file holding the etcd password"},
+      {"etcd-ca-file", RD_OPT_STRING, &c->ca_file, 0, 0, "CA bundle for etcd TLS"},
+      {"etcd-cert-file", RD_OPT_STRING, &c->cert_file, 0, 0, "client certificate for etcd TLS"},
+      {"etcd-key-file", RD_OPT_STRING, &c->key_file, 0, 0, "client key for etcd TLS"},
+      {"etcd-timeout", RD_OPT_MS, &c->timeout_ms, 100, 600000, "per etcd request"},
+  };
+  memcpy(t, table, sizeof table);
+}
+
+int rd_etcd_check(const rd_etcd_conf *c, char *msg, size_t cap) {
+  if (c->endpoints == NULL || c->endpoints[0] == '\0')
+    return snprintf(msg, cap, "--endpoints is required"), -1;
+  if ((c->user == NULL) != (c->password_file == NULL))
+    return snprintf(msg, cap, "--user and --password-file go together"), -1;
+  return 0;
+}
 
 int rd_etcd_open(const rd_etcd_conf *c, struct ring_etcd **out, char *msg, size_t cap) {
   char *password = NULL;

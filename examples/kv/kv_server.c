@@ -19,11 +19,11 @@
 
 /* ---------------------------------------------------------------- options */
 
-#define N_OPTS 18
+#define N_OPTS (RD_ETCD_OPTS + 11)
 
 static void opts_table(kv_server_opts *o, rd_opt *t) {
-  const rd_opt table[N_OPTS + 1] = {
-      {"endpoints", RD_OPT_STRING, &o->endpoints, 0, 0, "etcd client URLs, comma-separated"},
+  rd_etcd_opts(&o->etcd, t);
+  const rd_opt table[N_OPTS + 1 - RD_ETCD_OPTS] = {
       {"cluster", RD_OPT_STRING, &o->cluster, 0, 0, "cluster name: keys under /ringkeeper/NAME/"},
       {"id", RD_OPT_STRING, &o->id, 0, 0, "this node's id in the ring table"},
       {"listen", RD_OPT_STRING, &o->listen, 0, 0, "HOST:PORT of the key-value API"},
@@ -42,21 +42,14 @@ static void opts_table(kv_server_opts *o, rd_opt *t) {
        "group commit: after a write, wait this many microseconds for more"},
       {"max-segments", RD_OPT_UINT, &o->max_segments, 2, 1000,
        "segments per token directory before they are compacted into one"},
-      {"etcd-timeout", RD_OPT_MS, &o->etcd_timeout_ms, 100, 600000, "per etcd request"},
-      {"user", RD_OPT_STRING, &o->user, 0, 0, "etcd user"},
-      {"password-file", RD_OPT_STRING, &o->password_file, 0, 0, "file holding the etcd password"},
-      {"etcd-ca-file", RD_OPT_STRING, &o->etcd_ca_file, 0, 0, "CA bundle for etcd TLS"},
-      {"etcd-cert-file", RD_OPT_STRING, &o->etcd_cert_file, 0, 0,
-       "client certificate for etcd TLS"},
-      {"etcd-key-file", RD_OPT_STRING, &o->etcd_key_file, 0, 0, "client key for etcd TLS"},
       {NULL, 0, NULL, 0, 0, NULL},
   };
-  memcpy(t, table, sizeof table);
+  memcpy(t + RD_ETCD_OPTS, table, sizeof table);
 }
 
 static int opts_check(const kv_server_opts *o, char *msg, size_t cap) {
-  if (o->endpoints == NULL || o->endpoints[0] == '\0')
-    return snprintf(msg, cap, "--endpoints is required"), -1;
+  if (rd_etcd_check(&o->etcd, msg, cap) != 0)
+    return -1;
   if (!rd_valid_name(o->cluster))
     return snprintf(msg, cap, "--cluster NAME is required ([a-z0-9._-]{1,63})"), -1;
   if (!rd_valid_name(o->id) || strlen(o->id) > RING_ID_MAX - 3)
@@ -71,19 +64,13 @@ static int opts_check(const kv_server_opts *o, char *msg, size_t cap) {
     return snprintf(msg, cap, "--log-level: \"%s\" is not debug, info, warn or error",
                     o->log_level),
            -1;
-  if ((o->user == NULL) != (o->password_file == NULL))
-    return snprintf(msg, cap, "--user and --password-file go together"), -1;
   return 0;
 }
 
 /* ------------------------------------------------------------ opening etcd */
 
 static int open_etcd(kv_server *s, char *msg, size_t cap) {
-  rd_etcd_conf ec = {.endpoints = s->o.endpoints, .user = s->o.user,
-                     .password_file = s->o.password_file, .ca_file = s->o.etcd_ca_file,
-                     .cert_file = s->o.etcd_cert_file, .key_file = s->o.etcd_key_file,
-                     .timeout_ms = s->o.etcd_timeout_ms};
-  return rd_etcd_open(&ec, &s->etcd, msg, cap);
+  return rd_etcd_open(&s->o.etcd, &s->etcd, msg, cap);
 }
 
 /* ------------------------------------------------------------- registering */
@@ -315,7 +302,7 @@ int main(int argc, char **argv) {
                               .rescan_ms = 1000,
                               .commit_window_us = 500,
                               .max_segments = 8,
-                              .etcd_timeout_ms = 5000}};
+                              .etcd = {.timeout_ms = 5000}}};
   rd_opt table[N_OPTS + 1];
   char msg[512];
   opts_table(&s.o, table);

@@ -16,14 +16,13 @@
 enum { KV_ROLE_NONE = 0, KV_ROLE_OWNER = 1, KV_ROLE_PENDING = 2 };
 
 typedef struct kv_server_opts {
-  char *endpoints, *cluster, *id, *listen, *advertise, *data_dir, *log_level;
-  char *user, *password_file, *etcd_ca_file, *etcd_cert_file, *etcd_key_file;
+  rd_etcd_conf etcd; /* --endpoints, auth, TLS, --etcd-timeout */
+  char *cluster, *id, *listen, *advertise, *data_dir, *log_level;
   uint64_t lease_ttl_ms;    /* services/kv/<id> lease */
   uint64_t version_wait_ms; /* how long a request from a newer version waits for ours */
   uint64_t rescan_ms;       /* period of the maintenance pass */
   uint64_t commit_window_us;
   uint64_t max_segments;
-  uint64_t etcd_timeout_ms;
 } kv_server_opts;
 
 typedef struct kv_server {

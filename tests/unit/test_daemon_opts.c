@@ -395,6 +395,39 @@ START_TEST(err_restores_defaults) {
 }
 END_TEST
 
+/* The etcd block every daemon shares: its names, its values, its checks. */
+START_TEST(etcd_block) {
+  rd_etcd_conf c = {.timeout_ms = 5000};
+  rd_opt t[RD_ETCD_OPTS + 1];
+  rd_etcd_opts(&c, t);
+  t[RD_ETCD_OPTS] = (rd_opt){NULL, 0, NULL, 0, 0, NULL};
+  char *argv[] = {"ringd", "--endpoints", "https://e1:2379", "--user", "ring", "--password-file",
+                  "/p", "--etcd-ca-file", "/ca", "--etcd-cert-file", "/c", "--etcd-key-file", "/k",
+                  "--etcd-timeout", "2s"};
+  ck_assert_int_eq(rd_opts_parse(15, argv, "test", t, err, sizeof err), RD_OPTS_OK);
+  ck_assert_str_eq(c.endpoints, "https://e1:2379");
+  ck_assert_str_eq(c.user, "ring");
+  ck_assert_str_eq(c.password_file, "/p");
+  ck_assert_str_eq(c.ca_file, "/ca");
+  ck_assert_str_eq(c.cert_file, "/c");
+  ck_assert_str_eq(c.key_file, "/k");
+  ck_assert_uint_eq(c.timeout_ms, 2000);
+  ck_assert_int_eq(rd_etcd_check(&c, err, sizeof err), 0);
+  char *user = c.user;
+  c.user = NULL;
+  ck_assert_int_eq(rd_etcd_check(&c, err, sizeof err), -1);
+  ck_assert_str_eq(err, "--user and --password-file go together");
+  c.user = user;
+  char *endpoints = c.endpoints;
+  c.endpoints = NULL;
+  ck_assert_int_eq(rd_etcd_check(&c, err, sizeof err), -1);
+  ck_assert_str_eq(err, "--endpoints is required");
+  c.endpoints = endpoints;
+  rd_opts_free(t);
+  ck_assert_ptr_null(c.endpoints);
+}
+END_TEST
+
 static Suite *opts_suite(void) {
   Suite *s = suite_create("daemon_opts");
   TCase *tc = tcase_create("opts");
@@ -424,6 +457,7 @@ static Suite *opts_suite(void) {
   tcase_add_test(tc, err_missing_value);
   tcase_add_test(tc, err_file_syntax);
   tcase_add_test(tc, err_restores_defaults);
+  tcase_add_test(tc, etcd_block);
   suite_add_tcase(s, tc);
   return s;
 }
