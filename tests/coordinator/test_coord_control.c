@@ -61,7 +61,7 @@ START_TEST(pause_resume_cancel) {
   ring_table *held = env_table(vc);
   ck_assert_uint_gt(ring_table_pending_count(held), 0);
   ck_assert_int_eq(env_ringctl(NULL, 0, "cancel"), 0);
-  env_run cancelled;
+  env_run cancelled = {0};
   WAIT_UNTIL(env_history_count("cancelled", &cancelled) == 1, 15, "no cancelled run in history");
   ck_assert_double_lt(cancelled.moves_done, cancelled.moves_total);
   ck_assert_double_gt(cancelled.moves_done, 0);
