@@ -158,7 +158,7 @@ static int collect_moves(const ring__planner *p, ring_plan *plan) {
   for (size_t s = 0; s < S; s++)
     n += p->target->owners[s] != p->orig[s];
   uint32_t *streams = calloc(p->n ? p->n : 1, sizeof *streams);
-  plan->moves = malloc((n ? n : 1) * sizeof *plan->moves);
+  plan->moves = calloc(n ? n : 1, sizeof *plan->moves); /* padding zeroed: plans compare bytewise */
   if (!streams || !plan->moves) {
     free(streams);
     return RING_ENOMEM;
@@ -167,9 +167,13 @@ static int collect_moves(const ring__planner *p, ring_plan *plan) {
     if (p->target->owners[s] == p->orig[s])
       continue;
     ring_move *m = &plan->moves[plan->n_moves++];
-    *m = (ring_move){(uint32_t)(s / p->R), (uint32_t)(s % p->R), p->orig[s],
-                     p->target->owners[s], pick_source(p, (uint32_t)s, streams),
-                     ring__alive(p->target->nodes[p->orig[s]].state) ? 1u : 0u};
+    /* Field by field: assigning a compound literal may copy unspecified padding. */
+    m->token = (uint32_t)(s / p->R);
+    m->slot = (uint32_t)(s % p->R);
+    m->from = p->orig[s];
+    m->to = p->target->owners[s];
+    m->source = pick_source(p, (uint32_t)s, streams);
+    m->wave = ring__alive(p->target->nodes[p->orig[s]].state) ? 1u : 0u;
     if (m->source == RING_NODE_NONE)
       plan->lost++;
     else
