@@ -10,14 +10,21 @@
 #include <stdarg.h>
 #include <stdbool.h>
 
+/* A label: offsets of its key ([a-z0-9._-]{1,63}) and value
+ * ([A-Za-z0-9._:-]{1,63}) in the node's strings. */
 typedef struct ring__label {
-  char key[RING_ID_MAX + 1];   /* label key, [a-z0-9._-]{1,63} */
-  char value[RING_ID_MAX + 1]; /* label value, [A-Za-z0-9._:-]{1,63} */
+  uint16_t key, value;
 } ring__label;
 
+/* A node keeps its address and labels in one block of its own, sized to
+ * them (a few dozen bytes, where fixed arrays for the longest address and
+ * 16 labels took 2.4 KB a node); offsets rather than pointers, so a clone
+ * copies the block as it is. */
 typedef struct ring__node {
-  char id[RING_ID_MAX + 1];     /* unique within the table */
-  char addr[RING_ADDR_MAX + 1]; /* arc server host:port */
+  char id[RING_ID_MAX + 1]; /* unique within the table */
+  char *strings;            /* malloc()'ed: the addr (arc server host:port), then each
+                               label's key and value, every one NUL-terminated */
+  uint32_t strings_len;
   ring__label labels[RING_LABELS_MAX];
   uint32_t n_labels;
   double weight;                /* capacity, > 0 */
@@ -51,6 +58,14 @@ struct ring_table {
   uint32_t n_serving;             /* nodes owning a token, not down/removed; set by seal */
   bool sealed;                    /* validated and frozen */
 };
+
+static inline const char *ring__node_addr(const ring__node *n) { return n->strings; }
+static inline const char *ring__label_key(const ring__node *n, uint32_t i) {
+  return n->strings + n->labels[i].key;
+}
+static inline const char *ring__label_value(const ring__node *n, uint32_t i) {
+  return n->strings + n->labels[i].value;
+}
 
 /* Fills err (if not NULL) with code and a formatted message; returns code. */
 int ring__err(ring_error *err, int code, const char *fmt, ...)

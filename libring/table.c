@@ -172,13 +172,15 @@ void ring_table_free(ring_table *t) {
   if (t == NULL)
     return;
   free(t->owners);
+  for (uint32_t i = 0; t->nodes && i < t->n_nodes; i++)
+    free(t->nodes[i].strings);
   free(t->nodes);
   free(t->pending);
   free(t->index);
   free(t);
 }
 
-static int copy_labels(ring__node *n, const ring_node_spec *s, ring_error *err) {
+static int check_labels(const ring_node_spec *s, ring_error *err) {
   if (s->n_labels > RING_LABELS_MAX)
     return ring__err(err, RING_ENODE, "node %s: %u labels, at most %d", s->id, s->n_labels,
                      RING_LABELS_MAX);
@@ -193,11 +195,35 @@ static int copy_labels(ring__node *n, const ring_node_spec *s, ring_error *err) 
       return ring__err(err, RING_ENODE,
                        "node %s: label %s: value must match [A-Za-z0-9._:-]{1,63}", s->id, k);
     for (uint32_t j = 0; j < i; j++)
-      if (strcmp(n->labels[j].key, k) == 0)
+      if (strcmp(s->label_keys[j], k) == 0)
         return ring__err(err, RING_ENODE, "node %s: label %s given twice", s->id, k);
-    strcpy(n->labels[i].key, k);
-    strcpy(n->labels[i].value, v);
   }
+  return RING_OK;
+}
+
+/* Appends s and its NUL at *len; returns its offset. The caller sized buf. */
+static uint16_t put_string(char *buf, uint32_t *len, const char *s) {
+  size_t n = strlen(s) + 1;
+  memcpy(buf + *len, s, n);
+  uint16_t at = (uint16_t)*len;
+  *len += (uint32_t)n;
+  return at;
+}
+
+/* The node's strings block from a checked spec: RING_OK or RING_ENOMEM. */
+static int copy_strings(ring__node *n, const ring_node_spec *s) {
+  size_t size = strlen(s->addr) + 1;
+  for (uint32_t i = 0; i < s->n_labels; i++)
+    size += strlen(s->label_keys[i]) + strlen(s->label_values[i]) + 2;
+  if ((n->strings = malloc(size)) == NULL)
+    return RING_ENOMEM;
+  uint32_t len = 0;
+  put_string(n->strings, &len, s->addr);
+  for (uint32_t i = 0; i < s->n_labels; i++) {
+    n->labels[i].key = put_string(n->strings, &len, s->label_keys[i]);
+    n->labels[i].value = put_string(n->strings, &len, s->label_values[i]);
+  }
+  n->strings_len = len;
   n->n_labels = s->n_labels;
   return RING_OK;
 }
@@ -219,7 +245,7 @@ static int check_node_spec(const ring_table *t, const ring_node_spec *s, ring_er
     return ring__err(err, RING_ENODE, "node %s: weight %g not in (0, 1e6]", s->id, s->weight);
   if ((unsigned)s->state > RING_NODE_REMOVED)
     return ring__err(err, RING_ENODE, "node %s: unknown state %d", s->id, (int)s->state);
-  return RING_OK;
+  return check_labels(s, err);
 }
 
 int ring_table_add_node(ring_table *t, const ring_node_spec *s, uint16_t *index,
@@ -241,10 +267,9 @@ int ring_table_add_node(ring_table *t, const ring_node_spec *s, uint16_t *index,
     return ring__err(err, RING_ENOMEM, "node index");
   ring__node *n = &t->nodes[t->n_nodes];
   memset(n, 0, sizeof *n);
-  if ((rc = copy_labels(n, s, err)) != RING_OK)
-    return rc;
+  if (copy_strings(n, s) != RING_OK)
+    return ring__err(err, RING_ENOMEM, "node %s: out of memory", s->id);
   strcpy(n->id, s->id);
-  strcpy(n->addr, s->addr);
   n->weight = s->weight;
   n->state = s->state;
   n->id_hash = XXH3_64bits(n->id, strlen(n->id));
@@ -260,10 +285,10 @@ int ring_table_add_node(ring_table *t, const ring_node_spec *s, uint16_t *index,
 ring_node_spec ring__node_spec(const ring__node *n, ring_node_state state, const char **keys,
                                const char **values) {
   for (uint32_t l = 0; l < n->n_labels; l++) {
-    keys[l] = n->labels[l].key;
-    values[l] = n->labels[l].value;
+    keys[l] = ring__label_key(n, l);
+    values[l] = ring__label_value(n, l);
   }
-  return (ring_node_spec){n->id, n->addr, keys, values, n->n_labels, n->weight, state};
+  return (ring_node_spec){n->id, ring__node_addr(n), keys, values, n->n_labels, n->weight, state};
 }
 
 int ring_table_set_owner(ring_table *t, uint32_t token, uint32_t slot, uint16_t node) {
@@ -319,11 +344,17 @@ int ring_table_clone(const ring_table *t, uint64_t version, ring_table **out) {
     ring_table_free(c);
     return RING_ENOMEM;
   }
-  if (t->n_nodes > 0)
-    memcpy(c->nodes, t->nodes, t->n_nodes * sizeof *c->nodes);
+  c->cap_nodes = t->n_nodes ? t->n_nodes : 1;
+  for (uint32_t i = 0; i < t->n_nodes; i++, c->n_nodes++) { /* freed up to n_nodes on failure */
+    c->nodes[i] = t->nodes[i];
+    if ((c->nodes[i].strings = malloc(t->nodes[i].strings_len)) == NULL) {
+      ring_table_free(c);
+      return RING_ENOMEM;
+    }
+    memcpy(c->nodes[i].strings, t->nodes[i].strings, t->nodes[i].strings_len);
+  }
   if (t->n_pending > 0)
     memcpy(c->pending, t->pending, t->n_pending * sizeof *c->pending);
-  c->cap_nodes = c->n_nodes = t->n_nodes;
   c->cap_pending = t->n_pending ? t->n_pending : 1;
   c->n_pending = t->n_pending;
   if (index_grow(c, c->n_nodes) != RING_OK) { /* hashes the copied nodes */
@@ -358,7 +389,7 @@ const char *ring_table_node_id(const ring_table *t, uint16_t index) {
 
 const char *ring_table_node_addr(const ring_table *t, uint16_t index) {
   const ring__node *n = node_at(t, index);
-  return n ? n->addr : NULL;
+  return n ? ring__node_addr(n) : NULL;
 }
 
 double ring_table_node_weight(const ring_table *t, uint16_t index) {
@@ -379,8 +410,8 @@ uint32_t ring_table_node_replicas(const ring_table *t, uint16_t index) {
 const char *ring_table_node_label(const ring_table *t, uint16_t index, const char *key) {
   const ring__node *n = node_at(t, index);
   for (uint32_t i = 0; n && key && i < n->n_labels; i++)
-    if (strcmp(n->labels[i].key, key) == 0)
-      return n->labels[i].value;
+    if (strcmp(ring__label_key(n, i), key) == 0)
+      return ring__label_value(n, i);
   return NULL;
 }
 
@@ -394,8 +425,8 @@ int ring_table_node_label_at(const ring_table *t, uint16_t index, uint32_t k, co
   const ring__node *n = node_at(t, index);
   if (n == NULL || k >= n->n_labels || key == NULL || value == NULL)
     return RING_EINVAL;
-  *key = n->labels[k].key;
-  *value = n->labels[k].value;
+  *key = ring__label_key(n, k);
+  *value = ring__label_value(n, k);
   return RING_OK;
 }
 

@@ -125,12 +125,12 @@ static int decode_dropped(apply_ctx *a) {
 }
 
 static bool same_node(const ring_node_spec *s, const ring__node *n) {
-  if (strcmp(s->id, n->id) != 0 || strcmp(s->addr, n->addr) != 0 || s->n_labels != n->n_labels ||
-      s->weight != n->weight || s->state != n->state)
+  if (strcmp(s->id, n->id) != 0 || strcmp(s->addr, ring__node_addr(n)) != 0 ||
+      s->n_labels != n->n_labels || s->weight != n->weight || s->state != n->state)
     return false;
   for (uint32_t l = 0; l < n->n_labels; l++)
-    if (strcmp(s->label_keys[l], n->labels[l].key) != 0 ||
-        strcmp(s->label_values[l], n->labels[l].value) != 0)
+    if (strcmp(s->label_keys[l], ring__label_key(n, l)) != 0 ||
+        strcmp(s->label_values[l], ring__label_value(n, l)) != 0)
       return false;
   return true;
 }
@@ -342,14 +342,9 @@ int ring_delta_apply(const ring_table *base, const char *json, size_t len, ring_
 /* ---------------------------------------------------------------- encoder */
 
 static bool nodes_equal(const ring__node *x, const ring__node *y) {
-  if (strcmp(x->id, y->id) != 0 || strcmp(x->addr, y->addr) != 0 || x->n_labels != y->n_labels ||
-      x->weight != y->weight || x->state != y->state)
-    return false;
-  for (uint32_t l = 0; l < x->n_labels; l++)
-    if (strcmp(x->labels[l].key, y->labels[l].key) != 0 ||
-        strcmp(x->labels[l].value, y->labels[l].value) != 0)
-      return false;
-  return true;
+  const char *keys[RING_LABELS_MAX], *values[RING_LABELS_MAX];
+  ring_node_spec sx = ring__node_spec(x, x->state, keys, values);
+  return same_node(&sx, y);
 }
 
 static int check_pair(const ring_table *from, const ring_table *to) {
