@@ -9,7 +9,8 @@
  *   2. the systems under test, one loop each so the per-key work inlines
  *   3. the timing harness: threads behind a barrier, interleaved repeats
  *   4. per node count: build the tables, run every case, free
- *   5. the report: one table, then the derived ratios
+ *   5. the report: one table, then the derived ratios, then the ratio to
+ *      XXH3 by table size (where the owners array leaves L1)
  *
  * Every case walks the same pre-built key array ("session-0".."session-<K-1>")
  * so key generation is not timed; with 2 threads each thread walks the whole
@@ -27,7 +28,7 @@
  *
  *   bench_lookup [--keys N] [--repeats N] [--tokens T] [--quick]
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* sysconf(_SC_LEVEL1_DCACHE_SIZE) */
 
 #include "ring.h"
 #include "ring_inline.h" /* defines XXH_INLINE_ALL and includes xxhash.h */
@@ -41,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -796,6 +798,43 @@ static int bench_size(size_t si, const bench_opts *o, const keyset *ks) {
   return 0;
 }
 
+/* The lookup against XXH3 as the table grows, at 100 nodes: the owners
+ * array (T*R*2 bytes) leaves the L1 data cache somewhere in this range,
+ * and from there every lookup pays one L1 miss on top of the hash. */
+static const uint32_t token_counts[] = {256, 1024, 4096, 16384, 65536};
+#define N_TOKEN_COUNTS (sizeof token_counts / sizeof token_counts[0])
+
+static int bench_tokens(const bench_opts *o, const keyset *ks) {
+  printf("libring / xxh3 time ratio by table size, N=100, 1 thread (L1d %ld bytes, L2 %ld "
+         "bytes per core):\n",
+         sysconf(_SC_LEVEL1_DCACHE_SIZE), sysconf(_SC_LEVEL2_CACHE_SIZE));
+  printf("  %8s %12s %10s %14s %14s\n", "T", "owners bytes", "xxh3 ns", "ring_lookup",
+         "ring_view_lookup");
+  for (size_t ti = 0; ti < N_TOKEN_COUNTS; ti++) {
+    const uint32_t T = token_counts[ti];
+    ring_table *t = test_table_rr(T, BENCH_REPLICAS, 100, BENCH_ZONES, NULL, 1);
+    if (t == NULL) {
+      fprintf(stderr, "bench_lookup: no table for T=%u\n", T);
+      return -1;
+    }
+    bench_ctx c = {.table = t, .view = ring_table_view(t), .seed = ring_table_seed(t),
+                   .nodes = 100};
+    bench_case cases[3];
+    const unsigned cheap = o->repeats * BENCH_CHEAP_FACTOR;
+    size_t n = add_case(cases, 0, SYS_XXH3, 1, ks->n, cheap);
+    n = add_case(cases, n, SYS_RING_CALL, 1, ks->n, cheap);
+    n = add_case(cases, n, SYS_RING_VIEW, 1, ks->n, cheap);
+    measure(cases, n, &c, ks, o->quick ? BENCH_MIN_RUN_S_QUICK : BENCH_MIN_RUN_S);
+    const double base = cases[0].best_ns;
+    printf("  %8u %12zu %10.2f %13.2fx %13.2fx\n", T,
+           (size_t)T * BENCH_REPLICAS * sizeof(uint16_t), base, cases[1].best_ns / base,
+           cases[2].best_ns / base);
+    ring_table_free(t);
+  }
+  printf("\n");
+  return 0;
+}
+
 /* ------------------------------------------------------- 5. the report */
 
 static void print_ratio_row(const char *label, int sys) {
@@ -954,6 +993,8 @@ int main(int argc, char **argv) {
     failed = bench_size(si, &o, &ks) != 0;
   if (!failed)
     print_derived(&o, ks.n);
+  if (!failed)
+    failed = bench_tokens(&o, &ks) != 0;
   printf("\nload average at end: %.2f\n", load_average());
   printf("(sink %llu)\n", (unsigned long long)sink);
   keyset_free(&ks);
