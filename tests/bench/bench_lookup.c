@@ -10,10 +10,16 @@
  *   3. the timing harness: threads behind a barrier, interleaved repeats
  *   4. per node count: build the tables, run every case, free
  *   5. the report: one table, then the derived ratios, then the ratio to
- *      XXH3 by table size (where the owners array leaves L1)
+ *      XXH3 by table size (where the owners array leaves L1) and with
+ *      cold keys
  *
- * Every case walks the same pre-built key array ("session-0".."session-<K-1>")
- * so key generation is not timed; with 2 threads each thread walks the whole
+ * Hot keys: every case walks the same pre-built array of 10,000 keys
+ * ("session-0".."session-9999", ~300 KB with its index), which stays in
+ * the core's L2 as a router's keys do (it hashes a key it has just parsed
+ * from a request). Cold keys: the last section walks 1,000,000 keys (~31 MB,
+ * streamed from memory each pass), where the key stream and the table
+ * compete for the caches; both are printed. Key generation is not timed;
+ * with 2 threads each thread walks the whole
  * array and the figure is aggregate throughput. Threads start together on a
  * spinning barrier, and a run walks the array as many times (passes) as it
  * takes to last BENCH_MIN_RUN_S, so that thread start-up skew stays small
@@ -51,11 +57,13 @@
 #include <libmemcached/memcached.h>
 #endif
 
-#define BENCH_TOKENS 65536u /* T for every N unless --tokens */
+#define BENCH_TOKENS 16384u /* T for every N unless --tokens: DESIGN.md's default */
 #define BENCH_REPLICAS 3u
 #define BENCH_ZONES 10u
-#define BENCH_KEYS_DEFAULT 1000000u
-#define BENCH_KEYS_QUICK 100000u
+#define BENCH_KEYS_DEFAULT 10000u /* hot: in L2 */
+#define BENCH_KEYS_QUICK 10000u
+#define BENCH_COLD_KEYS 1000000u /* cold: streamed from memory */
+#define BENCH_COLD_KEYS_QUICK 200000u
 #define BENCH_KEYS_MAX 50000000u
 #define BENCH_REPEATS_DEFAULT 7u
 #define BENCH_REPEATS_QUICK 3u
@@ -97,7 +105,7 @@ typedef struct keyset {
 
 static void usage(FILE *f) {
   fprintf(f, "usage: bench_lookup [--keys N] [--repeats N] [--tokens T] [--quick]\n"
-             "  --keys N     keys in the set (default %u, quick %u)\n"
+             "  --keys N     hot keys in the set (default %u, quick %u)\n"
              "  --repeats N  timed runs per case, best kept (default %u, quick %u;\n"
              "               cheap cases run %u times as many)\n"
              "  --tokens T   libring table size, a power of two in [%u, %u] (default %u)\n"
@@ -798,41 +806,86 @@ static int bench_size(size_t si, const bench_opts *o, const keyset *ks) {
   return 0;
 }
 
+/* Best ns per key of XXH3, ring_lookup, ring_view_lookup and
+ * ring_view_owners at 100 nodes, T tokens, 1 thread, on keyset ks.
+ * Returns 0, or -1 (reported). */
+static int ratio_case(const bench_opts *o, const keyset *ks, uint32_t T, double ns[4]) {
+  ring_table *t = test_table_rr(T, BENCH_REPLICAS, 100, BENCH_ZONES, NULL, 1);
+  if (t == NULL) {
+    fprintf(stderr, "bench_lookup: no table for T=%u\n", T);
+    return -1;
+  }
+  bench_ctx c = {.table = t, .view = ring_table_view(t), .seed = ring_table_seed(t),
+                 .nodes = 100};
+  bench_case cases[4];
+  const unsigned cheap = o->repeats * BENCH_CHEAP_FACTOR;
+  size_t n = add_case(cases, 0, SYS_XXH3, 1, ks->n, cheap);
+  n = add_case(cases, n, SYS_RING_CALL, 1, ks->n, cheap);
+  n = add_case(cases, n, SYS_RING_VIEW, 1, ks->n, cheap);
+  n = add_case(cases, n, SYS_RING_OWNERS, 1, ks->n, cheap);
+  measure(cases, n, &c, ks, o->quick ? BENCH_MIN_RUN_S_QUICK : BENCH_MIN_RUN_S);
+  for (int i = 0; i < 4; i++)
+    ns[i] = cases[i].best_ns;
+  ring_table_free(t);
+  return 0;
+}
+
+static void print_ratio_header(const char *first) {
+  printf("  %8s %12s %10s %12s %17s %17s\n", first, "owners bytes", "xxh3 ns", "ring_lookup",
+         "ring_view_lookup", "ring_view_owners");
+}
+
+static void print_ratio_case(const char *first, uint32_t T, const double ns[4]) {
+  printf("  %8s %12zu %10.2f %11.2fx %16.2fx %16.2fx\n", first,
+         (size_t)T * BENCH_REPLICAS * sizeof(uint16_t), ns[0], ns[1] / ns[0], ns[2] / ns[0],
+         ns[3] / ns[0]);
+}
+
 /* The lookup against XXH3 as the table grows, at 100 nodes: the owners
  * array (T*R*2 bytes) leaves the L1 data cache somewhere in this range,
- * and from there every lookup pays one L1 miss on top of the hash. */
+ * and from there every lookup pays an L1 miss on top of the hash. */
 static const uint32_t token_counts[] = {256, 1024, 4096, 16384, 65536};
 #define N_TOKEN_COUNTS (sizeof token_counts / sizeof token_counts[0])
 
 static int bench_tokens(const bench_opts *o, const keyset *ks) {
-  printf("libring / xxh3 time ratio by table size, N=100, 1 thread (L1d %ld bytes, L2 %ld "
-         "bytes per core):\n",
+  printf("libring / xxh3 time ratio by table size, hot keys, N=100, 1 thread (L1d %ld bytes, "
+         "L2 %ld bytes per core):\n",
          sysconf(_SC_LEVEL1_DCACHE_SIZE), sysconf(_SC_LEVEL2_CACHE_SIZE));
-  printf("  %8s %12s %10s %14s %14s\n", "T", "owners bytes", "xxh3 ns", "ring_lookup",
-         "ring_view_lookup");
+  print_ratio_header("T");
   for (size_t ti = 0; ti < N_TOKEN_COUNTS; ti++) {
-    const uint32_t T = token_counts[ti];
-    ring_table *t = test_table_rr(T, BENCH_REPLICAS, 100, BENCH_ZONES, NULL, 1);
-    if (t == NULL) {
-      fprintf(stderr, "bench_lookup: no table for T=%u\n", T);
+    double ns[4];
+    char label[16];
+    if (ratio_case(o, ks, token_counts[ti], ns) != 0)
       return -1;
-    }
-    bench_ctx c = {.table = t, .view = ring_table_view(t), .seed = ring_table_seed(t),
-                   .nodes = 100};
-    bench_case cases[3];
-    const unsigned cheap = o->repeats * BENCH_CHEAP_FACTOR;
-    size_t n = add_case(cases, 0, SYS_XXH3, 1, ks->n, cheap);
-    n = add_case(cases, n, SYS_RING_CALL, 1, ks->n, cheap);
-    n = add_case(cases, n, SYS_RING_VIEW, 1, ks->n, cheap);
-    measure(cases, n, &c, ks, o->quick ? BENCH_MIN_RUN_S_QUICK : BENCH_MIN_RUN_S);
-    const double base = cases[0].best_ns;
-    printf("  %8u %12zu %10.2f %13.2fx %13.2fx\n", T,
-           (size_t)T * BENCH_REPLICAS * sizeof(uint16_t), base, cases[1].best_ns / base,
-           cases[2].best_ns / base);
-    ring_table_free(t);
+    snprintf(label, sizeof label, "%u", token_counts[ti]);
+    print_ratio_case(label, token_counts[ti], ns);
   }
   printf("\n");
   return 0;
+}
+
+/* The same ratio with keys streamed from memory, at T = --tokens. */
+static int bench_cold(const bench_opts *o) {
+  keyset cold;
+  const size_t n = o->quick ? BENCH_COLD_KEYS_QUICK : BENCH_COLD_KEYS;
+  if (keyset_init(&cold, n) != 0) {
+    fprintf(stderr, "bench_lookup: out of memory for %zu keys\n", n);
+    return -1;
+  }
+  double ns[4];
+  int rc = ratio_case(o, &cold, o->tokens, ns);
+  if (rc == 0) {
+    printf("libring / xxh3 time ratio with cold keys (%zu keys, streamed from memory), N=100, "
+           "1 thread:\n",
+           n);
+    print_ratio_header("T");
+    char label[16];
+    snprintf(label, sizeof label, "%u", o->tokens);
+    print_ratio_case(label, o->tokens, ns);
+    printf("\n");
+  }
+  keyset_free(&cold);
+  return rc;
 }
 
 /* ------------------------------------------------------- 5. the report */
@@ -879,7 +932,9 @@ static void print_derived(const bench_opts *o, size_t keys_total) {
   const size_t s10 = size_index(10), s10k = size_index(10000);
   printf("derived figures (best runs; 1 thread unless noted)\n\n");
 
-  printf("libring / xxh3 time ratio (target <= 1.6):\n");
+  printf("libring / xxh3 time ratio, hot keys, T = %u (target <= 1.6; ring_view_owners is the\n"
+         "inline lookup of the R owners, read in place; ring_view_lookup copies them out):\n",
+         o->tokens);
   print_sizes_header("nodes");
   print_ratio_row("ring_lookup (library call)", SYS_RING_CALL);
   print_ratio_row("ring_view_lookup (inline)", SYS_RING_VIEW);
@@ -995,6 +1050,8 @@ int main(int argc, char **argv) {
     print_derived(&o, ks.n);
   if (!failed)
     failed = bench_tokens(&o, &ks) != 0;
+  if (!failed)
+    failed = bench_cold(&o) != 0;
   printf("\nload average at end: %.2f\n", load_average());
   printf("(sink %llu)\n", (unsigned long long)sink);
   keyset_free(&ks);
