@@ -25,8 +25,18 @@
 #endif
 #include <xxhash.h>
 
+/* GCC and Clang leave XXH3_64bits_withSeed out of line (its long-input
+ * paths make it big), so a lookup would pay a second call; flattening the
+ * token function inlines the hash into it, and it inlines into callers. */
+#if defined(__GNUC__)
+#define RING__FLATTEN __attribute__((flatten))
+#else
+#define RING__FLATTEN
+#endif
+
 /* The token of a key under this view. */
-static inline uint32_t ring_view_token(const ring_view *v, const void *key, size_t len) {
+RING__FLATTEN static inline uint32_t ring_view_token(const ring_view *v, const void *key,
+                                                     size_t len) {
   return (uint32_t)(XXH3_64bits_withSeed(key, len, v->seed) >> v->shift);
 }
 
