@@ -136,10 +136,13 @@ static int install_empty(agent *a, const fetch_work *w, ring_error *err) {
 
 /* Fetches w from its sources in order. Returns RING_OK (installed) or the
  * last source's error, with err filled; *from the index of the source. */
-static int fetch_from_sources(agent *a, const fetch_work *w, const volatile bool *stop,
-                              uint32_t *from, ring_error *err) {
-  arc_fetch_opts fo = {
-      .secret = a->secret, .ca_file = a->o.ca_file, .limiter = a->limiter, .stop = stop};
+static int fetch_from_sources(agent *a, arc_fetcher *fx, const fetch_work *w,
+                              const volatile bool *stop, uint32_t *from, ring_error *err) {
+  arc_fetch_opts fo = {.secret = a->secret,
+                       .fetcher = fx,
+                       .ca_file = a->o.ca_file,
+                       .limiter = a->limiter,
+                       .stop = stop};
   int rc = RING_EUNAVAIL;
   uint32_t absent = 0; /* sources that answered: no data for this token */
   snprintf(err->message, sizeof err->message, "no source: no other owner of the token");
@@ -209,6 +212,7 @@ static agent_job *next_job(agent *a) {
 
 static void *worker(void *ud) {
   agent *a = ud;
+  arc_fetcher *fx = arc_fetcher_new(); /* NULL (no memory): arc_fetch makes one per arc */
   pthread_mutex_lock(&a->jobs_mu);
   while (!a->workers_stop) {
     agent_job *j = next_job(a);
@@ -226,7 +230,7 @@ static void *worker(void *ud) {
 
     ring_error err = {0};
     uint32_t from = 0;
-    int rc = fetch_from_sources(a, &w, &j->stop, &from, &err);
+    int rc = fetch_from_sources(a, fx, &w, &j->stop, &from, &err);
     uint64_t bytes = rc == RING_OK ? agent_arc_bytes(a, w.token) : 0;
 
     pthread_mutex_lock(&a->jobs_mu);
@@ -237,6 +241,7 @@ static void *worker(void *ud) {
     rd_waker_wake(&a->waker);            /* report, requeue, reap */
   }
   pthread_mutex_unlock(&a->jobs_mu);
+  arc_fetcher_free(fx);
   return NULL;
 }
 

@@ -119,8 +119,18 @@ bool arc_limiter_take(arc_limiter *l, uint64_t n, const volatile bool *stop);
 
 /* ----------------------------------------------------------- the fetcher */
 
+/* What one fetching thread keeps from one arc to the next: its curl handle
+ * (so the connection to a source is reused rather than opened per arc),
+ * receive and staging buffers and hash state, allocated once. Used by one
+ * thread at a time. */
+typedef struct arc_fetcher arc_fetcher;
+/* NULL when out of memory. */
+arc_fetcher *arc_fetcher_new(void);
+void arc_fetcher_free(arc_fetcher *fx);
+
 typedef struct arc_fetch_opts {
   const char *secret;       /* sent as "Authorization: Bearer <secret>" */
+  arc_fetcher *fetcher;     /* the calling thread's, kept between calls; NULL: one for this call */
   const char *ca_file;      /* for https sources, or NULL */
   arc_limiter *limiter;     /* shared; NULL: unlimited */
   uint32_t timeout_ms;      /* connect + low-speed timeout per request; 0: 10000 */

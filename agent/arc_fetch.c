@@ -5,14 +5,15 @@
  * Sections: the transfer state; curl; the manifest; one file (resume,
  * stream, verify, retry); the temporary directory; install; the entry.
  *
- * Bytes go from curl's buffer through the shared limiter, write(2) and
- * XXH3 straight into tmp/<token>.<version>/<name>: nothing is buffered
- * beyond curl's receive buffer. A file left there by an earlier attempt
- * is hashed from disk and continued with a range request; the checksum of
- * the whole file decides. The directory is renamed into arcs/ only when
- * every file is verified and fsync()ed.
+ * Bytes go from curl's buffer through the shared limiter and XXH3 into
+ * tmp/<token>.<version>/<name> through an arc_sink (arc_sink.c: O_DIRECT
+ * from a 1 MiB staging buffer, or the page cache): nothing is buffered
+ * beyond curl's receive buffer and that one. A file left there by an
+ * earlier attempt is hashed from disk and continued with a range request;
+ * the checksum of the whole file decides. The directory is renamed into
+ * arcs/ only when every file is verified and fsync()ed.
  */
-#define _GNU_SOURCE /* renameat2, sync_file_range, O_NOFOLLOW, O_DIRECTORY */
+#define _GNU_SOURCE /* renameat2, O_NOFOLLOW, O_DIRECTORY */
 #include "arc_int.h"
 #include "ring_int.h"
 
@@ -32,20 +33,21 @@
 #ifndef ARC_FETCH_BUFFER
 #define ARC_FETCH_BUFFER (1L << 20) /* curl's receive buffer, bytes */
 #endif
-/* Writeback of a file's bytes is started (sync_file_range, which does not
- * wait) every this many bytes and at its end, so the disk writes while the
- * next bytes come over the network; the fsyncs at install then mostly find
- * the pages already written. */
-#define WRITEBACK_EVERY (1u << 20)
 
 /* ---------------------------------------------------- the transfer state */
+
+struct arc_fetcher {
+  CURL *curl; /* its connection stays open for the next arc from the same source */
+  XXH3_state_t *h;
+  arc_sink sink; /* its staging buffer */
+};
 
 typedef struct fetch {
   arc_store *store;
   const arc_fetch_opts *o;
   uint32_t token;
   uint32_t max_retries;
-  CURL *curl;                 /* one handle, one connection, for the whole arc */
+  CURL *curl;                 /* the fetcher's */
   struct curl_slist *headers; /* Authorization */
   char base[1024];            /* http[s]://host:port */
   char tmpdir[4096];          /* tmp/<token>.<version> */
@@ -55,9 +57,9 @@ typedef struct fetch {
   /* the file being received */
   const arc_file *file;
   int fd;
-  uint64_t have;   /* bytes of it on disk, all hashed into h */
-  uint64_t synced; /* writeback started up to here */
-  XXH3_state_t *h;
+  arc_sink *sink;  /* the fetcher's, on fd */
+  uint64_t have;   /* bytes of it received, all hashed into h; on disk after a flush */
+  XXH3_state_t *h; /* the fetcher's */
   int write_errno; /* write(2) failed: no retry */
   bool overflow;   /* the source sent more than the manifest said */
   bool stopped;    /* o->stop seen */
@@ -82,7 +84,6 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
 }
 
 static int setup_curl(fetch *f, const char *source, ring_error *err) {
-  pthread_once(&curl_once, curl_init_once);
   const char *scheme = strstr(source, "://") ? "" : "http://";
   size_t n = (size_t)snprintf(f->base, sizeof f->base, "%s%s", scheme, source);
   while (n > 0 && f->base[n - 1] == '/')
@@ -93,9 +94,9 @@ static int setup_curl(fetch *f, const char *source, ring_error *err) {
   if (snprintf(auth, sizeof auth, "Authorization: Bearer %s", f->o->secret) >= (int)sizeof auth)
     return ring__err(err, RING_EINVAL, "secret too long");
   f->headers = curl_slist_append(NULL, auth);
-  f->curl = curl_easy_init();
-  if (f->headers == NULL || f->curl == NULL)
+  if (f->headers == NULL)
     return ring__err(err, RING_ENOMEM, "curl: out of memory");
+  curl_easy_reset(f->curl); /* the last arc's options go; its connection stays */
   long timeout_ms = f->o->timeout_ms ? (long)f->o->timeout_ms : 10000;
   CURL *c = f->curl;
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, f->headers);
@@ -195,14 +196,6 @@ static int fetch_manifest(fetch *f, arc_manifest *m, ring_error *err) {
 
 /* ---------------------------------------------------------------- one file */
 
-/* Starts (does not wait for) writeback of what came since the last call;
- * an error here shows again at the fsync, which decides. */
-static void start_writeback(fetch *f) {
-  if (f->have > f->synced)
-    sync_file_range(f->fd, (off_t)f->synced, (off_t)(f->have - f->synced), SYNC_FILE_RANGE_WRITE);
-  f->synced = f->have;
-}
-
 static size_t on_data(char *p, size_t size, size_t nmemb, void *ud) {
   fetch *f = ud;
   size_t n = size * nmemb;
@@ -216,31 +209,22 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *ud) {
     f->stopped = true;
     return 0;
   }
-  for (size_t done = 0; done < n;) {
-    ssize_t w = pwrite(f->fd, p + done, n - done, (off_t)(f->have + done));
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0) {
-      f->write_errno = w < 0 ? errno : EIO;
-      return 0;
-    }
-    done += (size_t)w;
+  XXH3_64bits_update(f->h, p, n); /* first: the sink's copy may evict them from cache */
+  int rc = arc__sink_write(f->sink, p, n);
+  if (rc != 0) {
+    f->write_errno = -rc;
+    return 0;
   }
-  XXH3_64bits_update(f->h, p, n);
   f->have += n;
   f->res.bytes += n;
-  if (f->have - f->synced >= WRITEBACK_EVERY)
-    start_writeback(f);
   return n;
 }
 
 /* Back to an empty file. */
 static int restart_file(fetch *f) {
-  if (ftruncate(f->fd, 0) != 0)
-    return -errno;
-  f->have = f->synced = 0;
+  f->have = 0;
   XXH3_64bits_reset(f->h);
-  return 0;
+  return arc__sink_truncate(f->sink);
 }
 
 /* Opens tmpdir/<name> and hashes what an earlier attempt left there; a
@@ -251,11 +235,14 @@ static int open_partial(fetch *f, ring_error *err) {
   struct stat st;
   int rc = f->fd < 0 || fstat(f->fd, &st) != 0 ? -errno : 0;
   XXH3_64bits_reset(f->h);
-  f->have = f->synced = 0;
-  if (rc == 0 && (uint64_t)st.st_size > a->size)
-    rc = restart_file(f);
-  else if (rc == 0 && st.st_size > 0 && (rc = arc__hash_fd(f->fd, (uint64_t)st.st_size, f->h)) == 0)
+  f->have = 0;
+  if (rc == 0 && (uint64_t)st.st_size <= a->size &&
+      (rc = arc__hash_fd(f->fd, (uint64_t)st.st_size, f->h)) == 0)
     f->have = (uint64_t)st.st_size;
+  if (rc == 0)
+    rc = arc__sink_start(f->sink, f->fd, f->have);
+  if (rc == 0 && (uint64_t)st.st_size > a->size)
+    rc = arc__sink_truncate(f->sink);
   if (rc != 0)
     return ring__err(err, arc__errno_code(rc), "%s/%s: %s", f->tmpdir, a->name, strerror(-rc));
   if (f->have > 0)
@@ -272,6 +259,9 @@ static int transfer(fetch *f, ring_error *err) {
   f->overflow = false;
   long status = 0;
   CURLcode rc = get(f, path, on_data, f->have, &status);
+  int flushed = arc__sink_flush(f->sink); /* what came is on disk, for a resume */
+  if (flushed != 0 && f->write_errno == 0)
+    f->write_errno = -flushed;
   if (f->write_errno != 0)
     return ring__err(err, arc__errno_code(-f->write_errno), "%s/%s: %s", f->tmpdir, f->file->name,
                      strerror(f->write_errno));
@@ -284,8 +274,8 @@ static int transfer(fetch *f, ring_error *err) {
   return again && !f->stopped ? RING_OK : code;
 }
 
-/* Receives one file into the temporary directory, verified, its writeback
- * started (install fsyncs it). */
+/* Receives one file into the temporary directory, verified, written
+ * (install fsyncs it). */
 static int fetch_file(fetch *f, const arc_file *a, ring_error *err) {
   f->file = a;
   int rc = open_partial(f, err);
@@ -317,8 +307,6 @@ static int fetch_file(fetch *f, const arc_file *a, ring_error *err) {
         rc = ring__err(err, arc__errno_code(e), "%s/%s: %s", f->tmpdir, a->name, strerror(-e));
     }
   }
-  if (rc == RING_OK)
-    start_writeback(f);
   if (f->fd >= 0)
     close(f->fd);
   f->fd = -1;
@@ -437,8 +425,6 @@ static int fetch_arc(fetch *f, const char *source, uint64_t version, ring_error 
     rc = prepare_tmp(f, version, &m, err);
   if (rc == RING_OK)
     rc = check_space(f, &m, err);
-  if (rc == RING_OK && (f->h = XXH3_createState()) == NULL)
-    rc = ring__err(err, RING_ENOMEM, "out of memory");
   for (uint32_t i = 0; rc == RING_OK && i < m.n_files; i++)
     rc = fetch_file(f, &m.files[i], err);
   if (rc == RING_OK)
@@ -447,26 +433,57 @@ static int fetch_arc(fetch *f, const char *source, uint64_t version, ring_error 
   return rc;
 }
 
+arc_fetcher *arc_fetcher_new(void) {
+  pthread_once(&curl_once, curl_init_once);
+  arc_fetcher *fx = calloc(1, sizeof *fx);
+  if (fx == NULL)
+    return NULL;
+  arc__sink_init(&fx->sink);
+  fx->curl = curl_easy_init();
+  fx->h = XXH3_createState();
+  if (fx->curl == NULL || fx->h == NULL) {
+    arc_fetcher_free(fx);
+    return NULL;
+  }
+  return fx;
+}
+
+void arc_fetcher_free(arc_fetcher *fx) {
+  if (fx == NULL)
+    return;
+  curl_easy_cleanup(fx->curl);
+  XXH3_freeState(fx->h);
+  arc__sink_free(&fx->sink);
+  free(fx);
+}
+
 int arc_fetch(arc_store *s, const char *source, uint32_t token, uint64_t version,
               const arc_fetch_opts *o, arc_fetch_result *res, ring_error *err) {
   if (s == NULL || source == NULL || o == NULL || o->secret == NULL || token > ARC_TOKEN_MAX)
     return ring__err(err, RING_EINVAL, "arc_fetch: bad argument");
-  fetch *f = calloc(1, sizeof *f);
-  if (f == NULL)
+  arc_fetcher *own = o->fetcher == NULL ? arc_fetcher_new() : NULL;
+  arc_fetcher *fx = o->fetcher != NULL ? o->fetcher : own;
+  fetch *f = fx != NULL ? calloc(1, sizeof *f) : NULL;
+  if (f == NULL) {
+    arc_fetcher_free(own);
     return ring__err(err, RING_ENOMEM, "arc_fetch: out of memory");
+  }
   f->store = s;
   f->o = o;
   f->token = token;
   f->max_retries = o->max_retries ? o->max_retries : 3;
   f->dfd = f->fd = -1;
+  f->curl = fx->curl;
+  f->h = fx->h;
+  f->sink = &fx->sink;
   int rc = fetch_arc(f, source, version, err);
+  curl_easy_reset(fx->curl); /* it points into f (error buffer, headers) */
   if (res != NULL)
     *res = f->res;
   if (f->dfd >= 0)
     close(f->dfd); /* releases the flock */
-  XXH3_freeState(f->h);
-  curl_easy_cleanup(f->curl);
   curl_slist_free_all(f->headers);
   free(f);
+  arc_fetcher_free(own);
   return rc;
 }

@@ -12,6 +12,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <xxhash.h>
+#if defined(__x86_64__) && !defined(XXH_INLINE_ALL)
+/* Files are hashed with AVX2 or AVX-512 where the CPU has them (libxxhash
+ * picks at run time; xxhash.h alone means SSE2, half the speed). */
+#include <xxh_x86dispatch.h>
+#endif
 
 /* Limits. An embedder may lower them at build time. */
 #ifndef ARC_FILES_MAX
@@ -44,6 +49,42 @@ int arc__hash_fd(int fd, uint64_t len, XXH3_state_t *st);
 /* A negative errno as a ring_errno: ENOSPC/EDQUOT -> RING_ENOSPC, EEXIST
  * and ENOTEMPTY -> RING_EEXIST, ENOMEM -> RING_ENOMEM, else RING_EIO. */
 int arc__errno_code(int neg_errno);
+
+/* ----------------------------------------------------------- arc_sink.c */
+
+#ifndef ARC_SINK_BUF
+#define ARC_SINK_BUF (1u << 20) /* the O_DIRECT staging buffer, bytes */
+#endif
+#define ARC_SINK_ALIGN 4096u /* offsets, lengths and buffer of direct writes */
+
+/* Where a received file's bytes go: appended at size, through O_DIRECT
+ * when the file is written from a block boundary and the file system takes
+ * it, else through the page cache (arc_sink.c says why). Staged bytes are
+ * written when the buffer is full or has waited 50 ms. Not durable until
+ * the caller fsyncs. */
+typedef struct arc_sink {
+  int fd;              /* borrowed: the caller opens and closes it */
+  bool direct;         /* O_DIRECT is set on fd */
+  unsigned char *buf;  /* ARC_SINK_BUF bytes, ARC_SINK_ALIGN-aligned, once direct */
+  size_t staged;       /* bytes in buf, not yet written */
+  int64_t staged_ms;   /* when the oldest of them came (CLOCK_MONOTONIC_COARSE) */
+  uint64_t size;       /* bytes written to fd: where the next ones go */
+  uint64_t synced;     /* writeback started up to here */
+} arc_sink;
+
+void arc__sink_init(arc_sink *s);
+/* Appends from now on to fd, which holds size bytes. 0 (a sink that cannot
+ * go direct simply writes through the page cache). */
+int arc__sink_start(arc_sink *s, int fd, uint64_t size);
+/* 0 or a negative errno; bytes may stay staged until arc__sink_flush. */
+int arc__sink_write(arc_sink *s, const void *p, size_t n);
+/* Everything staged written to fd (size then counts it) and its writeback
+ * started; 0 or a negative errno. */
+int arc__sink_flush(arc_sink *s);
+/* Drops what is staged and empties the file. 0 or a negative errno. */
+int arc__sink_truncate(arc_sink *s);
+/* Frees the staging buffer; the sink may be started again. */
+void arc__sink_free(arc_sink *s);
 
 /* --------------------------------------------------------- arc_store.c */
 
