@@ -212,14 +212,23 @@ static agent_job *next_job(agent *a) {
 
 static void *worker(void *ud) {
   agent *a = ud;
-  arc_fetcher *fx = arc_fetcher_new(); /* NULL (no memory): arc_fetch makes one per arc */
+  arc_fetcher *fx = NULL; /* kept while there is work: its connection and buffers */
   pthread_mutex_lock(&a->jobs_mu);
   while (!a->workers_stop) {
     agent_job *j = next_job(a);
+    if (j == NULL && fx != NULL) { /* idle: give back ~2 MiB and the connection */
+      pthread_mutex_unlock(&a->jobs_mu);
+      arc_fetcher_free(fx);
+      fx = NULL;
+      pthread_mutex_lock(&a->jobs_mu);
+      continue;
+    }
     if (j == NULL) {
       pthread_cond_wait(&a->jobs_cv, &a->jobs_mu);
       continue;
     }
+    if (fx == NULL)
+      fx = arc_fetcher_new(); /* NULL (no memory): arc_fetch makes one per arc */
     fetch_work w = {.token = j->token, .version = j->version, .n = j->n_sources};
     memcpy(w.sources, j->sources, sizeof w.sources);
     memcpy(w.ids, j->source_ids, sizeof w.ids);
