@@ -6,18 +6,23 @@
  * to the issue's targets (>= 0.7x cp, <= 32 MiB RSS); it never passes or
  * fails on them.
  *
- *   bench_arc [--quick] [--dir DIR] [--threads N]
+ *   bench_arc [--quick] [--dir DIR] [--threads N] [--rounds N]
  *
- * Default: 1 GiB in 256 arcs of 4 files; --quick (the CI smoke run):
- * 64 MiB in the same 256 arcs. DIR (default /tmp) holds src/, cp/ and
- * dst/ and is removed at the end. The source is written and sync()ed
- * first; then `cp -r src/arcs cp/` is timed, then the fetch of every arc
- * from an arc server on 127.0.0.1 serving src/ into the store dst/ (each
- * file checksummed and fsync()ed, as the agent does), by N threads
- * (default 4: ring-agent's parallel fetches when the throttle sets no
- * moves_per_node, AGENT_WORKERS_DEFAULT) sharing one unlimited limiter. The page cache is not
- * dropped: both copies read a warm source. `cp -r + sync` is printed as
- * well, since the fetch fsyncs and cp does not.
+ * Default: 1 GiB in 256 arcs of 4 files, 3 rounds; --quick (the CI smoke
+ * run): 64 MiB in the same 256 arcs, 1 round. DIR (default /tmp) holds
+ * src/ and each round's cp<i>/ and dst<i>/, and is removed at the end.
+ * The source is written and sync()ed first. Each round times
+ * `cp -r src/arcs cp<i>/` (then the `sync` after it) and the fetch of
+ * every arc from an arc server on 127.0.0.1 serving src/ into the new
+ * store dst<i>/ (each file checksummed and fsync()ed, as the agent does),
+ * by N threads (default 4: ring-agent's parallel fetches when the throttle
+ * sets no moves_per_node, AGENT_WORKERS_DEFAULT), each with its own
+ * arc_fetcher, sharing one unlimited limiter; cp goes first in odd rounds
+ * and second in even ones. The page cache is not dropped: both read a warm
+ * source. Rounds are printed, then their medians: the cost of creating
+ * files on this file system drifts with what was deleted in the last
+ * minutes, and both sides of one round see the same. `cp -r + sync` is
+ * printed as well, since the fetch fsyncs and cp does not.
  */
 #define _GNU_SOURCE
 #include "arc_int.h"
@@ -158,66 +163,123 @@ static double run(const char *cmd) {
   return now_s() - t0;
 }
 
-int main(int argc, char **argv) {
-  uint64_t total = 1ull << 30;
-  const char *base = "/tmp";
-  unsigned threads = THREADS_DEFAULT;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--quick") == 0)
-      total = 64ull << 20;
-    else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
-      base = argv[++i];
-    else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
-      threads = (unsigned)atoi(argv[++i]);
-    else
-      die("usage", "bench_arc [--quick] [--dir DIR] [--threads N]");
-  }
-  if (threads < 1 || threads > 16)
-    die("--threads", "1 to 16");
-  char root[4096], src[4200], dst[4200], cpdir[4200], cmd[9000];
-  snprintf(root, sizeof root, "%s/bench-arc-XXXXXX", base);
-  if (mkdtemp(root) == NULL)
-    die(root, strerror(errno));
-  snprintf(src, sizeof src, "%s/src", root);
-  snprintf(dst, sizeof dst, "%s/dst", root);
-  snprintf(cpdir, sizeof cpdir, "%s/cp", root);
-  arc_store *s = NULL, *d = NULL;
-  ring_error err;
-  if (arc_store_open(src, &s, &err) != RING_OK || arc_store_open(dst, &d, &err) != RING_OK)
-    die("store", err.message);
-  uint64_t per_file = total / (ARCS * FILES);
-  make_source(src, per_file);
-  double mb = (double)(per_file * ARCS * FILES) / 1e6;
+typedef struct round {
+  double cp, sync, fetch;   /* wall seconds: cp -r, the sync after it, the fetch */
+  double cpu_cp, cpu_fetch; /* CPU seconds of each */
+} round;
 
-  mkdir(cpdir, 0755);
-  snprintf(cmd, sizeof cmd, "cp -r '%s/arcs' '%s/'", src, cpdir);
-  double cpu_cp = cpu_s(RUSAGE_CHILDREN);
-  double t_cp = run(cmd);
-  cpu_cp = cpu_s(RUSAGE_CHILDREN) - cpu_cp;
-  double t_sync = run("sync");
-  double cpu_fetch;
-  double t_fetch = fetch_all(s, d, threads, &cpu_fetch);
+/* `cp -r src/arcs` into dir, then the sync of what it left dirty. */
+static void time_cp(const char *src, const char *dir, round *r) {
+  char cmd[9000];
+  mkdir(dir, 0755);
+  snprintf(cmd, sizeof cmd, "cp -r '%s/arcs' '%s/'", src, dir);
+  double c0 = cpu_s(RUSAGE_CHILDREN);
+  r->cp = run(cmd);
+  r->cpu_cp = cpu_s(RUSAGE_CHILDREN) - c0;
+  r->sync = run("sync");
+}
+
+/* Every arc of src fetched into a new store at dir. */
+static void time_fetch(arc_store *src, const char *dir, unsigned threads, round *r) {
+  arc_store *d;
+  ring_error err;
+  if (arc_store_open(dir, &d, &err) != RING_OK)
+    die("store", err.message);
+  r->fetch = fetch_all(src, d, threads, &r->cpu_fetch);
   uint32_t *tokens = NULL, n = 0;
   if (arc_store_list(d, &tokens, &n) != RING_OK || n != ARCS)
     die("fetch", "not every arc is installed");
   free(tokens);
+  arc_store_close(d);
+}
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The median of v[0..n) (sorts v). */
+static double median(double *v, unsigned n) {
+  qsort(v, n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void print_round(unsigned i, const round *r, double mb) {
+  printf("  round %u: cp -r %7.1f MB/s (CPU %.2f s), + sync %7.1f MB/s, fetch %7.1f MB/s (CPU "
+         "%.2f s): %.2fx cp, %.2fx cp+sync\n",
+         i + 1, mb / r->cp, r->cpu_cp, mb / (r->cp + r->sync), mb / r->fetch, r->cpu_fetch,
+         r->cp / r->fetch, (r->cp + r->sync) / r->fetch);
+}
+
+static void report(const round *rs, unsigned n, double mb, unsigned threads) {
+  double cp[16], cps[16], fe[16], ratio[16], ratio_s[16], cpu_cp[16], cpu_fe[16];
+  printf("bench_arc: %.0f MB in %u arcs of %u files, loopback, unthrottled, %u fetch threads, "
+         "%u rounds\n",
+         mb, ARCS, FILES, threads, n);
+  for (unsigned i = 0; i < n; i++) {
+    print_round(i, &rs[i], mb);
+    cp[i] = mb / rs[i].cp, cps[i] = mb / (rs[i].cp + rs[i].sync), fe[i] = mb / rs[i].fetch;
+    ratio[i] = rs[i].cp / rs[i].fetch, ratio_s[i] = (rs[i].cp + rs[i].sync) / rs[i].fetch;
+    cpu_cp[i] = rs[i].cpu_cp, cpu_fe[i] = rs[i].cpu_fetch;
+  }
+  printf("  median of the rounds:\n");
+  printf("  cp -r             %8.1f MB/s  (CPU %.2f s)\n", median(cp, n), median(cpu_cp, n));
+  printf("  cp -r + sync      %8.1f MB/s\n", median(cps, n));
+  printf("  arc fetch         %8.1f MB/s  (CPU %.2f s, server and fetchers; checksums, fsync, "
+         "install)\n",
+         median(fe, n), median(cpu_fe, n));
+  printf("  ratio fetch/cp    %8.2fx      (target >= 0.70x)\n", median(ratio, n));
+  printf("  ratio fetch/cp+sync %6.2fx\n", median(ratio_s, n));
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  printf("bench_arc: %.0f MB in %u arcs of %u files, loopback, unthrottled, %u fetch threads\n", mb,
-         ARCS, FILES, threads);
-  printf("  cp -r             %8.1f MB/s  (%.2f s)\n", mb / t_cp, t_cp);
-  printf("  cp -r + sync      %8.1f MB/s  (%.2f s)\n", mb / (t_cp + t_sync), t_cp + t_sync);
-  printf("  arc fetch         %8.1f MB/s  (%.2f s; checksums, fsync, install)\n", mb / t_fetch,
-         t_fetch);
-  printf("  CPU: cp -r %.2f s, fetch %.2f s (server and fetchers)\n", cpu_cp, cpu_fetch);
-  printf("  ratio fetch/cp    %8.2fx      (target >= 0.70x)\n", t_cp / t_fetch);
-  printf("  ratio fetch/cp+sync %6.2fx\n", (t_cp + t_sync) / t_fetch);
   printf(
       "  peak RSS          %8.1f MiB   (target <= 32 MiB; server and fetchers in this process)\n",
       (double)ru.ru_maxrss / 1024.0);
+}
+
+int main(int argc, char **argv) {
+  uint64_t total = 1ull << 30;
+  const char *base = "/tmp";
+  unsigned threads = THREADS_DEFAULT, rounds = 3;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--quick") == 0)
+      total = 64ull << 20, rounds = 1;
+    else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
+      base = argv[++i];
+    else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+      threads = (unsigned)atoi(argv[++i]);
+    else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
+      rounds = (unsigned)atoi(argv[++i]);
+    else
+      die("usage", "bench_arc [--quick] [--dir DIR] [--threads N] [--rounds N]");
+  }
+  if (threads < 1 || threads > 16)
+    die("--threads", "1 to 16");
+  if (rounds < 1 || rounds > 16)
+    die("--rounds", "1 to 16");
+  char root[4096], src[4200], dir[4300];
+  snprintf(root, sizeof root, "%s/bench-arc-XXXXXX", base);
+  if (mkdtemp(root) == NULL)
+    die(root, strerror(errno));
+  snprintf(src, sizeof src, "%s/src", root);
+  arc_store *s = NULL;
+  ring_error err;
+  if (arc_store_open(src, &s, &err) != RING_OK)
+    die("store", err.message);
+  uint64_t per_file = total / (ARCS * FILES);
+  make_source(src, per_file);
+  round rs[16];
+  for (unsigned i = 0; i < rounds; i++) { /* cp first in odd rounds, the fetch in even ones */
+    for (int step = 0; step < 2; step++) {
+      snprintf(dir, sizeof dir, "%s/%s%u", root, (step == (int)(i % 2)) ? "cp" : "dst", i);
+      if (step == (int)(i % 2))
+        time_cp(src, dir, &rs[i]);
+      else
+        time_fetch(s, dir, threads, &rs[i]);
+    }
+  }
+  report(rs, rounds, (double)(per_file * ARCS * FILES) / 1e6, threads);
   arc_store_close(s);
-  arc_store_close(d);
   arc__rmtree(root);
   return 0;
 }
