@@ -102,6 +102,7 @@ typedef struct arc_server_stats {
   uint64_t requests;
   uint64_t unauthorized;
   uint64_t bad_requests;
+  uint64_t connections; /* accepted */
 } arc_server_stats;
 void arc_server_stats_get(arc_server *srv, arc_server_stats *out);
 

@@ -56,7 +56,7 @@ struct arc_server {
   size_t secret_len;
   char *cert, *key; /* PEM contents for TLS, or NULL; live as long as mhd */
   uint16_t port;
-  atomic_uint_fast64_t bytes_out, requests, unauthorized, bad_requests;
+  atomic_uint_fast64_t bytes_out, requests, unauthorized, bad_requests, connections;
   char error[256]; /* libmicrohttpd's last complaint, for a failed start */
 };
 
@@ -294,12 +294,19 @@ static bool odd_segments(const char *url) {
 static mhd_result route(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                         const char *version, const char *upload_data, size_t *upload_data_size,
                         void **req) {
-  (void)version, (void)upload_data, (void)upload_data_size, (void)req;
+  (void)version, (void)upload_data, (void)upload_data_size;
   arc_server *srv = cls;
-  atomic_fetch_add(&srv->requests, 1);
-  if (!authorized(srv, c)) {
-    atomic_fetch_add(&srv->unauthorized, 1);
-    return reply_text(c, MHD_HTTP_UNAUTHORIZED, "");
+  if (*req == NULL) { /* the first call: the headers are in */
+    atomic_fetch_add(&srv->requests, 1);
+    if (!authorized(srv, c)) { /* answered now, so the connection closes after it */
+      atomic_fetch_add(&srv->unauthorized, 1);
+      return reply_text(c, MHD_HTTP_UNAUTHORIZED, "");
+    }
+    /* Answer on the next call: libmicrohttpd closes a connection whose
+     * response was queued on the first one, and a fetcher reuses its
+     * connection for every request of every arc it fetches. */
+    *req = srv;
+    return MHD_YES;
   }
   if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
     return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
@@ -336,6 +343,16 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
   srv->error[strcspn(srv->error, "\n")] = '\0';
 }
 
+/* Counts accepted connections (a fetcher that reuses its connection makes
+ * one for many arcs). */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+  (void)c, (void)socket_context;
+  arc_server *srv = cls;
+  if (code == MHD_CONNECTION_NOTIFY_STARTED)
+    atomic_fetch_add(&srv->connections, 1);
+}
+
 static struct MHD_Daemon *start_mhd(arc_server *srv, const arc_server_opts *o,
                                     const struct sockaddr_storage *addr) {
   unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
@@ -357,7 +374,8 @@ static struct MHD_Daemon *start_mhd(arc_server *srv, const arc_server_opts *o,
       MHD_OPTION_THREAD_POOL_SIZE, (unsigned)ARC_SERVER_THREADS, MHD_OPTION_CONNECTION_LIMIT, conns,
       MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_CONNECTION_TIMEOUT, timeout,
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ARC_SERVER_MEMORY,
-      MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+      MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
+      MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
 }
 
 static void server_free(arc_server *srv) {
@@ -420,4 +438,5 @@ void arc_server_stats_get(arc_server *srv, arc_server_stats *out) {
   out->requests = atomic_load(&srv->requests);
   out->unauthorized = atomic_load(&srv->unauthorized);
   out->bad_requests = atomic_load(&srv->bad_requests);
+  out->connections = atomic_load(&srv->connections);
 }

@@ -1,6 +1,7 @@
 /*
  * test_arc_fetch.c: fetching arcs from a real arc server on 127.0.0.1:
- * whole arcs byte for byte, resumption after an interrupted transfer, a
+ * whole arcs byte for byte, one connection for the arcs of one fetcher,
+ * resumption after an interrupted transfer, a
  * byte flipped at the source mid-transfer, refusals (secret, unknown arc,
  * dead source, already installed), stray leftovers, and a full disk.
  */
@@ -47,6 +48,36 @@ START_TEST(whole_arc_byte_for_byte) {
   snprintf(url, sizeof url, "http://%s/", env.source);
   ck_assert_msg(arc_fetch(env.dst, url, 0, 1, &o, &res, &err) == RING_OK, "%s", err.message);
   ck_assert(arc_store_has(env.dst, 0));
+}
+END_TEST
+
+/* One arc_fetcher fetches arc after arc over one connection, and what it
+ * writes (whole staged blocks with O_DIRECT, tails through the page cache)
+ * is byte for byte the source. */
+START_TEST(a_fetcher_keeps_its_connection) {
+  make_arc(env.src_dir, 60, 2, 3 << 20);  /* whole blocks only */
+  make_arc(env.src_dir, 61, 3, 1000003); /* each with a tail */
+  make_arc(env.src_dir, 62, 1, 5000);
+  arc_fetch_opts o = opts();
+  o.fetcher = arc_fetcher_new();
+  ck_assert_ptr_nonnull(o.fetcher);
+  arc_server_stats before, after;
+  arc_server_stats_get(env.srv, &before);
+  ring_error err;
+  for (uint32_t t = 60; t <= 61; t++) {
+    ck_assert_msg(arc_fetch(env.dst, env.source, t, 1, &o, NULL, &err) == RING_OK, "%s",
+                  err.message);
+    ck_assert(same_arc(env.src, env.dst, t));
+  }
+  arc_server_stats_get(env.srv, &after);
+  ck_assert_uint_eq(after.connections - before.connections, 1);
+  arc_fetcher_free(o.fetcher);
+  o.fetcher = NULL; /* one for this call: a connection of its own */
+  ck_assert_msg(arc_fetch(env.dst, env.source, 62, 1, &o, NULL, &err) == RING_OK, "%s",
+                err.message);
+  ck_assert(same_arc(env.src, env.dst, 62));
+  arc_server_stats_get(env.srv, &before);
+  ck_assert_uint_eq(before.connections - after.connections, 1);
 }
 END_TEST
 
@@ -265,6 +296,7 @@ static Suite *suite(void) {
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, whole_arc_byte_for_byte);
+  tcase_add_test(tc, a_fetcher_keeps_its_connection);
   tcase_add_test(tc, refusals);
   tcase_add_test(tc, resume_after_stop);
   tcase_add_test(tc, leftovers_are_checked);
