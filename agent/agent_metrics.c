@@ -70,6 +70,9 @@ void agent_metrics_text(void *ud, rd_text *t) {
   one(t, "ring_agent_progress_writes_total", "counter", "progress/<id> values written",
       (double)m->progress_writes);
   one(t, "ring_agent_server_requests_total", "counter", "arc server requests", (double)ss.requests);
+  one(t, "ring_agent_server_connections_total", "counter",
+      "connections the arc server accepted (fetchers keep theirs from arc to arc)",
+      (double)ss.connections);
   one(t, "ring_agent_server_unauthorized_total", "counter",
       "arc server requests without the right secret", (double)ss.unauthorized);
   one(t, "ring_agent_errors_total", "counter", "etcd operations that failed", (double)m->errors);
