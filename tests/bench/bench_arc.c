@@ -54,7 +54,7 @@ static double now_s(void) {
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-static void die(const char *what, const char *detail) {
+static _Noreturn void die(const char *what, const char *detail) {
   fprintf(stderr, "bench_arc: %s: %s\n", what, detail);
   exit(1);
 }
@@ -187,7 +187,7 @@ static void time_cp(const char *src, const char *dir, round *r) {
  * checksum once, as on an arc's first serve, rather than finding them
  * cached by an earlier round. */
 static void time_fetch(const char *src, const char *dir, unsigned threads, round *r) {
-  arc_store *s, *d;
+  arc_store *s = NULL, *d = NULL;
   ring_error err;
   if (arc_store_open(src, &s, &err) != RING_OK || arc_store_open(dir, &d, &err) != RING_OK)
     die("store", err.message);
