@@ -95,6 +95,7 @@ static int write_staged(arc_sink *s, size_t n) {
   else if (w < 0)
     return -errno;
   s->size += (uint64_t)w;
+  s->synced = s->size; /* direct writes leave no dirty pages behind */
   s->staged -= (size_t)w;
   memmove(s->buf, s->buf + w, s->staged);
   s->staged_ms = now_ms();
