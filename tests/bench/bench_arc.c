@@ -29,6 +29,7 @@
  */
 #define _GNU_SOURCE
 #include "arc_int.h"
+#include "bench_stats.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -200,17 +201,6 @@ static void time_fetch(const char *src, const char *dir, unsigned threads, round
   arc_store_close(s);
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* The median of v[0..n) (sorts v). */
-static double median(double *v, unsigned n) {
-  qsort(v, n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static void print_round(unsigned i, const round *r, double mb) {
   printf("  round %u: cp -r %7.1f MB/s (CPU %.2f s), + sync %7.1f MB/s, fetch %7.1f MB/s (CPU "
          "%.2f s): %.2fx cp, %.2fx cp+sync\n",
@@ -230,18 +220,18 @@ static void report(const round *rs, unsigned n, double mb, unsigned threads) {
     cpu_cp[i] = rs[i].cpu_cp, cpu_fe[i] = rs[i].cpu_fetch;
   }
   printf("  median of the rounds:\n");
-  printf("  cp -r             %8.1f MB/s  (CPU %.2f s)\n", median(cp, n), median(cpu_cp, n));
-  printf("  cp -r + sync      %8.1f MB/s\n", median(cps, n));
+  printf("  cp -r             %8.1f MB/s  (CPU %.2f s)\n", bench_median(cp, n), bench_median(cpu_cp, n));
+  printf("  cp -r + sync      %8.1f MB/s\n", bench_median(cps, n));
   printf("  arc fetch         %8.1f MB/s  (CPU %.2f s, server and fetchers; checksums, fsync, "
          "install)\n",
-         median(fe, n), median(cpu_fe, n));
-  printf("  ratio fetch/cp    %8.2fx      (target >= 0.70x)\n", median(ratio, n));
-  printf("  ratio fetch/cp+sync %6.2fx      (both durable)\n", median(ratio_s, n));
+         bench_median(fe, n), bench_median(cpu_fe, n));
+  printf("  ratio fetch/cp    %8.2fx      (target >= 0.70x)\n", bench_median(ratio, n));
+  printf("  ratio fetch/cp+sync %6.2fx      (both durable)\n", bench_median(ratio_s, n));
   double best_cp = 0;
   for (unsigned i = 0; i < n; i++)
     best_cp = cp[i] > best_cp ? cp[i] : best_cp;
   printf("  fetch / fastest cp %7.2fx      (the median fetch against cp's best round)\n",
-         median(fe, n) / best_cp);
+         bench_median(fe, n) / best_cp);
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   printf(
@@ -269,7 +259,7 @@ int main(int argc, char **argv) {
     die("--threads", "1 to 16");
   if (rounds < 1 || rounds > 16)
     die("--rounds", "1 to 16");
-  char root[4096], src[4200], dir[4300];
+  char root[4096], src[4200], cpdir[4300], dstdir[4300];
   snprintf(root, sizeof root, "%s/bench-arc-XXXXXX", base);
   if (mkdtemp(root) == NULL)
     die(root, strerror(errno));
@@ -282,13 +272,15 @@ int main(int argc, char **argv) {
   uint64_t per_file = total / (ARCS * FILES);
   make_source(src, per_file);
   round rs[16];
-  for (unsigned i = 0; i < rounds; i++) { /* cp first in odd rounds, the fetch in even ones */
-    for (int step = 0; step < 2; step++) {
-      snprintf(dir, sizeof dir, "%s/%s%u", root, (step == (int)(i % 2)) ? "cp" : "dst", i);
-      if (step == (int)(i % 2))
-        time_cp(src, dir, &rs[i]);
-      else
-        time_fetch(src, dir, threads, &rs[i]);
+  for (unsigned i = 0; i < rounds; i++) {
+    snprintf(cpdir, sizeof cpdir, "%s/cp%u", root, i);
+    snprintf(dstdir, sizeof dstdir, "%s/dst%u", root, i);
+    if (i % 2 == 0) { /* rounds 1, 3, ...: cp first */
+      time_cp(src, cpdir, &rs[i]);
+      time_fetch(src, dstdir, threads, &rs[i]);
+    } else {
+      time_fetch(src, dstdir, threads, &rs[i]);
+      time_cp(src, cpdir, &rs[i]);
     }
   }
   report(rs, rounds, (double)(per_file * ARCS * FILES) / 1e6, threads);

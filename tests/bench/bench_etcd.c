@@ -29,6 +29,7 @@
  *   bench_etcd [--quick] [--watchers N] [--versions N] [--ops N] [--tokens T]
  */
 #include "etcd_harness.h" /* first: it defines _GNU_SOURCE */
+#include "bench_stats.h"
 #include "ring_etcd.h"
 #include "test_cluster.h"
 
@@ -74,14 +75,9 @@ static options parse_options(int argc, char **argv) {
   return o;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* The q-quantile (nearest rank) of n values; sorts v. */
 static double quantile(double *v, int n, double q) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  bench_sort(v, (size_t)n);
   int k = (int)(q * n + 0.999999) - 1;
   return v[k < 0 ? 0 : k >= n ? n - 1 : k];
 }

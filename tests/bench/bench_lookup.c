@@ -38,6 +38,7 @@
 
 #include "ring.h"
 #include "ring_inline.h" /* defines XXH_INLINE_ALL and includes xxhash.h */
+#include "bench_stats.h"
 #include "test_tables.h"
 
 #include <errno.h>
@@ -497,17 +498,11 @@ typedef struct bench_case {
   double mlps;       /* aggregate Mlookups/s at the best run */
 } bench_case;
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static void case_summarize(bench_case *bc) {
   const unsigned repeats = bc->repeats;
   double s[BENCH_REPEATS_MAX * BENCH_CHEAP_FACTOR];
   memcpy(s, bc->wall, repeats * sizeof *s);
-  qsort(s, repeats, sizeof *s, cmp_double);
-  double med = repeats % 2 ? s[repeats / 2] : (s[repeats / 2 - 1] + s[repeats / 2]) / 2;
+  double med = bench_median(s, repeats); /* sorts s: s[0] is the best */
   const double per_run = (double)bc->keys * bc->passes;
   bc->best_ns = s[0] * 1e9 / per_run;
   bc->median_ns = med * 1e9 / per_run;
@@ -830,13 +825,13 @@ static int ratio_case(const bench_opts *o, const keyset *ks, uint32_t T, double 
   return 0;
 }
 
-static void print_ratio_header(const char *first) {
-  printf("  %8s %12s %10s %12s %17s %17s\n", first, "owners bytes", "xxh3 ns", "ring_lookup",
+static void print_ratio_header(void) {
+  printf("  %8s %12s %10s %12s %17s %17s\n", "T", "owners bytes", "xxh3 ns", "ring_lookup",
          "ring_view_lookup", "ring_view_owners");
 }
 
-static void print_ratio_case(const char *first, uint32_t T, const double ns[4]) {
-  printf("  %8s %12zu %10.2f %11.2fx %16.2fx %16.2fx\n", first,
+static void print_ratio_case(uint32_t T, const double ns[4]) {
+  printf("  %8u %12zu %10.2f %11.2fx %16.2fx %16.2fx\n", T,
          (size_t)T * BENCH_REPLICAS * sizeof(uint16_t), ns[0], ns[1] / ns[0], ns[2] / ns[0],
          ns[3] / ns[0]);
 }
@@ -851,14 +846,12 @@ static int bench_tokens(const bench_opts *o, const keyset *ks) {
   printf("libring / xxh3 time ratio by table size, hot keys, N=100, 1 thread (L1d %ld bytes, "
          "L2 %ld bytes per core):\n",
          sysconf(_SC_LEVEL1_DCACHE_SIZE), sysconf(_SC_LEVEL2_CACHE_SIZE));
-  print_ratio_header("T");
+  print_ratio_header();
   for (size_t ti = 0; ti < N_TOKEN_COUNTS; ti++) {
     double ns[4];
-    char label[16];
     if (ratio_case(o, ks, token_counts[ti], ns) != 0)
       return -1;
-    snprintf(label, sizeof label, "%u", token_counts[ti]);
-    print_ratio_case(label, token_counts[ti], ns);
+    print_ratio_case(token_counts[ti], ns);
   }
   printf("\n");
   return 0;
@@ -878,10 +871,8 @@ static int bench_cold(const bench_opts *o) {
     printf("libring / xxh3 time ratio with cold keys (%zu keys, streamed from memory), N=100, "
            "1 thread:\n",
            n);
-    print_ratio_header("T");
-    char label[16];
-    snprintf(label, sizeof label, "%u", o->tokens);
-    print_ratio_case(label, o->tokens, ns);
+    print_ratio_header();
+    print_ratio_case(o->tokens, ns);
     printf("\n");
   }
   keyset_free(&cold);
