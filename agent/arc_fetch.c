@@ -57,14 +57,16 @@ typedef struct fetch {
   /* the file being received */
   const arc_file *file;
   int fd;
-  arc_sink *sink;  /* the fetcher's, on fd */
-  uint64_t have;   /* bytes of it received, all hashed into h; on disk after a flush */
+  arc_sink *sink;  /* the fetcher's, on fd: its bytes so far are the file's, all hashed into h */
   XXH3_state_t *h; /* the fetcher's */
   int write_errno; /* write(2) failed: no retry */
   bool overflow;   /* the source sent more than the manifest said */
   bool stopped;    /* o->stop seen */
   ring__sbuf body; /* the manifest */
 } fetch;
+
+/* Bytes of the current file so far (on disk after a flush). */
+static uint64_t received(const fetch *f) { return arc__sink_bytes(f->sink); }
 
 static bool stop_requested(fetch *f) {
   if (f->o->stop != NULL && *f->o->stop)
@@ -96,7 +98,6 @@ static int setup_curl(fetch *f, const char *source, ring_error *err) {
   f->headers = curl_slist_append(NULL, auth);
   if (f->headers == NULL)
     return ring__err(err, RING_ENOMEM, "curl: out of memory");
-  curl_easy_reset(f->curl); /* the last arc's options go; its connection stays */
   long timeout_ms = f->o->timeout_ms ? (long)f->o->timeout_ms : 10000;
   CURL *c = f->curl;
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, f->headers);
@@ -201,7 +202,7 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *ud) {
   size_t n = size * nmemb;
   if (stop_requested(f))
     return 0;
-  if (n > f->file->size - f->have) {
+  if (n > f->file->size - received(f)) {
     f->overflow = true;
     return 0;
   }
@@ -215,14 +216,12 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *ud) {
     f->write_errno = -rc;
     return 0;
   }
-  f->have += n;
   f->res.bytes += n;
   return n;
 }
 
 /* Back to an empty file. */
 static int restart_file(fetch *f) {
-  f->have = 0;
   XXH3_64bits_reset(f->h);
   return arc__sink_truncate(f->sink);
 }
@@ -235,17 +234,16 @@ static int open_partial(fetch *f, ring_error *err) {
   struct stat st;
   int rc = f->fd < 0 || fstat(f->fd, &st) != 0 ? -errno : 0;
   XXH3_64bits_reset(f->h);
-  f->have = 0;
-  if (rc == 0 && (uint64_t)st.st_size <= a->size &&
-      (rc = arc__hash_fd(f->fd, (uint64_t)st.st_size, f->h)) == 0)
-    f->have = (uint64_t)st.st_size;
+  uint64_t size = rc == 0 ? (uint64_t)st.st_size : 0;
+  if (rc == 0 && size <= a->size)
+    rc = arc__hash_fd(f->fd, size, f->h);
   if (rc == 0)
-    rc = arc__sink_start(f->sink, f->fd, f->have);
-  if (rc == 0 && (uint64_t)st.st_size > a->size)
-    rc = arc__sink_truncate(f->sink);
+    arc__sink_start(f->sink, f->fd, size);
+  if (rc == 0 && size > a->size) /* longer than the file: start over */
+    rc = restart_file(f);
   if (rc != 0)
     return ring__err(err, arc__errno_code(rc), "%s/%s: %s", f->tmpdir, a->name, strerror(-rc));
-  if (f->have > 0)
+  if (received(f) > 0)
     f->res.resumed_files++;
   return RING_OK;
 }
@@ -258,7 +256,7 @@ static int transfer(fetch *f, ring_error *err) {
   snprintf(path, sizeof path, "/v1/arcs/%" PRIu32 "/files/%s", f->token, f->file->name);
   f->overflow = false;
   long status = 0;
-  CURLcode rc = get(f, path, on_data, f->have, &status);
+  CURLcode rc = get(f, path, on_data, received(f), &status);
   int flushed = arc__sink_flush(f->sink); /* what came is on disk, for a resume */
   if (flushed != 0 && f->write_errno == 0)
     f->write_errno = -flushed;
@@ -281,9 +279,9 @@ static int fetch_file(fetch *f, const arc_file *a, ring_error *err) {
   int rc = open_partial(f, err);
   uint32_t failures = 0;
   while (rc == RING_OK) {
-    if (f->have < a->size && (rc = transfer(f, err)) != RING_OK)
+    if (received(f) < a->size && (rc = transfer(f, err)) != RING_OK)
       break;
-    bool complete = f->have == a->size && !f->overflow;
+    bool complete = received(f) == a->size && !f->overflow;
     if (complete && XXH3_64bits_digest(f->h) == a->xxh3)
       break; /* verified */
     if (stop_requested(f)) {
@@ -300,7 +298,7 @@ static int fetch_file(fetch *f, const arc_file *a, ring_error *err) {
                            a->name, failures, f->curl_error);
       break;
     }
-    if (complete || f->overflow || f->have > a->size) { /* bytes are wrong: start over */
+    if (complete || f->overflow) { /* bytes are wrong: start over */
       f->res.checksum_failures++;
       int e = restart_file(f);
       if (e != 0)

@@ -73,9 +73,9 @@ typedef struct arc_sink {
 } arc_sink;
 
 void arc__sink_init(arc_sink *s);
-/* Appends from now on to fd, which holds size bytes. 0 (a sink that cannot
- * go direct simply writes through the page cache). */
-int arc__sink_start(arc_sink *s, int fd, uint64_t size);
+/* Appends from now on to fd, which holds size bytes (a sink that cannot go
+ * direct writes through the page cache). */
+void arc__sink_start(arc_sink *s, int fd, uint64_t size);
 /* 0 or a negative errno; bytes may stay staged until arc__sink_flush. */
 int arc__sink_write(arc_sink *s, const void *p, size_t n);
 /* Everything staged written to fd (size then counts it) and its writeback
@@ -83,6 +83,8 @@ int arc__sink_write(arc_sink *s, const void *p, size_t n);
 int arc__sink_flush(arc_sink *s);
 /* Drops what is staged and empties the file. 0 or a negative errno. */
 int arc__sink_truncate(arc_sink *s);
+/* Bytes taken so far: written to fd or staged. */
+static inline uint64_t arc__sink_bytes(const arc_sink *s) { return s->size + s->staged; }
 /* Frees the staging buffer; the sink may be started again. */
 void arc__sink_free(arc_sink *s);
 

@@ -110,20 +110,19 @@ static int write_staged(arc_sink *s, size_t n) {
 
 void arc__sink_init(arc_sink *s) { *s = (arc_sink){.fd = -1}; }
 
-int arc__sink_start(arc_sink *s, int fd, uint64_t size) {
+void arc__sink_start(arc_sink *s, int fd, uint64_t size) {
   s->fd = fd;
   s->size = s->synced = size;
   s->staged = 0;
   s->direct = false;
   if (size % ARC_SINK_ALIGN != 0)
-    return 0;
+    return;
   if (s->buf == NULL && posix_memalign((void **)&s->buf, ARC_SINK_ALIGN, ARC_SINK_BUF) != 0) {
     s->buf = NULL;
-    return 0; /* the page cache will do */
+    return; /* the page cache will do */
   }
   int fl = fcntl(fd, F_GETFL);
   s->direct = fl >= 0 && fcntl(fd, F_SETFL, fl | O_DIRECT) == 0;
-  return 0;
 }
 
 int arc__sink_write(arc_sink *s, const void *data, size_t n) {
@@ -165,7 +164,8 @@ int arc__sink_flush(arc_sink *s) {
 int arc__sink_truncate(arc_sink *s) {
   if (ftruncate(s->fd, 0) != 0)
     return -errno;
-  return arc__sink_start(s, s->fd, 0);
+  arc__sink_start(s, s->fd, 0);
+  return 0;
 }
 
 void arc__sink_free(arc_sink *s) {
