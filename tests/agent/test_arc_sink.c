@@ -3,7 +3,7 @@
  * ends with the file byte-identical to what was written: direct writes from
  * the staging buffer with a tail through the page cache, a resumed file at
  * an unaligned size, a slow stream that must not linger in memory, a
- * restart from empty, and a file system that takes no O_DIRECT.
+ * restart from empty, a direct write the disk cuts short, and a full disk.
  */
 #define _GNU_SOURCE /* O_DIRECT */
 #include "arc_int.h"
@@ -170,33 +170,76 @@ START_TEST(truncate_starts_over) {
 }
 END_TEST
 
+/* A tmpfs of `size` at a new directory in mnt (a template); false (and
+ * said) when this process may not mount one. */
+static bool mount_tmpfs(char *mnt, const char *size, const char *test) {
+  ck_assert_ptr_nonnull(mkdtemp(mnt));
+  char opts[32];
+  snprintf(opts, sizeof opts, "size=%s", size);
+  if (mount("tmpfs", mnt, "tmpfs", 0, opts) == 0)
+    return true;
+  fprintf(stderr, "%s: skipped, cannot mount a tmpfs (%s)\n", test, strerror(errno));
+  rmdir(mnt);
+  return false;
+}
+
+static void unmount_tmpfs(char *mnt) {
+  umount2(mnt, MNT_DETACH);
+  rmdir(mnt);
+}
+
+/* Writes 4 MiB more into s, which has less room than that: -ENOSPC. */
+static void overfill(arc_sink *s) {
+  int rc = 0;
+  static const unsigned char b[65536];
+  for (int i = 0; i < 64 && rc == 0; i++)
+    rc = arc__sink_write(s, b, sizeof b);
+  if (rc == 0)
+    rc = arc__sink_flush(s);
+  ck_assert_int_eq(rc, -ENOSPC);
+}
+
 /* A tmpfs: O_DIRECT on kernels that take it there, the page cache on the
- * others; either way the bytes are right, and a full one says ENOSPC. */
+ * others; either way the bytes are right, and a full one says ENOSPC
+ * (here through the page cache: the unaligned tail left O_DIRECT). */
 START_TEST(tmpfs_and_a_full_disk) {
   char mnt[] = "/tmp/arc-sink-mnt-XXXXXX";
-  ck_assert_ptr_nonnull(mkdtemp(mnt));
-  if (mount("tmpfs", mnt, "tmpfs", 0, "size=2m") != 0) {
-    fprintf(stderr, "tmpfs_and_a_full_disk: skipped, cannot mount a tmpfs (%s)\n",
-            strerror(errno));
-    rmdir(mnt);
+  if (!mount_tmpfs(mnt, "2m", "tmpfs_and_a_full_disk"))
     return;
-  }
   arc_sink s;
   int fd = open_sink(mnt, &s);
   put(&s, 0, 1000 * 1000 + 1, 65536);
   ck_assert_int_eq(arc__sink_flush(&s), 0);
   check_file(mnt, 1000 * 1000 + 1);
-  int rc = 0;
-  unsigned char b[65536] = {0};
-  for (int i = 0; i < 64 && rc == 0; i++) /* 4 MiB into what has 1 MiB left */
-    rc = arc__sink_write(&s, b, sizeof b);
-  if (rc == 0)
-    rc = arc__sink_flush(&s);
-  ck_assert_int_eq(rc, -ENOSPC);
+  overfill(&s);
   arc__sink_free(&s);
   close(fd);
-  umount2(mnt, MNT_DETACH);
-  rmdir(mnt);
+  unmount_tmpfs(mnt);
+}
+END_TEST
+
+/* A direct write the disk can take only part of: the rest of the staged
+ * bytes go through the page cache, which then says ENOSPC; nothing written
+ * before is lost. */
+START_TEST(a_direct_write_cut_short) {
+  char mnt[] = "/tmp/arc-sink-mnt-XXXXXX";
+  if (!mount_tmpfs(mnt, "2m", "a_direct_write_cut_short"))
+    return;
+  arc_sink s;
+  int fd = open_sink(mnt, &s);
+  if (!s.direct) {
+    fprintf(stderr, "a_direct_write_cut_short: skipped, this tmpfs takes no O_DIRECT\n");
+  } else {
+    put(&s, 0, 3 * ARC_SINK_BUF / 2, 65536); /* whole blocks: the sink stays direct */
+    ck_assert_int_eq(arc__sink_flush(&s), 0);
+    ck_assert(s.direct);
+    check_file(mnt, 3 * ARC_SINK_BUF / 2);
+    overfill(&s); /* a full buffer into half a buffer of room */
+    ck_assert(!s.direct);
+  }
+  arc__sink_free(&s);
+  close(fd);
+  unmount_tmpfs(mnt);
 }
 END_TEST
 
@@ -210,6 +253,7 @@ int main(void) {
   tcase_add_test(tc, a_slow_stream_reaches_the_disk);
   tcase_add_test(tc, truncate_starts_over);
   tcase_add_test(tc, tmpfs_and_a_full_disk);
+  tcase_add_test(tc, a_direct_write_cut_short);
   suite_add_tcase(s, tc);
   return run_suite(s);
 }
