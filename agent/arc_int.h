@@ -63,13 +63,13 @@ int arc__errno_code(int neg_errno);
  * written when the buffer is full or has waited 50 ms. Not durable until
  * the caller fsyncs. */
 typedef struct arc_sink {
-  int fd;              /* borrowed: the caller opens and closes it */
-  bool direct;         /* O_DIRECT is set on fd */
-  unsigned char *buf;  /* ARC_SINK_BUF bytes, ARC_SINK_ALIGN-aligned, once direct */
-  size_t staged;       /* bytes in buf, not yet written */
-  int64_t staged_ms;   /* when the oldest of them came (CLOCK_MONOTONIC_COARSE) */
-  uint64_t size;       /* bytes written to fd: where the next ones go */
-  uint64_t synced;     /* writeback started up to here */
+  int fd;             /* borrowed: the caller opens and closes it */
+  bool direct;        /* O_DIRECT is set on fd */
+  unsigned char *buf; /* ARC_SINK_BUF bytes, ARC_SINK_ALIGN-aligned, once direct */
+  size_t staged;      /* bytes in buf, not yet written */
+  int64_t staged_ms;  /* when the oldest of them came (CLOCK_MONOTONIC_COARSE) */
+  uint64_t size;      /* bytes written to fd: where the next ones go */
+  uint64_t synced;    /* writeback started up to here */
 } arc_sink;
 
 void arc__sink_init(arc_sink *s);

@@ -368,14 +368,14 @@ static struct MHD_Daemon *start_mhd(arc_server *srv, const arc_server_opts *o,
       {MHD_OPTION_HTTPS_MEM_KEY, 0, srv->key},
       {MHD_OPTION_END, 0, NULL},
   };
-  return MHD_start_daemon(
-      flags, 0, NULL, NULL, route, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
-      MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_SOCK_ADDR, addr,
-      MHD_OPTION_THREAD_POOL_SIZE, (unsigned)ARC_SERVER_THREADS, MHD_OPTION_CONNECTION_LIMIT, conns,
-      MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_CONNECTION_TIMEOUT, timeout,
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ARC_SERVER_MEMORY,
-      MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
-      MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+  return MHD_start_daemon(flags, 0, NULL, NULL, route, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+                          srv, MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_SOCK_ADDR,
+                          addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)ARC_SERVER_THREADS,
+                          MHD_OPTION_CONNECTION_LIMIT, conns, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                          per_ip, MHD_OPTION_CONNECTION_TIMEOUT, timeout,
+                          MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ARC_SERVER_MEMORY,
+                          MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_NOTIFY_CONNECTION,
+                          on_connection, srv, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
 }
 
 static void server_free(arc_server *srv) {

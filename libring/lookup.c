@@ -21,8 +21,8 @@ uint32_t ring_table_token_of_hash(const ring_table *t, uint64_t hash) {
   return (uint32_t)(hash >> t->view.shift);
 }
 
-RING__FLATTEN int ring_lookup(const ring_table *t, const void *key, size_t len,
-                              uint16_t *owners, int max) {
+RING__FLATTEN int ring_lookup(const ring_table *t, const void *key, size_t len, uint16_t *owners,
+                              int max) {
   if (t == NULL || (key == NULL && len > 0) || owners == NULL || max < 1 || !t->sealed)
     return RING_EINVAL;
   const uint32_t R = t->view.replicas;
@@ -80,7 +80,8 @@ static bool serves_reads(ring_node_state s) {
   return s != RING_NODE_DOWN && s != RING_NODE_REMOVED;
 }
 
-RING__FLATTEN int ring_read_replica(const ring_table *t, const void *key, size_t len, uint16_t *node) {
+RING__FLATTEN int ring_read_replica(const ring_table *t, const void *key, size_t len,
+                                    uint16_t *node) {
   if (t == NULL || (key == NULL && len > 0) || node == NULL || !t->sealed)
     return RING_EINVAL;
   const uint32_t R = t->view.replicas;

@@ -55,7 +55,7 @@ END_TEST
  * writes (whole staged blocks with O_DIRECT, tails through the page cache)
  * is byte for byte the source. */
 START_TEST(a_fetcher_keeps_its_connection) {
-  make_arc(env.src_dir, 60, 2, 3 << 20);  /* whole blocks only */
+  make_arc(env.src_dir, 60, 2, 3 << 20); /* whole blocks only */
   make_arc(env.src_dir, 61, 3, 1000003); /* each with a tail */
   make_arc(env.src_dir, 62, 1, 5000);
   arc_fetch_opts o = opts();

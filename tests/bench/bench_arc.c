@@ -220,7 +220,8 @@ static void report(const round *rs, unsigned n, double mb, unsigned threads) {
     cpu_cp[i] = rs[i].cpu_cp, cpu_fe[i] = rs[i].cpu_fetch;
   }
   printf("  median of the rounds:\n");
-  printf("  cp -r             %8.1f MB/s  (CPU %.2f s)\n", bench_median(cp, n), bench_median(cpu_cp, n));
+  printf("  cp -r             %8.1f MB/s  (CPU %.2f s)\n", bench_median(cp, n),
+         bench_median(cpu_cp, n));
   printf("  cp -r + sync      %8.1f MB/s\n", bench_median(cps, n));
   printf("  arc fetch         %8.1f MB/s  (CPU %.2f s, server and fetchers; checksums, fsync, "
          "install)\n",

@@ -105,15 +105,15 @@ typedef struct keyset {
 } keyset;
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: bench_lookup [--keys N] [--repeats N] [--tokens T] [--quick]\n"
-             "  --keys N     hot keys in the set (default %u, quick %u)\n"
-             "  --repeats N  timed runs per case, best kept (default %u, quick %u;\n"
-             "               cheap cases run %u times as many)\n"
-             "  --tokens T   libring table size, a power of two in [%u, %u] (default %u)\n"
-             "  --quick      a CI smoke run: fewer keys and repeats\n",
-          BENCH_KEYS_DEFAULT, BENCH_KEYS_QUICK, BENCH_REPEATS_DEFAULT,
-          BENCH_REPEATS_QUICK, BENCH_CHEAP_FACTOR, RING_TOKENS_MIN, RING_TOKENS_MAX,
-          BENCH_TOKENS);
+  fprintf(f,
+          "usage: bench_lookup [--keys N] [--repeats N] [--tokens T] [--quick]\n"
+          "  --keys N     hot keys in the set (default %u, quick %u)\n"
+          "  --repeats N  timed runs per case, best kept (default %u, quick %u;\n"
+          "               cheap cases run %u times as many)\n"
+          "  --tokens T   libring table size, a power of two in [%u, %u] (default %u)\n"
+          "  --quick      a CI smoke run: fewer keys and repeats\n",
+          BENCH_KEYS_DEFAULT, BENCH_KEYS_QUICK, BENCH_REPEATS_DEFAULT, BENCH_REPEATS_QUICK,
+          BENCH_CHEAP_FACTOR, RING_TOKENS_MIN, RING_TOKENS_MAX, BENCH_TOKENS);
 }
 
 /* Parses a decimal count in [lo, hi]; returns 0 and writes *out, or -1. */
@@ -810,8 +810,7 @@ static int ratio_case(const bench_opts *o, const keyset *ks, uint32_t T, double 
     fprintf(stderr, "bench_lookup: no table for T=%u\n", T);
     return -1;
   }
-  bench_ctx c = {.table = t, .view = ring_table_view(t), .seed = ring_table_seed(t),
-                 .nodes = 100};
+  bench_ctx c = {.table = t, .view = ring_table_view(t), .seed = ring_table_seed(t), .nodes = 100};
   bench_case cases[4];
   const unsigned cheap = o->repeats * BENCH_CHEAP_FACTOR;
   size_t n = add_case(cases, 0, SYS_XXH3, 1, ks->n, cheap);
