@@ -19,13 +19,11 @@
  * by N threads (default 4: ring-agent's parallel fetches when the throttle
  * sets no moves_per_node, AGENT_WORKERS_DEFAULT), each with its own
  * arc_fetcher, sharing one unlimited limiter; cp goes first in odd rounds
- * and second in even ones. The page cache is not dropped: both read a warm
- * source. Rounds are printed, then their medians: the cost of creating
- * files drifts with what was deleted in the last minutes (both sides pay
- * it) and, on a VM, with whether the host still backs the guest's free
- * memory (cp's new page-cache pages pay for that, the fetch's O_DIRECT
- * writes do not), so the median fetch is also set against cp's fastest
- * round, the hardest comparison. `cp -r + sync` is printed as well, since
+ * and second in even ones. Both read a warm source (bench_warm). Rounds are printed, then their
+ * medians: the cost of creating files drifts with what was deleted in the last minutes (both sides
+ * pay it) and, on a VM, with whether the host still backs the guest's free memory (cp's new
+ * page-cache pages pay for that, the fetch's O_DIRECT writes do not), so the median fetch is also
+ * set against cp's fastest round, the hardest comparison. `cp -r + sync` is printed as well, since
  * the fetch fsyncs and cp does not, and so is the disk's ceiling for a
  * durable copy of these files (bench_disk.h): the same bytes written from
  * memory by as many threads, fsync()ed and renamed into place. A fetch
@@ -108,6 +106,9 @@ static double fetch_all(arc_store *src, arc_store *dst, unsigned threads, double
 static void time_fetch(const char *src, const char *dir, unsigned threads, bench_round *r) {
   arc_store *s = NULL, *d = NULL;
   ring_error err;
+  char arcs[BENCH_PATH];
+  bench_pathf(arcs, "%s/arcs", src);
+  bench_warm(arcs); /* as cp's */
   if (arc_store_open(src, &s, &err) != RING_OK || arc_store_open(dir, &d, &err) != RING_OK)
     die("store", err.message);
   r->move = fetch_all(s, d, threads, &r->cpu_move);
