@@ -246,8 +246,11 @@ static void *worker(void *ud) {
     a->running--;
     atomic_store(&a->m.in_flight, a->running);
     finish(a, j, &w, rc, bytes, from, &err);
-    pthread_cond_broadcast(&a->jobs_cv); /* a slot is free */
-    rd_waker_wake(&a->waker);            /* report, requeue, reap */
+    /* The slot this fetch frees is this worker's own next job (it loops
+     * with the lock held), on the connection it has. No other worker is
+     * woken: waking the idle pool on every arc cost each fetch a crowd of
+     * threads contending for jobs_mu on a small host. */
+    rd_waker_wake(&a->waker); /* report, requeue, reap */
   }
   pthread_mutex_unlock(&a->jobs_mu);
   arc_fetcher_free(fx);
