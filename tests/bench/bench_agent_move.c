@@ -36,7 +36,6 @@
 
 #define ARCS ENV_TOKENS
 #define FILES 4u
-#define AGENT_WORKERS 4 /* ring-agent's parallel fetches when the throttle sets none */
 
 static bool quick;
 static unsigned n_rounds = 3;
@@ -104,11 +103,10 @@ static void publish(int owner, int pending) {
   env_publish_free(t);
 }
 
+static uint32_t all_tokens[ARCS]; /* 0 .. ARCS-1, filled in main */
+
 static bool reported_all(const char *id) {
-  static uint32_t all[ARCS];
-  for (uint32_t t = 0; t < ARCS; t++)
-    all[t] = t;
-  return env_progress_is(id, version, all, ARCS);
+  return env_progress_is(id, version, all_tokens, ARCS);
 }
 
 /* Wall and CPU seconds of moving every arc from agent `from` to `to`, from
@@ -119,8 +117,8 @@ static void time_move(int from, int to, bench_round *r, double *reported_s) {
   arcs_dir(from, src);
   bench_warm(src);
   double c0 = agent_cpu_s(from) + agent_cpu_s(to);
+  double t0 = bench_now_s(), end = t0 + 300; /* before the publish: agents may start within it */
   publish(from, to);
-  double t0 = bench_now_s(), end = t0 + 300;
   while (installed(to) < ARCS) {
     ck_assert_msg(bench_now_s() < end, "%s installed %u of %u arcs in 5 minutes", env.a[to].id,
                   installed(to), ARCS);
@@ -163,7 +161,7 @@ static void one_round(unsigned k, int from, uint64_t per_file, bench_round *r) {
     time_move(from, to, r, &reported);
     r->cp = bench_time_cp(src, cpdir);
   }
-  r->disk = bench_time_ceiling(ceildir, ARCS, FILES, per_file, parallel ? parallel : AGENT_WORKERS);
+  r->disk = bench_time_ceiling(ceildir, ARCS, FILES, per_file, parallel ? parallel : BENCH_AGENT_WORKERS);
   printf("  round %u: %s -> %s, progress/%s complete %.0f ms after the last install\n", k + 1,
          env.a[from].id, env.a[to].id, env.a[to].id, (reported - r->move) * 1e3);
   check_same(to, cpdir);
@@ -176,7 +174,7 @@ static void one_round(unsigned k, int from, uint64_t per_file, bench_round *r) {
 
 START_TEST(move_between_agents) {
   uint64_t total = quick ? 64ull << 20 : 1ull << 30, per_file = total / (ARCS * FILES);
-  env_config(1, parallel, 0); /* moves_per_node: 0 is the agents' default, AGENT_WORKERS */
+  env_config(1, parallel, 0); /* moves_per_node: 0 is the agents' default, BENCH_AGENT_WORKERS */
   env_agent_init(0, "a");
   env_agent_init(1, "b");
   char src[BENCH_PATH];
@@ -191,7 +189,7 @@ START_TEST(move_between_agents) {
   double mb = (double)(per_file * ARCS * FILES) / 1e6;
   printf("bench_agent_move: %.0f MB in %u arcs of %u files between two ring-agents on loopback, "
          "unthrottled, %u parallel fetches, %u rounds\n",
-         mb, ARCS, FILES, parallel ? parallel : AGENT_WORKERS, n_rounds);
+         mb, ARCS, FILES, parallel ? parallel : BENCH_AGENT_WORKERS, n_rounds);
   bench_round rs[BENCH_ROUNDS_MAX];
   for (unsigned k = 0; k < n_rounds; k++)
     one_round(k, (int)(k % 2), per_file, &rs[k]);
@@ -218,6 +216,8 @@ int main(int argc, char **argv) {
     bench_die("--rounds", "1 to 16");
   if (parallel > BENCH_DISK_THREADS_MAX)
     bench_die("--parallel", "0 to 16");
+  for (uint32_t t = 0; t < ARCS; t++)
+    all_tokens[t] = t;
   Suite *s = suite_create("bench_agent_move");
   env_add(s, "move_between_agents", 1800, move_between_agents);
   return run_suite_as(s, 1);

@@ -19,31 +19,28 @@
  * by N threads (default 4: ring-agent's parallel fetches when the throttle
  * sets no moves_per_node, AGENT_WORKERS_DEFAULT), each with its own
  * arc_fetcher, sharing one unlimited limiter; cp goes first in odd rounds
- * and second in even ones. Both read a warm source (bench_warm). Rounds are printed, then their
- * medians: the cost of creating files drifts with what was deleted in the last minutes (both sides
- * pay it) and, on a VM, with whether the host still backs the guest's free memory (cp's new
- * page-cache pages pay for that, the fetch's O_DIRECT writes do not), so the median fetch is also
- * set against cp's fastest round, the hardest comparison. `cp -r + sync` is printed as well, since
- * the fetch fsyncs and cp does not, and so is the disk's ceiling for a
- * durable copy of these files (bench_disk.h): the same bytes written from
- * memory by as many threads, fsync()ed and renamed into place. A fetch
- * cannot beat it; where it is below 0.7x cp, no durable copy reaches the
- * target, and the ratio to the ceiling says how much of the disk the
- * fetch uses.
+ * and second in even ones. Both read a warm source (bench_warm). Rounds
+ * are printed, then their medians: the cost of creating files drifts with
+ * what was deleted in the last minutes (both sides pay it) and, on a VM,
+ * with whether the host still backs the guest's free memory (cp's new
+ * page-cache pages pay for that, the fetch's O_DIRECT writes do not), so
+ * the median fetch is also set against cp's fastest round, the hardest
+ * comparison. `cp -r + sync` is printed as well, since the fetch fsyncs
+ * and cp does not, and so is the disk's ceiling for a durable copy of
+ * these files (bench_disk.h): the same bytes written from memory by as
+ * many threads, fsync()ed and renamed into place. A fetch cannot beat it;
+ * where it is below 0.7x cp, no durable copy reaches the target, and the
+ * ratio to the ceiling says how much of the disk the fetch uses.
  */
 #define _GNU_SOURCE
 #include "arc_int.h"
-#include "bench_disk.h"
-#include "bench_stats.h"
+#include "bench_disk.h" /* and bench_stats.h */
 
 #include <stdatomic.h>
 
 #define ARCS 256u
 #define FILES 4u
 #define SECRET "bench-secret"
-#define THREADS_DEFAULT 4 /* as ring-agent unthrottled (agent.h, AGENT_WORKERS_DEFAULT) */
-
-#define die bench_die
 
 /* -------------------------------------------------------------- fetching */
 
@@ -59,7 +56,7 @@ static void *fetch_loop(void *p) {
   fetchers *w = p;
   arc_fetch_opts o = {.secret = SECRET, .limiter = w->lim, .fetcher = arc_fetcher_new()};
   if (o.fetcher == NULL)
-    die("fetcher", "out of memory");
+    bench_die("fetcher", "out of memory");
   for (uint32_t t; (t = atomic_fetch_add(&w->next, 1)) < ARCS;) {
     ring_error err;
     if (arc_fetch(w->dst, w->source, t, 1, &o, NULL, &err) != RING_OK) {
@@ -77,12 +74,12 @@ static double fetch_all(arc_store *src, arc_store *dst, unsigned threads, double
   ring_error err;
   arc_server_opts so = {.listen = "127.0.0.1:0", .secret = SECRET};
   if (arc_server_start(src, &so, &srv, &err) != RING_OK)
-    die("arc server", err.message);
+    bench_die("arc server", err.message);
   char source[64];
   snprintf(source, sizeof source, "127.0.0.1:%u", (unsigned)arc_server_port(srv));
   fetchers w = {.dst = dst, .source = source};
   arc_limiter_new(0, &w.lim);
-  pthread_t th[16];
+  pthread_t th[BENCH_DISK_THREADS_MAX];
   double t0 = bench_now_s(), c0 = bench_cpu_s(RUSAGE_SELF);
   for (unsigned i = 0; i < threads; i++)
     pthread_create(&th[i], NULL, fetch_loop, &w);
@@ -91,7 +88,7 @@ static double fetch_all(arc_store *src, arc_store *dst, unsigned threads, double
   double dt = bench_now_s() - t0;
   *cpu = bench_cpu_s(RUSAGE_SELF) - c0;
   if (atomic_load(&w.failures) > 0)
-    die("fetch", "some arcs failed");
+    bench_die("fetch", "some arcs failed");
   arc_limiter_free(w.lim);
   arc_server_stop(srv);
   return dt;
@@ -110,11 +107,11 @@ static void time_fetch(const char *src, const char *dir, unsigned threads, bench
   bench_pathf(arcs, "%s/arcs", src);
   bench_warm(arcs); /* as cp's */
   if (arc_store_open(src, &s, &err) != RING_OK || arc_store_open(dir, &d, &err) != RING_OK)
-    die("store", err.message);
+    bench_die("store", err.message);
   r->move = fetch_all(s, d, threads, &r->cpu_move);
   uint32_t *tokens = NULL, n = 0;
   if (arc_store_list(d, &tokens, &n) != RING_OK || n != ARCS)
-    die("fetch", "not every arc is installed");
+    bench_die("fetch", "not every arc is installed");
   free(tokens);
   arc_store_close(d);
   arc_store_close(s);
@@ -135,7 +132,7 @@ static void report(const bench_round *rs, unsigned n, double mb, unsigned thread
 int main(int argc, char **argv) {
   uint64_t total = 1ull << 30;
   const char *base = "/tmp";
-  unsigned threads = THREADS_DEFAULT, rounds = 3;
+  unsigned threads = BENCH_AGENT_WORKERS, rounds = 3;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--quick") == 0)
       total = 64ull << 20, rounds = 1;
@@ -146,22 +143,22 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
       rounds = (unsigned)atoi(argv[++i]);
     else
-      die("usage", "bench_arc [--quick] [--dir DIR] [--threads N] [--rounds N]");
+      bench_die("usage", "bench_arc [--quick] [--dir DIR] [--threads N] [--rounds N]");
   }
-  if (threads < 1 || threads > 16)
-    die("--threads", "1 to 16");
+  if (threads < 1 || threads > BENCH_DISK_THREADS_MAX)
+    bench_die("--threads", "1 to 16");
   if (rounds < 1 || rounds > BENCH_ROUNDS_MAX)
-    die("--rounds", "1 to 16");
+    bench_die("--rounds", "1 to 16");
   char root[BENCH_PATH], src[BENCH_PATH], arcs[BENCH_PATH], cpdir[BENCH_PATH], dstdir[BENCH_PATH],
       ceildir[BENCH_PATH];
   bench_pathf(root, "%s/bench-arc-XXXXXX", base);
   if (mkdtemp(root) == NULL)
-    die(root, strerror(errno));
+    bench_die(root, strerror(errno));
   bench_pathf(src, "%s/src", root);
   arc_store *s = NULL;
   ring_error err;
   if (arc_store_open(src, &s, &err) != RING_OK) /* makes src/arcs */
-    die("store", err.message);
+    bench_die("store", err.message);
   arc_store_close(s);
   uint64_t per_file = total / (ARCS * FILES);
   bench_pathf(arcs, "%s/arcs", src);

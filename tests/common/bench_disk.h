@@ -19,10 +19,10 @@
 #endif
 
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,6 +37,10 @@
 
 #define BENCH_DISK_BUF (1u << 20) /* bytes per write; a multiple of the block size */
 #define BENCH_DISK_THREADS_MAX 16u
+/* ring-agent's parallel fetches when the throttle sets none (agent.h,
+ * AGENT_WORKERS_DEFAULT, which benchmarks cannot include: it brings the
+ * daemon's headers). */
+#define BENCH_AGENT_WORKERS 4u
 
 static inline double bench_now_s(void) {
   struct timespec t;
@@ -236,7 +240,8 @@ static inline double bench_time_ceiling(const char *dir, uint32_t arcs, uint32_t
   threads = threads > BENCH_DISK_THREADS_MAX ? BENCH_DISK_THREADS_MAX : threads;
   double t0 = bench_now_s();
   for (unsigned i = 0; i < threads; i++)
-    pthread_create(&th[i], NULL, bench_ceiling_loop, &c);
+    if (pthread_create(&th[i], NULL, bench_ceiling_loop, &c) != 0)
+      bench_die("ceiling", "cannot start a thread");
   for (unsigned i = 0; i < threads; i++)
     pthread_join(th[i], NULL);
   double dt = bench_now_s() - t0;
