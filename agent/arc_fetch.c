@@ -60,6 +60,7 @@ typedef struct fetch {
   arc_sink *sink;  /* the fetcher's, on fd: its bytes so far are the file's, all hashed into h */
   XXH3_state_t *h; /* the fetcher's */
   int write_errno; /* write(2) failed: no retry */
+  bool untrusted;  /* a read, write or fsync in tmpdir failed: see discard_tmp */
   bool overflow;   /* the source sent more than the manifest said */
   bool stopped;    /* o->stop seen */
   ring__sbuf body; /* the manifest */
@@ -241,8 +242,10 @@ static int open_partial(fetch *f, ring_error *err) {
     arc__sink_start(f->sink, f->fd, size);
   if (rc == 0 && size > a->size) /* longer than the file: start over */
     rc = restart_file(f);
-  if (rc != 0)
+  if (rc != 0) {
+    f->untrusted = true;
     return ring__err(err, arc__errno_code(rc), "%s/%s: %s", f->tmpdir, a->name, strerror(-rc));
+  }
   if (received(f) > 0)
     f->res.resumed_files++;
   return RING_OK;
@@ -260,6 +263,7 @@ static int transfer(fetch *f, ring_error *err) {
   int flushed = arc__sink_flush(f->sink); /* what came is on disk, for a resume */
   if (flushed != 0 && f->write_errno == 0)
     f->write_errno = -flushed;
+  f->untrusted |= f->write_errno != 0;
   if (f->write_errno != 0)
     return ring__err(err, arc__errno_code(-f->write_errno), "%s/%s: %s", f->tmpdir, f->file->name,
                      strerror(f->write_errno));
@@ -301,6 +305,7 @@ static int fetch_file(fetch *f, const arc_file *a, ring_error *err) {
     if (complete || f->overflow) { /* bytes are wrong: start over */
       f->res.checksum_failures++;
       int e = restart_file(f);
+      f->untrusted |= e != 0;
       if (e != 0)
         rc = ring__err(err, arc__errno_code(e), "%s/%s: %s", f->tmpdir, a->name, strerror(-e));
     }
@@ -403,11 +408,24 @@ static int fsync_files(fetch *f, const arc_manifest *m, ring_error *err) {
 
 static int install(fetch *f, const arc_manifest *m, ring_error *err) {
   int rc = fsync_files(f, m, err);
-  if (rc != RING_OK)
+  if (rc == RING_OK && fsync(f->dfd) != 0)
+    rc = ring__err(err, arc__errno_code(-errno), "fsync %s: %s", f->tmpdir, strerror(errno));
+  if (rc != RING_OK) {
+    f->untrusted = true;
     return rc;
-  if (fsync(f->dfd) != 0)
-    return ring__err(err, arc__errno_code(-errno), "fsync %s: %s", f->tmpdir, strerror(errno));
+  }
   return arc__install_dir(f->store, f->tmpdir, f->token, err);
+}
+
+/* After a failed write or fsync the temporary files are not resumed: Linux
+ * reports a writeback error to one fsync, then keeps the pages, clean, as
+ * if the disk had them. A later attempt would hash those pages, find the
+ * checksum right, fsync without an error and install bytes the disk never
+ * got. So they go, and the next attempt starts from nothing. (A fetch that
+ * only lost its connection keeps them: they are resumed.) */
+static void discard_tmp(fetch *f) {
+  if (f->untrusted && f->tmpdir[0] != '\0')
+    arc__rmtree(f->tmpdir);
 }
 
 /* ------------------------------------------------------------------ the entry */
@@ -427,6 +445,8 @@ static int fetch_arc(fetch *f, const char *source, uint64_t version, ring_error 
     rc = fetch_file(f, &m.files[i], err);
   if (rc == RING_OK)
     rc = install(f, &m, err);
+  if (rc != RING_OK)
+    discard_tmp(f);
   arc_manifest_free(&m);
   return rc;
 }

@@ -409,9 +409,13 @@ int arc__install_dir(arc_store *s, const char *tmpdir, uint32_t token, ring_erro
   int e = arc__fsync_dir(s->arcs);
   if (e == 0)
     e = arc__fsync_dir(s->tmp);
-  if (e != 0)
-    return ring__err(err, RING_EIO, "fsync after installing %s: %s", dst, strerror(-e));
-  return RING_OK;
+  if (e == 0)
+    return RING_OK;
+  /* The rename may not be on disk: the arc goes out of arcs/ again, so
+   * that nothing there is unverified; the caller copies it anew. */
+  int out = arc_store_remove(s, token);
+  return ring__err(err, RING_EIO, "fsync after installing %s: %s%s", dst, strerror(-e),
+                   out == RING_OK ? "" : "; it could not be taken out again");
 }
 
 int arc_store_install_empty(arc_store *s, uint32_t token, uint64_t version, ring_error *err) {

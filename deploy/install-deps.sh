@@ -19,6 +19,7 @@ pkgs=(
   openssl                           # test certificates for the TLS arc transfers
   libxml2-utils                     # xmllint: the rendered SVG is checked as XML
   util-linux                        # mount (tmpfs for the full-disk tests), script (a tty for apply --wait)
+  e2fsprogs                         # mkfs.ext4: the failing-disk test's file system on a loop device
 )
 
 if [ "$(id -u)" -ne 0 ]; then
