@@ -126,19 +126,28 @@ static void disk_remount(disk *d) {
   ck_assert(mount_image(d->img, d->mnt, false));
 }
 
+/* A store on a new disk; NULL when this host cannot make one (said). */
+static arc_store *disk_store(disk *d) {
+  if (!disk_make(d)) {
+    disk_free(d);
+    return NULL;
+  }
+  arc_store *s;
+  ring_error err;
+  ck_assert_msg(arc_store_open(d->mnt, &s, &err) == RING_OK, "%s", err.message);
+  return s;
+}
+
 /* Fetches TOKEN onto a disk with 256 KiB of room, then with room again.
  * With `prefix`, an earlier attempt left a good prefix of the file: the
  * rest goes through the page cache and the failure shows at fsync.
  * Without, the file goes with O_DIRECT and the failure shows at a write. */
 static void fails_then_heals(bool prefix) {
   disk d = {0};
-  if (!disk_make(&d)) {
-    disk_free(&d);
+  arc_store *s = disk_store(&d);
+  if (s == NULL)
     return;
-  }
-  arc_store *s;
   ring_error err;
-  ck_assert_msg(arc_store_open(d.mnt, &s, &err) == RING_OK, "%s", err.message);
   make_arc(env.src_dir, TOKEN, 1, FILE_BYTES);
   char tmp[4400], src[4200], cmd[9000];
   snprintf(tmp, sizeof tmp, "%s/tmp/%u.1", d.mnt, TOKEN);
@@ -204,13 +213,10 @@ static bool arc_is_sources(const char *root, uint32_t token, uint32_t n) {
  * the fsync of arcs/ after the rename, the first arc is already lost. */
 START_TEST(installed_arcs_survive_a_power_cut) {
   disk d = {0};
-  if (!disk_make(&d)) {
-    disk_free(&d);
+  arc_store *s = disk_store(&d);
+  if (s == NULL)
     return;
-  }
-  arc_store *s;
   ring_error err;
-  ck_assert_msg(arc_store_open(d.mnt, &s, &err) == RING_OK, "%s", err.message);
   char snap[4300], snap_mnt[4300], cmd[9000];
   snprintf(snap, sizeof snap, "%s/snapshot.img", d.base);
   snprintf(snap_mnt, sizeof snap_mnt, "%s/snapshot", d.base);
