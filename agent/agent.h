@@ -113,7 +113,9 @@ typedef struct agent_metrics {
   _Atomic uint64_t source_switches;   /* a dead source replaced by another */
   _Atomic uint64_t checksum_failures; /* files refetched after a mismatch */
   _Atomic uint64_t resumed_files;     /* files continued after a restart or a break */
-  _Atomic uint64_t stale_removed;     /* arcs removed because we did not own them */
+  _Atomic uint64_t stale_removed;     /* unverified arcs taken out of service to be rechecked */
+  _Atomic uint64_t stale_files;       /* files of those, changed at the source: fetched anew */
+  _Atomic uint64_t reused_bytes;      /* leftover bytes verified against a source, not sent */
   _Atomic uint64_t empty_arcs;        /* arcs installed empty: no owner had data for them */
   _Atomic uint64_t dropped;           /* arcs dropped after the grace */
   _Atomic uint64_t held;              /* arcs installed on disk */

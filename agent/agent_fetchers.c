@@ -102,7 +102,9 @@ static bool try_next_source(int rc) { return rc != RING_ENOSPC && rc != RING_EIO
 
 /* One arc_fetch from one source, counted. An arc already installed that no
  * fetch of ours verified (a copy from an earlier life of this host) is
- * removed and the fetch made again: it is never reported as it is. */
+ * taken out of service and the fetch made again, checking its files
+ * against the source's: it is never reported as it is, and only what
+ * differs is sent. */
 static int fetch_one(agent *a, const char *source, const fetch_work *w, const arc_fetch_opts *fo,
                      bool *not_held, ring_error *err) {
   for (int attempt = 0;; attempt++) {
@@ -112,10 +114,12 @@ static int fetch_one(agent *a, const char *source, const fetch_work *w, const ar
     atomic_fetch_add(&a->m.bytes_in, res.bytes);
     atomic_fetch_add(&a->m.checksum_failures, res.checksum_failures);
     atomic_fetch_add(&a->m.resumed_files, res.resumed_files);
+    atomic_fetch_add(&a->m.stale_files, res.stale_files);
+    atomic_fetch_add(&a->m.reused_bytes, res.reused_bytes);
     if (rc != RING_EEXIST || attempt > 0)
       return rc;
-    if ((rc = arc_store_remove(a->store, w->token)) != 0)
-      return snprintf(err->message, sizeof err->message, "removing an unverified copy: %s",
+    if ((rc = arc_store_recheck(a->store, w->token, w->version)) != 0)
+      return snprintf(err->message, sizeof err->message, "rechecking an unverified copy: %s",
                       ring_strerror(rc)),
              rc;
     atomic_fetch_add(&a->m.stale_removed, 1);

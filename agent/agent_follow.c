@@ -10,13 +10,14 @@
  * entries naming this host into jobs: one per token, with the sources to
  * fetch it from, best first. An arc already installed that this host does
  * not own and did not fetch for the current pending entries is stale (left
- * by an old ownership within its grace period): it is removed and fetched
- * afresh, never reported as it is.
+ * by an old ownership within its grace period): it is taken out of service
+ * and fetched again, never reported as it is. The fetch checks its files
+ * against the source's checksums and sends only those that differ.
  *
  * After a restart nothing counts as verified: an installed arc that is
- * pending for us is fetched afresh too (a copy from before may have missed
- * writes while this host was down); partial temporary directories are
- * resumed, so only what changed is sent again.
+ * pending for us is rechecked the same way (a copy from before may have
+ * missed writes while this host was down); partial temporary directories
+ * are resumed. Either way only what changed is sent again.
  *
  * Fetches of a new pending version wait for the version barrier: every
  * live host and every registered data-plane client has acked it, so all
@@ -329,18 +330,24 @@ static uint32_t match_jobs(agent *a, const ring_table *t, uint16_t me, const ali
   return n_pending;
 }
 
-/* Removes stale copies, then lets their jobs run. */
+/* Takes stale copies out of service as their jobs' leftovers (the fetch
+ * checks each file against the source's and sends only what differs),
+ * then lets the jobs run. */
 static void remove_stale(agent *a, const uint32_t *stale, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) {
-    int rc = arc_store_remove(a->store, stale[i]);
+    pthread_mutex_lock(&a->jobs_mu);
+    agent_job *j = agent_job_find(a, stale[i]);
+    uint64_t version = j ? j->version : 0;
+    pthread_mutex_unlock(&a->jobs_mu);
+    int rc = j ? arc_store_recheck(a->store, stale[i], version) : RING_ENOTFOUND;
     char token[16];
     snprintf(token, sizeof token, "%" PRIu32, stale[i]);
-    rd_log(rc == 0 ? RD_INFO : RD_WARN, "stale arc removed before fetching it afresh", "token",
-           token, rc == 0 ? NULL : "err", ring_strerror(rc), NULL);
+    rd_log(rc == 0 ? RD_INFO : RD_WARN, "unverified arc taken out of service to be rechecked",
+           "token", token, rc == 0 ? NULL : "err", ring_strerror(rc), NULL);
     if (rc == 0)
       atomic_fetch_add(&a->m.stale_removed, 1);
     pthread_mutex_lock(&a->jobs_mu);
-    agent_job *j = agent_job_find(a, stale[i]);
+    j = agent_job_find(a, stale[i]);
     if (j && j->state == AGENT_JOB_RETRY)
       j->retry_at_ms = rc == 0 ? 0 : rd_now_ms() + RETRY_MAX_MS;
     pthread_mutex_unlock(&a->jobs_mu);

@@ -59,7 +59,14 @@ void agent_metrics_text(void *ud, rd_text *t) {
   one(t, "ring_agent_resumed_files_total", "counter", "files continued from a partial copy",
       (double)m->resumed_files);
   one(t, "ring_agent_stale_removed_total", "counter",
-      "arcs removed because they were held without being owned", (double)m->stale_removed);
+      "arcs held without a fetch of this run behind them, taken out of service and rechecked",
+      (double)m->stale_removed);
+  one(t, "ring_agent_stale_files_total", "counter",
+      "files of rechecked or partial copies that the source had changed: fetched anew",
+      (double)m->stale_files);
+  one(t, "ring_agent_reused_bytes_total", "counter",
+      "bytes already on disk that matched the source's checksums: not sent again",
+      (double)m->reused_bytes);
   one(t, "ring_agent_empty_arcs_total", "counter",
       "arcs installed empty because no owner held data for them", (double)m->empty_arcs);
   one(t, "ring_agent_arcs_dropped_total", "counter", "arcs removed after the drop grace",

@@ -63,6 +63,12 @@ int arc_store_list(arc_store *s, uint32_t **tokens, uint32_t *n);
 /* Removes arcs/<token>/ (renamed to tmp first, so a crash leaves it
  * either installed or gone). */
 int arc_store_remove(arc_store *s, uint32_t token);
+/* Takes arcs/<token>/ out of service as the leftover of a fetch: renamed
+ * to tmp/<token>.<version>/, where arc_fetch checks every file against the
+ * source's manifest and fetches only what differs. When a partial copy is
+ * there already, the arc is removed instead and the partial one resumed.
+ * RING_ENOTFOUND when no such arc is installed. */
+int arc_store_recheck(arc_store *s, uint32_t token, uint64_t version);
 /* Installs an empty arcs/<token>/ (through tmp/<token>.<version>/, fsynced,
  * renamed): what a receiver holds when no owner has any data for the
  * token. RING_EEXIST when the arc is already installed. */
@@ -143,6 +149,8 @@ typedef struct arc_fetch_result {
   uint64_t bytes;            /* bytes received in this call */
   uint32_t checksum_failures; /* files refetched after a mismatch */
   uint32_t resumed_files;    /* files continued from a partial temp file */
+  uint32_t stale_files;      /* leftover files whole but not the source's: fetched anew */
+  uint64_t reused_bytes;     /* leftover bytes verified and kept: not sent again */
   bool not_held;             /* the source answered that it holds no such arc (404 on the
                                 manifest; a file vanishing mid-copy is not this) */
 } arc_fetch_result;

@@ -276,21 +276,44 @@ static int transfer(fetch *f, ring_error *err) {
   return again && !f->stopped ? RING_OK : code;
 }
 
+/* Back to byte 0 of the current file: its bytes so far are wrong. */
+static int start_over(fetch *f, uint64_t *kept, ring_error *err) {
+  *kept = 0;
+  int e = restart_file(f);
+  f->untrusted |= e != 0;
+  if (e != 0)
+    return ring__err(err, arc__errno_code(e), "%s/%s: %s", f->tmpdir, f->file->name, strerror(-e));
+  return RING_OK;
+}
+
 /* Receives one file into the temporary directory, verified, written
- * (install fsyncs it). */
+ * (install fsyncs it). A leftover is continued, and one that is already
+ * whole is only checked: a stale copy of the arc (arc_store_recheck) costs
+ * no transfer for the files that have not changed. A file that began from
+ * a leftover and fails its checksum starts over without counting as a
+ * failed transfer (stale_files): the leftover may have been the wrong
+ * part, and the next attempt has none. */
 static int fetch_file(fetch *f, const arc_file *a, ring_error *err) {
   f->file = a;
   int rc = open_partial(f, err);
+  uint64_t kept = received(f); /* a leftover's bytes: sent again only if wrong */
   uint32_t failures = 0;
   while (rc == RING_OK) {
     if (received(f) < a->size && (rc = transfer(f, err)) != RING_OK)
       break;
     bool complete = received(f) == a->size && !f->overflow;
-    if (complete && XXH3_64bits_digest(f->h) == a->xxh3)
+    if (complete && XXH3_64bits_digest(f->h) == a->xxh3) {
+      f->res.reused_bytes += kept;
       break; /* verified */
+    }
     if (stop_requested(f)) {
       rc = ring__err(err, RING_ETIMEDOUT, "arc %" PRIu32 ": stopped", f->token);
       break;
+    }
+    if (complete && kept > 0) { /* the leftover was not (a prefix of) the source's file */
+      f->res.stale_files++;
+      rc = start_over(f, &kept, err);
+      continue;
     }
     if (++failures > f->max_retries) {
       rc = complete || f->overflow
@@ -304,10 +327,7 @@ static int fetch_file(fetch *f, const arc_file *a, ring_error *err) {
     }
     if (complete || f->overflow) { /* bytes are wrong: start over */
       f->res.checksum_failures++;
-      int e = restart_file(f);
-      f->untrusted |= e != 0;
-      if (e != 0)
-        rc = ring__err(err, arc__errno_code(e), "%s/%s: %s", f->tmpdir, a->name, strerror(-e));
+      rc = start_over(f, &kept, err);
     }
   }
   if (f->fd >= 0)

@@ -358,6 +358,25 @@ int arc_store_remove(arc_store *s, uint32_t token) {
   return rc == -ENOENT ? RING_ENOTFOUND : rc ? arc__errno_code(rc) : RING_OK;
 }
 
+int arc_store_recheck(arc_store *s, uint32_t token, uint64_t version) {
+  if (s == NULL || token > ARC_TOKEN_MAX)
+    return RING_EINVAL;
+  char name[16], partial[48];
+  snprintf(name, sizeof name, "%" PRIu32, token);
+  snprintf(partial, sizeof partial, "%" PRIu32 ".%" PRIu64, token, version);
+  char *from = join(s->arcs, name), *to = join(s->tmp, partial);
+  int rc = from && to ? 0 : -ENOMEM;
+  if (rc == 0 && renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) != 0)
+    rc = -errno;
+  if (rc == 0 && (rc = arc__fsync_dir(s->arcs)) == 0)
+    rc = arc__fsync_dir(s->tmp);
+  free(from);
+  free(to);
+  if (rc == -EEXIST || rc == -ENOTEMPTY || rc == -EINVAL) /* a partial copy, or no NOREPLACE */
+    return arc_store_remove(s, token);
+  return rc == -ENOENT ? RING_ENOTFOUND : rc ? arc__errno_code(rc) : RING_OK;
+}
+
 void arc_store_sweep_tmp(arc_store *s, const char *const *keep, uint32_t n_keep) {
   DIR *d = s ? opendir(s->tmp) : NULL;
   if (d == NULL)

@@ -5,6 +5,9 @@
  *     partial files kept): after the restarts the partial files are
  *     resumed, the arcs complete, the checksums match, and the rate change
  *     reaches the running transfers;
+ *   - a receiver killed after installing, before the cutover: on restart
+ *     its arcs are rechecked against the source, and only what the source
+ *     wrote meanwhile is sent;
  *   - the source dies: the receiver fetches from another owner of the
  *     token, switching after a refused connection while alive/<source> is
  *     still there, and going straight to a live owner once it is gone.
@@ -74,6 +77,56 @@ START_TEST(receiver_killed_mid_transfer_resumes) {
 }
 END_TEST
 
+/* Appends n bytes to arcs/<token>/<name> on agent i: a write the data
+ * plane made there. */
+static void env_arc_append(int i, uint32_t token, const char *name, size_t n) {
+  char path[460];
+  snprintf(path, sizeof path, "%s/arcs/%u/%s", env.a[i].data, token, name);
+  FILE *f = fopen(path, "ab");
+  ck_assert_ptr_nonnull(f);
+  for (size_t k = 0; k < n; k++)
+    ck_assert_int_ne(fputc((int)(k * 131 % 251), f), EOF);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+/* B installs two arcs and is killed before the cutover. After a restart
+ * nothing counts as verified, so both are fetched again, but as rechecks:
+ * every file is checked against A's checksums and only what A wrote
+ * meanwhile (an append to one file) is sent. */
+START_TEST(restarted_receiver_rechecks_instead_of_resending) {
+  static const uint32_t moving[] = {2, 6};    /* A's in env_table */
+  const double arc_bytes = MIB + MIB / 3 + 1; /* env_arc_write's two files */
+  env_config(1, 2, 0);
+  env_agent_init(A, "a");
+  env_agent_init(B, "b");
+  env_arc_write(A, 2, 2, MIB, 5);
+  env_arc_write(A, 6, 2, MIB, 6);
+  env_agent_start(A, "a", NULL);
+  env_agent_start(B, "b", NULL);
+  env_publish_free(env_table(1, 2, 1));
+  ck_assert(ENV_WAIT(env_ack("b") == 1, 10));
+  ring_table *t = env_table(2, 2, 1);
+  for (int k = 0; k < 2; k++)
+    ck_assert_int_eq(ring_table_add_pending(t, moving[k], 0, B), RING_OK);
+  env_publish_free(t);
+  ck_assert_msg(ENV_WAIT(progress_covers("b", 2, moving, 2), 20), "the arcs did not arrive");
+  proc_kill(&env.a[B].p);
+
+  env_arc_append(A, 6, "f1", 100000);
+  env_agent_start(B, "b", NULL);
+  ck_assert_msg(ENV_WAIT(env_metric(B, "ring_agent_arcs_fetched_total") == 2, 20),
+                "the arcs were not rechecked");
+  for (int k = 0; k < 2; k++)
+    ck_assert_msg(env_arc_same(A, B, moving[k]), "token %u differs", moving[k]);
+  ck_assert_double_eq(env_metric(B, "ring_agent_bytes_in_total"), 100000);
+  ck_assert_double_eq(env_metric(B, "ring_agent_reused_bytes_total"), 2 * arc_bytes);
+  ck_assert_double_eq(env_metric(B, "ring_agent_stale_removed_total"), 2);
+  ck_assert_double_eq(env_metric(B, "ring_agent_stale_files_total"), 0);
+  ck_assert_double_eq(env_metric(B, "ring_agent_checksum_failures_total"), 0);
+  env_pass();
+}
+END_TEST
+
 /* A table over A, B, C with R 2 where A (slot 0) and C (slot 1) own the
  * tokens in `shared`; B pending on slot 0 of `pending`, owner of slot 0 of
  * `owned`. */
@@ -139,6 +192,7 @@ static Suite *suite(void) {
   Suite *s = suite_create("agent_faults");
   env_add(s, "resume", 180, receiver_killed_mid_transfer_resumes);
   env_add(s, "source", 120, dead_source_switches_to_another_owner);
+  env_add(s, "recheck", 120, restarted_receiver_rechecks_instead_of_resending);
   return s;
 }
 

@@ -150,11 +150,41 @@ START_TEST(leftovers_are_checked) {
   ck_assert_msg(arc_fetch(env.dst, env.source, 13, 1, &o, &res, &err) == RING_OK, "%s",
                 err.message);
   ck_assert_uint_eq(res.resumed_files, 2);
-  ck_assert_uint_eq(res.checksum_failures, 1); /* f1, refetched */
+  ck_assert_uint_eq(res.stale_files, 1); /* f1, refetched: not a failed transfer */
+  ck_assert_uint_eq(res.checksum_failures, 0);
+  ck_assert_uint_eq(res.reused_bytes, 5000);   /* f0's good prefix */
+  ck_assert_uint_eq(res.bytes, 200000 - 5000); /* the rest of f0, all of f1 */
   ck_assert(same_arc(env.src, env.dst, 13));
   char stray[4200];
   snprintf(stray, sizeof stray, "%s/arcs/13/stray", env.dst_dir);
   ck_assert_int_eq(access(stray, F_OK), -1); /* never installed */
+}
+END_TEST
+
+/* An installed arc taken out of service (a restart, an old ownership) and
+ * fetched again: only the files the source has changed since are sent. */
+START_TEST(a_stale_copy_sends_only_what_changed) {
+  make_arc(env.src_dir, 14, 3, 200000);
+  arc_fetch_opts o = opts();
+  arc_fetch_result res;
+  ring_error err;
+  ck_assert_msg(arc_fetch(env.dst, env.source, 14, 1, &o, &res, &err) == RING_OK, "%s",
+                err.message);
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/arcs/14", env.src_dir);
+  write_pattern(dir, "f1", 200000, 4242); /* same size, new bytes */
+  write_pattern(dir, "f2", 250000, 1402); /* appended to (make_arc's seed for f2) */
+
+  ck_assert_int_eq(arc_store_recheck(env.dst, 14, 2), RING_OK);
+  ck_assert(!arc_store_has(env.dst, 14));
+  ck_assert_msg(arc_fetch(env.dst, env.source, 14, 2, &o, &res, &err) == RING_OK, "%s",
+                err.message);
+  ck_assert(same_arc(env.src, env.dst, 14));
+  ck_assert_uint_eq(res.resumed_files, 3);
+  ck_assert_uint_eq(res.stale_files, 1);           /* f1: whole, but not the source's now */
+  ck_assert_uint_eq(res.reused_bytes, 2 * 200000); /* f0, and f2 up to its old end */
+  ck_assert_uint_eq(res.bytes, 200000 + 50000);    /* f1 anew, f2's new tail */
+  ck_assert_uint_eq(res.checksum_failures, 0);
 }
 END_TEST
 
@@ -300,6 +330,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, refusals);
   tcase_add_test(tc, resume_after_stop);
   tcase_add_test(tc, leftovers_are_checked);
+  tcase_add_test(tc, a_stale_copy_sends_only_what_changed);
   tcase_add_test(tc, byte_flipped_at_the_source);
   tcase_add_test(tc, corrupt_source_gives_up);
   tcase_add_test(tc, over_tls);

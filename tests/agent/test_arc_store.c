@@ -97,6 +97,28 @@ static bool exists(const char *dir, const char *name) {
   return lstat(p, &st) == 0;
 }
 
+/* An arc taken out of service becomes the leftover of a fetch of its
+ * version; a partial copy already there is the one kept. */
+START_TEST(recheck_moves_an_arc_to_tmp) {
+  char *dir = scratch_dir();
+  arc_store *s;
+  ck_assert_int_eq(arc_store_open(dir, &s, NULL), RING_OK);
+  make_arc(dir, 5, 2, 1000);
+  ck_assert_int_eq(arc_store_recheck(s, 5, 9), RING_OK);
+  ck_assert(!arc_store_has(s, 5));
+  ck_assert(exists(dir, "5.9/f0") && exists(dir, "5.9/f1"));
+  ck_assert_int_eq(arc_store_recheck(s, 5, 9), RING_ENOTFOUND);
+
+  make_arc(dir, 5, 1, 10); /* installed again, while 5.9 waits */
+  ck_assert_int_eq(arc_store_recheck(s, 5, 9), RING_OK);
+  ck_assert(!arc_store_has(s, 5));
+  ck_assert(exists(dir, "5.9/f1")); /* the older leftover stays */
+  ck_assert_int_eq(arc_store_recheck(s, ARC_TOKEN_MAX + 1, 9), RING_EINVAL);
+  arc_store_close(s);
+  scratch_free(dir);
+}
+END_TEST
+
 START_TEST(crash_leftovers) {
   char *dir = scratch_dir();
   arc_store *s;
@@ -148,6 +170,7 @@ static Suite *suite(void) {
   TCase *tc = tcase_create("store");
   tcase_add_test(tc, manifest_of_an_arc);
   tcase_add_test(tc, has_list_remove);
+  tcase_add_test(tc, recheck_moves_an_arc_to_tmp);
   tcase_add_test(tc, crash_leftovers);
   tcase_add_test(tc, open_refuses);
   suite_add_tcase(s, tc);
