@@ -83,7 +83,7 @@ typedef struct agent_job {
   char source_ids[RING_REPLICAS_MAX][RING_ID_MAX + 1];
   uint32_t n_sources;
   agent_job_state state;
-  volatile bool stop;   /* set to abandon the fetch (cancel or SIGTERM) */
+  atomic_bool stop;     /* set to abandon the fetch (cancel or SIGTERM); read by its worker */
   bool cancelled;       /* no longer pending: the loop frees it once not running */
   uint32_t failures;    /* consecutive failed attempts, for the backoff */
   uint64_t retry_at_ms; /* AGENT_JOB_RETRY: when to requeue */

@@ -141,7 +141,7 @@ static int install_empty(agent *a, const fetch_work *w, ring_error *err) {
 /* Fetches w from its sources in order. Returns RING_OK (installed) or the
  * last source's error, with err filled; *from the index of the source. */
 static int fetch_from_sources(agent *a, arc_fetcher *fx, const fetch_work *w,
-                              const volatile bool *stop, uint32_t *from, ring_error *err) {
+                              const atomic_bool *stop, uint32_t *from, ring_error *err) {
   arc_fetch_opts fo = {.secret = a->secret,
                        .fetcher = fx,
                        .ca_file = a->o.ca_file,
@@ -150,14 +150,14 @@ static int fetch_from_sources(agent *a, arc_fetcher *fx, const fetch_work *w,
   int rc = RING_EUNAVAIL;
   uint32_t absent = 0; /* sources that answered: no data for this token */
   snprintf(err->message, sizeof err->message, "no source: no other owner of the token");
-  for (uint32_t i = 0; i < w->n && !*stop; i++) {
+  for (uint32_t i = 0; i < w->n && !atomic_load(stop); i++) {
     char source[RING_ADDR_MAX + 16];
     snprintf(source, sizeof source, "%s%s", agent_tls(a) ? "https://" : "", w->sources[i]);
     *from = i;
     bool not_held = false;
     rc = fetch_one(a, source, w, &fo, &not_held, err);
     absent += not_held;
-    if (rc == RING_OK || *stop || !try_next_source(rc))
+    if (rc == RING_OK || atomic_load(stop) || !try_next_source(rc))
       break;
     if (i + 1 < w->n) {
       char token[16];
@@ -167,7 +167,7 @@ static int fetch_from_sources(agent *a, arc_fetcher *fx, const fetch_work *w,
       atomic_fetch_add(&a->m.source_switches, 1);
     }
   }
-  if (absent == w->n && w->n > 0 && !*stop)
+  if (absent == w->n && w->n > 0 && !atomic_load(stop))
     rc = install_empty(a, w, err);
   return rc;
 }
@@ -191,7 +191,7 @@ static void finish(agent *a, agent_job *j, const fetch_work *w, int rc, uint64_t
     return;
   }
   j->state = AGENT_JOB_RETRY;
-  if (j->stop) { /* abandoned: not a failure of the source */
+  if (atomic_load(&j->stop)) { /* abandoned: not a failure of the source */
     j->retry_at_ms = rd_now_ms();
     return;
   }
@@ -292,7 +292,7 @@ void agent_fetchers_stop(agent *a) {
   pthread_mutex_lock(&a->jobs_mu);
   a->workers_stop = true;
   for (uint32_t i = 0; i < a->n_jobs; i++)
-    a->jobs[i]->stop = true;
+    atomic_store(&a->jobs[i]->stop, true);
   pthread_cond_broadcast(&a->jobs_cv);
   pthread_mutex_unlock(&a->jobs_mu);
   for (uint32_t i = 0; i < a->n_workers; i++)

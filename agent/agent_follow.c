@@ -297,7 +297,7 @@ static uint32_t match_jobs(agent *a, const ring_table *t, uint16_t me, const ali
     agent_job *j = a->jobs[i];
     if (!agent_bit(a->pending, j->token)) {
       j->cancelled = true;
-      j->stop = true;
+      atomic_store(&j->stop, true);
     }
   }
   agent_jobs_reap(a);
@@ -428,7 +428,7 @@ static uint64_t requeue(agent *a) {
       continue;
     job_sources(j, t, (uint16_t)me, &al);
     j->state = AGENT_JOB_QUEUED;
-    j->stop = false;
+    atomic_store(&j->stop, false);
   }
   pthread_cond_broadcast(&a->jobs_cv);
   pthread_mutex_unlock(&a->jobs_mu);

@@ -15,6 +15,7 @@
 #ifndef RING_AGENT_ARC_H
 #define RING_AGENT_ARC_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -122,7 +123,7 @@ void arc_limiter_free(arc_limiter *l);
 void arc_limiter_set_rate(arc_limiter *l, uint64_t bytes_per_sec);
 /* Blocks until n bytes may pass (never longer than needed; wakes early on
  * a rate change); returns false if stop became true meanwhile. */
-bool arc_limiter_take(arc_limiter *l, uint64_t n, const volatile bool *stop);
+bool arc_limiter_take(arc_limiter *l, uint64_t n, const atomic_bool *stop);
 
 /* ----------------------------------------------------------- the fetcher */
 
@@ -142,7 +143,7 @@ typedef struct arc_fetch_opts {
   arc_limiter *limiter;     /* shared; NULL: unlimited */
   uint32_t timeout_ms;      /* connect + low-speed timeout per request; 0: 10000 */
   uint32_t max_retries;     /* per file, on checksum mismatch or broken transfer; 0: 3 */
-  const volatile bool *stop; /* set to abandon (the temp dir stays for resumption) */
+  const atomic_bool *stop;  /* set (by another thread) to abandon; the temp dir stays */
 } arc_fetch_opts;
 
 typedef struct arc_fetch_result {

@@ -70,7 +70,7 @@ typedef struct fetch {
 static uint64_t received(const fetch *f) { return arc__sink_bytes(f->sink); }
 
 static bool stop_requested(fetch *f) {
-  if (f->o->stop != NULL && *f->o->stop)
+  if (f->o->stop != NULL && atomic_load(f->o->stop))
     f->stopped = true;
   return f->stopped;
 }

@@ -100,12 +100,14 @@ static void nap(arc_limiter *l, double now, double wait) {
   pthread_cond_timedwait(&l->wake, &l->lock, &ts);
 }
 
-bool arc_limiter_take(arc_limiter *l, uint64_t n, const volatile bool *stop) {
+static bool stopped(const atomic_bool *stop) { return stop != NULL && atomic_load(stop); }
+
+bool arc_limiter_take(arc_limiter *l, uint64_t n, const atomic_bool *stop) {
   if (l == NULL)
-    return stop == NULL || !*stop;
+    return !stopped(stop);
   double want = (double)n;
   pthread_mutex_lock(&l->lock);
-  while (want > 0 && (stop == NULL || !*stop) && l->rate != 0) {
+  while (want > 0 && !stopped(stop) && l->rate != 0) {
     double now = now_s();
     refill(l, now);
     double cap = (double)l->rate * BURST_S;
@@ -118,5 +120,5 @@ bool arc_limiter_take(arc_limiter *l, uint64_t n, const volatile bool *stop) {
     nap(l, now, (need - l->tokens) / (double)l->rate);
   }
   pthread_mutex_unlock(&l->lock);
-  return stop == NULL || !*stop;
+  return !stopped(stop);
 }

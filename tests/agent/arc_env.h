@@ -234,7 +234,7 @@ static inline void *job_run(void *p) {
 
 /* Starts fetching `token` (version 1) from source into dst at `rate`. */
 static inline void job_start_with(job *j, arc_store *dst, const char *source, uint32_t token,
-                                  uint64_t rate, const volatile bool *stop, uint32_t retries) {
+                                  uint64_t rate, const atomic_bool *stop, uint32_t retries) {
   memset(j, 0, sizeof *j);
   j->dst = dst;
   j->source = source;
@@ -249,7 +249,7 @@ static inline void job_start_with(job *j, arc_store *dst, const char *source, ui
 }
 
 static inline void job_start(job *j, arc_store *dst, const char *source, uint32_t token,
-                             uint64_t rate, const volatile bool *stop) {
+                             uint64_t rate, const atomic_bool *stop) {
   job_start_with(j, dst, source, token, rate, stop, 0);
 }
 

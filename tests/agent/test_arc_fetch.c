@@ -107,7 +107,7 @@ static long long partial_size(uint32_t token, const char *name) {
 
 START_TEST(resume_after_stop) {
   make_arc(env.src_dir, 12, 3, 4 << 20);
-  volatile bool stop = false;
+  atomic_bool stop = false;
   job j;
   job_start(&j, env.dst, env.source, 12, 8 << 20, &stop);
   wait_partial(12, "f1", 1 << 20); /* f0 whole, f1 a quarter */

@@ -80,7 +80,7 @@ END_TEST
 /* Several takers share one bucket: together they get the rate. */
 typedef struct taker {
   arc_limiter *lim;
-  const volatile bool *stop;
+  const atomic_bool *stop;
   uint64_t bytes;
 } taker;
 
@@ -107,7 +107,7 @@ START_TEST(one_limit_for_all_transfers) {
   ck_assert_msg(dt >= 1.8 && dt <= 6.0, "took %.2f s", dt);
 
   /* a stop flag frees a taker stuck behind a tiny rate */
-  volatile bool stop = false;
+  atomic_bool stop = false;
   arc_limiter_set_rate(lim, 1000);
   taker slow = {lim, &stop, 1 << 30};
   pthread_t s;
