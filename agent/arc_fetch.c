@@ -60,7 +60,7 @@ typedef struct fetch {
   arc_sink *sink;  /* the fetcher's, on fd: its bytes so far are the file's, all hashed into h */
   XXH3_state_t *h; /* the fetcher's */
   int write_errno; /* write(2) failed: no retry */
-  bool untrusted;  /* a read, write or fsync in tmpdir failed: see discard_tmp */
+  bool untrusted;  /* an I/O error or a failed fsync in tmpdir: see discard_tmp */
   bool overflow;   /* the source sent more than the manifest said */
   bool stopped;    /* o->stop seen */
   ring__sbuf body; /* the manifest */
@@ -251,6 +251,12 @@ static int open_partial(fetch *f, ring_error *err) {
   return RING_OK;
 }
 
+/* A write refused for want of space copied nothing: the bytes before it
+ * are as good as they were, and kept for a resume once there is room (the
+ * next attempt's space check then refuses at once instead of refetching).
+ * Any other write error may have left the file in an unknown state. */
+static bool out_of_space(int e) { return e == ENOSPC || e == EDQUOT; }
+
 /* One request for the rest of the file. Returns RING_OK when the bytes
  * stopped coming for a reason worth another attempt (or none), else the
  * error that ends the fetch. */
@@ -263,7 +269,7 @@ static int transfer(fetch *f, ring_error *err) {
   int flushed = arc__sink_flush(f->sink); /* what came is on disk, for a resume */
   if (flushed != 0 && f->write_errno == 0)
     f->write_errno = -flushed;
-  f->untrusted |= f->write_errno != 0;
+  f->untrusted |= f->write_errno != 0 && !out_of_space(f->write_errno);
   if (f->write_errno != 0)
     return ring__err(err, arc__errno_code(-f->write_errno), "%s/%s: %s", f->tmpdir, f->file->name,
                      strerror(f->write_errno));
@@ -437,12 +443,13 @@ static int install(fetch *f, const arc_manifest *m, ring_error *err) {
   return arc__install_dir(f->store, f->tmpdir, f->token, err);
 }
 
-/* After a failed write or fsync the temporary files are not resumed: Linux
- * reports a writeback error to one fsync, then keeps the pages, clean, as
- * if the disk had them. A later attempt would hash those pages, find the
- * checksum right, fsync without an error and install bytes the disk never
- * got. So they go, and the next attempt starts from nothing. (A fetch that
- * only lost its connection keeps them: they are resumed.) */
+/* After a failed fsync (or an I/O error) the temporary files are not
+ * resumed: Linux reports a writeback error to one fsync, then keeps the
+ * pages, clean, as if the disk had them. A later attempt would hash those
+ * pages, find the checksum right, fsync without an error and install bytes
+ * the disk never got. So they go, and the next attempt starts from
+ * nothing. (A fetch that lost its connection, or was refused space by
+ * write(2), keeps them: they are resumed.) */
 static void discard_tmp(fetch *f) {
   if (f->untrusted && f->tmpdir[0] != '\0')
     arc__rmtree(f->tmpdir);

@@ -140,8 +140,10 @@ static arc_store *disk_store(disk *d) {
 
 /* Fetches TOKEN onto a disk with 256 KiB of room, then with room again.
  * With `prefix`, an earlier attempt left a good prefix of the file: the
- * rest goes through the page cache and the failure shows at fsync.
- * Without, the file goes with O_DIRECT and the failure shows at a write. */
+ * rest goes through the page cache and the failure shows at fsync, after
+ * which nothing of the attempt may be resumed. Without, the file goes with
+ * O_DIRECT and the failure shows at a write (what stays is read back from
+ * the device by the resume, so it may stay). */
 static void fails_then_heals(bool prefix) {
   disk d = {0};
   arc_store *s = disk_store(&d);
@@ -165,13 +167,16 @@ static void fails_then_heals(bool prefix) {
   ck_assert_msg(rc == RING_EIO || rc == RING_ENOSPC, "%d: %s", rc, err.message);
   fprintf(stderr, "test_arc_disk_fault: the failing disk gave: %s\n", err.message);
   ck_assert(!arc_store_has(s, TOKEN));
-  ck_assert_msg(access(tmp, F_OK) != 0, "%s kept after a failed write", tmp);
+  if (prefix)
+    ck_assert_msg(access(tmp, F_OK) != 0, "%s kept after a failed fsync", tmp);
 
-  /* room again: the arc is copied whole, not resumed */
+  /* room again: after the failed fsync the arc is copied whole */
   disk_room(&d, 32u << 20);
   ck_assert_msg(arc_fetch(s, env.source, TOKEN, 1, &o, &res, &err) == RING_OK, "%s", err.message);
-  ck_assert_uint_eq(res.resumed_files, 0);
-  ck_assert_uint_eq(res.bytes, FILE_BYTES);
+  if (prefix) {
+    ck_assert_uint_eq(res.resumed_files, 0);
+    ck_assert_uint_eq(res.bytes, FILE_BYTES);
+  }
   arc_store_close(s);
 
   disk_remount(&d);

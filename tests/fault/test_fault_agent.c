@@ -98,7 +98,7 @@ START_TEST(disk_full) {
   ck_assert(e2e_mount_tmpfs(4, "n4", 256 * 1024));
   char id[24];
   e2e_join(4, "n4", id);
-  ck_assert_msg(ENV_WAIT(file_contains(env.a[4].log, "no space left on device") ||
+  ck_assert_msg(ENV_WAIT(file_contains(env.a[4].log, "No space left on device") ||
                              file_contains(env.a[4].log, "more bytes"),
                          60),
                 "n4 logs no clear error for its full disk");
