@@ -215,6 +215,14 @@ static ring_watcher_stats stats(follower *f) {
   return s;
 }
 
+/* Waits until f has refused at least n versions (or 30 s have passed:
+ * the caller's assertions then say what is missing). */
+static void wait_rejected(follower *f, uint64_t n) {
+  double end = harness_now() + 30;
+  while (stats(f).rejected < n && harness_now() < end)
+    harness_sleep_ms(5);
+}
+
 /* The table in service encodes to the same bytes as want. */
 static void assert_serving(follower *f, const ring_table *want) {
   const ring_table *t = ring_live_enter(f->live);
@@ -475,22 +483,18 @@ START_TEST(refuses_corrupt_tables_and_deltas) {
   ring_watcher_stats s2 = stats(&f);
   /* 3. both corrupt: both refused, version 3 stays in service */
   ck_assert_int_eq(publish_next(&wr, BAD_TABLE | BAD_DELTA), RING_OK);
-  double end = harness_now() + 10;
-  while (stats(&f).rejected < s2.rejected + 2 && harness_now() < end)
-    harness_sleep_ms(5);
+  wait_rejected(&f, s2.rejected + 2);
   ring_watcher_stats s3 = stats(&f);
   /* 4. a corrupt table two versions ahead (no delta applies): refused */
   ck_assert_int_eq(publish_next(&wr, BAD_TABLE), RING_OK);
-  while (stats(&f).rejected < s3.rejected + 1 && harness_now() < end)
-    harness_sleep_ms(5);
+  wait_rejected(&f, s3.rejected + 1);
   ring_watcher_stats s4 = stats(&f);
   uint64_t v4 = wr.v;
   /* 5. a garbage version value: refused, nothing fetched */
   const char *vkey = "/ringkeeper/" CLUSTER "/version";
   ring_error err;
   ck_assert_int_eq(ring_etcd_put(c, vkey, strlen(vkey), "12x", 3, 0, NULL, NULL, &err), RING_OK);
-  while (stats(&f).rejected < s4.rejected + 1 && harness_now() < end)
-    harness_sleep_ms(5);
+  wait_rejected(&f, s4.rejected + 1);
   ring_watcher_stats s5 = stats(&f);
   capture_stderr_end(saved, path, log, sizeof log);
   ck_assert(ok1 && ok2);
@@ -551,9 +555,7 @@ START_TEST(refuses_wrong_cluster_and_version) {
   ck_assert_int_eq(ring_etcd_put(c, k2, strlen(k2), j, jl, 0, NULL, NULL, &err), RING_OK);
   ck_assert_int_eq(ring_etcd_put(c, vkey, strlen(vkey), "2", 1, 0, NULL, NULL, &err), RING_OK);
   free(j);
-  double end = harness_now() + 10;
-  while (stats(&f).rejected < 1 && harness_now() < end)
-    harness_sleep_ms(5);
+  wait_rejected(&f, 1);
   ck_assert_uint_eq(stats(&f).rejected, 1);
   ring_table_params p = {"other", "zone", 3, 0, 256, 3};
   ck_assert_int_eq(ring_table_new(&p, &t3, NULL), RING_OK);
@@ -577,13 +579,11 @@ START_TEST(refuses_wrong_cluster_and_version) {
   ck_assert_int_eq(ring_etcd_put(c, k3, strlen(k3), j, jl, 0, NULL, NULL, &err), RING_OK);
   ck_assert_int_eq(ring_etcd_put(c, vkey, strlen(vkey), "3", 1, 0, NULL, NULL, &err), RING_OK);
   free(j);
-  while (stats(&f).rejected < 2 && harness_now() < end)
-    harness_sleep_ms(5);
+  wait_rejected(&f, 2);
   ck_assert_uint_eq(stats(&f).rejected, 2);
   /* version 4 named with no table at all: refused too */
   ck_assert_int_eq(ring_etcd_put(c, vkey, strlen(vkey), "4", 1, 0, NULL, NULL, &err), RING_OK);
-  while (stats(&f).rejected < 3 && harness_now() < end)
-    harness_sleep_ms(5);
+  wait_rejected(&f, 3);
   ck_assert_uint_eq(stats(&f).rejected, 3);
   ck_assert_uint_eq(ring_live_version(f.live), 1);
   assert_serving(&f, wr.cur);
