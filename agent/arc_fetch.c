@@ -451,7 +451,7 @@ static int install(fetch *f, const arc_manifest *m, ring_error *err) {
  * nothing. (A fetch that lost its connection, or was refused space by
  * write(2), keeps them: they are resumed.) */
 static void discard_tmp(fetch *f) {
-  if (f->untrusted && f->tmpdir[0] != '\0')
+  if (f->untrusted) /* set only once tmpdir is made */
     arc__rmtree(f->tmpdir);
 }
 

@@ -339,42 +339,71 @@ int arc_store_list(arc_store *s, uint32_t **tokens, uint32_t *n) {
   return RING_OK;
 }
 
+/* Renames from to to, replacing nothing there (-EEXIST), also on file
+ * systems without RENAME_NOREPLACE. Returns 0 or -errno. */
+static int rename_noreplace(const char *from, const char *to) {
+  if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+    return 0;
+  if (errno != EINVAL)
+    return -errno;
+  struct stat st;
+  if (lstat(to, &st) == 0)
+    return -EEXIST;
+  return rename(from, to) == 0 ? 0 : -errno;
+}
+
+/* Takes arcs/<token>/ out of service as tmp/<name> (replacing nothing
+ * there, with noreplace): renamed, then arcs/ fsynced, so that it stays
+ * out after a crash. *to gets the new path (malloc()ed, also on failure).
+ * Returns 0 or -errno. */
+static int take_out(arc_store *s, uint32_t token, const char *name, bool noreplace, char **to) {
+  char t[16];
+  snprintf(t, sizeof t, "%" PRIu32, token);
+  char *from = join(s->arcs, t);
+  *to = join(s->tmp, name);
+  int rc = from && *to ? 0 : -ENOMEM;
+  if (rc == 0 && noreplace)
+    rc = rename_noreplace(from, *to);
+  else if (rc == 0 && rename(from, *to) != 0)
+    rc = -errno;
+  if (rc == 0)
+    rc = arc__fsync_dir(s->arcs);
+  free(from);
+  return rc;
+}
+
+static int store_code(int rc) {
+  return rc == -ENOENT ? RING_ENOTFOUND : rc ? arc__errno_code(rc) : RING_OK;
+}
+
 int arc_store_remove(arc_store *s, uint32_t token) {
   if (s == NULL || token > ARC_TOKEN_MAX)
     return RING_EINVAL;
-  char name[16], gone[64];
-  snprintf(name, sizeof name, "%" PRIu32, token);
+  char gone[64];
   pthread_mutex_lock(&s->lock);
   snprintf(gone, sizeof gone, "rm.%" PRIu32 ".%" PRIu64, token, s->removals++);
   pthread_mutex_unlock(&s->lock);
-  char *from = join(s->arcs, name), *to = join(s->tmp, gone);
-  int rc = from && to ? 0 : -ENOMEM;
-  if (rc == 0 && rename(from, to) != 0)
-    rc = -errno;
-  if (rc == 0 && (rc = arc__fsync_dir(s->arcs)) == 0)
+  char *to;
+  int rc = take_out(s, token, gone, false, &to);
+  if (rc == 0)
     rc = arc__rmtree(to); /* gone from arcs/ already; a leftover is swept later */
-  free(from);
   free(to);
-  return rc == -ENOENT ? RING_ENOTFOUND : rc ? arc__errno_code(rc) : RING_OK;
+  return store_code(rc);
 }
 
 int arc_store_recheck(arc_store *s, uint32_t token, uint64_t version) {
   if (s == NULL || token > ARC_TOKEN_MAX)
     return RING_EINVAL;
-  char name[16], partial[48];
-  snprintf(name, sizeof name, "%" PRIu32, token);
+  char partial[48];
   snprintf(partial, sizeof partial, "%" PRIu32 ".%" PRIu64, token, version);
-  char *from = join(s->arcs, name), *to = join(s->tmp, partial);
-  int rc = from && to ? 0 : -ENOMEM;
-  if (rc == 0 && renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) != 0)
-    rc = -errno;
-  if (rc == 0 && (rc = arc__fsync_dir(s->arcs)) == 0)
+  char *to;
+  int rc = take_out(s, token, partial, true, &to);
+  if (rc == 0)
     rc = arc__fsync_dir(s->tmp);
-  free(from);
   free(to);
-  if (rc == -EEXIST || rc == -ENOTEMPTY || rc == -EINVAL) /* a partial copy, or no NOREPLACE */
+  if (rc == -EEXIST) /* a partial copy of that version: it is the one resumed */
     return arc_store_remove(s, token);
-  return rc == -ENOENT ? RING_ENOTFOUND : rc ? arc__errno_code(rc) : RING_OK;
+  return store_code(rc);
 }
 
 void arc_store_sweep_tmp(arc_store *s, const char *const *keep, uint32_t n_keep) {
@@ -418,13 +447,9 @@ uint64_t arc_store_capacity_bytes(arc_store *s) {
 int arc__install_dir(arc_store *s, const char *tmpdir, uint32_t token, ring_error *err) {
   char dst[4096];
   snprintf(dst, sizeof dst, "%s/%" PRIu32, s->arcs, token);
-  int rc = renameat2(AT_FDCWD, tmpdir, AT_FDCWD, dst, RENAME_NOREPLACE);
-  if (rc != 0 && errno == EINVAL) { /* a file system without RENAME_NOREPLACE */
-    struct stat st;
-    rc = lstat(dst, &st) == 0 ? (errno = EEXIST, -1) : rename(tmpdir, dst);
-  }
+  int rc = rename_noreplace(tmpdir, dst);
   if (rc != 0)
-    return ring__err(err, arc__errno_code(-errno), "installing %s: %s", dst, strerror(errno));
+    return ring__err(err, arc__errno_code(rc), "installing %s: %s", dst, strerror(-rc));
   int e = arc__fsync_dir(s->arcs);
   if (e == 0)
     e = arc__fsync_dir(s->tmp);
