@@ -295,7 +295,7 @@ static int start_over(fetch *f, uint64_t *kept, ring_error *err) {
 /* Receives one file into the temporary directory, verified, written
  * (install fsyncs it). A leftover is continued, and one that is already
  * whole is only checked: a stale copy of the arc (arc_store_recheck) costs
- * no transfer for the files that have not changed. A file that began from
+ * no transfer for the files the source still has. A file that began from
  * a leftover and fails its checksum starts over without counting as a
  * failed transfer (stale_files): the leftover may have been the wrong
  * part, and the next attempt has none. */

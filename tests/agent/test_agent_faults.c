@@ -77,22 +77,24 @@ START_TEST(receiver_killed_mid_transfer_resumes) {
 }
 END_TEST
 
-/* Appends n bytes to arcs/<token>/<name> on agent i: a write the data
- * plane made there. */
-static void env_arc_append(int i, uint32_t token, const char *name, size_t n) {
-  char path[460];
+/* Seals a new file of n bytes into arcs/<token>/ on agent i, as the data
+ * plane does (DESIGN.md: written aside, renamed in, immutable after). */
+static void env_arc_seal(int i, uint32_t token, const char *name, size_t n) {
+  char aside[460], path[460];
+  snprintf(aside, sizeof aside, "%s/%s.sealing", env.a[i].data, name);
   snprintf(path, sizeof path, "%s/arcs/%u/%s", env.a[i].data, token, name);
-  FILE *f = fopen(path, "ab");
+  FILE *f = fopen(aside, "wb");
   ck_assert_ptr_nonnull(f);
   for (size_t k = 0; k < n; k++)
     ck_assert_int_ne(fputc((int)(k * 131 % 251), f), EOF);
   ck_assert_int_eq(fclose(f), 0);
+  ck_assert_int_eq(rename(aside, path), 0);
 }
 
 /* B installs two arcs and is killed before the cutover. After a restart
  * nothing counts as verified, so both are fetched again, but as rechecks:
  * every file is checked against A's checksums and only what A wrote
- * meanwhile (an append to one file) is sent. */
+ * meanwhile (a new file in one arc) is sent. */
 START_TEST(restarted_receiver_rechecks_instead_of_resending) {
   static const uint32_t moving[] = {2, 6};    /* A's in env_table */
   const double arc_bytes = MIB + MIB / 3 + 1; /* env_arc_write's two files */
@@ -112,7 +114,7 @@ START_TEST(restarted_receiver_rechecks_instead_of_resending) {
   ck_assert_msg(ENV_WAIT(progress_covers("b", 2, moving, 2), 20), "the arcs did not arrive");
   proc_kill(&env.a[B].p);
 
-  env_arc_append(A, 6, "f1", 100000);
+  env_arc_seal(A, 6, "f2", 100000);
   env_agent_start(B, "b", NULL);
   ck_assert_msg(ENV_WAIT(env_metric(B, "ring_agent_arcs_fetched_total") == 2, 20),
                 "the arcs were not rechecked");

@@ -173,7 +173,7 @@ START_TEST(a_stale_copy_sends_only_what_changed) {
   char dir[4096];
   snprintf(dir, sizeof dir, "%s/arcs/14", env.src_dir);
   write_pattern(dir, "f1", 200000, 4242); /* same size, new bytes */
-  write_pattern(dir, "f2", 250000, 1402); /* appended to (make_arc's seed for f2) */
+  write_pattern(dir, "f2", 250000, 1402); /* longer, the old f2 its prefix (same seed) */
 
   ck_assert_int_eq(arc_store_recheck(env.dst, 14, 2), RING_OK);
   ck_assert(!arc_store_has(env.dst, 14));
