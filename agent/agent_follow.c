@@ -333,7 +333,7 @@ static uint32_t match_jobs(agent *a, const ring_table *t, uint16_t me, const ali
 /* Takes stale copies out of service as their jobs' leftovers (the fetch
  * checks each file against the source's and sends only what differs),
  * then lets the jobs run. */
-static void remove_stale(agent *a, const uint32_t *stale, uint32_t n) {
+static void recheck_stale(agent *a, const uint32_t *stale, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) {
     pthread_mutex_lock(&a->jobs_mu);
     agent_job *j = agent_job_find(a, stale[i]);
@@ -390,7 +390,7 @@ static void reconcile(agent *a) {
     atomic_store(&a->m.pending_version, 0);
   }
   a->seen_version = v;
-  remove_stale(a, stale, n_stale);
+  recheck_stale(a, stale, n_stale);
   free(stale);
   agent_gc_retime(a);
 }
