@@ -82,7 +82,8 @@ static double fetch_all(arc_store *src, arc_store *dst, unsigned threads, double
   pthread_t th[BENCH_DISK_THREADS_MAX];
   double t0 = bench_now_s(), c0 = bench_cpu_s(RUSAGE_SELF);
   for (unsigned i = 0; i < threads; i++)
-    pthread_create(&th[i], NULL, fetch_loop, &w);
+    if (pthread_create(&th[i], NULL, fetch_loop, &w) != 0)
+      bench_die("fetch", "cannot start a thread");
   for (unsigned i = 0; i < threads; i++)
     pthread_join(th[i], NULL);
   double dt = bench_now_s() - t0;
