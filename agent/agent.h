@@ -43,6 +43,7 @@
 #define AGENT_WORKERS_DEFAULT 4 /* parallel fetches when the config says "no limit" */
 #endif
 #define AGENT_PROGRESS_EVERY_MS 200 /* progress/<id> is written at most this often */
+#define AGENT_ERROR_MAX 160         /* bytes of a failing fetch's error in progress/<id> */
 
 /* ---------------------------------------------------------------- options */
 
@@ -55,7 +56,8 @@ typedef struct agent_opts {
   char *data_dir;
   char *region, *zone, *rack, *host; /* failure-domain labels, NULL when unset */
   double weight;
-  char *secret_file; /* the bearer secret of the arc servers */
+  char *secret_file; /* the cluster secret(s): one per line, the first signs (arc_keyring_load) */
+  uint64_t clock_skew_ms; /* how far a signed request's time may be from ours */
   char *metrics;     /* /metrics and /healthz; NULL: none */
   char *log_level;
   uint64_t lease_ttl_ms;
@@ -85,7 +87,8 @@ typedef struct agent_job {
   agent_job_state state;
   atomic_bool stop;     /* set to abandon the fetch (cancel or SIGTERM); read by its worker */
   bool cancelled;       /* no longer pending: the loop frees it once not running */
-  uint32_t failures;    /* consecutive failed attempts, for the backoff */
+  uint32_t failures;    /* consecutive failed attempts, for the backoff and progress */
+  char last_error[AGENT_ERROR_MAX + 1]; /* the last attempt's error, reported in progress */
   uint64_t retry_at_ms; /* AGENT_JOB_RETRY: when to requeue */
   uint64_t bytes;       /* the arc's size once installed */
 } agent_job;
@@ -116,7 +119,11 @@ typedef struct agent_metrics {
   _Atomic uint64_t stale_removed;     /* unverified arcs taken out of service to be rechecked */
   _Atomic uint64_t stale_files;       /* files of those, changed at the source: fetched anew */
   _Atomic uint64_t reused_bytes;      /* leftover bytes verified against a source, not sent */
-  _Atomic uint64_t empty_arcs;        /* arcs installed empty: no owner had data for them */
+  _Atomic uint64_t empty_arcs;        /* empty arcs installed: on a signed empty manifest, or a
+                                         loss the operator accepted */
+  _Atomic uint64_t not_held;          /* a source the table names answered "not held" (signed) */
+  _Atomic uint64_t bad_signatures;    /* answers refused: not signed by the node expected */
+  _Atomic uint64_t losses_accepted;   /* arcs installed empty on the operator's word */
   _Atomic uint64_t dropped;           /* arcs dropped after the grace */
   _Atomic uint64_t held;              /* arcs installed on disk */
   _Atomic uint64_t registered;        /* 1 while alive/<id> is up */
@@ -129,7 +136,7 @@ typedef struct agent_metrics {
 typedef struct agent {
   agent_opts o;
   char addr[RING_ADDR_MAX + 1]; /* advertised arc server address */
-  char *secret;                 /* the arc servers' bearer secret */
+  arc_keyring *keys;            /* sign and verify arc requests and answers */
   ring_etcd *etcd;
   rd_waker waker;
   atomic_bool stop; /* SIGTERM */
@@ -160,6 +167,9 @@ typedef struct agent {
   uint8_t *pending;          /* T bits: a pending entry names us */
   uint8_t *verified;         /* T bits: installed by a job, owned or pending ever since;
                                 guarded by jobs_mu (workers set it) */
+  uint8_t *loss_ok;          /* T bits: the operator accepted the loss of the token in
+                                loss_version (the `loss` key); guarded by jobs_mu */
+  uint64_t loss_version;     /* the table version loss_ok is for; 0: none */
   agent_leftover *leftovers; /* tmp/<token>.<version> found at start, until the first table */
   uint32_t n_leftovers;
 

@@ -106,11 +106,11 @@ static bool try_next_source(int rc) { return rc != RING_ENOSPC && rc != RING_EIO
  * against the source's: it is never reported as it is, and only what
  * differs is sent. */
 static int fetch_one(agent *a, const char *source, const fetch_work *w, const arc_fetch_opts *fo,
-                     bool *not_held, ring_error *err) {
+                     arc_fetch_result *out, ring_error *err) {
   for (int attempt = 0;; attempt++) {
     arc_fetch_result res = {0};
     int rc = arc_fetch(a->store, source, w->token, w->version, fo, &res, err);
-    *not_held = res.not_held;
+    *out = res;
     atomic_fetch_add(&a->m.bytes_in, res.bytes);
     atomic_fetch_add(&a->m.checksum_failures, res.checksum_failures);
     atomic_fetch_add(&a->m.resumed_files, res.resumed_files);
@@ -126,37 +126,72 @@ static int fetch_one(agent *a, const char *source, const fetch_work *w, const ar
   }
 }
 
-/* Every owner answered that it holds no data for the token (no writes
- * ever reached it): the arc is empty, and so is the copy. Not a guess
- * about one source: every source, each a current owner, said so. */
-static int install_empty(agent *a, const fetch_work *w, ring_error *err) {
+/* Whether the operator accepted the loss of w's token in the version the
+ * job is for (ringctl accept-loss wrote the `loss` key). */
+static bool loss_accepted(agent *a, const fetch_work *w) {
+  pthread_mutex_lock(&a->jobs_mu);
+  bool ok = w->token < a->tokens && a->loss_version != 0 && a->loss_version == a->seen_version &&
+            agent_bit(a->loss_ok, w->token);
+  pthread_mutex_unlock(&a->jobs_mu);
+  return ok;
+}
+
+/* Every source failed and the operator wrote the token off: the arc is
+ * installed empty, on that word alone (never on a source's silence). */
+static int install_lost(agent *a, const fetch_work *w, ring_error *err) {
   int rc = arc_store_install_empty(a->store, w->token, w->version, err);
   if (rc == RING_EEXIST && arc_store_remove(a->store, w->token) == 0)
     rc = arc_store_install_empty(a->store, w->token, w->version, err); /* an unverified copy */
-  if (rc == RING_OK)
-    atomic_fetch_add(&a->m.empty_arcs, 1);
-  return rc;
+  if (rc != RING_OK)
+    return rc;
+  char token[16];
+  snprintf(token, sizeof token, "%" PRIu32, w->token);
+  rd_log(RD_WARN, "arc installed empty: the operator accepted its loss", "token", token, NULL);
+  atomic_fetch_add(&a->m.empty_arcs, 1);
+  atomic_fetch_add(&a->m.losses_accepted, 1);
+  return RING_OK;
 }
 
-/* Fetches w from its sources in order. Returns RING_OK (installed) or the
- * last source's error, with err filled; *from the index of the source. */
+/* Counts and logs what a source's answer says about the table's truth: an
+ * owner that does not hold its arc, or an answer no cluster node signed. */
+static void note_answer(agent *a, const fetch_work *w, uint32_t i, const arc_fetch_result *res,
+                        const ring_error *err) {
+  char token[16];
+  snprintf(token, sizeof token, "%" PRIu32, w->token);
+  if (res->not_held) {
+    atomic_fetch_add(&a->m.not_held, 1);
+    rd_log(RD_ERROR, "a source the table names does not hold the arc: not taken as empty",
+           "token", token, "node", w->ids[i], "addr", w->sources[i], NULL);
+  }
+  if (res->bad_signature) {
+    atomic_fetch_add(&a->m.bad_signatures, 1);
+    rd_log(RD_ERROR, "answer refused: not signed by the node the table names", "token", token,
+           "node", w->ids[i], "addr", w->sources[i], "err", err->message, NULL);
+  }
+}
+
+/* Fetches w from its sources in order (live ones first: job_sources), each
+ * answer judged on its own: nothing but a signed manifest installs the
+ * arc. Returns RING_OK (installed) or the last source's error, with err
+ * filled; *from the index of the source. */
 static int fetch_from_sources(agent *a, arc_fetcher *fx, const fetch_work *w,
                               const atomic_bool *stop, uint32_t *from, ring_error *err) {
-  arc_fetch_opts fo = {.secret = a->secret,
+  arc_fetch_opts fo = {.keys = a->keys,
+                       .self_id = a->o.id,
                        .fetcher = fx,
                        .ca_file = a->o.ca_file,
                        .limiter = a->limiter,
                        .stop = stop};
   int rc = RING_EUNAVAIL;
-  uint32_t absent = 0; /* sources that answered: no data for this token */
   snprintf(err->message, sizeof err->message, "no source: no other owner of the token");
   for (uint32_t i = 0; i < w->n && !atomic_load(stop); i++) {
     char source[RING_ADDR_MAX + 16];
     snprintf(source, sizeof source, "%s%s", agent_tls(a) ? "https://" : "", w->sources[i]);
     *from = i;
-    bool not_held = false;
-    rc = fetch_one(a, source, w, &fo, &not_held, err);
-    absent += not_held;
+    fo.source_id = w->ids[i];
+    arc_fetch_result res = {0};
+    rc = fetch_one(a, source, w, &fo, &res, err);
+    note_answer(a, w, i, &res, err);
     if (rc == RING_OK || atomic_load(stop) || !try_next_source(rc))
       break;
     if (i + 1 < w->n) {
@@ -167,8 +202,8 @@ static int fetch_from_sources(agent *a, arc_fetcher *fx, const fetch_work *w,
       atomic_fetch_add(&a->m.source_switches, 1);
     }
   }
-  if (absent == w->n && w->n > 0 && !atomic_load(stop))
-    rc = install_empty(a, w, err);
+  if (rc != RING_OK && try_next_source(rc) && !atomic_load(stop) && loss_accepted(a, w))
+    rc = install_lost(a, w, err);
   return rc;
 }
 
@@ -182,6 +217,7 @@ static void finish(agent *a, agent_job *j, const fetch_work *w, int rc, uint64_t
     j->state = AGENT_JOB_DONE;
     j->bytes = bytes;
     j->failures = 0;
+    j->last_error[0] = '\0';
     if (w->token < a->tokens)
       agent_bit_set(a->verified, w->token, true);
     atomic_fetch_add(&a->m.fetched, 1);
@@ -196,6 +232,7 @@ static void finish(agent *a, agent_job *j, const fetch_work *w, int rc, uint64_t
     return;
   }
   j->failures++;
+  snprintf(j->last_error, sizeof j->last_error, "%.*s", AGENT_ERROR_MAX, err->message);
   j->retry_at_ms = rd_now_ms() + agent_retry_delay(j->failures);
   atomic_fetch_add(&a->m.fetch_failures, 1);
   rd_log(RD_WARN, "fetch failed: retrying later", "token", token, "version", version, "err",

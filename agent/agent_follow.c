@@ -249,13 +249,16 @@ static int size_sets(agent *a, uint32_t tokens) {
     return RING_OK;
   size_t bytes = (tokens + 7) / 8;
   uint8_t *owned = calloc(bytes, 1), *pending = calloc(bytes, 1), *verified = calloc(bytes, 1);
+  uint8_t *loss_ok = calloc(bytes, 1);
   uint64_t *drop_at = calloc(tokens, sizeof *drop_at);
-  if (!owned || !pending || !verified || !drop_at) {
-    free(owned), free(pending), free(verified), free(drop_at);
+  if (!owned || !pending || !verified || !loss_ok || !drop_at) {
+    free(owned), free(pending), free(verified), free(loss_ok), free(drop_at);
     return RING_ENOMEM;
   }
-  free(a->owned), free(a->pending), free(a->verified), free(a->drop_at);
+  free(a->owned), free(a->pending), free(a->verified), free(a->loss_ok), free(a->drop_at);
   a->owned = owned, a->pending = pending, a->verified = verified, a->drop_at = drop_at;
+  a->loss_ok = loss_ok;
+  a->loss_version = 0;
   a->tokens = tokens;
   a->next_drop_ms = 0;
   return RING_OK;

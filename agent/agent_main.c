@@ -35,7 +35,9 @@ static void opts_table(agent_opts *o, rd_opt *t) {
       {"host", RD_OPT_STRING, &o->host, 0, 0, "failure-domain label host"},
       {"weight", RD_OPT_DOUBLE, &o->weight, 1e-6, 1e6, "capacity relative to other hosts"},
       {"secret-file", RD_OPT_STRING, &o->secret_file, 0, 0,
-       "file holding the arc servers' shared secret (required)"},
+       "the cluster secret, one line (two while rotating: the first signs) (required)"},
+      {"clock-skew", RD_OPT_MS, &o->clock_skew_ms, 1000, 600000,
+       "how far a signed arc request's time may be from this host's clock"},
       {"metrics", RD_OPT_STRING, &o->metrics, 0, 0, "HOST:PORT for /metrics and /healthz"},
       {"log-level", RD_OPT_STRING, &o->log_level, 0, 0, "debug, info, warn or error"},
       {"lease-ttl", RD_OPT_MS, &o->lease_ttl_ms, 2000, 600000,
@@ -51,7 +53,7 @@ static void opts_table(agent_opts *o, rd_opt *t) {
   };
   memcpy(t + RD_ETCD_OPTS, table, sizeof table);
 }
-#define N_OPTS (RD_ETCD_OPTS + 19)
+#define N_OPTS (RD_ETCD_OPTS + 20)
 
 /* The failure-domain labels given as flags, validated. */
 static int opts_labels(const agent_opts *o, rk_labels *l, char *msg, size_t cap) {
@@ -125,14 +127,16 @@ static void advertised_addr(agent *a) {
 /* The arc store, limiter and server. */
 static int open_arcs(agent *a, char *msg, size_t cap) {
   ring_error err = {0};
-  if ((a->secret = rd_read_secret(a->o.secret_file, msg, cap)) == NULL)
-    return -1;
+  if (arc_keyring_load(a->o.secret_file, &a->keys, &err) != RING_OK)
+    return snprintf(msg, cap, "--secret-file: %s", err.message), -1;
   if (arc_store_open(a->o.data_dir, &a->store, &err) != 0)
     return snprintf(msg, cap, "data dir: %s", err.message), -1;
   if (arc_limiter_new(0, &a->limiter) != 0)
     return snprintf(msg, cap, "rate limiter: out of memory"), -1;
   arc_server_opts so = {.listen = a->o.listen,
-                        .secret = a->secret,
+                        .keys = a->keys,
+                        .node_id = a->o.id,
+                        .skew_ms = (uint32_t)a->o.clock_skew_ms,
                         .tls_cert = a->o.tls_cert,
                         .tls_key = a->o.tls_key};
   if (arc_server_start(a->store, &so, &a->server, &err) != 0)
@@ -195,9 +199,10 @@ static void agent_close(agent *a, rd_http *http) {
   ring_etcd_close(a->etcd);
   arc_limiter_free(a->limiter);
   arc_store_close(a->store);
-  free(a->secret);
+  arc_keyring_free(a->keys);
   free(a->owned);
   free(a->pending);
+  free(a->loss_ok);
   free(a->verified);
   free(a->drop_at);
   free(a->leftovers);
@@ -209,7 +214,7 @@ static void agent_close(agent *a, rd_http *http) {
 static int parse(agent *a, rd_opt *table, int argc, char **argv) {
   char msg[512] = "";
   a->o = (agent_opts){
-      .weight = 1.0, .lease_ttl_ms = 10000, .drop_grace_ms = 60000,
+      .weight = 1.0, .lease_ttl_ms = 10000, .drop_grace_ms = 60000, .clock_skew_ms = 30000,
       .etcd = {.timeout_ms = 5000}};
   opts_table(&a->o, table);
   int rc = rd_opts_parse(argc, argv,

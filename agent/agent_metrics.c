@@ -68,7 +68,9 @@ void agent_metrics_text(void *ud, rd_text *t) {
       "bytes already on disk that matched the source's checksums: not sent again",
       (double)m->reused_bytes);
   one(t, "ring_agent_empty_arcs_total", "counter",
-      "arcs installed empty because no owner held data for them", (double)m->empty_arcs);
+      "empty arcs installed: a source's signed manifest listed no files, or the operator "
+      "accepted the loss",
+      (double)m->empty_arcs);
   one(t, "ring_agent_arcs_dropped_total", "counter", "arcs removed after the drop grace",
       (double)m->dropped);
   one(t, "ring_agent_arcs_held", "gauge", "arcs installed on disk", (double)m->held);
@@ -81,7 +83,27 @@ void agent_metrics_text(void *ud, rd_text *t) {
       "connections the arc server accepted (fetchers keep theirs from arc to arc)",
       (double)ss.connections);
   one(t, "ring_agent_server_unauthorized_total", "counter",
-      "arc server requests without the right secret", (double)ss.unauthorized);
+      "arc server requests refused with 401: not signed for this node by a cluster key, "
+      "out of the time window, or replayed",
+      (double)ss.unauthorized);
+  one(t, "ring_agent_server_skewed_total", "counter",
+      "signed requests refused for a time out of the clock-skew window", (double)ss.skewed);
+  one(t, "ring_agent_server_replays_total", "counter", "signed requests refused as replays",
+      (double)ss.replayed);
+  one(t, "ring_agent_server_busy_total", "counter",
+      "requests refused with 503: no room to remember their nonce", (double)ss.busy);
+  one(t, "ring_agent_server_not_held_total", "counter",
+      "manifest requests for arcs this host does not hold", (double)ss.not_held);
+  one(t, "ring_agent_server_store_missing_total", "counter",
+      "requests answered 503 because arcs/ is missing", (double)ss.store_missing);
+  one(t, "ring_agent_not_held_total", "counter",
+      "fetches a source the table names as owner answered, signed, with \"not held\"",
+      (double)m->not_held);
+  one(t, "ring_agent_bad_signatures_total", "counter",
+      "answers refused: not signed by the node the table names at that address",
+      (double)m->bad_signatures);
+  one(t, "ring_agent_losses_accepted_total", "counter",
+      "arcs installed empty on the operator's accept-loss", (double)m->losses_accepted);
   one(t, "ring_agent_errors_total", "counter", "etcd operations that failed", (double)m->errors);
   one(t, "ring_agent_etcd_requests_total", "counter", "etcd requests sent",
       (double)ring_etcd_requests(a->etcd));

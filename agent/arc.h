@@ -3,7 +3,8 @@
  * storage on a host"; proto/arc.md, the transfer protocol). Internal to
  * ring-agent; static library `ringarc`.
  *
- * Sections: the store; the server; the fetcher; the rate limiter.
+ * Sections: the store; authentication; the server; the fetcher; the rate
+ * limiter.
  *
  * An arc is the directory <data-dir>/arcs/<token>/ (decimal token). Its
  * regular files are immutable once in place. A receiver builds an arc in
@@ -14,6 +15,8 @@
  */
 #ifndef RING_AGENT_ARC_H
 #define RING_AGENT_ARC_H
+
+#include "ring.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -82,13 +85,95 @@ void arc_store_sweep_tmp(arc_store *s, const char *const *keep, uint32_t n_keep)
 uint64_t arc_store_free_bytes(arc_store *s);
 uint64_t arc_store_capacity_bytes(arc_store *s);
 
+/* --------------------------------------------------------- authentication */
+
+/* Requests and the answers a receiver acts on are signed with HMAC-SHA-256
+ * keyed by the cluster secret (proto/arc.md, "Authentication"); the secret
+ * itself is never sent. */
+#define ARC_KEYS_MAX 2           /* secrets accepted at once: a rotation's old and new */
+#define ARC_MAC_LEN 32           /* HMAC-SHA-256 */
+#define ARC_NONCE_LEN 16         /* random bytes per request */
+#define ARC_AUTH_VALUE_MAX 384   /* bytes of an X-Ring-Auth or X-Ring-Sig value */
+#define ARC_AUTH_HEADER "X-Ring-Auth"
+#define ARC_SIG_HEADER "X-Ring-Sig"
+#define ARC_SKEW_MS_DEFAULT 30000 /* a request's time may differ from the server's by this */
+#define ARC_NO_TOKEN UINT32_MAX  /* the token signed into an answer to a path naming none */
+
+/* The MAC keys derived from one or two secrets; the first signs, each
+ * verifies. Immutable once made: any thread may use it. */
+typedef struct arc_keyring arc_keyring;
+/* From secrets[0..n), n 1 or 2, each non-empty and the two distinct.
+ * RING_OK and *out (arc_keyring_free), or RING_EINVAL / RING_ENOMEM. */
+int arc_keyring_new(const char *const *secrets, uint32_t n, arc_keyring **out,
+                    struct ring_error *err);
+/* From a secret file: one secret per line (blank lines skipped), at most
+ * two (during a rotation the first signs). Same returns; RING_EIO when the
+ * file cannot be read. */
+int arc_keyring_load(const char *path, arc_keyring **out, struct ring_error *err);
+void arc_keyring_free(arc_keyring *k); /* zeroes the keys; NULL is a no-op */
+uint32_t arc_keyring_count(const arc_keyring *k);
+
+/* An X-Ring-Auth (request) or X-Ring-Sig (answer) value, parsed. */
+typedef struct arc_auth {
+  uint32_t kid;                        /* which key signed */
+  char node[RING_ID_MAX + 1];          /* the signer: requester, or answering server */
+  char to[RING_ID_MAX + 1];            /* requests: the server asked */
+  int64_t ts_ms;                       /* requests: the requester's wall clock, Unix ms */
+  unsigned char nonce[ARC_NONCE_LEN];  /* requests: fresh; answers: the request's */
+  unsigned char mac[ARC_MAC_LEN];
+  bool has_request_fields;             /* to, ts and nonce all present */
+  bool has_nonce;
+} arc_auth;
+
+/* Parses value[0..len) ("v1 kid=.. node=.. [to=.. ts=..] [nonce=..] mac=..",
+ * one space between fields, lowercase hex). RING_OK, or RING_EAUTH for
+ * anything malformed, repeated or unknown; *out written only on success. */
+int arc_auth_parse(const char *value, size_t len, arc_auth *out);
+/* Writes the X-Ring-Auth value of a request from self to server `to`, at
+ * now_ms, with a fresh random nonce (also to nonce_out, unless NULL: the
+ * answer must carry it), signed by the first key. range is the Range
+ * header's value or "" / NULL. RING_OK or RING_EINVAL. */
+int arc_auth_sign_request(const arc_keyring *k, const char *self, const char *to,
+                          const char *method, const char *path, const char *range, int64_t now_ms,
+                          unsigned char nonce_out[ARC_NONCE_LEN], char *value, size_t cap);
+/* RING_OK when a (parsed) is a request to self with a MAC that verifies
+ * under one of k's keys; else RING_EAUTH. Time and replay are the
+ * caller's checks. */
+int arc_auth_verify_request(const arc_keyring *k, const arc_auth *a, const char *self,
+                            const char *method, const char *path, const char *range);
+/* Writes the X-Ring-Sig value of an answer by server `self` to req (may
+ * be NULL: an answer to a request whose own header did not parse). */
+int arc_auth_sign_answer(const arc_keyring *k, const char *self, const arc_auth *req,
+                         unsigned status, uint32_t token, const void *body, size_t len,
+                         char *value, size_t cap);
+/* RING_OK when value is an answer signed by node, to the request that
+ * carried nonce, with this status, token and body; else RING_EAUTH. */
+int arc_auth_verify_answer(const arc_keyring *k, const char *value, size_t value_len,
+                           const char *node, const unsigned char nonce[ARC_NONCE_LEN],
+                           unsigned status, uint32_t token, const void *body, size_t len);
+
+/* The nonces a server has accepted, each kept until its request's time is
+ * out of the window: a second request with one of them is a replay.
+ * Bounded (slots, a power of two >= 32). Thread-safe. */
+typedef struct arc_replay arc_replay;
+enum { ARC_REPLAY_NEW, ARC_REPLAY_SEEN, ARC_REPLAY_FULL };
+int arc_replay_new(uint32_t slots, int64_t window_ms, arc_replay **out);
+void arc_replay_free(arc_replay *r);
+/* ARC_REPLAY_NEW (now recorded), ARC_REPLAY_SEEN (a replay) or
+ * ARC_REPLAY_FULL (no room: refuse the request as busy). */
+int arc_replay_check(arc_replay *r, const unsigned char nonce[ARC_NONCE_LEN], int64_t ts_ms,
+                     int64_t now_ms);
+
 /* ------------------------------------------------------------ the server */
 
 typedef struct arc_server arc_server;
 
 typedef struct arc_server_opts {
   const char *listen;       /* HOST:PORT; port 0 picks one */
-  const char *secret;       /* bearer token every request must carry (constant-time compare) */
+  const arc_keyring *keys;  /* verify requests, sign answers; borrowed, outlives the server */
+  const char *node_id;      /* this host's id: requests must be to it; answers are signed by it */
+  uint32_t skew_ms;         /* a request's time may be this far from ours; 0: ARC_SKEW_MS_DEFAULT */
+  uint32_t replay_slots;    /* nonces remembered (power of two); 0: 131072 */
   const char *tls_cert;     /* PEM files for HTTPS, or NULL for HTTP */
   const char *tls_key;
   uint32_t max_connections; /* 0: 64 */
@@ -97,8 +182,10 @@ typedef struct arc_server_opts {
 
 /* Serves GET /v1/arcs/<token>/manifest and GET /v1/arcs/<token>/files/<name>
  * (with Range) from the store, zero-copy from the file descriptor; 401
- * without the right secret, 400 for a bad token or name, 404 for an arc
- * or file it does not hold, 416 for an absurd range. */
+ * for a request not signed for this node, out of the time window or
+ * replayed, 400 for a bad token or name, 404 for an arc or file it does
+ * not hold, 503 when arcs/ itself is gone, 416 for an absurd range.
+ * Answers other than file bytes carry X-Ring-Sig. */
 int arc_server_start(arc_store *s, const arc_server_opts *o, arc_server **out,
                      struct ring_error *err);
 uint16_t arc_server_port(const arc_server *srv);
@@ -107,7 +194,12 @@ void arc_server_stop(arc_server *srv);
 typedef struct arc_server_stats {
   uint64_t bytes_out;
   uint64_t requests;
-  uint64_t unauthorized;
+  uint64_t unauthorized; /* every 401, of which: */
+  uint64_t skewed;       /* the request's time out of the window */
+  uint64_t replayed;     /* a nonce seen before */
+  uint64_t busy;         /* 503: the replay cache had no room */
+  uint64_t not_held;     /* 404 for a manifest: an arc this host does not hold */
+  uint64_t store_missing; /* 503: arcs/ is not there (a data disk not mounted?) */
   uint64_t bad_requests;
   uint64_t connections; /* accepted */
 } arc_server_stats;
@@ -137,7 +229,9 @@ arc_fetcher *arc_fetcher_new(void);
 void arc_fetcher_free(arc_fetcher *fx);
 
 typedef struct arc_fetch_opts {
-  const char *secret;       /* sent as "Authorization: Bearer <secret>" */
+  const arc_keyring *keys;  /* signs requests, verifies answers */
+  const char *self_id;      /* this host's node id, in every request */
+  const char *source_id;    /* the node expected at the source: answers must be signed by it */
   arc_fetcher *fetcher;     /* the calling thread's, kept between calls; NULL: one for this call */
   const char *ca_file;      /* for https sources, or NULL */
   arc_limiter *limiter;     /* shared; NULL: unlimited */
@@ -152,8 +246,10 @@ typedef struct arc_fetch_result {
   uint32_t resumed_files;    /* files continued from a partial temp file */
   uint32_t stale_files;      /* leftover files whole but not the source's: fetched anew */
   uint64_t reused_bytes;     /* leftover bytes verified and kept: not sent again */
-  bool not_held;             /* the source answered that it holds no such arc (404 on the
-                                manifest; a file vanishing mid-copy is not this) */
+  bool not_held;             /* the source answered, signed, that it holds no such arc (a
+                                file vanishing mid-copy is not this); never means "empty" */
+  bool bad_signature;        /* an answer the receiver would act on was not signed by the
+                                expected node for this request: refused */
 } arc_fetch_result;
 
 /* Fetches arc `token` from the arc server at `source` (host:port, or a

@@ -12,6 +12,12 @@
  * earlier attempt is hashed from disk and continued with a range request;
  * the checksum of the whole file decides. The directory is renamed into
  * arcs/ only when every file is verified and fsync()ed.
+ *
+ * Every request is signed (arc_auth.c); the manifest and every refusal the
+ * fetch acts on must come back signed by the node the table names at that
+ * address, for this very request. An answer that is not is refused and
+ * counted, whatever it says: a stranger at the address can say "not held"
+ * as easily as it can send a manifest, and neither may move data.
  */
 #define _GNU_SOURCE /* renameat2, O_NOFOLLOW, O_DIRECTORY */
 #include "arc_int.h"
@@ -26,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -48,8 +55,13 @@ typedef struct fetch {
   uint32_t token;
   uint32_t max_retries;
   CURL *curl;                 /* the fetcher's */
-  struct curl_slist *headers; /* Authorization */
+  struct curl_slist *headers; /* this request's X-Ring-Auth */
   char base[1024];            /* http[s]://host:port */
+  unsigned char nonce[ARC_NONCE_LEN]; /* this request's: its answer must carry it */
+  long status;                /* the answer's status line (the last, after redirects: none) */
+  char sig[ARC_AUTH_VALUE_MAX + 1]; /* its X-Ring-Sig, "" if none */
+  char errbody[512];          /* the body of an answer that is not 200/206, cut short */
+  size_t errlen;
   char tmpdir[4096];          /* tmp/<token>.<version> */
   int dfd;                    /* tmpdir, locked with flock */
   char curl_error[CURL_ERROR_SIZE];
@@ -65,6 +77,18 @@ typedef struct fetch {
   bool stopped;    /* o->stop seen */
   ring__sbuf body; /* the manifest */
 } fetch;
+
+/* An answer the fetch takes bytes from: anything else is an error, whose
+ * body is kept (short) for its signature, never written to a file. */
+static bool success(long status) { return status == 200 || status == 206; }
+
+/* Keeps the first bytes of an error answer's body. */
+static size_t keep_error_body(fetch *f, const char *p, size_t n) {
+  size_t room = sizeof f->errbody - f->errlen, k = n < room ? n : room;
+  memcpy(f->errbody + f->errlen, p, k);
+  f->errlen += k;
+  return n;
+}
 
 /* Bytes of the current file so far (on disk after a flush). */
 static uint64_t received(const fetch *f) { return arc__sink_bytes(f->sink); }
@@ -86,6 +110,28 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
   return stop_requested(ud) ? 1 : 0;
 }
 
+/* Header lines of an answer: its status and its X-Ring-Sig. */
+static size_t on_header(char *p, size_t size, size_t nmemb, void *ud) {
+  fetch *f = ud;
+  size_t n = size * nmemb, name = sizeof ARC_SIG_HEADER - 1;
+  if (n >= 12 && memcmp(p, "HTTP/", 5) == 0) { /* a new answer: forget the last one's */
+    f->sig[0] = '\0';
+    f->errlen = 0;
+    const char *sp = memchr(p, ' ', n);
+    f->status = sp && sp + 4 <= p + n ? strtol(sp + 1, NULL, 10) : 0;
+  } else if (n > name + 1 && strncasecmp(p, ARC_SIG_HEADER, name) == 0 && p[name] == ':') {
+    const char *v = p + name + 1, *end = p + n;
+    while (v < end && *v == ' ')
+      v++;
+    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
+      end--;
+    size_t len = (size_t)(end - v) < sizeof f->sig - 1 ? (size_t)(end - v) : 0;
+    memcpy(f->sig, v, len); /* too long: kept empty, so it fails to verify */
+    f->sig[len] = '\0';
+  }
+  return n;
+}
+
 static int setup_curl(fetch *f, const char *source, ring_error *err) {
   const char *scheme = strstr(source, "://") ? "" : "http://";
   size_t n = (size_t)snprintf(f->base, sizeof f->base, "%s%s", scheme, source);
@@ -93,19 +139,13 @@ static int setup_curl(fetch *f, const char *source, ring_error *err) {
     f->base[--n] = '\0';
   if (n >= sizeof f->base - 64 || n == 0)
     return ring__err(err, RING_EINVAL, "source \"%.64s\": too long or empty", source);
-  char auth[1024];
-  if (snprintf(auth, sizeof auth, "Authorization: Bearer %s", f->o->secret) >= (int)sizeof auth)
-    return ring__err(err, RING_EINVAL, "secret too long");
-  f->headers = curl_slist_append(NULL, auth);
-  if (f->headers == NULL)
-    return ring__err(err, RING_ENOMEM, "curl: out of memory");
   long timeout_ms = f->o->timeout_ms ? (long)f->o->timeout_ms : 10000;
   CURL *c = f->curl;
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, f->headers);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, f->curl_error);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L); /* no error body reaches the file */
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, f);
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, timeout_ms >= 2000 ? timeout_ms / 1000 : 1L);
@@ -118,13 +158,37 @@ static int setup_curl(fetch *f, const char *source, ring_error *err) {
   return RING_OK;
 }
 
-/* GET base + path with the given write callback; the HTTP status in *status
- * (0 if none came). Returns curl's code. */
+/* This request's X-Ring-Auth header (a fresh nonce into f->nonce). The
+ * range is what curl sends for CURLOPT_RESUME_FROM_LARGE: "bytes=<from>-". */
+static CURLcode sign(fetch *f, const char *path, uint64_t from) {
+  char range[32] = "", line[sizeof ARC_AUTH_HEADER + 2 + ARC_AUTH_VALUE_MAX];
+  if (from > 0)
+    snprintf(range, sizeof range, "bytes=%" PRIu64 "-", from);
+  int n = snprintf(line, sizeof line, "%s: ", ARC_AUTH_HEADER);
+  if (arc_auth_sign_request(f->o->keys, f->o->self_id, f->o->source_id, "GET", path, range,
+                            arc__wall_ms(), f->nonce, line + n, sizeof line - (size_t)n) != 0)
+    return CURLE_BAD_FUNCTION_ARGUMENT;
+  curl_slist_free_all(f->headers);
+  f->headers = curl_slist_append(NULL, line);
+  if (f->headers == NULL)
+    return CURLE_OUT_OF_MEMORY;
+  curl_easy_setopt(f->curl, CURLOPT_HTTPHEADER, f->headers);
+  return CURLE_OK;
+}
+
+/* GET base + path, signed, with the given write callback; the HTTP status
+ * in *status (0 if none came). Returns curl's code. */
 static CURLcode get(fetch *f, const char *path, curl_write_callback cb, uint64_t from,
                     long *status) {
   char url[sizeof f->base + 64 + ARC_NAME_MAX];
   snprintf(url, sizeof url, "%s%s", f->base, path);
   f->curl_error[0] = '\0';
+  f->status = 0;
+  f->sig[0] = '\0';
+  f->errlen = 0;
+  CURLcode signed_rc = sign(f, path, from);
+  if (signed_rc != CURLE_OK)
+    return signed_rc;
   curl_easy_setopt(f->curl, CURLOPT_URL, url);
   curl_easy_setopt(f->curl, CURLOPT_WRITEFUNCTION, cb);
   curl_easy_setopt(f->curl, CURLOPT_WRITEDATA, f);
@@ -140,11 +204,17 @@ static int request_error(fetch *f, const char *what, CURLcode rc, long status, r
   if (f->stopped || rc == CURLE_ABORTED_BY_CALLBACK)
     return ring__err(err, RING_ETIMEDOUT, "arc %" PRIu32 ": %s: stopped", f->token, what);
   if (status == 401 || status == 403)
-    return ring__err(err, RING_EAUTH, "arc %" PRIu32 ": %s: %ld (wrong secret?)", f->token, what,
-                     status);
+    return ring__err(err, RING_EAUTH,
+                     "arc %" PRIu32 ": %s: %ld from %s (%s): our request refused (another secret? "
+                     "clock skew?)",
+                     f->token, what, status, f->o->source_id, f->base);
   if (status == 404)
-    return ring__err(err, RING_ENOTFOUND, "arc %" PRIu32 ": %s: not held by %s", f->token, what,
-                     f->base);
+    return ring__err(err, RING_ENOTFOUND, "arc %" PRIu32 ": %s: not held by %s (%s)", f->token,
+                     what, f->o->source_id, f->base);
+  if (status == 503)
+    return ring__err(err, RING_EUNAVAIL, "arc %" PRIu32 ": %s: %s (%s) is unavailable: %.*s",
+                     f->token, what, f->o->source_id, f->base, (int)strcspn(f->errbody, "\n"),
+                     f->errbody);
   if (rc == CURLE_OPERATION_TIMEDOUT)
     return ring__err(err, RING_ETIMEDOUT, "arc %" PRIu32 ": %s: %s", f->token, what,
                      f->curl_error[0] ? f->curl_error : curl_easy_strerror(rc));
@@ -171,6 +241,30 @@ static size_t on_manifest(char *p, size_t size, size_t nmemb, void *ud) {
   return n;
 }
 
+/* Whether the answer just received (status, body) is signed by the node
+ * expected at the source, for this request and this token (or, for a
+ * refusal before the path was read, for no token). */
+static bool signed_by_source(fetch *f, long status, const void *body, size_t len) {
+  size_t n = strlen(f->sig);
+  const arc_keyring *k = f->o->keys;
+  const char *id = f->o->source_id;
+  unsigned st = (unsigned)status;
+  return arc_auth_verify_answer(k, f->sig, n, id, f->nonce, st, f->token, body, len) == RING_OK ||
+         ((status == 401 || status == 503) &&
+          arc_auth_verify_answer(k, f->sig, n, id, f->nonce, st, ARC_NO_TOKEN, body, len) ==
+              RING_OK);
+}
+
+/* An answer to the manifest request that is not signed by the source:
+ * refused and counted, whatever it says. */
+static int unsigned_answer(fetch *f, long status, ring_error *err) {
+  f->res.bad_signature = true;
+  return ring__err(err, RING_EAUTH,
+                   "arc %" PRIu32 ": %s answered %ld for %s without a valid signature of %s: "
+                   "not acted on",
+                   f->token, f->base, status, "the manifest", f->o->source_id);
+}
+
 static int fetch_manifest(fetch *f, arc_manifest *m, ring_error *err) {
   char path[64];
   snprintf(path, sizeof path, "/v1/arcs/%" PRIu32 "/manifest", f->token);
@@ -178,10 +272,16 @@ static int fetch_manifest(fetch *f, arc_manifest *m, ring_error *err) {
   CURLcode rc = get(f, path, on_manifest, 0, &status);
   int code = RING_OK;
   ring_error why = {0};
-  if (rc != CURLE_OK || status != 200) {
-    code = f->body.oom ? ring__err(err, RING_ENOMEM, "manifest: out of memory")
-                       : request_error(f, "manifest", rc, status, err);
-    f->res.not_held = code == RING_ENOTFOUND; /* the source holds no such arc at all */
+  const char *body = f->body.p ? f->body.p : "";
+  if (f->body.oom) {
+    code = ring__err(err, RING_ENOMEM, "manifest: out of memory");
+  } else if (rc != CURLE_OK || status == 0) {
+    code = request_error(f, "manifest", rc, status, err);
+  } else if (!signed_by_source(f, status, body, f->body.len)) {
+    code = unsigned_answer(f, status, err);
+  } else if (status != 200) {
+    code = request_error(f, "manifest", rc, status, err);
+    f->res.not_held = code == RING_ENOTFOUND; /* signed: the source says it holds no such arc */
   } else if ((code = arc_manifest_decode(f->body.p ? f->body.p : "", f->body.len, m, &why)) !=
              RING_OK) {
     code = ring__err(err, RING_EPROTO, "arc %" PRIu32 ": manifest from %s: %s", f->token, f->base,
@@ -203,6 +303,8 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *ud) {
   size_t n = size * nmemb;
   if (stop_requested(f))
     return 0;
+  if (!success(f->status))
+    return keep_error_body(f, p, n);
   if (n > f->file->size - received(f)) {
     f->overflow = true;
     return 0;
@@ -275,7 +377,7 @@ static int transfer(fetch *f, ring_error *err) {
                      strerror(f->write_errno));
   if (rc == CURLE_RANGE_ERROR || status == 416)
     f->overflow = true; /* the source's file is not what the manifest said: start over */
-  if (rc == CURLE_OK || f->overflow)
+  if ((rc == CURLE_OK && success(status)) || f->overflow)
     return RING_OK; /* the checksum decides; a short file is a broken transfer */
   int code = request_error(f, f->file->name, rc, status, err);
   bool again = code == RING_ECONNECT || code == RING_ETIMEDOUT || code == RING_EPROTO;
@@ -504,8 +606,9 @@ void arc_fetcher_free(arc_fetcher *fx) {
 
 int arc_fetch(arc_store *s, const char *source, uint32_t token, uint64_t version,
               const arc_fetch_opts *o, arc_fetch_result *res, ring_error *err) {
-  if (s == NULL || source == NULL || o == NULL || o->secret == NULL || token > ARC_TOKEN_MAX)
-    return ring__err(err, RING_EINVAL, "arc_fetch: bad argument");
+  if (s == NULL || source == NULL || o == NULL || o->keys == NULL || o->self_id == NULL ||
+      o->source_id == NULL || token > ARC_TOKEN_MAX)
+    return ring__err(err, RING_EINVAL, "arc_fetch: bad argument (keys, self_id and source_id are required)");
   arc_fetcher *own = o->fetcher == NULL ? arc_fetcher_new() : NULL;
   arc_fetcher *fx = o->fetcher != NULL ? o->fetcher : own;
   fetch *f = fx != NULL ? calloc(1, sizeof *f) : NULL;

@@ -36,6 +36,13 @@ bool arc__valid_name(const char *s);
  * at most ARC_TOKEN_MAX. */
 bool arc__parse_token(const char *s, size_t n, uint32_t *out);
 
+/* ---------------------------------------------------------- arc_auth.c */
+
+/* Wall-clock Unix ms. Only for request times, which are other hosts' wall
+ * clocks: compared within a bound to decide accept or refuse, never used
+ * to wait or to measure an interval. */
+int64_t arc__wall_ms(void);
+
 /* ------------------------------------------------------------ arc_fs.c */
 
 /* fsync(2) of a directory by path; 0 or a negative errno. */
@@ -93,6 +100,10 @@ void arc__sink_free(arc_sink *s);
 /* <data-dir>/arcs and <data-dir>/tmp, borrowed from the store. */
 const char *arc__store_arcs(const arc_store *s);
 const char *arc__store_tmp(const arc_store *s);
+/* Opens arcs/<token>/ (O_DIRECTORY | O_NOFOLLOW: a symbolic link is not an
+ * arc). The descriptor (caller closes), RING_ENOTFOUND when the arc is not
+ * held, RING_EUNAVAIL when arcs/ itself cannot be opened, RING_EIO. */
+int arc__store_open_arc(arc_store *s, uint32_t token, ring_error *err);
 /* Renames the (fsynced) directory tmpdir to arcs/<token>/ without replacing
  * anything (RING_EEXIST), then fsyncs arcs/ and tmp/. */
 int arc__install_dir(arc_store *s, const char *tmpdir, uint32_t token, ring_error *err);

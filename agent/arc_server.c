@@ -2,16 +2,20 @@
  * arc_server.c: the arc server (proto/arc.md) on libmicrohttpd.
  *
  * Sections: limits; the listen address and TLS; responses; checks on a
- * request (secret, path, range); the two endpoints; routing; start, stop.
+ * request (signature, time, replay, path, range); the two endpoints;
+ * routing; start, stop.
  *
  * libmicrohttpd parses HTTP, bounds every connection's memory (a request
  * whose headers do not fit gets 431), times out idle and half-sent
  * requests, caps connections overall and per client address, and sends
  * file responses with sendfile(2) from the descriptor. Handlers run on its
- * small thread pool and answer on their first call: a request has no body
- * worth reading. Nothing is read from the store before the secret is
- * checked, and only names of the arc syntax reach the file system, so no
- * path can leave arcs/<token>/.
+ * small thread pool: a request has no body worth reading. Nothing is read
+ * from the store before the request's signature, time and nonce are
+ * checked (arc_auth.c), and only names of the arc syntax reach the file
+ * system, opened under the arc's directory with O_NOFOLLOW, so no path
+ * and no symbolic link can leave arcs/<token>/. Every answer but file
+ * bytes is signed with this node's id and the request's nonce: a receiver
+ * acts on nothing else.
  */
 #define _GNU_SOURCE /* O_NOFOLLOW, O_CLOEXEC, getaddrinfo */
 #include "arc_int.h"
@@ -41,6 +45,9 @@
 #ifndef ARC_TLS_PEM_MAX
 #define ARC_TLS_PEM_MAX (1u << 20)
 #endif
+#ifndef ARC_REPLAY_SLOTS
+#define ARC_REPLAY_SLOTS (1u << 17) /* nonces remembered: 3 MiB, ~2,000 requests/s for 60 s */
+#endif
 #define PREFIX "/v1/arcs/"
 
 #if MHD_VERSION >= 0x00097002
@@ -50,13 +57,16 @@ typedef int mhd_result; /* before 0.9.71 handlers returned int */
 #endif
 
 struct arc_server {
-  struct MHD_Daemon *mhd; /* owns the socket and the threads */
-  arc_store *store;       /* borrowed; outlives the server */
-  char *secret;           /* the bearer token */
-  size_t secret_len;
+  struct MHD_Daemon *mhd;  /* owns the socket and the threads */
+  arc_store *store;        /* borrowed; outlives the server */
+  const arc_keyring *keys; /* borrowed; outlives the server */
+  char node[RING_ID_MAX + 1];
+  int64_t skew_ms;
+  arc_replay *replay;
   char *cert, *key; /* PEM contents for TLS, or NULL; live as long as mhd */
   uint16_t port;
   atomic_uint_fast64_t bytes_out, requests, unauthorized, bad_requests, connections;
+  atomic_uint_fast64_t skewed, replayed, busy, not_held, store_missing;
   char error[256]; /* libmicrohttpd's last complaint, for a failed start */
 };
 
@@ -112,40 +122,77 @@ static int read_pem(const char *path, char **out, ring_error *err) {
 
 /* ------------------------------------------------------------- responses */
 
-static mhd_result reply_text(struct MHD_Connection *c, unsigned status, const char *text) {
-  struct MHD_Response *r =
-      MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
-  if (r == NULL)
-    return MHD_NO; /* libmicrohttpd closes the connection */
-  MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
-  if (status == MHD_HTTP_UNAUTHORIZED)
-    MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
-  if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-    MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+/* What an answer is signed for: the request's header (NULL when it did
+ * not parse) and the token its path names (ARC_NO_TOKEN if none). */
+typedef struct answer_ctx {
+  const arc_auth *req;
+  uint32_t token;
+} answer_ctx;
+
+/* Queues r with status, signed over body[0..len) (X-Ring-Sig). */
+static mhd_result queue_signed(arc_server *srv, struct MHD_Connection *c, const answer_ctx *a,
+                               unsigned status, struct MHD_Response *r, const void *body,
+                               size_t len) {
+  char sig[ARC_AUTH_VALUE_MAX];
+  if (arc_auth_sign_answer(srv->keys, srv->node, a->req, status, a->token, body, len, sig,
+                           sizeof sig) == RING_OK)
+    MHD_add_response_header(r, ARC_SIG_HEADER, sig);
   mhd_result ok = MHD_queue_response(c, status, r);
   MHD_destroy_response(r);
   return ok;
 }
 
-static mhd_result bad_request(arc_server *srv, struct MHD_Connection *c, const char *text) {
+static mhd_result reply_text(arc_server *srv, struct MHD_Connection *c, const answer_ctx *a,
+                             unsigned status, const char *text) {
+  size_t len = strlen(text);
+  struct MHD_Response *r =
+      MHD_create_response_from_buffer(len, (void *)text, MHD_RESPMEM_PERSISTENT);
+  if (r == NULL)
+    return MHD_NO; /* libmicrohttpd closes the connection */
+  MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+  if (status == MHD_HTTP_UNAUTHORIZED)
+    MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "X-Ring-Auth");
+  if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+    MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+  return queue_signed(srv, c, a, status, r, text, len);
+}
+
+static mhd_result bad_request(arc_server *srv, struct MHD_Connection *c, const answer_ctx *a,
+                              const char *text) {
   atomic_fetch_add(&srv->bad_requests, 1);
-  return reply_text(c, MHD_HTTP_BAD_REQUEST, text);
+  return reply_text(srv, c, a, MHD_HTTP_BAD_REQUEST, text);
 }
 
 /* ------------------------------------------------------ checks on a request */
 
-/* Whether the Authorization header is "Bearer <secret>"; the time taken
- * does not depend on where a wrong secret differs. */
-static bool authorized(const arc_server *srv, struct MHD_Connection *c) {
-  const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-  if (h == NULL || strncmp(h, "Bearer ", 7) != 0)
-    return false;
-  h += 7;
-  size_t n = strlen(h);
-  volatile unsigned char diff = n != srv->secret_len;
-  for (size_t i = 0; i < srv->secret_len; i++)
-    diff |= (unsigned char)(srv->secret[i] ^ (i < n ? h[i] : 0));
-  return diff == 0;
+/* The request's X-Ring-Auth, parsed into *a; false when absent or malformed. */
+static bool request_auth(struct MHD_Connection *c, arc_auth *a) {
+  const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, ARC_AUTH_HEADER);
+  return h != NULL && arc_auth_parse(h, strlen(h), a) == RING_OK;
+}
+
+/* The status a request is refused with (401, or 503 when the replay cache
+ * is full), or 0 when it is signed for this node by a cluster key, within
+ * the time window and not seen before. Signature first: an unsigned
+ * request never touches the replay cache. */
+static unsigned check_request(arc_server *srv, struct MHD_Connection *c, const char *method,
+                              const char *url, const arc_auth *a, bool parsed) {
+  const char *range = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_RANGE);
+  if (!parsed || arc_auth_verify_request(srv->keys, a, srv->node, method, url, range) != RING_OK)
+    return MHD_HTTP_UNAUTHORIZED;
+  int64_t now = arc__wall_ms(), d = now - a->ts_ms;
+  if (d > srv->skew_ms || d < -srv->skew_ms) {
+    atomic_fetch_add(&srv->skewed, 1);
+    return MHD_HTTP_UNAUTHORIZED;
+  }
+  int seen = arc_replay_check(srv->replay, a->nonce, a->ts_ms, now);
+  if (seen == ARC_REPLAY_SEEN)
+    atomic_fetch_add(&srv->replayed, 1);
+  if (seen == ARC_REPLAY_FULL)
+    atomic_fetch_add(&srv->busy, 1);
+  return seen == ARC_REPLAY_NEW    ? 0
+         : seen == ARC_REPLAY_SEEN ? MHD_HTTP_UNAUTHORIZED
+                                   : MHD_HTTP_SERVICE_UNAVAILABLE;
 }
 
 /* Digits into *v without overflow; returns the end, or NULL if none. */
@@ -197,12 +244,22 @@ static int parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *le
 
 /* ---------------------------------------------------------- the endpoints */
 
-static mhd_result serve_manifest(arc_server *srv, struct MHD_Connection *c, uint32_t token) {
+/* The store cannot be read at all (arcs/ gone): 503, never "not held". */
+static mhd_result store_missing(arc_server *srv, struct MHD_Connection *c, const answer_ctx *a) {
+  atomic_fetch_add(&srv->store_missing, 1);
+  return reply_text(srv, c, a, MHD_HTTP_SERVICE_UNAVAILABLE, "arc store unavailable\n");
+}
+
+static mhd_result serve_manifest(arc_server *srv, struct MHD_Connection *c, const answer_ctx *a) {
   arc_manifest m;
   ring_error err;
-  int rc = arc_store_manifest(srv->store, token, &m, &err);
-  if (rc == RING_ENOTFOUND)
-    return reply_text(c, MHD_HTTP_NOT_FOUND, "arc not held\n");
+  int rc = arc_store_manifest(srv->store, a->token, &m, &err);
+  if (rc == RING_ENOTFOUND) {
+    atomic_fetch_add(&srv->not_held, 1);
+    return reply_text(srv, c, a, MHD_HTTP_NOT_FOUND, "arc not held\n");
+  }
+  if (rc == RING_EUNAVAIL)
+    return store_missing(srv, c, a);
   char *json = NULL;
   size_t len = 0;
   if (rc == RING_OK) {
@@ -210,7 +267,7 @@ static mhd_result serve_manifest(arc_server *srv, struct MHD_Connection *c, uint
     arc_manifest_free(&m);
   }
   if (rc != RING_OK)
-    return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "manifest unavailable\n");
+    return reply_text(srv, c, a, MHD_HTTP_INTERNAL_SERVER_ERROR, "manifest unavailable\n");
   struct MHD_Response *r = MHD_create_response_from_buffer(len, json, MHD_RESPMEM_MUST_FREE);
   if (r == NULL) {
     free(json);
@@ -218,9 +275,7 @@ static mhd_result serve_manifest(arc_server *srv, struct MHD_Connection *c, uint
   }
   MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
   MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-  mhd_result ok = MHD_queue_response(c, MHD_HTTP_OK, r);
-  MHD_destroy_response(r);
-  return ok;
+  return queue_signed(srv, c, a, MHD_HTTP_OK, r, json, len); /* json lives as long as r */
 }
 
 /* 416 with the size the client should have asked within. */
@@ -236,17 +291,23 @@ static mhd_result unsatisfiable(struct MHD_Connection *c, uint64_t size) {
   return ok;
 }
 
-/* The file (a range of it with 206), sent from its descriptor. */
-static mhd_result serve_file(arc_server *srv, struct MHD_Connection *c, uint32_t token,
+/* The file (a range of it with 206), sent from its descriptor. It is
+ * opened under the arc's directory, itself opened without following a
+ * symbolic link, so a link at arcs/<token> or at the name serves nothing. */
+static mhd_result serve_file(arc_server *srv, struct MHD_Connection *c, const answer_ctx *a,
                              const char *name) {
-  char path[4096 + ARC_NAME_MAX];
-  snprintf(path, sizeof path, "%s/%" PRIu32 "/%s", arc__store_arcs(srv->store), token, name);
-  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  ring_error err;
+  int dfd = arc__store_open_arc(srv->store, a->token, &err);
+  if (dfd == RING_EUNAVAIL)
+    return store_missing(srv, c, a);
+  int fd = dfd < 0 ? -1 : openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd >= 0)
+    close(dfd);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     if (fd >= 0)
       close(fd);
-    return reply_text(c, MHD_HTTP_NOT_FOUND, "no such file in a held arc\n");
+    return reply_text(srv, c, a, MHD_HTTP_NOT_FOUND, "no such file in a held arc\n");
   }
   uint64_t size = (uint64_t)st.st_size, off = 0, len = size;
   const char *range = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_RANGE);
@@ -254,7 +315,7 @@ static mhd_result serve_file(arc_server *srv, struct MHD_Connection *c, uint32_t
   if (kind == RANGE_MALFORMED || kind == RANGE_UNSATISFIABLE) {
     close(fd);
     if (kind == RANGE_MALFORMED)
-      return bad_request(srv, c, "malformed range: one bytes=A-B, A- or -N\n");
+      return bad_request(srv, c, a, "malformed range: one bytes=A-B, A- or -N\n");
     return unsatisfiable(c, size);
   }
   struct MHD_Response *r = MHD_create_response_from_fd_at_offset64(len, fd, off);
@@ -291,40 +352,55 @@ static bool odd_segments(const char *url) {
   return false;
 }
 
+/* The first call for a request (its headers are in): checks the
+ * signature, time and nonce. A refusal is answered now, so the connection
+ * closes after it; an accepted request is answered on the next call, as
+ * libmicrohttpd closes a connection whose response was queued on the first
+ * one, and a fetcher reuses its connection for every request it makes. */
+static mhd_result admit(arc_server *srv, struct MHD_Connection *c, const char *url,
+                        const char *method, void **req) {
+  atomic_fetch_add(&srv->requests, 1);
+  arc_auth a;
+  bool parsed = request_auth(c, &a);
+  unsigned refuse = check_request(srv, c, method, url, &a, parsed);
+  if (refuse == 0) {
+    *req = srv;
+    return MHD_YES;
+  }
+  if (refuse == MHD_HTTP_UNAUTHORIZED)
+    atomic_fetch_add(&srv->unauthorized, 1);
+  answer_ctx ctx = {.req = parsed ? &a : NULL, .token = ARC_NO_TOKEN};
+  return reply_text(srv, c, &ctx, refuse,
+                    refuse == MHD_HTTP_UNAUTHORIZED ? "" : "busy: too many requests\n");
+}
+
 static mhd_result route(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                         const char *version, const char *upload_data, size_t *upload_data_size,
                         void **req) {
   (void)version, (void)upload_data, (void)upload_data_size;
   arc_server *srv = cls;
-  if (*req == NULL) { /* the first call: the headers are in */
-    atomic_fetch_add(&srv->requests, 1);
-    if (!authorized(srv, c)) { /* answered now, so the connection closes after it */
-      atomic_fetch_add(&srv->unauthorized, 1);
-      return reply_text(c, MHD_HTTP_UNAUTHORIZED, "");
-    }
-    /* Answer on the next call: libmicrohttpd closes a connection whose
-     * response was queued on the first one, and a fetcher reuses its
-     * connection for every request of every arc it fetches. */
-    *req = srv;
-    return MHD_YES;
-  }
+  if (*req == NULL)
+    return admit(srv, c, url, method, req);
+  arc_auth auth; /* checked on the first call; parsed again to sign the answer */
+  answer_ctx a = {.req = request_auth(c, &auth) ? &auth : NULL, .token = ARC_NO_TOKEN};
   if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
-    return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
+    return reply_text(srv, c, &a, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
   if (odd_segments(url))
-    return bad_request(srv, c, "bad path: empty, . or .. segment\n");
+    return bad_request(srv, c, &a, "bad path: empty, . or .. segment\n");
   if (strncmp(url, PREFIX, sizeof PREFIX - 1) != 0)
-    return reply_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
+    return reply_text(srv, c, &a, MHD_HTTP_NOT_FOUND, "not found\n");
   const char *tok = url + sizeof PREFIX - 1, *slash = strchr(tok, '/');
-  uint32_t token = 0;
-  if (slash == NULL || !arc__parse_token(tok, (size_t)(slash - tok), &token))
-    return bad_request(srv, c, "bad token: decimal, below 65536, no leading zeros\n");
+  if (slash == NULL || !arc__parse_token(tok, (size_t)(slash - tok), &a.token)) {
+    a.token = ARC_NO_TOKEN;
+    return bad_request(srv, c, &a, "bad token: decimal, below 65536, no leading zeros\n");
+  }
   if (strcmp(slash, "/manifest") == 0)
-    return serve_manifest(srv, c, token);
+    return serve_manifest(srv, c, &a);
   if (strncmp(slash, "/files/", 7) != 0)
-    return reply_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
+    return reply_text(srv, c, &a, MHD_HTTP_NOT_FOUND, "not found\n");
   if (!arc__valid_name(slash + 7))
-    return bad_request(srv, c, "bad file name: [A-Za-z0-9._-], no leading '.'\n");
-  return serve_file(srv, c, token, slash + 7);
+    return bad_request(srv, c, &a, "bad file name: [A-Za-z0-9._-], no leading '.'\n");
+  return serve_file(srv, c, &a, slash + 7);
 }
 
 /* ---------------------------------------------------------- start and stop */
@@ -379,7 +455,7 @@ static struct MHD_Daemon *start_mhd(arc_server *srv, const arc_server_opts *o,
 }
 
 static void server_free(arc_server *srv) {
-  free(srv->secret);
+  arc_replay_free(srv->replay);
   free(srv->cert);
   free(srv->key);
   free(srv);
@@ -388,8 +464,8 @@ static void server_free(arc_server *srv) {
 int arc_server_start(arc_store *s, const arc_server_opts *o, arc_server **out, ring_error *err) {
   if (s == NULL || o == NULL || out == NULL)
     return ring__err(err, RING_EINVAL, "arc_server_start: NULL argument");
-  if (o->secret == NULL || o->secret[0] == '\0')
-    return ring__err(err, RING_EINVAL, "arc server: a secret is required");
+  if (o->keys == NULL || o->node_id == NULL || !ring__valid_id(o->node_id))
+    return ring__err(err, RING_EINVAL, "arc server: keys and this node's id are required");
   if ((o->tls_cert == NULL) != (o->tls_key == NULL))
     return ring__err(err, RING_EINVAL, "arc server: TLS needs both a certificate and a key");
   if (o->tls_cert != NULL && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
@@ -398,13 +474,19 @@ int arc_server_start(arc_store *s, const arc_server_opts *o, arc_server **out, r
   int rc = resolve_listen(o->listen, &addr, err);
   if (rc != RING_OK)
     return rc;
+  int64_t skew = o->skew_ms ? o->skew_ms : ARC_SKEW_MS_DEFAULT;
   arc_server *srv = calloc(1, sizeof *srv);
-  if (srv == NULL || (srv->secret = strdup(o->secret)) == NULL) {
+  if (srv == NULL || (rc = arc_replay_new(o->replay_slots ? o->replay_slots : ARC_REPLAY_SLOTS,
+                                          skew, &srv->replay)) != RING_OK) {
     free(srv);
-    return ring__err(err, RING_ENOMEM, "arc server: out of memory");
+    return ring__err(err, rc == RING_EINVAL ? RING_EINVAL : RING_ENOMEM,
+                     "arc server: replay cache: %s (replay_slots: a power of two >= 32)",
+                     ring_strerror(rc == RING_OK ? RING_ENOMEM : rc));
   }
+  srv->skew_ms = skew;
   srv->store = s;
-  srv->secret_len = strlen(o->secret);
+  srv->keys = o->keys;
+  snprintf(srv->node, sizeof srv->node, "%s", o->node_id);
   if (o->tls_cert != NULL && ((rc = read_pem(o->tls_cert, &srv->cert, err)) != RING_OK ||
                               (rc = read_pem(o->tls_key, &srv->key, err)) != RING_OK)) {
     server_free(srv);
@@ -437,6 +519,11 @@ void arc_server_stats_get(arc_server *srv, arc_server_stats *out) {
   out->bytes_out = atomic_load(&srv->bytes_out);
   out->requests = atomic_load(&srv->requests);
   out->unauthorized = atomic_load(&srv->unauthorized);
+  out->skewed = atomic_load(&srv->skewed);
+  out->replayed = atomic_load(&srv->replayed);
+  out->busy = atomic_load(&srv->busy);
+  out->not_held = atomic_load(&srv->not_held);
+  out->store_missing = atomic_load(&srv->store_missing);
   out->bad_requests = atomic_load(&srv->bad_requests);
   out->connections = atomic_load(&srv->connections);
 }

@@ -267,20 +267,28 @@ static int list_files(int dfd, uint32_t token, arc_manifest *m, ring_error *err)
   return rc;
 }
 
-int arc_store_manifest(arc_store *s, uint32_t token, arc_manifest *out, ring_error *err) {
-  if (s == NULL || out == NULL || token > ARC_TOKEN_MAX)
-    return ring__err(err, RING_EINVAL, "arc_store_manifest: bad argument");
+int arc__store_open_arc(arc_store *s, uint32_t token, ring_error *err) {
   char name[16];
   snprintf(name, sizeof name, "%" PRIu32, token);
   int afd = open(s->arcs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  int dfd = afd < 0 ? -1 : openat(afd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (afd < 0) /* not "not held": the store itself is gone (a data disk not mounted?) */
+    return ring__err(err, RING_EUNAVAIL, "%s: %s", s->arcs, strerror(errno));
+  int dfd = openat(afd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   int e = errno;
-  if (afd >= 0)
-    close(afd);
+  close(afd);
+  if (dfd >= 0)
+    return dfd;
+  return e == ENOENT || e == ENOTDIR || e == ELOOP
+             ? ring__err(err, RING_ENOTFOUND, "arc %" PRIu32 ": not held", token)
+             : ring__err(err, RING_EIO, "arc %" PRIu32 ": %s", token, strerror(e));
+}
+
+int arc_store_manifest(arc_store *s, uint32_t token, arc_manifest *out, ring_error *err) {
+  if (s == NULL || out == NULL || token > ARC_TOKEN_MAX)
+    return ring__err(err, RING_EINVAL, "arc_store_manifest: bad argument");
+  int dfd = arc__store_open_arc(s, token, err);
   if (dfd < 0)
-    return e == ENOENT || e == ENOTDIR || e == ELOOP
-               ? ring__err(err, RING_ENOTFOUND, "arc %" PRIu32 ": not held", token)
-               : ring__err(err, RING_EIO, "arc %" PRIu32 ": %s", token, strerror(e));
+    return dfd;
   arc_manifest m = {.token = token};
   int rc = list_files(dfd, token, &m, err);
   for (uint32_t i = 0; rc == RING_OK && i < m.n_files; i++) {

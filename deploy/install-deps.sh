@@ -10,6 +10,7 @@ pkgs=(
   libcjson-dev                      # JSON codec for tables, plans, etcd gateway
   libcurl4-openssl-dev              # etcd gateway and arc client
   libmicrohttpd-dev                 # arc server, /metrics, /healthz
+  libsodium-dev                     # HMAC-SHA-256 of signed arc requests and answers
   check                             # unit test framework
   libmemcached-dev                  # ketama, the benchmark peer
   etcd-server etcd-client           # the source of truth (tests start their own)

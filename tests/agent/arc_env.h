@@ -22,6 +22,33 @@
 #include <unistd.h>
 
 #define TEST_SECRET "s3cret-for-tests"
+#define TEST_SRC_ID "src" /* the node id of the test source's server */
+#define TEST_DST_ID "dst" /* the node id a test fetch signs as */
+
+/* The keys of TEST_SECRET, made once for the test process (the keyring is
+ * immutable: every thread may use it). Never freed: it lives as long as
+ * the process, like the secret it stands for. */
+static arc_keyring *test_keyring;
+static pthread_once_t test_keyring_once = PTHREAD_ONCE_INIT;
+static inline void test_keyring_make(void) {
+  const char *s[] = {TEST_SECRET};
+  ck_assert_int_eq(arc_keyring_new(s, 1, &test_keyring, NULL), RING_OK);
+}
+static inline const arc_keyring *test_keys(void) {
+  pthread_once(&test_keyring_once, test_keyring_make);
+  return test_keyring;
+}
+
+/* Fetch options signed as TEST_DST_ID, expecting TEST_SRC_ID's answers. */
+static inline arc_fetch_opts test_fetch_opts(void) {
+  return (arc_fetch_opts){
+      .keys = test_keys(), .self_id = TEST_DST_ID, .source_id = TEST_SRC_ID, .timeout_ms = 5000};
+}
+
+/* Server options of the test source, on 127.0.0.1 with a port picked. */
+static inline arc_server_opts test_server_opts(void) {
+  return (arc_server_opts){.listen = "127.0.0.1:0", .keys = test_keys(), .node_id = TEST_SRC_ID};
+}
 
 static inline double now_s(void) {
   struct timespec t;
@@ -140,7 +167,8 @@ static inline void env_start_with(arc_env *e, uint32_t timeout_s) {
   ring_error err;
   ck_assert_msg(arc_store_open(e->src_dir, &e->src, &err) == RING_OK, "%s", err.message);
   ck_assert_msg(arc_store_open(e->dst_dir, &e->dst, &err) == RING_OK, "%s", err.message);
-  arc_server_opts o = {.listen = "127.0.0.1:0", .secret = TEST_SECRET, .timeout_s = timeout_s};
+  arc_server_opts o = test_server_opts();
+  o.timeout_s = timeout_s;
   ck_assert_msg(arc_server_start(e->src, &o, &e->srv, &err) == RING_OK, "%s", err.message);
   snprintf(e->source, sizeof e->source, "127.0.0.1:%u", (unsigned)arc_server_port(e->srv));
 }
@@ -178,8 +206,39 @@ static inline size_t keep_range(char *p, size_t size, size_t n, void *ud) {
   return len;
 }
 
+/* A path percent-decoded as the server decodes it (a path holding %00
+ * stays as it is). */
+static inline void percent_decode(const char *in, char *out, size_t cap) {
+  size_t n = 0;
+  bool keep = strstr(in, "%00") != NULL;
+  for (const char *p = in; *p && n + 1 < cap; p++) {
+    unsigned v;
+    if (!keep && p[0] == '%' && p[1] && p[2] && sscanf(p + 1, "%2x", &v) == 1 &&
+        strspn(p + 1, "0123456789abcdefABCDEF") >= 2) {
+      out[n++] = (char)v;
+      p += 2;
+    } else {
+      out[n++] = *p;
+    }
+  }
+  out[n] = '\0';
+}
+
+#define SIGNED "(signed)" /* http_get's auth: sign the request as TEST_DST_ID would */
+
+/* The X-Ring-Auth header line of a GET of path from TEST_DST_ID to
+ * TEST_SRC_ID, with the Range value range ("" or NULL: none), at ts_ms. */
+static inline void signed_line(char *line, size_t cap, const char *method, const char *path,
+                               const char *range, int64_t ts_ms) {
+  int n = snprintf(line, cap, "%s: ", ARC_AUTH_HEADER);
+  ck_assert_int_eq(arc_auth_sign_request(test_keys(), TEST_DST_ID, TEST_SRC_ID, method, path,
+                                         range, ts_ms, NULL, line + n, cap - (size_t)n),
+                   RING_OK);
+}
+
 /* GET http://<source><path> as is (no dot-segment removal), with an
- * optional Authorization value, Range and extra header line. */
+ * optional X-Ring-Auth value (SIGNED: a valid signature of this very
+ * request, including a range given either way), Range and extra line. */
 static inline http_reply http_get(const char *source, const char *path, const char *auth,
                                   const char *range, const char *extra) {
   http_reply r = {0};
@@ -187,8 +246,18 @@ static inline http_reply http_get(const char *source, const char *path, const ch
   snprintf(url, sizeof url, "http://%s%s", source, path);
   CURL *c = curl_easy_init();
   struct curl_slist *h = NULL;
-  if (auth) {
-    snprintf(line, sizeof line, "Authorization: %s", auth);
+  if (auth && strcmp(auth, SIGNED) == 0) {
+    char rv[256] = "";
+    if (range)
+      snprintf(rv, sizeof rv, "bytes=%s", range);
+    else if (extra && strncasecmp(extra, "Range: ", 7) == 0)
+      snprintf(rv, sizeof rv, "%s", extra + 7);
+    char decoded[8192]; /* signed as the server reads it: percent-decoded */
+    percent_decode(path, decoded, sizeof decoded);
+    signed_line(line, sizeof line, "GET", decoded, rv, arc__wall_ms());
+    h = curl_slist_append(h, line);
+  } else if (auth) {
+    snprintf(line, sizeof line, "%s: %s", ARC_AUTH_HEADER, auth);
     h = curl_slist_append(h, line);
   }
   if (extra)
@@ -210,7 +279,7 @@ static inline http_reply http_get(const char *source, const char *path, const ch
   return r;
 }
 
-#define BEARER "Bearer " TEST_SECRET
+#define BEARER SIGNED
 
 /* ------------------------------------------------ a fetch on its own thread */
 
@@ -240,11 +309,10 @@ static inline void job_start_with(job *j, arc_store *dst, const char *source, ui
   j->source = source;
   j->token = token;
   ck_assert_int_eq(arc_limiter_new(rate, &j->lim), RING_OK);
-  j->o = (arc_fetch_opts){.secret = TEST_SECRET,
-                          .timeout_ms = 5000,
-                          .limiter = j->lim,
-                          .stop = stop,
-                          .max_retries = retries};
+  j->o = test_fetch_opts();
+  j->o.limiter = j->lim;
+  j->o.stop = stop;
+  j->o.max_retries = retries;
   ck_assert_int_eq(pthread_create(&j->thread, NULL, job_run, j), 0);
 }
 

@@ -163,7 +163,7 @@ static void fails_then_heals(bool prefix) {
   }
 
   disk_room(&d, 256u << 10);
-  arc_fetch_opts o = {.secret = TEST_SECRET, .timeout_ms = 5000};
+  arc_fetch_opts o = test_fetch_opts();
   arc_fetch_result res;
   int rc = arc_fetch(s, env.source, TOKEN, 1, &o, &res, &err);
   ck_assert_msg(rc == RING_EIO || rc == RING_ENOSPC, "%d: %s", rc, err.message);
@@ -231,7 +231,7 @@ START_TEST(installed_arcs_survive_a_power_cut) {
   snprintf(cmd, sizeof cmd, "cp --sparse=always %s %s", d.img, snap);
   for (uint32_t t = 0; t < CUT_ARCS; t++) {
     make_arc(env.src_dir, 60 + t, CUT_FILES, 100000u + t * 40961u); /* tails of every size */
-    arc_fetch_opts o = {.secret = TEST_SECRET, .timeout_ms = 5000};
+    arc_fetch_opts o = test_fetch_opts();
     ck_assert_msg(arc_fetch(s, env.source, 60 + t, 1, &o, NULL, &err) == RING_OK, "%s",
                   err.message);
     ck_assert_int_eq(system(cmd), 0); /* the cut */

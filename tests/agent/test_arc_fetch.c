@@ -18,7 +18,7 @@ static void setup(void) { env_start(&env); }
 static void teardown(void) { env_stop(&env); }
 
 static arc_fetch_opts opts(void) {
-  return (arc_fetch_opts){.secret = TEST_SECRET, .timeout_ms = 5000};
+  return test_fetch_opts();
 }
 
 START_TEST(whole_arc_byte_for_byte) {
@@ -85,10 +85,21 @@ START_TEST(refusals) {
   make_arc(env.src_dir, 8, 1, 1000);
   arc_fetch_opts o = opts();
   ring_error err;
-  o.secret = "wrong";
+  const char *wrong[] = {"wrong"};
+  arc_keyring *other;
+  ck_assert_int_eq(arc_keyring_new(wrong, 1, &other, NULL), RING_OK);
+  o.keys = other; /* another cluster's secret: the server refuses, its 401 is not ours */
   ck_assert_int_eq(arc_fetch(env.dst, env.source, 8, 1, &o, NULL, &err), RING_EAUTH);
+  arc_keyring_free(other);
   o = opts();
-  ck_assert_int_eq(arc_fetch(env.dst, env.source, 9, 1, &o, NULL, &err), RING_ENOTFOUND);
+  o.source_id = "elsewhere"; /* a real node, but not the one the table names there */
+  arc_fetch_result res = {0};
+  ck_assert_int_eq(arc_fetch(env.dst, env.source, 8, 1, &o, &res, &err), RING_EAUTH);
+  ck_assert(res.bad_signature);
+  o = opts();
+  res = (arc_fetch_result){0};
+  ck_assert_int_eq(arc_fetch(env.dst, env.source, 9, 1, &o, &res, &err), RING_ENOTFOUND);
+  ck_assert(res.not_held && !res.bad_signature); /* signed by src: an error, never "empty" */
   ck_assert_int_eq(arc_fetch(env.dst, "127.0.0.1:1", 8, 1, &o, NULL, &err), RING_ECONNECT);
   ck_assert_int_eq(arc_fetch(env.dst, env.source, 70000, 1, &o, NULL, &err), RING_EINVAL);
   ck_assert(!arc_store_has(env.dst, 8));
@@ -260,8 +271,9 @@ START_TEST(over_tls) {
   make_arc(env.src_dir, 50, 3, 200000);
   arc_server *tls;
   ring_error err;
-  arc_server_opts so = {
-      .listen = "127.0.0.1:0", .secret = TEST_SECRET, .tls_cert = cert, .tls_key = key};
+  arc_server_opts so = test_server_opts();
+  so.tls_cert = cert;
+  so.tls_key = key;
   ck_assert_msg(arc_server_start(env.src, &so, &tls, &err) == RING_OK, "%s", err.message);
   char url[96];
   snprintf(url, sizeof url, "https://127.0.0.1:%u", (unsigned)arc_server_port(tls));

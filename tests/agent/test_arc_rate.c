@@ -20,7 +20,9 @@ START_TEST(sixty_four_mib_at_sixteen) {
   make_arc(env.src_dir, 40, 4, 16 * MiB);
   arc_limiter *lim;
   ck_assert_int_eq(arc_limiter_new(16 * MiB, &lim), RING_OK);
-  arc_fetch_opts o = {.secret = TEST_SECRET, .limiter = lim};
+  arc_fetch_opts o = test_fetch_opts();
+  o.limiter = lim;
+  o.timeout_ms = 0;
   arc_fetch_result res;
   ring_error err;
   double t0 = now_s();

@@ -24,12 +24,14 @@ START_TEST(secret_required) {
   const char *paths[] = {"/v1/arcs/5/manifest", "/v1/arcs/5/files/f0", "/v1/arcs/5/files/../x",
                          "/nowhere"};
   const char *auths[] = {NULL,
-                         "Bearer wrong",
-                         "Bearer " TEST_SECRET "x",
-                         "Bearer s3cret",
-                         "Basic czNjcmV0LWZvci10ZXN0cw==",
+                         "Bearer " TEST_SECRET,
+                         "v1",
+                         "v1 kid=00000000 node=dst to=src ts=1 nonce=00 mac=00",
+                         "v1 kid=00000000 node=dst to=src ts=1 nonce=0000000000000000000000000000"
+                         "0000 mac=00000000000000000000000000000000000000000000000000000000000"
+                         "00000",
                          TEST_SECRET,
-                         "bearer " TEST_SECRET};
+                         "v2 " TEST_SECRET};
   for (size_t p = 0; p < sizeof paths / sizeof *paths; p++)
     for (size_t a = 0; a < sizeof auths / sizeof *auths; a++) {
       http_reply r = http_get(env.source, paths[p], auths[a], NULL, NULL);
@@ -140,7 +142,9 @@ START_TEST(other_methods) {
   CURL *c = curl_easy_init();
   char url[128];
   snprintf(url, sizeof url, "http://%s/v1/arcs/5/files/f0", env.source);
-  struct curl_slist *h = curl_slist_append(NULL, "Authorization: " BEARER);
+  char line[512];
+  signed_line(line, sizeof line, "DELETE", "/v1/arcs/5/files/f0", "", arc__wall_ms());
+  struct curl_slist *h = curl_slist_append(NULL, line);
   curl_easy_setopt(c, CURLOPT_URL, url);
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
   curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");

@@ -42,6 +42,10 @@
 #define FILES 4u
 #define SECRET "bench-secret"
 
+/* The keys of SECRET; every request is signed and every manifest
+ * verified, as between agents. */
+static arc_keyring *keys;
+
 /* -------------------------------------------------------------- fetching */
 
 typedef struct fetchers {
@@ -54,7 +58,11 @@ typedef struct fetchers {
 
 static void *fetch_loop(void *p) {
   fetchers *w = p;
-  arc_fetch_opts o = {.secret = SECRET, .limiter = w->lim, .fetcher = arc_fetcher_new()};
+  arc_fetch_opts o = {.keys = keys,
+                      .self_id = "dst",
+                      .source_id = "src",
+                      .limiter = w->lim,
+                      .fetcher = arc_fetcher_new()};
   if (o.fetcher == NULL)
     bench_die("fetcher", "out of memory");
   for (uint32_t t; (t = atomic_fetch_add(&w->next, 1)) < ARCS;) {
@@ -72,7 +80,7 @@ static void *fetch_loop(void *p) {
 static double fetch_all(arc_store *src, arc_store *dst, unsigned threads, double *cpu) {
   arc_server *srv;
   ring_error err;
-  arc_server_opts so = {.listen = "127.0.0.1:0", .secret = SECRET};
+  arc_server_opts so = {.listen = "127.0.0.1:0", .keys = keys, .node_id = "src"};
   if (arc_server_start(src, &so, &srv, &err) != RING_OK)
     bench_die("arc server", err.message);
   char source[64];
@@ -146,6 +154,9 @@ int main(int argc, char **argv) {
     else
       bench_die("usage", "bench_arc [--quick] [--dir DIR] [--threads N] [--rounds N]");
   }
+  const char *secrets[] = {SECRET};
+  if (arc_keyring_new(secrets, 1, &keys, NULL) != RING_OK)
+    bench_die("keys", "cannot make them");
   if (threads < 1 || threads > BENCH_DISK_THREADS_MAX)
     bench_die("--threads", "1 to 16");
   if (rounds < 1 || rounds > BENCH_ROUNDS_MAX)
@@ -180,5 +191,6 @@ int main(int argc, char **argv) {
   }
   report(rs, rounds, (double)(per_file * ARCS * FILES) / 1e6, threads);
   arc__rmtree(root);
+  arc_keyring_free(keys);
   return 0;
 }

@@ -1,0 +1,436 @@
+/*
+ * arc_auth.c: signed arc requests and answers (proto/arc.md,
+ * "Authentication"), on libsodium's HMAC-SHA-256.
+ *
+ * Sections: the keyring; the header syntax; MAC input; requests;
+ * answers; the replay cache.
+ *
+ * The cluster secret never leaves the host. Each secret (one per line of
+ * the secret file; two during a rotation) is turned into a MAC key, and
+ * every request carries a MAC over what it asks (method, path, range), when
+ * (wall-clock ms), a fresh nonce, who asks and whom. The server answers what
+ * a receiver acts on (a manifest, "not held", any refusal) with a MAC over
+ * its status, the token, the request's nonce, its own node id and the body.
+ * So a stranger at a node's address can neither read an arc nor forge an
+ * answer, and an answer cannot be replayed to another request. Arc file
+ * bytes are not signed: the signed manifest's checksums vouch for them.
+ *
+ * MAC inputs are length-prefixed fields, so no choice of field contents
+ * can make two different requests sign alike.
+ */
+#define _GNU_SOURCE /* clock_gettime */
+#include "arc_int.h"
+#include "ring_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define REQ_DOMAIN "ringkeeper.arc.req.v1"
+#define RESP_DOMAIN "ringkeeper.arc.resp.v1"
+#define KEY_DOMAIN "ringkeeper.arc.key.v1"
+#define SECRET_LINE_MAX 1024 /* bytes of one secret line, newline included */
+
+int64_t arc__wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ------------------------------------------------------------ the keyring */
+
+struct arc_keyring {
+  uint32_t n;                                         /* 1 .. ARC_KEYS_MAX */
+  uint32_t kid[ARC_KEYS_MAX];                         /* names the key in headers */
+  unsigned char key[ARC_KEYS_MAX][ARC_MAC_LEN];       /* HMAC keys derived from the secrets */
+};
+
+static pthread_once_t sodium_once = PTHREAD_ONCE_INIT;
+static int sodium_rc;
+static void sodium_start(void) { sodium_rc = sodium_init(); }
+
+/* key = HMAC(secret, KEY_DOMAIN); kid = the first 4 bytes of HMAC(key, "kid"). */
+static void derive(const char *secret, size_t n, unsigned char key[ARC_MAC_LEN], uint32_t *kid) {
+  crypto_auth_hmacsha256_state st;
+  crypto_auth_hmacsha256_init(&st, (const unsigned char *)secret, n);
+  crypto_auth_hmacsha256_update(&st, (const unsigned char *)KEY_DOMAIN, sizeof KEY_DOMAIN - 1);
+  crypto_auth_hmacsha256_final(&st, key);
+  unsigned char id[ARC_MAC_LEN];
+  crypto_auth_hmacsha256(id, (const unsigned char *)"kid", 3, key);
+  *kid = (uint32_t)id[0] << 24 | (uint32_t)id[1] << 16 | (uint32_t)id[2] << 8 | id[3];
+  sodium_memzero(&st, sizeof st);
+}
+
+int arc_keyring_new(const char *const *secrets, uint32_t n, arc_keyring **out, ring_error *err) {
+  if (secrets == NULL || out == NULL || n == 0 || n > ARC_KEYS_MAX)
+    return ring__err(err, RING_EINVAL, "arc keys: one or two secrets");
+  pthread_once(&sodium_once, sodium_start);
+  if (sodium_rc < 0)
+    return ring__err(err, RING_EIO, "arc keys: libsodium cannot start");
+  arc_keyring *k = sodium_malloc(sizeof *k);
+  if (k == NULL)
+    return ring__err(err, RING_ENOMEM, "arc keys: out of memory");
+  k->n = n;
+  for (uint32_t i = 0; i < n; i++) {
+    size_t len = secrets[i] ? strlen(secrets[i]) : 0;
+    if (len == 0) {
+      sodium_free(k);
+      return ring__err(err, RING_EINVAL, "arc keys: secret %" PRIu32 " is empty", i + 1);
+    }
+    derive(secrets[i], len, k->key[i], &k->kid[i]);
+  }
+  if (n == 2 && k->kid[0] == k->kid[1]) {
+    sodium_free(k);
+    return ring__err(err, RING_EINVAL, "arc keys: the two secrets are the same");
+  }
+  *out = k;
+  return RING_OK;
+}
+
+/* Reads up to ARC_KEYS_MAX + 1 non-empty lines (the extra one to refuse it). */
+static int read_lines(FILE *f, const char *path, char lines[][SECRET_LINE_MAX], uint32_t *n,
+                      ring_error *err) {
+  char line[SECRET_LINE_MAX];
+  *n = 0;
+  while (fgets(line, sizeof line, f) != NULL) {
+    size_t len = strlen(line);
+    if (len == sizeof line - 1 && line[len - 1] != '\n')
+      return ring__err(err, RING_EINVAL, "%s: a line over %d bytes", path, SECRET_LINE_MAX - 2);
+    line[strcspn(line, "\r\n")] = '\0';
+    if (line[0] == '\0')
+      continue;
+    if (*n == ARC_KEYS_MAX)
+      return ring__err(err, RING_EINVAL, "%s: more than %d secrets", path, ARC_KEYS_MAX);
+    memcpy(lines[(*n)++], line, strlen(line) + 1);
+  }
+  sodium_memzero(line, sizeof line);
+  return *n ? RING_OK : ring__err(err, RING_EINVAL, "%s: no secret in it", path);
+}
+
+int arc_keyring_load(const char *path, arc_keyring **out, ring_error *err) {
+  FILE *f = path ? fopen(path, "r") : NULL;
+  if (f == NULL)
+    return ring__err(err, RING_EIO, "%s: %s", path ? path : "(no secret file)",
+                     path ? strerror(errno) : "not given");
+  char lines[ARC_KEYS_MAX][SECRET_LINE_MAX];
+  uint32_t n = 0;
+  int rc = read_lines(f, path, lines, &n, err);
+  fclose(f);
+  const char *secrets[ARC_KEYS_MAX] = {lines[0], lines[1]};
+  if (rc == RING_OK)
+    rc = arc_keyring_new(secrets, n, out, err);
+  sodium_memzero(lines, sizeof lines);
+  return rc;
+}
+
+void arc_keyring_free(arc_keyring *k) {
+  if (k != NULL)
+    sodium_free(k); /* zeroes it */
+}
+
+uint32_t arc_keyring_count(const arc_keyring *k) { return k ? k->n : 0; }
+
+/* The key named kid, or NULL. */
+static const unsigned char *key_of(const arc_keyring *k, uint32_t kid) {
+  for (uint32_t i = 0; i < k->n; i++)
+    if (k->kid[i] == kid)
+      return k->key[i];
+  return NULL;
+}
+
+/* --------------------------------------------------------- header syntax */
+
+static bool hex_to(const char *s, size_t n, unsigned char *out, size_t len) {
+  if (n != 2 * len)
+    return false;
+  for (size_t i = 0; i < n; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+      return false; /* lowercase only: one spelling per value */
+  size_t got = 0;
+  return sodium_hex2bin(out, len, s, n, NULL, &got, NULL) == 0 && got == len;
+}
+
+static bool parse_u64_exact(const char *s, size_t n, uint64_t max, uint64_t *out) {
+  if (n == 0 || n > 19 || (n > 1 && s[0] == '0'))
+    return false;
+  uint64_t x = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] < '0' || s[i] > '9')
+      return false;
+    x = x * 10 + (uint64_t)(s[i] - '0');
+  }
+  if (x > max)
+    return false;
+  *out = x;
+  return true;
+}
+
+static bool copy_id(const char *s, size_t n, char out[RING_ID_MAX + 1]) {
+  if (n == 0 || n > RING_ID_MAX)
+    return false;
+  memcpy(out, s, n);
+  out[n] = '\0';
+  return ring__valid_id(out);
+}
+
+enum { F_KID = 1, F_NODE = 2, F_TO = 4, F_TS = 8, F_NONCE = 16, F_MAC = 32 };
+
+/* One "name=value" field into a; false when unknown, repeated or bad. */
+static bool parse_field(const char *p, size_t n, arc_auth *a, unsigned *seen) {
+  const char *eq = memchr(p, '=', n);
+  if (eq == NULL)
+    return false;
+  size_t kn = (size_t)(eq - p), vn = n - kn - 1;
+  const char *v = eq + 1;
+  unsigned bit = 0;
+  uint64_t x = 0;
+  bool ok = false;
+  if (kn == 3 && memcmp(p, "kid", 3) == 0) {
+    bit = F_KID;
+    unsigned char b[4];
+    ok = hex_to(v, vn, b, 4);
+    a->kid = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+  } else if (kn == 4 && memcmp(p, "node", 4) == 0) {
+    bit = F_NODE, ok = copy_id(v, vn, a->node);
+  } else if (kn == 2 && memcmp(p, "to", 2) == 0) {
+    bit = F_TO, ok = copy_id(v, vn, a->to);
+  } else if (kn == 2 && memcmp(p, "ts", 2) == 0) {
+    bit = F_TS, ok = parse_u64_exact(v, vn, (uint64_t)INT64_MAX, &x), a->ts_ms = (int64_t)x;
+  } else if (kn == 5 && memcmp(p, "nonce", 5) == 0) {
+    bit = F_NONCE, ok = hex_to(v, vn, a->nonce, ARC_NONCE_LEN);
+  } else if (kn == 3 && memcmp(p, "mac", 3) == 0) {
+    bit = F_MAC, ok = hex_to(v, vn, a->mac, ARC_MAC_LEN);
+  }
+  if (!ok || (*seen & bit))
+    return false;
+  *seen |= bit;
+  return true;
+}
+
+int arc_auth_parse(const char *value, size_t len, arc_auth *out) {
+  if (value == NULL || out == NULL || len > ARC_AUTH_VALUE_MAX || len < 3 ||
+      memcmp(value, "v1 ", 3) != 0)
+    return RING_EAUTH;
+  arc_auth a;
+  memset(&a, 0, sizeof a);
+  unsigned seen = 0;
+  for (size_t i = 3; i < len;) {
+    const char *sp = memchr(value + i, ' ', len - i);
+    size_t n = sp ? (size_t)(sp - (value + i)) : len - i;
+    if (n == 0 || !parse_field(value + i, n, &a, &seen))
+      return RING_EAUTH;
+    i += n + (sp != NULL);
+    if (sp != NULL && i == len)
+      return RING_EAUTH; /* a trailing space */
+  }
+  if ((seen & (F_KID | F_NODE | F_MAC)) != (F_KID | F_NODE | F_MAC))
+    return RING_EAUTH;
+  a.has_request_fields = (seen & (F_TO | F_TS | F_NONCE)) == (F_TO | F_TS | F_NONCE);
+  if (!a.has_request_fields && (seen & (F_TO | F_TS)) != 0)
+    return RING_EAUTH; /* an answer names only kid, node, nonce and mac */
+  a.has_nonce = (seen & F_NONCE) != 0;
+  *out = a;
+  return RING_OK;
+}
+
+/* --------------------------------------------------------------- MAC input */
+
+static void put_field(crypto_auth_hmacsha256_state *st, const void *p, size_t n) {
+  unsigned char len[4] = {(unsigned char)(n >> 24), (unsigned char)(n >> 16),
+                          (unsigned char)(n >> 8), (unsigned char)n};
+  crypto_auth_hmacsha256_update(st, len, 4);
+  if (n > 0)
+    crypto_auth_hmacsha256_update(st, p, n);
+}
+
+static void put_str(crypto_auth_hmacsha256_state *st, const char *s) {
+  put_field(st, s ? s : "", s ? strlen(s) : 0);
+}
+
+static void put_u64(crypto_auth_hmacsha256_state *st, uint64_t x) {
+  char b[24];
+  int n = snprintf(b, sizeof b, "%" PRIu64, x);
+  put_field(st, b, (size_t)n);
+}
+
+static void request_mac(const unsigned char *key, const arc_auth *a, const char *method,
+                        const char *path, const char *range, unsigned char mac[ARC_MAC_LEN]) {
+  crypto_auth_hmacsha256_state st;
+  crypto_auth_hmacsha256_init(&st, key, ARC_MAC_LEN);
+  put_str(&st, REQ_DOMAIN);
+  put_u64(&st, a->kid);
+  put_str(&st, method);
+  put_str(&st, path);
+  put_str(&st, range);
+  put_u64(&st, (uint64_t)a->ts_ms);
+  put_field(&st, a->nonce, ARC_NONCE_LEN);
+  put_str(&st, a->node);
+  put_str(&st, a->to);
+  crypto_auth_hmacsha256_final(&st, mac);
+}
+
+static void answer_mac(const unsigned char *key, const arc_auth *a, unsigned status,
+                       uint32_t token, const void *body, size_t len,
+                       unsigned char mac[ARC_MAC_LEN]) {
+  crypto_auth_hmacsha256_state st;
+  crypto_auth_hmacsha256_init(&st, key, ARC_MAC_LEN);
+  put_str(&st, RESP_DOMAIN);
+  put_u64(&st, a->kid);
+  put_u64(&st, status);
+  put_u64(&st, token);
+  put_field(&st, a->nonce, a->has_nonce ? ARC_NONCE_LEN : 0);
+  put_str(&st, a->node);
+  put_field(&st, body, len);
+  crypto_auth_hmacsha256_final(&st, mac);
+}
+
+static void hex(char *out, const unsigned char *p, size_t n) { sodium_bin2hex(out, 2 * n + 1, p, n); }
+
+/* ---------------------------------------------------------------- requests */
+
+int arc_auth_sign_request(const arc_keyring *k, const char *self, const char *to,
+                          const char *method, const char *path, const char *range, int64_t now_ms,
+                          unsigned char nonce_out[ARC_NONCE_LEN], char *value, size_t cap) {
+  arc_auth a;
+  memset(&a, 0, sizeof a);
+  if (k == NULL || value == NULL || now_ms < 0 || !copy_id(self, self ? strlen(self) : 0, a.node) ||
+      !copy_id(to, to ? strlen(to) : 0, a.to))
+    return RING_EINVAL;
+  a.kid = k->kid[0];
+  a.ts_ms = now_ms;
+  randombytes_buf(a.nonce, sizeof a.nonce);
+  if (nonce_out != NULL)
+    memcpy(nonce_out, a.nonce, ARC_NONCE_LEN);
+  unsigned char mac[ARC_MAC_LEN];
+  request_mac(k->key[0], &a, method, path, range, mac);
+  char nonce[2 * ARC_NONCE_LEN + 1], m[2 * ARC_MAC_LEN + 1];
+  hex(nonce, a.nonce, ARC_NONCE_LEN);
+  hex(m, mac, ARC_MAC_LEN);
+  int n = snprintf(value, cap, "v1 kid=%08" PRIx32 " node=%s to=%s ts=%" PRId64 " nonce=%s mac=%s",
+                   a.kid, a.node, a.to, a.ts_ms, nonce, m);
+  return n > 0 && (size_t)n < cap ? RING_OK : RING_EINVAL;
+}
+
+int arc_auth_verify_request(const arc_keyring *k, const arc_auth *a, const char *self,
+                            const char *method, const char *path, const char *range) {
+  const unsigned char *key = k && a && a->has_request_fields ? key_of(k, a->kid) : NULL;
+  if (key == NULL || self == NULL || strcmp(a->to, self) != 0)
+    return RING_EAUTH;
+  unsigned char mac[ARC_MAC_LEN];
+  request_mac(key, a, method, path, range, mac);
+  return crypto_verify_32(mac, a->mac) == 0 ? RING_OK : RING_EAUTH;
+}
+
+/* ----------------------------------------------------------------- answers */
+
+int arc_auth_sign_answer(const arc_keyring *k, const char *self, const arc_auth *req,
+                         unsigned status, uint32_t token, const void *body, size_t len,
+                         char *value, size_t cap) {
+  arc_auth a;
+  memset(&a, 0, sizeof a);
+  if (k == NULL || value == NULL || !copy_id(self, self ? strlen(self) : 0, a.node))
+    return RING_EINVAL;
+  a.kid = k->kid[0];
+  if (req != NULL && req->has_nonce) {
+    a.has_nonce = true;
+    memcpy(a.nonce, req->nonce, ARC_NONCE_LEN);
+  }
+  unsigned char mac[ARC_MAC_LEN];
+  answer_mac(k->key[0], &a, status, token, body, len, mac);
+  char nonce[2 * ARC_NONCE_LEN + 1] = "", m[2 * ARC_MAC_LEN + 1];
+  if (a.has_nonce)
+    hex(nonce, a.nonce, ARC_NONCE_LEN);
+  hex(m, mac, ARC_MAC_LEN);
+  int n = snprintf(value, cap, "v1 kid=%08" PRIx32 " node=%s%s%s mac=%s", a.kid, a.node,
+                   a.has_nonce ? " nonce=" : "", nonce, m);
+  return n > 0 && (size_t)n < cap ? RING_OK : RING_EINVAL;
+}
+
+int arc_auth_verify_answer(const arc_keyring *k, const char *value, size_t value_len,
+                           const char *node, const unsigned char nonce[ARC_NONCE_LEN],
+                           unsigned status, uint32_t token, const void *body, size_t len) {
+  arc_auth a;
+  if (k == NULL || node == NULL || nonce == NULL ||
+      arc_auth_parse(value, value_len, &a) != RING_OK || a.has_request_fields || !a.has_nonce)
+    return RING_EAUTH;
+  const unsigned char *key = key_of(k, a.kid);
+  if (key == NULL || strcmp(a.node, node) != 0 || sodium_memcmp(a.nonce, nonce, ARC_NONCE_LEN) != 0)
+    return RING_EAUTH;
+  unsigned char mac[ARC_MAC_LEN];
+  answer_mac(key, &a, status, token, body, len, mac);
+  return crypto_verify_32(mac, a.mac) == 0 ? RING_OK : RING_EAUTH;
+}
+
+/* -------------------------------------------------------- the replay cache */
+
+/* An open-addressing table of the nonces of accepted requests, each kept
+ * until its timestamp is out of the skew window (after which the request
+ * would be refused for its time anyway). Bounded: when every slot a nonce
+ * may take holds a live one, the request is refused as "busy", never
+ * let through unchecked. */
+#define PROBES 32
+
+typedef struct replay_slot {
+  unsigned char nonce[ARC_NONCE_LEN];
+  int64_t ts_ms; /* 0: free */
+} replay_slot;
+
+struct arc_replay {
+  pthread_mutex_t mu; /* guards slots */
+  uint32_t mask;      /* slots - 1 */
+  int64_t window_ms;
+  replay_slot *slots;
+};
+
+int arc_replay_new(uint32_t slots, int64_t window_ms, arc_replay **out) {
+  if (out == NULL || slots < PROBES || (slots & (slots - 1)) != 0 || window_ms <= 0)
+    return RING_EINVAL;
+  arc_replay *r = calloc(1, sizeof *r);
+  if (r == NULL || (r->slots = calloc(slots, sizeof *r->slots)) == NULL) {
+    free(r);
+    return RING_ENOMEM;
+  }
+  pthread_mutex_init(&r->mu, NULL);
+  r->mask = slots - 1;
+  r->window_ms = window_ms;
+  *out = r;
+  return RING_OK;
+}
+
+void arc_replay_free(arc_replay *r) {
+  if (r == NULL)
+    return;
+  pthread_mutex_destroy(&r->mu);
+  free(r->slots);
+  free(r);
+}
+
+int arc_replay_check(arc_replay *r, const unsigned char nonce[ARC_NONCE_LEN], int64_t ts_ms,
+                     int64_t now_ms) {
+  uint32_t h;
+  memcpy(&h, nonce, sizeof h); /* nonces are random: their bytes are a hash */
+  int64_t oldest = now_ms - r->window_ms;
+  replay_slot *free_slot = NULL;
+  pthread_mutex_lock(&r->mu);
+  for (uint32_t i = 0; i < PROBES; i++) {
+    replay_slot *s = &r->slots[(h + i) & r->mask];
+    bool live = s->ts_ms != 0 && s->ts_ms >= oldest;
+    if (live && memcmp(s->nonce, nonce, ARC_NONCE_LEN) == 0) {
+      pthread_mutex_unlock(&r->mu);
+      return ARC_REPLAY_SEEN;
+    }
+    if (!live && free_slot == NULL)
+      free_slot = s;
+  }
+  if (free_slot != NULL) {
+    memcpy(free_slot->nonce, nonce, ARC_NONCE_LEN);
+    free_slot->ts_ms = ts_ms > 0 ? ts_ms : 1;
+  }
+  pthread_mutex_unlock(&r->mu);
+  return free_slot ? ARC_REPLAY_NEW : ARC_REPLAY_FULL;
+}
