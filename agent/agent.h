@@ -124,6 +124,9 @@ typedef struct agent_metrics {
   _Atomic uint64_t not_held;          /* a source the table names answered "not held" (signed) */
   _Atomic uint64_t bad_signatures;    /* answers refused: not signed by the node expected */
   _Atomic uint64_t losses_accepted;   /* arcs installed empty on the operator's word */
+  _Atomic uint64_t adopted;           /* empty arcs made for tokens granted with nothing to copy */
+  _Atomic uint64_t missing;           /* owned tokens (not pending) with no arc here */
+  _Atomic uint64_t store_ok;          /* 1 while arcs/ and tmp/ are there */
   _Atomic uint64_t dropped;           /* arcs dropped after the grace */
   _Atomic uint64_t held;              /* arcs installed on disk */
   _Atomic uint64_t registered;        /* 1 while alive/<id> is up */
@@ -197,6 +200,12 @@ typedef struct agent {
   uint64_t *drop_at;     /* T entries: monotonic ms to drop the arc, 0: none */
   uint64_t next_drop_ms; /* earliest drop_at, 0: none */
 
+  /* ownership (agent_own.c) */
+  uint64_t own_checked_ms;    /* rd_now_ms of the last check */
+  bool own_store_ok;          /* arcs/ and tmp/ were there */
+  uint32_t own_missing;       /* owned tokens with no arc, at the last check */
+  uint32_t own_missing_first; /* the lowest of them */
+
   rd_health health;             /* the last trouble of the loop, for /healthz */
   uint64_t rate_bytes, rate_ms; /* last rate sample */
 
@@ -265,6 +274,16 @@ void agent_gc_scan_leftovers(agent *a);
 void agent_gc_retime(agent *a);
 /* Drops arcs whose grace is over. Returns the ms until the next drop. */
 uint64_t agent_gc_tick(agent *a);
+
+/* ------------------------------------------------------------- ownership */
+
+/* After a table (or a config) change: makes the empty arcs of tokens
+ * granted with nothing to copy (first placement, migration none) and
+ * counts owned tokens with no arc (agent_own.c says when which). */
+void agent_own_check(agent *a);
+/* Checks again every few seconds; raises what the last check found for
+ * /healthz. Returns the ms until the next check. */
+uint64_t agent_own_tick(agent *a);
 
 /* ----------------------------------------------------- metrics and health */
 

@@ -111,8 +111,11 @@ static void apply_config(agent *a, const rk_config *c) {
   arc_limiter_set_rate(a->limiter, now->bytes_per_sec);
   atomic_store(&a->m.rate_limit, now->bytes_per_sec);
   agent_fetchers_limit(a, now->moves_per_node);
+  bool mode = first || a->config.migration != c->migration;
   a->config = *c;
   a->has_config = true;
+  if (mode)
+    a->own_checked_ms = 0; /* what owners adopt depends on it: check at the next pass */
 }
 
 void agent_follow_config(agent *a) {
@@ -395,6 +398,7 @@ static void reconcile(agent *a) {
   a->seen_version = v;
   recheck_stale(a, stale, n_stale);
   free(stale);
+  agent_own_check(a);
   agent_gc_retime(a);
 }
 

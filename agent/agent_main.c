@@ -174,6 +174,7 @@ static void run_loop(agent *a) {
     wait = min_ms(wait, agent_follow_tick(a));
     wait = min_ms(wait, agent_report_tick(a));
     wait = min_ms(wait, agent_gc_tick(a));
+    wait = min_ms(wait, agent_own_tick(a));
     agent_metrics_tick(a);
     if (a->lease != 0)
       rd_health_ok(&a->health);

@@ -74,6 +74,15 @@ void agent_metrics_text(void *ud, rd_text *t) {
   one(t, "ring_agent_arcs_dropped_total", "counter", "arcs removed after the drop grace",
       (double)m->dropped);
   one(t, "ring_agent_arcs_held", "gauge", "arcs installed on disk", (double)m->held);
+  one(t, "ring_agent_arcs_adopted_total", "counter",
+      "empty arcs made for owned tokens granted with nothing to copy (first placement, "
+      "migration none)",
+      (double)m->adopted);
+  one(t, "ring_agent_arcs_missing", "gauge",
+      "owned tokens with no arc on this host: served as not held, never as empty",
+      (double)m->missing);
+  one(t, "ring_agent_store_ok", "gauge", "1 while the data dir's arcs/ and tmp/ are there",
+      (double)m->store_ok);
   one(t, "ring_agent_data_free_bytes", "gauge", "free bytes on the data dir's file system",
       (double)arc_store_free_bytes(a->store));
   one(t, "ring_agent_progress_writes_total", "counter", "progress/<id> values written",

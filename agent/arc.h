@@ -78,6 +78,15 @@ int arc_store_recheck(arc_store *s, uint32_t token, uint64_t version);
  * token. RING_EEXIST when the arc is already installed. */
 int arc_store_install_empty(arc_store *s, uint32_t token, uint64_t version,
                             struct ring_error *err);
+/* Creates arcs/<token>/ empty for each of tokens[0..n) not there yet, then
+ * fsyncs arcs/ once: what an owner holds for a token it was given with
+ * nothing to copy (a first placement, migration "none"). *made counts the
+ * directories made. On failure the ones made stay (empty, as owned). */
+int arc_store_adopt_empty(arc_store *s, const uint32_t *tokens, uint32_t n, uint32_t *made,
+                          struct ring_error *err);
+/* Whether arcs/ and tmp/ are there as directories (a data disk that is not
+ * mounted, or a wiped dir, leaves them missing). */
+bool arc_store_usable(arc_store *s);
 /* Removes tmp/ entries not in keep (token.version names). */
 void arc_store_sweep_tmp(arc_store *s, const char *const *keep, uint32_t n_keep);
 /* Free bytes, and the size, of the store's file system (statvfs); 0 if

@@ -470,6 +470,32 @@ int arc__install_dir(arc_store *s, const char *tmpdir, uint32_t token, ring_erro
                    out == RING_OK ? "" : "; it could not be taken out again");
 }
 
+int arc_store_adopt_empty(arc_store *s, const uint32_t *tokens, uint32_t n, uint32_t *made,
+                          ring_error *err) {
+  *made = 0;
+  int rc = RING_OK;
+  for (uint32_t i = 0; i < n && rc == RING_OK; i++) {
+    char dst[4096];
+    snprintf(dst, sizeof dst, "%s/%" PRIu32, s->arcs, tokens[i]);
+    if (mkdir(dst, 0755) == 0)
+      (*made)++;
+    else if (errno != EEXIST) /* EEXIST: a fetch got there first; it is held */
+      rc = ring__err(err, arc__errno_code(-errno), "mkdir %s: %s", dst, strerror(errno));
+  }
+  /* Empty directories: the entries in arcs/ are all there is to make
+   * durable, and one fsync does it for every one of them. */
+  int e = *made > 0 ? arc__fsync_dir(s->arcs) : 0;
+  if (rc == RING_OK && e != 0)
+    rc = ring__err(err, arc__errno_code(e), "fsync %s: %s", s->arcs, strerror(-e));
+  return rc;
+}
+
+bool arc_store_usable(arc_store *s) {
+  struct stat st;
+  return s != NULL && lstat(s->arcs, &st) == 0 && S_ISDIR(st.st_mode) && lstat(s->tmp, &st) == 0 &&
+         S_ISDIR(st.st_mode);
+}
+
 int arc_store_install_empty(arc_store *s, uint32_t token, uint64_t version, ring_error *err) {
   char tmp[4096];
   snprintf(tmp, sizeof tmp, "%s/%" PRIu32 ".%" PRIu64, s->tmp, token, version);

@@ -101,7 +101,11 @@ START_TEST(migration_none_fetches_nothing) {
   publish_version(2, false, true); /* cutover at once: nothing to stream */
   ck_assert(ENV_WAIT(env_ack("a") == 2 && env_ack("b") == 2, 10));
   ck_assert_msg(ENV_WAIT(!env_arc_has(A, 2), 10), "A kept an arc it no longer owns");
-  ck_assert(!env_arc_has(B, 2));
+  /* B owns token 2 now, granted with nothing to copy: it holds it, empty,
+   * so it can serve it as an arc like any other (explicit ownership). */
+  ck_assert_msg(ENV_WAIT(env_arc_has(B, 2), 10), "B does not hold the token it owns");
+  ck_assert_double_ge(env_metric(B, "ring_agent_arcs_adopted_total"), 1);
+  ck_assert_double_eq(env_metric(B, "ring_agent_arcs_missing"), 0);
   ck_assert_double_eq(env_metric(B, "ring_agent_arcs_fetched_total"), 0);
   ck_assert_ptr_null(env_get("progress/b"));
   env_pass();
