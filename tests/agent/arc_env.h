@@ -188,13 +188,20 @@ static inline void env_stop(arc_env *e) {
 typedef struct http_reply {
   long status;            /* 0 when no response came */
   size_t body;            /* bytes of body received */
+  char text[4096];        /* the body's first bytes */
   char content_range[96]; /* the Content-Range header, if any */
+  char sig[ARC_AUTH_VALUE_MAX + 1]; /* the X-Ring-Sig header, if any */
 } http_reply;
 
 static inline size_t count_body(char *p, size_t size, size_t n, void *ud) {
-  (void)p;
-  ((http_reply *)ud)->body += size * n;
-  return size * n;
+  http_reply *r = ud;
+  size_t len = size * n;
+  if (r->body < sizeof r->text) {
+    size_t k = len < sizeof r->text - r->body ? len : sizeof r->text - r->body;
+    memcpy(r->text + r->body, p, k);
+  }
+  r->body += len;
+  return len;
 }
 
 static inline size_t keep_range(char *p, size_t size, size_t n, void *ud) {
@@ -203,6 +210,8 @@ static inline size_t keep_range(char *p, size_t size, size_t n, void *ud) {
   if (len > 15 && strncasecmp(p, "Content-Range: ", 15) == 0)
     snprintf(r->content_range, sizeof r->content_range, "%.*s", (int)strcspn(p + 15, "\r\n"),
              p + 15);
+  if (len > 12 && strncasecmp(p, ARC_SIG_HEADER ": ", 12) == 0)
+    snprintf(r->sig, sizeof r->sig, "%.*s", (int)strcspn(p + 12, "\r\n"), p + 12);
   return len;
 }
 

@@ -10,7 +10,10 @@
 
 #include <check.h>
 #include <errno.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 
 static arc_env env;
 
@@ -332,6 +335,125 @@ START_TEST(full_disk) {
 }
 END_TEST
 
+
+/* ----------------------------------------------------- a canned answer */
+
+/* A server on 127.0.0.1 that answers every request with the same bytes
+ * and closes: a stranger at a node's address, or a forger. */
+typedef struct canned {
+  int fd;
+  char addr[32];
+  const char *reply;
+  atomic_int served;
+  atomic_bool stop;
+  pthread_t thread;
+} canned;
+
+static void *canned_run(void *p) {
+  canned *c = p;
+  for (int i = 0; i < 100 && !atomic_load(&c->stop); i++) { /* bounded */
+    int cl = accept(c->fd, NULL, NULL);
+    if (cl < 0)
+      break;
+    char buf[4096];
+    struct timeval tv = {.tv_sec = 2};
+    setsockopt(cl, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (recv(cl, buf, sizeof buf, 0) > 0 && send(cl, c->reply, strlen(c->reply), MSG_NOSIGNAL) > 0)
+      atomic_fetch_add(&c->served, 1);
+    close(cl);
+  }
+  return NULL;
+}
+
+static void canned_start(canned *c, const char *reply) {
+  memset(c, 0, sizeof *c);
+  c->reply = reply;
+  c->fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ck_assert_int_eq(bind(c->fd, (struct sockaddr *)&a, sizeof a), 0);
+  ck_assert_int_eq(listen(c->fd, 16), 0);
+  ck_assert_int_eq(getsockname(c->fd, (struct sockaddr *)&a, &len), 0);
+  snprintf(c->addr, sizeof c->addr, "127.0.0.1:%u", (unsigned)ntohs(a.sin_port));
+  ck_assert_int_eq(pthread_create(&c->thread, NULL, canned_run, c), 0);
+}
+
+static void canned_stop(canned *c) {
+  atomic_store(&c->stop, true);
+  shutdown(c->fd, SHUT_RDWR);
+  pthread_join(c->thread, NULL);
+  close(c->fd);
+}
+
+/* A 404 from whoever sits at a node's address is not "not held" unless
+ * that node signed it: refused, counted as a bad signature, nothing
+ * installed. */
+START_TEST(unsigned_not_held_is_refused) {
+  canned c;
+  canned_start(&c, "HTTP/1.1 404 Not Found\r\nContent-Length: 13\r\nConnection: close\r\n\r\n"
+                   "arc not held\n");
+  arc_fetch_opts o = opts();
+  arc_fetch_result res = {0};
+  ring_error err;
+  ck_assert_int_eq(arc_fetch(env.dst, c.addr, 12, 1, &o, &res, &err), RING_EAUTH);
+  ck_assert(res.bad_signature && !res.not_held);
+  ck_assert_ptr_nonnull(strstr(err.message, "without a valid signature"));
+  ck_assert(!arc_store_has(env.dst, 12));
+  ck_assert_int_ge(atomic_load(&c.served), 1);
+  canned_stop(&c);
+}
+END_TEST
+
+/* A well-formed manifest with a MAC that does not verify is refused and
+ * counted, whatever it lists; so is one with no MAC at all. */
+START_TEST(manifest_with_a_bad_mac_is_refused) {
+  static const char body[] = "{\"format\":\"ringkeeper.arc-manifest.v1\",\"token\":13,\"bytes\":0,"
+                             "\"files\":[]}";
+  char reply[1024];
+  snprintf(reply, sizeof reply,
+           "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+           "X-Ring-Sig: v1 kid=00000000 node=src nonce=000102030405060708090a0b0c0d0e0f "
+           "mac=%064d\r\nConnection: close\r\n\r\n%s",
+           sizeof body - 1, 0, body);
+  const char *replies[] = {reply, NULL};
+  char plain[512];
+  snprintf(plain, sizeof plain,
+           "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
+           sizeof body - 1, body);
+  replies[1] = plain;
+  for (int i = 0; i < 2; i++) {
+    canned c;
+    canned_start(&c, replies[i]);
+    arc_fetch_opts o = opts();
+    arc_fetch_result res = {0};
+    ring_error err;
+    ck_assert_int_eq(arc_fetch(env.dst, c.addr, 13, 1, &o, &res, &err), RING_EAUTH);
+    ck_assert(res.bad_signature);
+    ck_assert(!arc_store_has(env.dst, 13)); /* an empty manifest, and still nothing installed */
+    canned_stop(&c);
+  }
+}
+END_TEST
+
+/* A signed manifest that lists no files installs an empty arc: the one
+ * way a fetch makes an empty arc. */
+START_TEST(signed_empty_manifest_installs_empty) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/arcs/14", env.src_dir);
+  ck_assert_int_eq(mkdir(dir, 0755), 0);
+  arc_fetch_opts o = opts();
+  ring_error err;
+  ck_assert_msg(arc_fetch(env.dst, env.source, 14, 1, &o, NULL, &err) == RING_OK, "%s",
+                err.message);
+  ck_assert(arc_store_has(env.dst, 14));
+  arc_manifest m;
+  ck_assert_int_eq(arc_store_manifest(env.dst, 14, &m, NULL), RING_OK);
+  ck_assert_uint_eq(m.n_files, 0);
+  arc_manifest_free(&m);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("arc_fetch");
   TCase *tc = tcase_create("fetch");
@@ -347,6 +469,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, corrupt_source_gives_up);
   tcase_add_test(tc, over_tls);
   tcase_add_test(tc, full_disk);
+  tcase_add_test(tc, unsigned_not_held_is_refused);
+  tcase_add_test(tc, manifest_with_a_bad_mac_is_refused);
+  tcase_add_test(tc, signed_empty_manifest_installs_empty);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -191,6 +191,118 @@ START_TEST(slow_loris) {
 }
 END_TEST
 
+
+/* The X-Ring-Auth value of a GET of path from TEST_DST_ID to `to`, at ts_ms. */
+static void signed_value(char *v, size_t cap, const char *path, const char *to, int64_t ts_ms,
+                         unsigned char nonce[ARC_NONCE_LEN]) {
+  ck_assert_int_eq(arc_auth_sign_request(test_keys(), TEST_DST_ID, to, "GET", path, "", ts_ms,
+                                         nonce, v, cap),
+                   RING_OK);
+}
+
+/* A signed request sent twice is refused the second time; a time beyond
+ * the skew either way is refused; a signature for another path or another
+ * node is refused. Each refusal is counted by its reason. */
+START_TEST(replays_and_skew_refused) {
+  const char *m = "/v1/arcs/5/manifest";
+  char v[ARC_AUTH_VALUE_MAX];
+  int64_t now = arc__wall_ms();
+  signed_value(v, sizeof v, m, TEST_SRC_ID, now, NULL);
+  ck_assert_int_eq(http_get(env.source, m, v, NULL, NULL).status, 200);
+  http_reply r = http_get(env.source, m, v, NULL, NULL);
+  ck_assert_int_eq(r.status, 401); /* the very same request again */
+  ck_assert_uint_eq(r.body, 0);
+  signed_value(v, sizeof v, m, TEST_SRC_ID, now - ARC_SKEW_MS_DEFAULT - 1000, NULL);
+  ck_assert_int_eq(http_get(env.source, m, v, NULL, NULL).status, 401);
+  signed_value(v, sizeof v, m, TEST_SRC_ID, now + ARC_SKEW_MS_DEFAULT + 1000, NULL);
+  ck_assert_int_eq(http_get(env.source, m, v, NULL, NULL).status, 401);
+  signed_value(v, sizeof v, m, TEST_SRC_ID, now - ARC_SKEW_MS_DEFAULT / 2, NULL);
+  ck_assert_int_eq(http_get(env.source, m, v, NULL, NULL).status, 200); /* within the bound */
+  signed_value(v, sizeof v, "/v1/arcs/5/files/f0", TEST_SRC_ID, now, NULL);
+  ck_assert_int_eq(http_get(env.source, m, v, NULL, NULL).status, 401); /* another path's */
+  signed_value(v, sizeof v, m, "another-node", now, NULL);
+  ck_assert_int_eq(http_get(env.source, m, v, NULL, NULL).status, 401); /* meant for another */
+  char range[512];
+  signed_line(range, sizeof range, "GET", "/v1/arcs/5/files/f0", "bytes=0-9", now);
+  ck_assert_int_eq(http_get(env.source, "/v1/arcs/5/files/f0", range + strlen(ARC_AUTH_HEADER) + 2,
+                            "0-99", NULL)
+                       .status,
+                   401); /* signed for another range */
+  arc_server_stats st;
+  arc_server_stats_get(env.srv, &st);
+  ck_assert_uint_eq(st.replayed, 1);
+  ck_assert_uint_eq(st.skewed, 2);
+  ck_assert_uint_eq(st.unauthorized, 6);
+}
+END_TEST
+
+/* Answers a receiver acts on are signed by the server's node id for the
+ * request's nonce, token and body; anything else does not verify. */
+START_TEST(answers_are_signed) {
+  const char *m = "/v1/arcs/5/manifest", *gone = "/v1/arcs/6/manifest";
+  char v[ARC_AUTH_VALUE_MAX];
+  unsigned char nonce[ARC_NONCE_LEN], other[ARC_NONCE_LEN] = {0};
+  signed_value(v, sizeof v, m, TEST_SRC_ID, arc__wall_ms(), nonce);
+  http_reply r = http_get(env.source, m, v, NULL, NULL);
+  ck_assert_int_eq(r.status, 200);
+  const arc_keyring *k = test_keys();
+  size_t sl = strlen(r.sig);
+  ck_assert_int_eq(arc_auth_verify_answer(k, r.sig, sl, TEST_SRC_ID, nonce, 200, 5, r.text, r.body),
+                   RING_OK);
+  ck_assert_int_eq(arc_auth_verify_answer(k, r.sig, sl, "dst", nonce, 200, 5, r.text, r.body),
+                   RING_EAUTH); /* another signer */
+  ck_assert_int_eq(arc_auth_verify_answer(k, r.sig, sl, TEST_SRC_ID, other, 200, 5, r.text, r.body),
+                   RING_EAUTH); /* another request */
+  ck_assert_int_eq(arc_auth_verify_answer(k, r.sig, sl, TEST_SRC_ID, nonce, 200, 6, r.text, r.body),
+                   RING_EAUTH); /* another token */
+  r.text[10] ^= 1;
+  ck_assert_int_eq(arc_auth_verify_answer(k, r.sig, sl, TEST_SRC_ID, nonce, 200, 5, r.text, r.body),
+                   RING_EAUTH); /* another body */
+  signed_value(v, sizeof v, gone, TEST_SRC_ID, arc__wall_ms(), nonce);
+  r = http_get(env.source, gone, v, NULL, NULL);
+  ck_assert_int_eq(r.status, 404);
+  ck_assert_int_eq(
+      arc_auth_verify_answer(k, r.sig, strlen(r.sig), TEST_SRC_ID, nonce, 404, 6, r.text, r.body),
+      RING_OK); /* "not held", signed: an error at the receiver, never emptiness */
+}
+END_TEST
+
+/* A symbolic link is never followed: not at arcs/<token>, not at a name. */
+START_TEST(symlinks_not_served) {
+  char outside[4096], link[4096];
+  snprintf(outside, sizeof outside, "%s/outside", env.src_dir);
+  ck_assert_int_eq(mkdir(outside, 0755), 0);
+  write_pattern(outside, "f0", 100, 9);
+  snprintf(link, sizeof link, "%s/arcs/9", env.src_dir);
+  ck_assert_int_eq(symlink(outside, link), 0);
+  ck_assert_int_eq(http_get(env.source, "/v1/arcs/9/files/f0", BEARER, NULL, NULL).status, 404);
+  ck_assert_int_eq(http_get(env.source, "/v1/arcs/9/manifest", BEARER, NULL, NULL).status, 404);
+  snprintf(link, sizeof link, "%s/arcs/5/ln", env.src_dir);
+  char target[4200];
+  snprintf(target, sizeof target, "%s/f0", outside);
+  ck_assert_int_eq(symlink(target, link), 0);
+  ck_assert_int_eq(http_get(env.source, "/v1/arcs/5/files/ln", BEARER, NULL, NULL).status, 404);
+}
+END_TEST
+
+/* arcs/ gone (a data disk not mounted): 503, never "not held". */
+START_TEST(store_missing_is_not_not_held) {
+  char arcs[4096], away[4096];
+  snprintf(arcs, sizeof arcs, "%s/arcs", env.src_dir);
+  snprintf(away, sizeof away, "%s/arcs.away", env.src_dir);
+  ck_assert_int_eq(rename(arcs, away), 0);
+  ck_assert_int_eq(http_get(env.source, "/v1/arcs/5/manifest", BEARER, NULL, NULL).status, 503);
+  ck_assert_int_eq(http_get(env.source, "/v1/arcs/5/files/f0", BEARER, NULL, NULL).status, 503);
+  ck_assert(!arc_store_usable(env.src));
+  arc_server_stats st;
+  arc_server_stats_get(env.srv, &st);
+  ck_assert_uint_eq(st.store_missing, 2);
+  ck_assert_uint_eq(st.not_held, 0);
+  ck_assert_int_eq(rename(away, arcs), 0);
+  ck_assert_int_eq(http_get(env.source, "/v1/arcs/5/manifest", BEARER, NULL, NULL).status, 200);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("arc_server");
   TCase *tc = tcase_create("server");
@@ -204,6 +316,10 @@ static Suite *suite(void) {
   tcase_add_test(tc, other_methods);
   tcase_add_test(tc, oversized_headers);
   tcase_add_test(tc, slow_loris);
+  tcase_add_test(tc, replays_and_skew_refused);
+  tcase_add_test(tc, answers_are_signed);
+  tcase_add_test(tc, symlinks_not_served);
+  tcase_add_test(tc, store_missing_is_not_not_held);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -1,0 +1,189 @@
+/*
+ * test_arc_auth.c: signed arc requests and answers (agent/arc_auth.c):
+ * the secret file, rotation with two secrets, the header syntax, what a
+ * signature binds, and the replay cache's bounds.
+ */
+#include "arc_env.h"
+#include "check_main.h"
+
+#include <check.h>
+
+static arc_keyring *ring_of(const char *a, const char *b) {
+  const char *s[] = {a, b};
+  arc_keyring *k = NULL;
+  ck_assert_int_eq(arc_keyring_new(s, b ? 2 : 1, &k, NULL), RING_OK);
+  return k;
+}
+
+/* A secret file written with text, loaded: the rc. */
+static int load_text(const char *text, arc_keyring **k) {
+  char *dir = scratch_dir(), path[4200];
+  snprintf(path, sizeof path, "%s/secret", dir);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  fclose(f);
+  ring_error err = {0};
+  int rc = arc_keyring_load(path, k, &err);
+  ck_assert(rc == RING_OK || err.message[0] != '\0');
+  scratch_free(dir);
+  return rc;
+}
+
+START_TEST(secret_files) {
+  arc_keyring *k = NULL;
+  ck_assert_int_eq(load_text("one-secret\n", &k), RING_OK);
+  ck_assert_uint_eq(arc_keyring_count(k), 1);
+  arc_keyring_free(k);
+  ck_assert_int_eq(load_text("new-secret\r\n\nold-secret", &k), RING_OK);
+  ck_assert_uint_eq(arc_keyring_count(k), 2);
+  arc_keyring_free(k);
+  ck_assert_int_eq(load_text("", &k), RING_EINVAL);
+  ck_assert_int_eq(load_text("\n\n", &k), RING_EINVAL);
+  ck_assert_int_eq(load_text("a\nb\nc\n", &k), RING_EINVAL); /* three: not a rotation */
+  ck_assert_int_eq(load_text("same\nsame\n", &k), RING_EINVAL);
+  ring_error err;
+  ck_assert_int_eq(arc_keyring_load("/nonexistent/secret", &k, &err), RING_EIO);
+  arc_keyring_free(NULL);
+}
+END_TEST
+
+/* Sign with `signer`, verify with `verifier`: whether it holds. */
+static bool request_passes(const arc_keyring *signer, const arc_keyring *verifier) {
+  char v[ARC_AUTH_VALUE_MAX];
+  ck_assert_int_eq(arc_auth_sign_request(signer, "n2", "n1", "GET", "/v1/arcs/3/manifest", "",
+                                         1796000000000, NULL, v, sizeof v),
+                   RING_OK);
+  arc_auth a;
+  ck_assert_int_eq(arc_auth_parse(v, strlen(v), &a), RING_OK);
+  return arc_auth_verify_request(verifier, &a, "n1", "GET", "/v1/arcs/3/manifest", "") == RING_OK;
+}
+
+/* The rotation of proto/arc.md: add the new secret second everywhere,
+ * then swap the lines everywhere, then drop the old one. At every step
+ * every pair of hosts still verifies each other. */
+START_TEST(rotation) {
+  arc_keyring *old = ring_of("old-secret", NULL), *both_old = ring_of("old-secret", "new-secret"),
+              *both_new = ring_of("new-secret", "old-secret"), *new = ring_of("new-secret", NULL),
+              *other = ring_of("other-cluster", NULL);
+  arc_keyring *steps[][2] = {{old, both_old}, {both_old, both_new}, {both_new, new}};
+  for (int i = 0; i < 3; i++) {
+    ck_assert(request_passes(steps[i][0], steps[i][1]));
+    ck_assert(request_passes(steps[i][1], steps[i][0]));
+  }
+  ck_assert(!request_passes(old, new));
+  ck_assert(!request_passes(other, both_old));
+  arc_keyring *all[] = {old, both_old, both_new, new, other};
+  for (int i = 0; i < 5; i++)
+    arc_keyring_free(all[i]);
+}
+END_TEST
+
+START_TEST(a_signature_binds_everything) {
+  arc_keyring *k = ring_of("s", NULL);
+  char v[ARC_AUTH_VALUE_MAX];
+  unsigned char nonce[ARC_NONCE_LEN];
+  ck_assert_int_eq(arc_auth_sign_request(k, "n2", "n1", "GET", "/v1/arcs/3/files/a", "bytes=5-",
+                                         1796000000000, nonce, v, sizeof v),
+                   RING_OK);
+  ck_assert_ptr_null(strstr(v, "s ")); /* the secret is not in the header */
+  arc_auth a;
+  ck_assert_int_eq(arc_auth_parse(v, strlen(v), &a), RING_OK);
+  ck_assert(a.has_request_fields);
+  ck_assert_int_eq(memcmp(a.nonce, nonce, ARC_NONCE_LEN), 0);
+  ck_assert_int_eq(arc_auth_verify_request(k, &a, "n1", "GET", "/v1/arcs/3/files/a", "bytes=5-"),
+                   RING_OK);
+  ck_assert_int_eq(arc_auth_verify_request(k, &a, "n3", "GET", "/v1/arcs/3/files/a", "bytes=5-"),
+                   RING_EAUTH); /* to another node */
+  ck_assert_int_eq(arc_auth_verify_request(k, &a, "n1", "HEAD", "/v1/arcs/3/files/a", "bytes=5-"),
+                   RING_EAUTH);
+  ck_assert_int_eq(arc_auth_verify_request(k, &a, "n1", "GET", "/v1/arcs/3/files/b", "bytes=5-"),
+                   RING_EAUTH);
+  ck_assert_int_eq(arc_auth_verify_request(k, &a, "n1", "GET", "/v1/arcs/3/files/a", "bytes=0-"),
+                   RING_EAUTH);
+  ck_assert_int_eq(arc_auth_verify_request(k, &a, "n1", "GET", "/v1/arcs/3/files/a", NULL),
+                   RING_EAUTH);
+  a.ts_ms++;
+  ck_assert_int_eq(arc_auth_verify_request(k, &a, "n1", "GET", "/v1/arcs/3/files/a", "bytes=5-"),
+                   RING_EAUTH);
+  /* an answer: bound to the request's nonce, the status, token and body */
+  char sig[ARC_AUTH_VALUE_MAX];
+  ck_assert_int_eq(arc_auth_sign_answer(k, "n1", &a, 404, 3, "x", 1, sig, sizeof sig), RING_OK);
+  size_t n = strlen(sig);
+  ck_assert_int_eq(arc_auth_verify_answer(k, sig, n, "n1", nonce, 404, 3, "x", 1), RING_OK);
+  ck_assert_int_eq(arc_auth_verify_answer(k, sig, n, "n1", nonce, 200, 3, "x", 1), RING_EAUTH);
+  ck_assert_int_eq(arc_auth_verify_answer(k, sig, n, "n1", nonce, 404, 4, "x", 1), RING_EAUTH);
+  ck_assert_int_eq(arc_auth_verify_answer(k, sig, n, "n1", nonce, 404, 3, "y", 1), RING_EAUTH);
+  ck_assert_int_eq(arc_auth_verify_answer(k, sig, n, "n9", nonce, 404, 3, "x", 1), RING_EAUTH);
+  ck_assert_int_eq(arc_auth_verify_answer(k, sig, n - 1, "n1", nonce, 404, 3, "x", 1), RING_EAUTH);
+  arc_keyring_free(k);
+}
+END_TEST
+
+START_TEST(malformed_headers) {
+  const char *bad[] = {
+      "",
+      "v1",
+      "v1 ",
+      "v2 kid=00000000 node=n1 mac=" "0000000000000000000000000000000000000000000000000000000000000000",
+      "v1 kid=0000000 node=n1 mac=" "0000000000000000000000000000000000000000000000000000000000000000",
+      "v1 kid=0000000G node=n1 mac=" "0000000000000000000000000000000000000000000000000000000000000000",
+      "v1 kid=0000000A node=n1 mac=" "0000000000000000000000000000000000000000000000000000000000000000",
+      "v1 kid=00000000 node=N1 mac=" "0000000000000000000000000000000000000000000000000000000000000000",
+      "v1 kid=00000000 node=n1 mac=" "000000000000000000000000000000000000000000000000000000000000000",
+      "v1 kid=00000000 node=n1 node=n1 mac=" "0000000000000000000000000000000000000000000000000000000000000000",
+      "v1 kid=00000000 node=n1  mac=" "0000000000000000000000000000000000000000000000000000000000000000",
+      "v1 kid=00000000 node=n1 mac=" "0000000000000000000000000000000000000000000000000000000000000000 ",
+      "v1 kid=00000000 node=n1 x=1 mac=" "0000000000000000000000000000000000000000000000000000000000000000",
+      "v1 kid=00000000 node=n1 ts=01 mac=" "0000000000000000000000000000000000000000000000000000000000000000",
+      "v1 kid=00000000 node=n1 ts=99999999999999999999 to=n2 nonce=00000000000000000000000000000000 mac=" "0000000000000000000000000000000000000000000000000000000000000000",
+      "v1 kid=00000000 mac=" "0000000000000000000000000000000000000000000000000000000000000000",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    arc_auth a;
+    ck_assert_msg(arc_auth_parse(bad[i], strlen(bad[i]), &a) == RING_EAUTH, "%s", bad[i]);
+  }
+  const char *ok = "v1 kid=00000000 node=n1 mac="
+                   "0000000000000000000000000000000000000000000000000000000000000000";
+  arc_auth a;
+  ck_assert_int_eq(arc_auth_parse(ok, strlen(ok), &a), RING_OK);
+  ck_assert(!a.has_request_fields && !a.has_nonce);
+  ck_assert_int_eq(arc_auth_parse(ok, strlen(ok) - 1, &a), RING_EAUTH); /* the length rules */
+}
+END_TEST
+
+START_TEST(replay_cache) {
+  arc_replay *r;
+  ck_assert_int_eq(arc_replay_new(100, 1000, &r), RING_EINVAL); /* not a power of two */
+  ck_assert_int_eq(arc_replay_new(64, 1000, &r), RING_OK);
+  unsigned char n[ARC_NONCE_LEN] = {1, 2, 3};
+  ck_assert_int_eq(arc_replay_check(r, n, 5000, 5000), ARC_REPLAY_NEW);
+  ck_assert_int_eq(arc_replay_check(r, n, 5000, 5500), ARC_REPLAY_SEEN);
+  ck_assert_int_eq(arc_replay_check(r, n, 5000, 6001), ARC_REPLAY_NEW); /* out of the window */
+  /* bounded: nonces that all hash alike fill their probes, then "full" */
+  int full = 0;
+  for (int i = 0; i < 100; i++) {
+    unsigned char m[ARC_NONCE_LEN] = {9, 9, 9, 9};
+    m[8] = (unsigned char)i;
+    full += arc_replay_check(r, m, 7000, 7000) == ARC_REPLAY_FULL;
+  }
+  ck_assert_int_gt(full, 0);
+  unsigned char m[ARC_NONCE_LEN] = {9, 9, 9, 9};
+  ck_assert_int_eq(arc_replay_check(r, m, 9000, 9000), ARC_REPLAY_NEW); /* expired: room again */
+  arc_replay_free(r);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("arc_auth");
+  TCase *tc = tcase_create("auth");
+  tcase_add_test(tc, secret_files);
+  tcase_add_test(tc, rotation);
+  tcase_add_test(tc, a_signature_binds_everything);
+  tcase_add_test(tc, malformed_headers);
+  tcase_add_test(tc, replay_cache);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) { return run_suite(suite()); }
