@@ -126,6 +126,127 @@ rd_http *rd_http_start_routes(const char *listen, rd_metrics_fn metrics, rd_heal
 uint16_t rd_http_port(const rd_http *h);
 void rd_http_stop(rd_http *h);
 
+/* ------------------------------------------------------------- admission */
+
+/* rd_admit: who may hold a connection to a libmicrohttpd listener, and
+ * how long a request's line and headers may take. A connection is refused
+ * at accept when its client address is not allowed, when max_total are
+ * open, or when max_per_addr are open from its address (IPv4 /32, IPv6
+ * /128; an IPv4-mapped IPv6 address is its IPv4 address). Once admitted,
+ * its request line and headers must be complete within header_ms of the
+ * accept (or of the end of the previous response, on a kept-alive
+ * connection): a budget in total, not an idle timer that each byte
+ * restarts. A reaper thread shuts down the socket of a connection that
+ * overruns it, and libmicrohttpd then closes it. Refusals and cuts are
+ * counted, never logged. Every function is thread-safe. */
+#define RD_ADMIT_TOTAL 1024      /* max_total when 0 */
+#define RD_ADMIT_PER_ADDR 64     /* max_per_addr when 0 */
+#define RD_ADMIT_HEADER_MS 5000  /* header_ms when 0 */
+#define RD_ADMIT_TOTAL_MAX 65536 /* max_total above this is an error */
+
+/* Address lists (allowed, extra, rd_admit_set_allowed) hold "IP",
+ * "IP:PORT", "[V6]", "[V6]:PORT" or a host name (with or without
+ * ":PORT"; the port is ignored), resolved with getaddrinfo (every address
+ * a name has counts). An entry that is malformed or does not resolve is
+ * skipped and counted. The strings are only read during the call. */
+typedef struct rd_admit_opts {
+  uint32_t max_total;         /* connections open at once; 0: RD_ADMIT_TOTAL */
+  uint32_t max_per_addr;      /* from one client address; 0: RD_ADMIT_PER_ADDR */
+  uint32_t header_ms;         /* request line and headers due within; 0: RD_ADMIT_HEADER_MS */
+  const char *const *allowed; /* the first allow-list; NULL: unset (everyone is allowed) */
+  uint32_t n_allowed;
+  const char *const *extra; /* always allowed on top of any allow-list; resolved once, here */
+  uint32_t n_extra;
+} rd_admit_opts;
+
+typedef struct rd_admit rd_admit;
+
+/* Counters since rd_admit_new. */
+typedef struct rd_admit_counts {
+  uint64_t accepted;            /* connections admitted */
+  uint64_t open;                /* admitted and not yet closed */
+  uint64_t refused_not_allowed; /* the address is not in the allow-list */
+  uint64_t refused_total;       /* max_total were open */
+  uint64_t refused_per_addr;    /* max_per_addr were open from the address */
+  uint64_t header_deadline_cut; /* shut down: headers not complete within header_ms */
+  uint64_t server_errors;       /* complaints of the HTTP library (rd_admit_note_error) */
+} rd_admit_counts;
+
+/* Creates the rules (opts NULL: every default) and starts the reaper
+ * thread. Returns how many address entries were skipped (>= 0) with *out
+ * set (free with rd_admit_free); or -EINVAL (max_total over
+ * RD_ADMIT_TOTAL_MAX), -ENOMEM or another negative errno from
+ * pthread_create, with nothing left behind and *out untouched. */
+int rd_admit_new(const rd_admit_opts *opts, rd_admit **out);
+/* Stops and joins the reaper and frees adm. Call it after the server
+ * that uses adm has stopped (MHD_stop_daemon). NULL is a no-op. */
+void rd_admit_free(rd_admit *adm);
+/* Replaces the allow-list at once (the extras stay allowed): addrs NULL
+ * unsets it (everyone allowed); otherwise only its n addresses and the
+ * extras are. Connections already open stay. Resolves names with the
+ * lock not held, so it may block on DNS but never blocks the server.
+ * Returns how many entries were skipped (>= 0), or -ENOMEM (or -EINVAL for
+ * a NULL adm) with the list unchanged. */
+int rd_admit_set_allowed(rd_admit *adm, const char *const *addrs, uint32_t n);
+/* The counters (zeros for a NULL adm). */
+void rd_admit_stats(const rd_admit *adm, rd_admit_counts *out);
+/* Counts one complaint of the HTTP library, for a server's logger to
+ * call instead of logging each aborted or reset connection. */
+void rd_admit_note_error(rd_admit *adm);
+/* Prometheus families for the counters: <prefix>_connections_accepted_total,
+ * <prefix>_connections_open, <prefix>_connections_refused_total{reason=
+ * "not_allowed"|"total"|"per_addr"}, <prefix>_header_deadline_cuts_total
+ * and <prefix>_server_errors_total. Nothing for a NULL adm. */
+void rd_admit_metrics_text(const rd_admit *adm, const char *prefix, rd_text *t);
+
+/* The /metrics server with admission rules: as rd_http_start_routes, its
+ * connections governed by an rd_admit made from admit (NULL: every
+ * default, which rd_http_start and rd_http_start_routes use). */
+rd_http *rd_http_start_admit(const char *listen, rd_metrics_fn metrics, rd_health_fn health,
+                             void *ud, const rd_http_route *routes, const rd_admit_opts *admit,
+                             char *errbuf, size_t errcap);
+/* The server's rules, for rd_admit_set_allowed and rd_admit_metrics_text;
+ * they live as long as h. NULL for a NULL h. */
+rd_admit *rd_http_admit(rd_http *h);
+
+/* The libmicrohttpd side, declared where <microhttpd.h> was included
+ * before this header. A server passes rd_admit_accept and adm as
+ * MHD_start_daemon's accept policy, adds the options of
+ * rd_admit_mhd_options (MHD_OPTION_ARRAY) and calls rd_admit_headers_done
+ * from its request handler. It sets no connection limits of its own and
+ * leaves the connection's socket_context to rd_admit; a notification of
+ * its own (NOTIFY_CONNECTION, NOTIFY_COMPLETED) comes after the array,
+ * which it overrides, and calls rd_admit_on_connection /
+ * rd_admit_on_completed with adm. */
+#ifdef MHD_VERSION
+#if MHD_VERSION >= 0x00097002
+typedef enum MHD_Result rd_mhd_result;
+#else
+typedef int rd_mhd_result; /* before 0.9.71 callbacks returned int */
+#endif
+/* MHD_AcceptPolicyCallback; cls is the rd_admit. MHD_NO refuses (counted). */
+rd_mhd_result rd_admit_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen);
+/* MHD_NotifyConnectionCallback: registers a connection with its header
+ * deadline (STARTED) and forgets it (CLOSED). */
+void rd_admit_on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                            enum MHD_ConnectionNotificationCode code);
+/* MHD_RequestCompletedCallback: the response is done, so the next
+ * request's headers are due within header_ms from now. */
+void rd_admit_on_completed(void *cls, struct MHD_Connection *c, void **req,
+                           enum MHD_RequestTerminationCode toe);
+/* For the request handler (every call, or at least the first of a
+ * request): the headers are in, so no deadline runs until the response
+ * is done. */
+void rd_admit_headers_done(rd_admit *adm, struct MHD_Connection *c);
+/* Fills items[0 .. RD_ADMIT_MHD_OPTIONS - 1] (the last MHD_OPTION_END) for
+ * MHD_OPTION_ARRAY: the notifications, no per-address limit of
+ * libmicrohttpd's own, and a connection limit a little above max_total
+ * for each of threads (MHD_OPTION_THREAD_POOL_SIZE; 0 for one), since
+ * libmicrohttpd splits its limit between them. */
+#define RD_ADMIT_MHD_OPTIONS 5
+void rd_admit_mhd_options(rd_admit *adm, unsigned threads, struct MHD_OptionItem *items);
+#endif
+
 /* --------------------------------------------------------------- signals */
 
 /* Blocks SIGTERM, SIGINT and SIGHUP in the calling thread (call it before

@@ -5,25 +5,29 @@
  * Sections: limits; the listen address; responses; routing (built-in
  * paths first, then the daemon's routes); start and stop.
  *
- * libmicrohttpd runs its own polling thread, bounds the connections and
- * times idle ones out, so a slow or stuck scraper cannot tie up the daemon
- * and stopping never waits on a client. Handlers run on that thread.
+ * libmicrohttpd runs its own polling thread and times idle connections
+ * out; an rd_admit (admit.c) decides who connects, caps connections in
+ * total and per client address, and cuts a client whose headers are
+ * overdue, so slow or stuck clients cannot tie up the server and stopping
+ * never waits on one. Handlers run on that thread. What libmicrohttpd
+ * complains of once serving (resets, aborted requests) is counted, not
+ * logged.
  */
 #define _POSIX_C_SOURCE 200809L /* getaddrinfo */
+#include <microhttpd.h>         /* before daemon.h: it declares rd_admit's MHD side then */
+
 #include "daemon.h"
 
-#include <microhttpd.h>
 #include <netdb.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
 /* ------------------------------------------------------------------ limits */
 
-#ifndef RD_HTTP_CONNECTIONS
-#define RD_HTTP_CONNECTIONS 64 /* scrapers and probes: a handful is normal */
-#endif
+/* Connections: rd_admit's limits (rd_admit_opts). */
 #ifndef RD_HTTP_TIMEOUT_S
 #define RD_HTTP_TIMEOUT_S 10 /* an idle connection is closed after this */
 #endif
@@ -31,11 +35,7 @@
 #define METRICS_TYPE "text/plain; version=0.0.4"
 #define PLAIN_TYPE "text/plain; charset=utf-8"
 
-#if MHD_VERSION >= 0x00097002
-typedef enum MHD_Result mhd_result;
-#else
-typedef int mhd_result; /* before 0.9.71 handlers returned int */
-#endif
+typedef rd_mhd_result mhd_result; /* enum MHD_Result, or int before 0.9.71 */
 
 struct rd_http {
   struct MHD_Daemon *mhd;      /* owns the listening socket and the thread */
@@ -43,8 +43,10 @@ struct rd_http {
   rd_health_fn health;         /* may be NULL: always healthy */
   void *ud;                    /* both callbacks' argument */
   const rd_http_route *routes; /* borrowed, ends with {NULL}; may be NULL */
+  rd_admit *admit;             /* who may connect; outlives mhd */
+  atomic_bool serving;         /* started: complaints are counted, not logged */
   uint16_t port;               /* the port bound */
-  char error[256];             /* the server's last complaint, for a failed start */
+  char error[256];             /* the last complaint before serving, for a failed start */
 };
 
 /* ------------------------------------------------------- the listen address */
@@ -195,6 +197,7 @@ static mhd_result route(void *cls, struct MHD_Connection *c, const char *url, co
                         void **state) {
   (void)version, (void)upload_data, (void)upload_size, (void)state;
   const rd_http *h = cls;
+  rd_admit_headers_done(h->admit, c);
   bool metrics = strcmp(url, "/metrics") == 0, health = strcmp(url, "/healthz") == 0;
   const rd_http_route *page = metrics || health ? NULL : find_route(h, url);
   if (!metrics && !health && page == NULL)
@@ -208,10 +211,16 @@ static mhd_result route(void *cls, struct MHD_Connection *c, const char *url, co
 
 /* ------------------------------------------------------------ start and stop */
 
-/* libmicrohttpd's complaints go to the log, and the latest is kept so a
- * failed start can say why. */
+/* Until the server is up, libmicrohttpd's complaints go to the log and
+ * the latest is kept so a failed start can say why. Once serving, each
+ * one is about a connection (reset, aborted, refused): counted only, so a
+ * flood of bad clients cannot flood the log. */
 __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap) {
   rd_http *h = cls;
+  if (atomic_load(&h->serving)) {
+    rd_admit_note_error(h->admit);
+    return;
+  }
   vsnprintf(h->error, sizeof h->error, fmt, ap);
   h->error[strcspn(h->error, "\n")] = '\0';
   rd_log(RD_WARN, "http server", "error", h->error, NULL);
@@ -221,21 +230,48 @@ static struct MHD_Daemon *start_mhd(rd_http *h, const struct sockaddr_storage *a
   unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
   if (addr->ss_family == AF_INET6)
     flags |= MHD_USE_IPv6;
+  struct MHD_OptionItem admit[RD_ADMIT_MHD_OPTIONS];
+  rd_admit_mhd_options(h->admit, 1, admit);
   /* The logger first: libmicrohttpd reports problems with later options
    * through it. */
-  return MHD_start_daemon(flags, 0, NULL, NULL, route, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
-                          MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_CONNECTION_LIMIT,
-                          (unsigned)RD_HTTP_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
-                          (unsigned)RD_HTTP_TIMEOUT_S, MHD_OPTION_END);
+  return MHD_start_daemon(flags, 0, rd_admit_accept, h->admit, route, h, MHD_OPTION_EXTERNAL_LOGGER,
+                          mhd_log, h, MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_CONNECTION_TIMEOUT,
+                          (unsigned)RD_HTTP_TIMEOUT_S, MHD_OPTION_ARRAY, admit, MHD_OPTION_END);
 }
 
 rd_http *rd_http_start(const char *listen, rd_metrics_fn metrics, rd_health_fn health, void *ud,
                        char *errbuf, size_t errcap) {
-  return rd_http_start_routes(listen, metrics, health, ud, NULL, errbuf, errcap);
+  return rd_http_start_admit(listen, metrics, health, ud, NULL, NULL, errbuf, errcap);
 }
 
 rd_http *rd_http_start_routes(const char *listen, rd_metrics_fn metrics, rd_health_fn health,
                               void *ud, const rd_http_route *routes, char *errbuf, size_t errcap) {
+  return rd_http_start_admit(listen, metrics, health, ud, routes, NULL, errbuf, errcap);
+}
+
+/* The server's own part: h's rules, then libmicrohttpd. Returns 0, or -1
+ * with errbuf set and nothing of theirs left behind. */
+static int start_server(rd_http *h, const char *listen, const struct sockaddr_storage *addr,
+                        const rd_admit_opts *admit, char *errbuf, size_t errcap) {
+  int rc = rd_admit_new(admit, &h->admit);
+  if (rc < 0) {
+    snprintf(errbuf, errcap, "cannot serve HTTP on %s: connection rules: %s", listen,
+             strerror(-rc));
+    return -1;
+  }
+  if ((h->mhd = start_mhd(h, addr)) == NULL) {
+    snprintf(errbuf, errcap, "cannot serve HTTP on %s: %s", listen,
+             h->error[0] != '\0' ? h->error : "libmicrohttpd failed to start");
+    rd_admit_free(h->admit);
+    return -1;
+  }
+  atomic_store(&h->serving, true);
+  return 0;
+}
+
+rd_http *rd_http_start_admit(const char *listen, rd_metrics_fn metrics, rd_health_fn health,
+                             void *ud, const rd_http_route *routes, const rd_admit_opts *admit,
+                             char *errbuf, size_t errcap) {
   char scratch[1];
   if (errbuf == NULL || errcap == 0)
     errbuf = scratch, errcap = sizeof scratch;
@@ -248,9 +284,7 @@ rd_http *rd_http_start_routes(const char *listen, rd_metrics_fn metrics, rd_heal
     return NULL;
   }
   *h = (rd_http){.metrics = metrics, .health = health, .ud = ud, .routes = routes};
-  if ((h->mhd = start_mhd(h, &addr)) == NULL) {
-    snprintf(errbuf, errcap, "cannot serve HTTP on %s: %s", listen,
-             h->error[0] != '\0' ? h->error : "libmicrohttpd failed to start");
+  if (start_server(h, listen, &addr, admit, errbuf, errcap) != 0) {
     free(h);
     return NULL;
   }
@@ -261,10 +295,14 @@ rd_http *rd_http_start_routes(const char *listen, rd_metrics_fn metrics, rd_heal
 
 uint16_t rd_http_port(const rd_http *h) { return h != NULL ? h->port : 0; }
 
-/* Closes the listening socket and every connection, then joins the thread. */
+rd_admit *rd_http_admit(rd_http *h) { return h != NULL ? h->admit : NULL; }
+
+/* Closes the listening socket and every connection, joins the thread,
+ * then frees the rules (no callback can come any more). */
 void rd_http_stop(rd_http *h) {
   if (h == NULL)
     return;
   MHD_stop_daemon(h->mhd);
+  rd_admit_free(h->admit);
   free(h);
 }
