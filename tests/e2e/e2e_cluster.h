@@ -843,4 +843,85 @@ static inline void e2e_bootstrap(const e2e_opts *o, int n, int coords) {
     e2e_load();
 }
 
+/* -------------------------------------------------------------- with flags */
+
+/* e2e_coord_start with `extra` coordinator flags (space-separated, may be
+ * NULL), e.g. "--stuck-after 2s". */
+static inline void e2e_coord_start_with(int k, const char *extra) {
+  if (!w.coord_used[k]) {
+    w.coord_used[k] = true;
+    snprintf(w.coord_id[k], sizeof w.coord_id[k], "coord-%c", 'a' + k);
+    snprintf(w.coord_listen[k], sizeof w.coord_listen[k], "127.0.0.1:%d", harness_free_port());
+  }
+  char log[220], line[1400], *argv[PROC_ARGS_MAX];
+  snprintf(log, sizeof log, "%s/%s.log", env.dir, w.coord_id[k]);
+  snprintf(line, sizeof line,
+           "%s --endpoints %s --cluster " ENV_CLUSTER " --id %s --listen %s --lease-ttl 2s"
+           " --tick 200ms --log-level debug %s",
+           RING_COORDINATOR_BIN, env.etcd.endpoints, w.coord_id[k], w.coord_listen[k],
+           extra ? extra : "");
+  env_argv(line, argv);
+  ck_assert_int_eq(proc_spawn(&w.coord[k], log, argv), 0);
+  e2e_wait_listening(&w.coord[k], w.coord_listen[k], w.coord_id[k]);
+}
+
+/* e2e_bootstrap with flags: agent slot i starts with agent_extra[i] (the
+ * array and each of its n entries may be NULL), every coordinator with
+ * coord_extra (may be NULL). */
+static inline void e2e_bootstrap_with(const e2e_opts *o, int n, int coords,
+                                      const char *const *agent_extra, const char *coord_extra) {
+  w.o = *o;
+  e2e_defaults(&w.o);
+  e2e_config_put();
+  for (int i = 0; i < n; i++) {
+    char id[16];
+    snprintf(id, sizeof id, "n%d", i);
+    e2e_node_start(i, id, agent_extra ? agent_extra[i] : NULL);
+  }
+  for (int k = 0; k < coords; k++)
+    e2e_coord_start_with(k, coord_extra);
+  char plan[24];
+  e2e_apply(plan, 30);
+  e2e_wait_done(plan, 60);
+  e2e_settle(3, 60);
+  ring_table *t = e2e_table();
+  ck_assert_msg(t != NULL && ring_table_node_count(t) == (uint32_t)n,
+                "no first placement of %d nodes", n);
+  ring_table_free(t);
+  if (!w.o.no_data)
+    e2e_load();
+}
+
+/* The tokens node `id` owns a replica of in the table in service,
+ * ascending, into tokens[0..cap); returns how many (0 for no table or
+ * node). */
+static inline uint32_t e2e_tokens_of(const char *id, uint32_t *tokens, uint32_t cap) {
+  ring_table *t = e2e_table();
+  int node = t ? ring_table_find_node(t, id) : -1;
+  uint32_t n = 0;
+  for (uint32_t tok = 0; node >= 0 && tok < ring_table_tokens(t) && n < cap; tok++)
+    for (uint32_t r = 0; r < ring_table_replicas(t); r++)
+      if (ring_table_owner(t, tok, r) == (uint16_t)node) {
+        tokens[n++] = tok;
+        break;
+      }
+  ring_table_free(t);
+  return n;
+}
+
+/* `ringctl status --json`, parsed (cJSON_Delete it); NULL when ringctl
+ * fails or prints no JSON. */
+static inline cJSON *e2e_status_json(void) {
+  size_t cap = 1 << 20;
+  char *out = malloc(cap);
+  ck_assert_ptr_nonnull(out);
+  int rc = proc_runf(60, out, cap, "%s --endpoints %s --cluster " ENV_CLUSTER " status --json",
+                     RINGCTL_BIN, env.etcd.endpoints);
+  cJSON *j = rc == 0 ? cJSON_Parse(out) : NULL;
+  if (j == NULL)
+    fprintf(stderr, "ringctl status --json -> %d: %.300s\n", rc, out);
+  free(out);
+  return j;
+}
+
 #endif /* RING_E2E_CLUSTER_H */
