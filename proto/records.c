@@ -2,7 +2,8 @@
  * records.c: the small etcd values of proto/etcd.md (records.h).
  *
  * Sections: keys; shared pieces (top-level parse, node fields); config;
- * labels and node records; alive; progress; leader.
+ * labels and node records; alive; progress (and the token lists and
+ * arrays of objects the later records share); leader; loss; stuck.
  *
  * Every decoder parses with cJSON into a local value and copies it to *out
  * only when every rule holds. Node fields are validated by adding the node
@@ -10,6 +11,7 @@
  * addresses, labels and weights, so they live in one place.
  */
 #include "codec_int.h"
+#include "plan_doc.h" /* RK_PLAN_ID_LEN */
 #include "records.h"
 
 #include <inttypes.h>
@@ -22,6 +24,8 @@
 #define ALIVE_FORMAT "ringkeeper.alive.v1"
 #define PROGRESS_FORMAT "ringkeeper.progress.v1"
 #define LEADER_FORMAT "ringkeeper.leader.v1"
+#define LOSS_FORMAT "ringkeeper.loss.v1"
+#define STUCK_FORMAT "ringkeeper.stuck.v1"
 
 #define N_KEYS(a) (sizeof(a) / sizeof *(a))
 
@@ -491,43 +495,153 @@ int rk_alive_encode(const rk_alive *a, char **json, size_t *len) {
 
 /* ---------------------------------------------------------------- progress */
 
-static int decode_tokens(const cJSON *root, rk_progress *p, ring_error *err) {
-  const cJSON *arr = ring__json_array(root, "tokens", err);
+/* The token array `name`: strictly ascending integers below
+ * RING_TOKENS_MAX, at least `min` of them, into a malloc()'ed *out (NULL
+ * when empty). On failure *out may hold a partial array the caller frees. */
+static int decode_token_list(const cJSON *root, const char *name, uint32_t min, uint32_t **out,
+                             uint32_t *n_out, ring_error *err) {
+  const cJSON *arr = ring__json_array(root, name, err);
   if (arr == NULL)
     return RING_EFIELD;
   int n = cJSON_GetArraySize(arr);
   if (n > (int)RING_TOKENS_MAX)
-    return ring__err(err, RING_EFIELD, "tokens: %d entries, at most %u", n, RING_TOKENS_MAX);
+    return ring__err(err, RING_EFIELD, "%s: %d entries, at most %u", name, n, RING_TOKENS_MAX);
+  if ((uint32_t)n < min)
+    return ring__err(err, RING_EFIELD, "%s: empty", name);
   if (n == 0)
     return RING_OK;
-  if ((p->tokens = malloc((size_t)n * sizeof *p->tokens)) == NULL)
-    return ring__err(err, RING_ENOMEM, "tokens: out of memory");
+  uint32_t *t = *out = malloc((size_t)n * sizeof *t);
+  if (t == NULL)
+    return ring__err(err, RING_ENOMEM, "%s: out of memory", name);
   uint32_t i = 0;
   for (const cJSON *e = arr->child; e != NULL; e = e->next, i++) {
     uint64_t v = 0;
     if (!ring__json_as_uint(e, RING_TOKENS_MAX - 1, &v))
-      return ring__err(err, RING_EFIELD, "tokens[%u]: must be an integer in [0, %u]", i,
+      return ring__err(err, RING_EFIELD, "%s[%u]: must be an integer in [0, %u]", name, i,
                        RING_TOKENS_MAX - 1);
-    if (i > 0 && v <= p->tokens[i - 1])
-      return ring__err(err, RING_EFIELD, "tokens[%u]: %" PRIu64 " not above %u", i, v,
-                       p->tokens[i - 1]);
-    p->tokens[i] = (uint32_t)v;
+    if (i > 0 && v <= t[i - 1])
+      return ring__err(err, RING_EFIELD, "%s[%u]: %" PRIu64 " not above %u", name, i, v, t[i - 1]);
+    t[i] = (uint32_t)v;
   }
-  p->n_tokens = i;
+  *n_out = i;
   return RING_OK;
 }
 
+/* What decode_token_list accepts, for the encoders. */
+static bool token_list_valid(const uint32_t *t, uint32_t n, uint32_t min) {
+  if (n < min || (n > 0 && t == NULL) || n > RING_TOKENS_MAX)
+    return false;
+  for (uint32_t i = 0; i < n; i++)
+    if (t[i] >= RING_TOKENS_MAX || (i > 0 && t[i] <= t[i - 1]))
+      return false;
+  return true;
+}
+
+static void encode_token_list(ring__sbuf *b, const char *name, const uint32_t *t, uint32_t n) {
+  ring__sb_printf(b, "\"%s\":[", name);
+  for (uint32_t i = 0; i < n; i++)
+    ring__sb_printf(b, "%s%u", i ? "," : "", t[i]);
+  ring__sb_puts(b, "]");
+}
+
+/* One entry of an array of objects (entries_decode): `where` is
+ * "name[i]." for its fields; prev is the entry before it, NULL for the
+ * first. */
+typedef int (*entry_fn)(const cJSON *e, const char *where, void *out, const void *prev, void *ctx,
+                        ring_error *err);
+
+typedef struct entry_spec {
+  const char *name;        /* the array field */
+  const char *const *keys; /* an entry's fields, all required */
+  size_t n_keys;
+  uint32_t max; /* entries at most */
+  size_t size;  /* bytes of a decoded entry */
+  entry_fn one;
+} entry_spec;
+
+/* The array field sp->name of objects into a malloc()'ed *out (NULL when
+ * empty). On failure *out may hold a partial array the caller frees. */
+static int entries_decode(const cJSON *root, const entry_spec *sp, void *ctx, void **out,
+                          uint32_t *n_out, ring_error *err) {
+  const cJSON *arr = ring__json_array(root, sp->name, err);
+  if (arr == NULL)
+    return RING_EFIELD;
+  int n = cJSON_GetArraySize(arr);
+  if (n > (int)sp->max)
+    return ring__err(err, RING_EFIELD, "%s: %d entries, at most %u", sp->name, n, sp->max);
+  if (n == 0)
+    return RING_OK;
+  char *a = *out = calloc((size_t)n, sp->size);
+  if (a == NULL)
+    return ring__err(err, RING_ENOMEM, "%s: out of memory", sp->name);
+  uint32_t i = 0;
+  for (const cJSON *e = arr->child; e != NULL; e = e->next, i++) {
+    char where[48], inner[48];
+    snprintf(where, sizeof where, "%s[%u].", sp->name, i);
+    snprintf(inner, sizeof inner, "%s[%u]: ", sp->name, i);
+    if (!cJSON_IsObject(e))
+      return ring__err(err, RING_EFIELD, "%smust be an object", inner);
+    int rc = ring__json_check_keys(e, inner, sp->keys, sp->n_keys, err);
+    if (rc == RING_OK)
+      rc = sp->one(e, where, a + (size_t)i * sp->size, i ? a + (size_t)(i - 1) * sp->size : NULL,
+                   ctx, err);
+    if (rc != RING_OK)
+      return rc;
+  }
+  *n_out = i;
+  return RING_OK;
+}
+
+/* bsearch's order for a uint32_t key and an element that starts with one
+ * (a token, an rk_failing). */
+static int by_token(const void *key, const void *elem) {
+  uint32_t a = *(const uint32_t *)key, b = *(const uint32_t *)elem;
+  return a < b ? -1 : a > b;
+}
+
+static bool has_token(const uint32_t *t, uint32_t n, uint32_t token) {
+  return n > 0 && bsearch(&token, t, n, sizeof *t, by_token) != NULL;
+}
+
+/* A failing entry: ctx is the progress with its tokens decoded. */
+static int failing_one(const cJSON *e, const char *where, void *out, const void *prev, void *ctx,
+                       ring_error *err) {
+  rk_failing *f = out;
+  const rk_failing *before = prev;
+  const rk_progress *p = ctx;
+  uint64_t token = 0, attempts = 0;
+  int rc = ring__json_uint_at(e, where, "token", 0, RING_TOKENS_MAX - 1, RING_EFIELD, &token, err);
+  if (rc == RING_OK && before != NULL && token <= before->token)
+    rc = ring__err(err, RING_EFIELD, "%stoken: %" PRIu64 " not above %u", where, token,
+                   before->token);
+  if (rc == RING_OK && has_token(p->tokens, p->n_tokens, (uint32_t)token))
+    rc = ring__err(err, RING_EFIELD, "%stoken: %" PRIu64 " is also in tokens (held)", where, token);
+  if (rc == RING_OK)
+    rc = ring__json_uint_at(e, where, "attempts", 1, UINT32_MAX, RING_EFIELD, &attempts, err);
+  if (rc == RING_OK)
+    rc = ring__json_string_copy(e, where, "error", f->error, sizeof f->error, err);
+  f->token = (uint32_t)token;
+  f->attempts = (uint32_t)attempts;
+  return rc;
+}
+
+static const char *const failing_keys[] = {"token", "attempts", "error"};
+static const entry_spec failing_spec = {"failing",      failing_keys,       N_KEYS(failing_keys),
+                                        RK_FAILING_MAX, sizeof(rk_failing), failing_one};
+
 int rk_progress_decode(const char *json, size_t len, rk_progress *out, ring_error *err) {
-  static const char *const keys[] = {"format", "version", "tokens", "bytes"};
+  static const char *const keys[] = {"format", "version", "tokens", "bytes", "failing"};
   cJSON *root = NULL;
   rk_progress p = {0};
   int rc = ring__record_parse(json, len, PROGRESS_FORMAT, keys, N_KEYS(keys), &root, err);
   if (rc == RING_OK)
     rc = ring__json_uint(root, "version", 0, RING_VERSION_MAX, RING_EVERSION, &p.version, err);
   if (rc == RING_OK)
-    rc = decode_tokens(root, &p, err);
+    rc = decode_token_list(root, "tokens", 0, &p.tokens, &p.n_tokens, err);
   if (rc == RING_OK)
     rc = ring__json_uint(root, "bytes", 0, RING_VERSION_MAX, RING_EFIELD, &p.bytes, err);
+  if (rc == RING_OK && ring__json_field(root, "failing") != NULL) /* optional */
+    rc = entries_decode(root, &failing_spec, &p, (void **)&p.failing, &p.n_failing, err);
   cJSON_Delete(root);
   if (rc != RING_OK || out == NULL) {
     rk_progress_free(&p);
@@ -537,19 +651,37 @@ int rk_progress_decode(const char *json, size_t len, rk_progress *out, ring_erro
   return RING_OK;
 }
 
+/* What failing_one accepts, for the encoder. */
+static bool failing_valid(const rk_progress *p) {
+  if (p->n_failing > RK_FAILING_MAX || (p->n_failing > 0 && p->failing == NULL))
+    return false;
+  for (uint32_t i = 0; i < p->n_failing; i++) {
+    const rk_failing *f = &p->failing[i];
+    if (f->token >= RING_TOKENS_MAX || (i > 0 && f->token <= p->failing[i - 1].token) ||
+        f->attempts == 0 || memchr(f->error, '\0', sizeof f->error) == NULL ||
+        has_token(p->tokens, p->n_tokens, f->token))
+      return false;
+  }
+  return true;
+}
+
 int rk_progress_encode(const rk_progress *p, char **json, size_t *len) {
-  if (p == NULL || json == NULL || (p->n_tokens > 0 && p->tokens == NULL) ||
-      p->version > RING_VERSION_MAX || p->bytes > RING_VERSION_MAX)
+  if (p == NULL || json == NULL || !token_list_valid(p->tokens, p->n_tokens, 0) ||
+      p->version > RING_VERSION_MAX || p->bytes > RING_VERSION_MAX || !failing_valid(p))
     return RING_EINVAL;
-  for (uint32_t i = 0; i < p->n_tokens; i++)
-    if (p->tokens[i] >= RING_TOKENS_MAX || (i > 0 && p->tokens[i] <= p->tokens[i - 1]))
-      return RING_EINVAL;
   ring__sbuf b = {0};
-  ring__sb_printf(&b, "{\"format\":\"" PROGRESS_FORMAT "\",\"version\":%" PRIu64 ",\"tokens\":[",
-                  p->version);
-  for (uint32_t i = 0; i < p->n_tokens; i++)
-    ring__sb_printf(&b, "%s%u", i ? "," : "", p->tokens[i]);
-  ring__sb_printf(&b, "],\"bytes\":%" PRIu64 "}", p->bytes);
+  ring__sb_printf(&b, "{\"format\":\"" PROGRESS_FORMAT "\",\"version\":%" PRIu64 ",", p->version);
+  encode_token_list(&b, "tokens", p->tokens, p->n_tokens);
+  ring__sb_printf(&b, ",\"bytes\":%" PRIu64, p->bytes);
+  if (p->n_failing > 0) /* absent otherwise: the bytes of a progress without failures stay */
+    ring__sb_puts(&b, ",\"failing\":[");
+  for (uint32_t i = 0; i < p->n_failing; i++) {
+    ring__sb_printf(&b, "%s{\"token\":%u,\"attempts\":%u,\"error\":", i ? "," : "",
+                    p->failing[i].token, p->failing[i].attempts);
+    ring__sb_json_string(&b, p->failing[i].error);
+    ring__sb_puts(&b, "}");
+  }
+  ring__sb_puts(&b, p->n_failing > 0 ? "]}" : "}");
   return ring__sb_finish(&b, json, len);
 }
 
@@ -557,8 +689,11 @@ void rk_progress_free(rk_progress *p) {
   if (p == NULL)
     return;
   free(p->tokens);
+  free(p->failing);
   p->tokens = NULL;
   p->n_tokens = 0;
+  p->failing = NULL;
+  p->n_failing = 0;
 }
 
 bool rk_progress_covers(const rk_progress *p, const uint32_t *want, uint32_t n) {
@@ -570,6 +705,12 @@ bool rk_progress_covers(const rk_progress *p, const uint32_t *want, uint32_t n) 
       return false;
   }
   return true;
+}
+
+const rk_failing *rk_progress_failing(const rk_progress *p, uint32_t token) {
+  if (p == NULL || p->n_failing == 0)
+    return NULL;
+  return bsearch(&token, p->failing, p->n_failing, sizeof *p->failing, by_token);
 }
 
 /* ------------------------------------------------------------------ leader */
@@ -609,4 +750,188 @@ int rk_leader_encode(const rk_leader *l, char **json, size_t *len) {
       &b, "{\"format\":\"" LEADER_FORMAT "\",\"id\":\"%s\",\"addr\":\"%s\",\"pid\":%" PRId64 "}",
       l->id, l->addr, l->pid);
   return ring__sb_finish(&b, json, len);
+}
+
+/* -------------------------------------------------------------------- loss */
+
+int rk_loss_decode(const char *json, size_t len, rk_loss *out, ring_error *err) {
+  static const char *const keys[] = {"format", "version", "tokens", "by", "at_ms"};
+  cJSON *root = NULL;
+  rk_loss l = {0};
+  int rc = ring__record_parse(json, len, LOSS_FORMAT, keys, N_KEYS(keys), &root, err);
+  if (rc == RING_OK)
+    rc = ring__json_uint(root, "version", 1, RING_VERSION_MAX, RING_EVERSION, &l.version, err);
+  if (rc == RING_OK)
+    rc = decode_token_list(root, "tokens", 1, &l.tokens, &l.n_tokens, err);
+  if (rc == RING_OK &&
+      (rc = ring__json_string_copy(root, "", "by", l.by, sizeof l.by, err)) == RING_OK &&
+      !ring__valid_id(l.by))
+    rc = ring__err(err, RING_EFIELD, "by: \"%s\" must match [a-z0-9._-]{1,63}", l.by);
+  if (rc == RING_OK)
+    rc = ring__json_uint(root, "at_ms", 0, RING_VERSION_MAX, RING_EFIELD, &l.at_ms, err);
+  cJSON_Delete(root);
+  if (rc != RING_OK || out == NULL) {
+    rk_loss_free(&l);
+    return rc;
+  }
+  *out = l;
+  return RING_OK;
+}
+
+int rk_loss_encode(const rk_loss *l, char **json, size_t *len) {
+  if (l == NULL || json == NULL || l->version < 1 || l->version > RING_VERSION_MAX ||
+      !token_list_valid(l->tokens, l->n_tokens, 1) || memchr(l->by, '\0', sizeof l->by) == NULL ||
+      !ring__valid_id(l->by) || l->at_ms > RING_VERSION_MAX)
+    return RING_EINVAL;
+  ring__sbuf b = {0};
+  ring__sb_printf(&b, "{\"format\":\"" LOSS_FORMAT "\",\"version\":%" PRIu64 ",", l->version);
+  encode_token_list(&b, "tokens", l->tokens, l->n_tokens);
+  ring__sb_printf(&b, ",\"by\":\"%s\",\"at_ms\":%" PRIu64 "}", l->by, l->at_ms);
+  return ring__sb_finish(&b, json, len);
+}
+
+void rk_loss_free(rk_loss *l) {
+  if (l == NULL)
+    return;
+  free(l->tokens);
+  l->tokens = NULL;
+  l->n_tokens = 0;
+}
+
+bool rk_loss_covers(const rk_loss *l, uint64_t version, uint32_t token) {
+  return l != NULL && l->version == version && has_token(l->tokens, l->n_tokens, token);
+}
+
+/* ------------------------------------------------------------------- stuck */
+
+/* A node id field: `from` may be "" (no owner before). */
+static int stuck_node(const cJSON *e, const char *where, const char *name, bool may_be_empty,
+                      char dst[RING_ID_MAX + 1], ring_error *err) {
+  int rc = ring__json_string_copy(e, where, name, dst, RING_ID_MAX + 1, err);
+  if (rc == RING_OK && !(may_be_empty && *dst == '\0') && !ring__valid_id(dst))
+    rc = ring__err(err, RING_ENODEID, "%s%s: \"%s\" must be %sa node id", where, name, dst,
+                   may_be_empty ? "\"\" or " : "");
+  return rc;
+}
+
+static int stuck_one(const cJSON *e, const char *where, void *out, const void *prev, void *ctx,
+                     ring_error *err) {
+  (void)ctx;
+  rk_stuck_move *m = out;
+  const rk_stuck_move *before = prev;
+  uint64_t token = 0, slot = 0;
+  int rc = ring__json_uint_at(e, where, "token", 0, RING_TOKENS_MAX - 1, RING_EFIELD, &token, err);
+  if (rc == RING_OK)
+    rc = ring__json_uint_at(e, where, "slot", 0, RING_REPLICAS_MAX - 1, RING_EFIELD, &slot, err);
+  if (rc == RING_OK && before != NULL &&
+      (token < before->token || (token == before->token && slot <= before->slot)))
+    rc = ring__err(err, RING_EFIELD, "%stoken: (%" PRIu64 ", %" PRIu64 ") not after (%u, %u)",
+                   where, token, slot, before->token, before->slot);
+  if (rc == RING_OK)
+    rc = stuck_node(e, where, "from", true, m->from, err);
+  if (rc == RING_OK)
+    rc = stuck_node(e, where, "to", false, m->to, err);
+  if (rc == RING_OK)
+    rc = ring__json_string_copy(e, where, "error", m->error, sizeof m->error, err);
+  if (rc == RING_OK)
+    rc = ring__json_uint_at(e, where, "for_ms", 0, RING_VERSION_MAX, RING_EFIELD, &m->for_ms, err);
+  m->token = (uint32_t)token;
+  m->slot = (uint32_t)slot;
+  return rc;
+}
+
+static const char *const stuck_keys[] = {"token", "slot", "from", "to", "error", "for_ms"};
+static const entry_spec stuck_spec = {
+    "moves", stuck_keys, N_KEYS(stuck_keys), RK_STUCK_MAX, sizeof(rk_stuck_move), stuck_one};
+
+static bool plan_id_valid(const char *id) {
+  return strlen(id) == RK_PLAN_ID_LEN && strspn(id, "0123456789abcdef") == RK_PLAN_ID_LEN;
+}
+
+int rk_stuck_decode(const char *json, size_t len, rk_stuck *out, ring_error *err) {
+  static const char *const keys[] = {"format", "version", "plan", "moves", "more"};
+  cJSON *root = NULL;
+  rk_stuck st = {0};
+  int rc = ring__record_parse(json, len, STUCK_FORMAT, keys, N_KEYS(keys), &root, err);
+  if (rc == RING_OK)
+    rc = ring__json_uint(root, "version", 1, RING_VERSION_MAX, RING_EVERSION, &st.version, err);
+  if (rc == RING_OK &&
+      (rc = ring__json_string_copy(root, "", "plan", st.plan, sizeof st.plan, err)) == RING_OK &&
+      !plan_id_valid(st.plan))
+    rc = ring__err(err, RING_EFIELD, "plan: \"%s\" is not a plan id (%d hex digits)", st.plan,
+                   RK_PLAN_ID_LEN);
+  if (rc == RING_OK)
+    rc = entries_decode(root, &stuck_spec, NULL, (void **)&st.moves, &st.n_moves, err);
+  if (rc == RING_OK)
+    rc = ring__json_u32_at(root, "", "more", &st.more, err);
+  if (rc == RING_OK && st.more > 0 && st.n_moves < RK_STUCK_MAX)
+    rc = ring__err(err, RING_EFIELD, "more: %u with only %u moves listed (up to %d are)", st.more,
+                   st.n_moves, RK_STUCK_MAX);
+  cJSON_Delete(root);
+  if (rc != RING_OK || out == NULL) {
+    rk_stuck_free(&st);
+    return rc;
+  }
+  *out = st;
+  return RING_OK;
+}
+
+/* Strings that are not NUL-terminated within their arrays cannot be
+ * printed; every other rule is the decoder's (rk_stuck_encode). */
+static bool stuck_printable(const rk_stuck *s) {
+  if (memchr(s->plan, '\0', sizeof s->plan) == NULL || s->n_moves > RK_STUCK_MAX ||
+      (s->n_moves > 0 && s->moves == NULL))
+    return false;
+  for (uint32_t i = 0; i < s->n_moves; i++) {
+    const rk_stuck_move *m = &s->moves[i];
+    if (memchr(m->from, '\0', sizeof m->from) == NULL ||
+        memchr(m->to, '\0', sizeof m->to) == NULL ||
+        memchr(m->error, '\0', sizeof m->error) == NULL)
+      return false;
+  }
+  return true;
+}
+
+/* The encoder writes, then refuses what its decoder refuses by decoding
+ * the result: the rules live in one place. */
+int rk_stuck_encode(const rk_stuck *s, char **json, size_t *len) {
+  if (s == NULL || json == NULL || !stuck_printable(s))
+    return RING_EINVAL;
+  ring__sbuf b = {0};
+  ring__sb_printf(&b,
+                  "{\"format\":\"" STUCK_FORMAT "\",\"version\":%" PRIu64 ",\"plan\":", s->version);
+  ring__sb_json_string(&b, s->plan);
+  ring__sb_puts(&b, ",\"moves\":[");
+  for (uint32_t i = 0; i < s->n_moves; i++) {
+    const rk_stuck_move *m = &s->moves[i];
+    ring__sb_printf(&b, "%s{\"token\":%u,\"slot\":%u,\"from\":", i ? "," : "", m->token, m->slot);
+    ring__sb_json_string(&b, m->from);
+    ring__sb_puts(&b, ",\"to\":");
+    ring__sb_json_string(&b, m->to);
+    ring__sb_puts(&b, ",\"error\":");
+    ring__sb_json_string(&b, m->error);
+    ring__sb_printf(&b, ",\"for_ms\":%" PRIu64 "}", m->for_ms);
+  }
+  ring__sb_printf(&b, "],\"more\":%u}", s->more);
+  char *text = NULL;
+  size_t n = 0;
+  int rc = ring__sb_finish(&b, &text, &n);
+  if (rc == RING_OK && rk_stuck_decode(text, n, NULL, NULL) != RING_OK) {
+    free(text);
+    rc = RING_EINVAL;
+  }
+  if (rc == RING_OK) {
+    *json = text;
+    if (len)
+      *len = n;
+  }
+  return rc;
+}
+
+void rk_stuck_free(rk_stuck *s) {
+  if (s == NULL)
+    return;
+  free(s->moves);
+  s->moves = NULL;
+  s->n_moves = 0;
 }

@@ -1,10 +1,12 @@
 /*
  * records.h: codecs of the small etcd values (proto/etcd.md): config,
- * nodes/<id>, alive/<id>, progress/<id>, leader, and the key names.
+ * nodes/<id>, alive/<id>, progress/<id>, leader, loss, stuck, and the key
+ * names.
  * Internal to Ringkeeper (compiled into libring with hidden visibility;
  * the daemons and ringctl link ring_static).
  *
- * Sections: keys; config; node records; alive; progress; leader.
+ * Sections: keys; config; node records; alive; progress; leader; loss;
+ * stuck.
  *
  * Decoders validate everything (proto/etcd.md), name the offending field
  * in err, never read past len, and leave *out untouched on failure.
@@ -120,17 +122,33 @@ int rk_alive_encode(const rk_alive *a, char **json, size_t *len);
 
 /* ------------------------------------------------------------ progress */
 
+#define RK_FAILING_MAX 64     /* entries of progress/<id>'s `failing` */
+#define RK_FAIL_ERROR_MAX 160 /* bytes of one entry's error */
+
+/* A pending token of the progress's version that the agent could not fetch
+ * yet: how many attempts failed and the last one's error. */
+typedef struct rk_failing {
+  uint32_t token;
+  uint32_t attempts; /* 1 .. 2^32-1 */
+  char error[RK_FAIL_ERROR_MAX + 1];
+} rk_failing;
+
 typedef struct rk_progress {
   uint64_t version;
   uint32_t n_tokens;
   uint32_t *tokens; /* ascending, malloc()'ed (NULL when n_tokens is 0) */
   uint64_t bytes;
+  uint32_t n_failing;  /* 0 .. RK_FAILING_MAX; 0: the field is not written */
+  rk_failing *failing; /* ascending tokens, none in tokens; malloc()'ed (NULL when 0) */
 } rk_progress;
 
-/* Tokens must be strictly ascending and below RING_TOKENS_MAX. */
+/* Tokens must be strictly ascending and below RING_TOKENS_MAX; so must the
+ * tokens of `failing`, which hold none of `tokens`. */
 int rk_progress_decode(const char *json, size_t len, rk_progress *out, ring_error *err);
 int rk_progress_encode(const rk_progress *p, char **json, size_t *len);
-void rk_progress_free(rk_progress *p); /* frees the contents, not p */
+void rk_progress_free(rk_progress *p); /* frees the contents (tokens, failing), not p */
+/* The failing entry of `token`, NULL when there is none. */
+const rk_failing *rk_progress_failing(const rk_progress *p, uint32_t token);
 /* True when p covers every token of want[0..n) (want ascending). */
 bool rk_progress_covers(const rk_progress *p, const uint32_t *want, uint32_t n);
 
@@ -144,5 +162,51 @@ typedef struct rk_leader {
 
 int rk_leader_decode(const char *json, size_t len, rk_leader *out, ring_error *err);
 int rk_leader_encode(const rk_leader *l, char **json, size_t *len);
+
+/* ---------------------------------------------------------------- loss */
+
+/* The operator's accepted losses (`ringctl accept-loss`): pending tokens of
+ * table version `version` whose receivers may install them empty. */
+typedef struct rk_loss {
+  uint64_t version;         /* 1 .. 2^53-1 */
+  uint32_t n_tokens;        /* 1 .. RING_TOKENS_MAX */
+  uint32_t *tokens;         /* strictly ascending, < RING_TOKENS_MAX; malloc()'ed */
+  char by[RING_ID_MAX + 1]; /* who accepted: [a-z0-9._-]{1,63} */
+  uint64_t at_ms;           /* when (Unix ms) */
+} rk_loss;
+
+int rk_loss_decode(const char *json, size_t len, rk_loss *out, ring_error *err);
+int rk_loss_encode(const rk_loss *l, char **json, size_t *len);
+void rk_loss_free(rk_loss *l); /* frees the contents, not l */
+/* True when l is for `version` and lists `token`. */
+bool rk_loss_covers(const rk_loss *l, uint64_t version, uint32_t token);
+
+/* --------------------------------------------------------------- stuck */
+
+#define RK_STUCK_MAX 256       /* moves listed in `stuck`; `more` counts the rest */
+#define RK_STUCK_ERROR_MAX 200 /* bytes of one move's reason */
+
+/* One in-flight move whose receiver has made no progress for the
+ * coordinator's stuck-after. */
+typedef struct rk_stuck_move {
+  uint32_t token;
+  uint32_t slot;
+  char from[RING_ID_MAX + 1];         /* the owner it replaces, "" for none */
+  char to[RING_ID_MAX + 1];           /* the receiver */
+  char error[RK_STUCK_ERROR_MAX + 1]; /* why, one line */
+  uint64_t for_ms;                    /* how long without progress, when written */
+} rk_stuck_move;
+
+typedef struct rk_stuck {
+  uint64_t version;           /* the table version whose pending moves these are */
+  char plan[RING_ID_MAX + 1]; /* the run's plan id (16 hex digits) */
+  uint32_t n_moves;           /* 0 .. RK_STUCK_MAX */
+  rk_stuck_move *moves;       /* ascending (token, slot); malloc()'ed (NULL when 0) */
+  uint32_t more;              /* stuck moves not listed (only when n_moves is the cap) */
+} rk_stuck;
+
+int rk_stuck_decode(const char *json, size_t len, rk_stuck *out, ring_error *err);
+int rk_stuck_encode(const rk_stuck *s, char **json, size_t *len);
+void rk_stuck_free(rk_stuck *s); /* frees the contents, not s */
 
 #endif /* RING_PROTO_RECORDS_H */

@@ -1,6 +1,7 @@
 /*
  * test_records.c: the etcd value codecs of proto/etcd.md (records.h): key
- * names; config, node, alive, progress and leader records: the documented
+ * names; config, node, alive, progress (with failing fetches), leader,
+ * loss and stuck records: the documented
  * examples decode, encoding is canonical (decode + encode gives the same
  * bytes), and every validation error has its code, names its field and
  * leaves the output untouched.
@@ -38,6 +39,8 @@ CHECKED_DECODER(dec_node, rk_node, rk_node_decode, (void)0)
 CHECKED_DECODER(dec_alive, rk_alive, rk_alive_decode, (void)0)
 CHECKED_DECODER(dec_progress, rk_progress, rk_progress_decode, rk_progress_free(&v))
 CHECKED_DECODER(dec_leader, rk_leader, rk_leader_decode, (void)0)
+CHECKED_DECODER(dec_loss, rk_loss, rk_loss_decode, rk_loss_free(&v))
+CHECKED_DECODER(dec_stuck, rk_stuck, rk_stuck_decode, rk_stuck_free(&v))
 
 /* Decodes text from an exact-size copy (no NUL after it: ASan sees any
  * read past len) and checks the code and a fragment of the message. */
@@ -474,7 +477,7 @@ START_TEST(progress_round_trip) {
   ck_assert_ptr_null(p.tokens);
   rk_progress_free(NULL);
 
-  rk_progress e = {7, 0, NULL, 0};
+  rk_progress e = {.version = 7};
   ck_assert_int_eq(rk_progress_encode(&e, &json, &len), RING_OK);
   ck_assert_str_eq(json, "{\"format\":\"ringkeeper.progress.v1\",\"version\":7,\"tokens\":[],"
                          "\"bytes\":0}");
@@ -484,7 +487,7 @@ START_TEST(progress_round_trip) {
   ck_assert(!rk_progress_covers(&p, want3, 1));
   free(json);
   uint32_t unsorted[] = {5, 3};
-  rk_progress u = {1, 2, unsorted, 0};
+  rk_progress u = {.version = 1, .n_tokens = 2, .tokens = unsorted};
   ck_assert_int_eq(rk_progress_encode(&u, &json, &len), RING_EINVAL);
 }
 END_TEST
@@ -499,6 +502,114 @@ START_TEST(progress_errors) {
   expect_edit(f, progress_doc, "version", "-3", RING_EVERSION, "version");
   expect_edit(f, progress_doc, "bytes", NULL, RING_EFIELD, "bytes: missing");
   expect_edit(f, progress_doc, "format", "1", RING_EFIELD, "format");
+}
+END_TEST
+
+/* ----------------------------------------------------- progress: failing */
+
+static const char failing_doc[] =
+    "{\"format\":\"ringkeeper.progress.v1\",\"version\":42,\"tokens\":[905],\"bytes\":4096,"
+    "\"failing\":[{\"token\":17,\"attempts\":4,\"error\":\"owner n3 does not hold token 17\"},"
+    "{\"token\":4410,\"attempts\":1,\"error\":\"n4: connection refused \\\"x\\\"\"}]}";
+
+/* failing_doc with its failing array replaced by `arr`. */
+static void expect_failing(const char *arr, int code, const char *fragment) {
+  expect_edit(dec_progress, failing_doc, "failing", arr, code, fragment);
+}
+
+START_TEST(progress_failing_round_trip) {
+  rk_progress p;
+  ring_error err;
+  ck_assert_msg(rk_progress_decode(failing_doc, strlen(failing_doc), &p, &err) == RING_OK, "%s",
+                err.message);
+  ck_assert_uint_eq(p.n_failing, 2);
+  ck_assert_uint_eq(p.failing[0].token, 17);
+  ck_assert_uint_eq(p.failing[0].attempts, 4);
+  ck_assert_str_eq(p.failing[0].error, "owner n3 does not hold token 17");
+  ck_assert_str_eq(p.failing[1].error, "n4: connection refused \"x\"");
+  ck_assert_ptr_eq(rk_progress_failing(&p, 4410), &p.failing[1]);
+  ck_assert_ptr_null(rk_progress_failing(&p, 905));
+  ck_assert_ptr_null(rk_progress_failing(NULL, 17));
+  char *json;
+  size_t len;
+  ck_assert_int_eq(rk_progress_encode(&p, &json, &len), RING_OK);
+  ck_assert_str_eq(json, failing_doc);
+  free(json);
+  /* the encoder refuses what the decoder would */
+  p.failing[1].attempts = 0;
+  ck_assert_int_eq(rk_progress_encode(&p, &json, &len), RING_EINVAL);
+  p.failing[1].attempts = 1;
+  p.failing[1].token = 17;
+  ck_assert_int_eq(rk_progress_encode(&p, &json, &len), RING_EINVAL);
+  p.failing[1].token = 905; /* held */
+  ck_assert_int_eq(rk_progress_encode(&p, &json, &len), RING_EINVAL);
+  p.failing[1].token = 4410;
+  memset(p.failing[1].error, 'e', sizeof p.failing[1].error); /* no NUL */
+  ck_assert_int_eq(rk_progress_encode(&p, &json, &len), RING_EINVAL);
+  p.failing[1].error[RK_FAIL_ERROR_MAX] = '\0'; /* exactly the cap */
+  ck_assert_int_eq(rk_progress_encode(&p, &json, &len), RING_OK);
+  rk_progress q;
+  ck_assert_int_eq(rk_progress_decode(json, len, &q, &err), RING_OK);
+  ck_assert_uint_eq(strlen(q.failing[1].error), RK_FAIL_ERROR_MAX);
+  rk_progress_free(&q);
+  free(json);
+  p.n_failing = RK_FAILING_MAX + 1;
+  ck_assert_int_eq(rk_progress_encode(&p, &json, &len), RING_EINVAL);
+  /* no failures: the field is not written, the bytes are today's */
+  p.n_failing = 0;
+  ck_assert_int_eq(rk_progress_encode(&p, &json, &len), RING_OK);
+  ck_assert_str_eq(json, "{\"format\":\"ringkeeper.progress.v1\",\"version\":42,"
+                         "\"tokens\":[905],\"bytes\":4096}");
+  free(json);
+  p.n_failing = 2;
+  rk_progress_free(&p);
+  ck_assert_ptr_null(p.failing);
+  ck_assert_uint_eq(p.n_failing, 0);
+}
+END_TEST
+
+START_TEST(progress_failing_errors) {
+  expect_failing("{}", RING_EFIELD, "failing: must be an array");
+  expect_failing("[1]", RING_EFIELD, "failing[0]: must be an object");
+  expect_failing("[{\"token\":1,\"attempts\":1}]", RING_EFIELD, "failing[0].error: missing");
+  expect_failing("[{\"token\":1,\"attempts\":1,\"error\":\"x\",\"why\":1}]", RING_EFIELD,
+                 "failing[0]: unknown field");
+  expect_failing("[{\"token\":1,\"attempts\":0,\"error\":\"x\"}]", RING_EFIELD,
+                 "failing[0].attempts");
+  expect_failing("[{\"token\":1,\"attempts\":4294967296,\"error\":\"x\"}]", RING_EFIELD,
+                 "failing[0].attempts");
+  expect_failing("[{\"token\":1,\"attempts\":1.5,\"error\":\"x\"}]", RING_EFIELD,
+                 "failing[0].attempts");
+  expect_failing("[{\"token\":65536,\"attempts\":1,\"error\":\"x\"}]", RING_EFIELD,
+                 "failing[0].token");
+  expect_failing("[{\"token\":9,\"attempts\":1,\"error\":\"x\"},"
+                 "{\"token\":9,\"attempts\":1,\"error\":\"x\"}]",
+                 RING_EFIELD, "failing[1].token: 9 not above 9");
+  expect_failing("[{\"token\":9,\"attempts\":1,\"error\":\"x\"},"
+                 "{\"token\":3,\"attempts\":1,\"error\":\"x\"}]",
+                 RING_EFIELD, "failing[1].token");
+  expect_failing("[{\"token\":905,\"attempts\":1,\"error\":\"x\"}]", RING_EFIELD,
+                 "failing[0].token: 905 is also in tokens");
+  expect_failing("[{\"token\":1,\"attempts\":1,\"error\":7}]", RING_EFIELD,
+                 "failing[0].error: must be a string");
+  /* the error's cap, in decoded bytes */
+  char arr[512], err[RK_FAIL_ERROR_MAX + 2];
+  memset(err, 'e', RK_FAIL_ERROR_MAX + 1);
+  err[RK_FAIL_ERROR_MAX + 1] = '\0';
+  snprintf(arr, sizeof arr, "[{\"token\":1,\"attempts\":1,\"error\":\"%s\"}]", err);
+  expect_failing(arr, RING_EFIELD, "failing[0].error: 161 bytes, at most 160");
+  err[RK_FAIL_ERROR_MAX] = '\0';
+  snprintf(arr, sizeof arr, "[{\"token\":1,\"attempts\":1,\"error\":\"%s\"}]", err);
+  expect_failing(arr, RING_OK, "");
+  /* the entries' cap */
+  char *big = malloc(64 * 1024), *p = big;
+  p += sprintf(p, "[");
+  for (int i = 0; i <= RK_FAILING_MAX; i++)
+    p += sprintf(p, "%s{\"token\":%d,\"attempts\":1,\"error\":\"x\"}", i ? "," : "", 1000 + i);
+  sprintf(p, "]");
+  expect_failing(big, RING_EFIELD, "failing: 65 entries, at most 64");
+  free(big);
+  expect_failing("[]", RING_OK, "");
 }
 END_TEST
 
@@ -541,11 +652,187 @@ START_TEST(leader_errors) {
 }
 END_TEST
 
+/* -------------------------------------------------------------------- loss */
+
+static const char loss_doc[] =
+    "{\"format\":\"ringkeeper.loss.v1\",\"version\":42,\"tokens\":[3,17],\"by\":\"ringctl\","
+    "\"at_ms\":1796000000000}";
+
+START_TEST(loss_round_trip) {
+  rk_loss l;
+  ring_error err;
+  ck_assert_msg(rk_loss_decode(loss_doc, strlen(loss_doc), &l, &err) == RING_OK, "%s", err.message);
+  ck_assert_uint_eq(l.version, 42);
+  ck_assert_uint_eq(l.n_tokens, 2);
+  ck_assert_uint_eq(l.tokens[1], 17);
+  ck_assert_str_eq(l.by, "ringctl");
+  ck_assert_uint_eq(l.at_ms, 1796000000000ull);
+  ck_assert(rk_loss_covers(&l, 42, 17));
+  ck_assert(!rk_loss_covers(&l, 41, 17)); /* another version: never */
+  ck_assert(!rk_loss_covers(&l, 42, 4));
+  ck_assert(!rk_loss_covers(NULL, 42, 17));
+  char *json;
+  size_t len;
+  ck_assert_int_eq(rk_loss_encode(&l, &json, &len), RING_OK);
+  ck_assert_str_eq(json, loss_doc);
+  free(json);
+  l.tokens[1] = 3;
+  ck_assert_int_eq(rk_loss_encode(&l, &json, &len), RING_EINVAL);
+  l.tokens[1] = 17;
+  l.n_tokens = 0;
+  ck_assert_int_eq(rk_loss_encode(&l, &json, &len), RING_EINVAL);
+  l.n_tokens = 2;
+  l.version = 0;
+  ck_assert_int_eq(rk_loss_encode(&l, &json, &len), RING_EINVAL);
+  l.version = 42;
+  strcpy(l.by, "Ops Team");
+  ck_assert_int_eq(rk_loss_encode(&l, &json, &len), RING_EINVAL);
+  rk_loss_free(&l);
+  ck_assert_ptr_null(l.tokens);
+  rk_loss_free(NULL);
+}
+END_TEST
+
+START_TEST(loss_errors) {
+  decode_fn f = dec_loss;
+  expect_edit(f, loss_doc, "version", "0", RING_EVERSION, "version");
+  expect_edit(f, loss_doc, "version", "9007199254740992", RING_EVERSION, "version");
+  expect_edit(f, loss_doc, "tokens", "[]", RING_EFIELD, "tokens: empty");
+  expect_edit(f, loss_doc, "tokens", "[17,3]", RING_EFIELD, "tokens[1]");
+  expect_edit(f, loss_doc, "tokens", "[65536]", RING_EFIELD, "tokens[0]");
+  expect_edit(f, loss_doc, "by", "\"Ops\"", RING_EFIELD, "by");
+  expect_edit(f, loss_doc, "by", "\"\"", RING_EFIELD, "by");
+  expect_edit(f, loss_doc, "by", NULL, RING_EFIELD, "by: missing");
+  expect_edit(f, loss_doc, "at_ms", "-1", RING_EFIELD, "at_ms");
+  expect_edit(f, loss_doc, "plan", "\"x\"", RING_EFIELD, "unknown field");
+  expect_edit(f, loss_doc, "format", "\"ringkeeper.loss.v2\"", RING_EFORMAT, "format");
+  char by[80];
+  snprintf(by, sizeof by, "\"%064d\"", 0); /* 64 characters of an id */
+  expect_edit(f, loss_doc, "by", by, RING_EFIELD, "by: 64 bytes, at most 63");
+}
+END_TEST
+
+/* ------------------------------------------------------------------- stuck */
+
+static const char stuck_doc[] =
+    "{\"format\":\"ringkeeper.stuck.v1\",\"version\":42,\"plan\":\"0123456789abcdef\","
+    "\"moves\":[{\"token\":17,\"slot\":0,\"from\":\"\",\"to\":\"n2\","
+    "\"error\":\"no progress reported by n2\",\"for_ms\":600000},"
+    "{\"token\":17,\"slot\":2,\"from\":\"n3\",\"to\":\"n5\","
+    "\"error\":\"owner n3 does not hold token 17 (4 attempts)\",\"for_ms\":612000}],"
+    "\"more\":0}";
+
+START_TEST(stuck_round_trip) {
+  rk_stuck k;
+  ring_error err;
+  ck_assert_msg(rk_stuck_decode(stuck_doc, strlen(stuck_doc), &k, &err) == RING_OK, "%s",
+                err.message);
+  ck_assert_uint_eq(k.version, 42);
+  ck_assert_str_eq(k.plan, "0123456789abcdef");
+  ck_assert_uint_eq(k.n_moves, 2);
+  ck_assert_str_eq(k.moves[0].from, "");
+  ck_assert_str_eq(k.moves[1].to, "n5");
+  ck_assert_uint_eq(k.moves[1].slot, 2);
+  ck_assert_uint_eq(k.moves[1].for_ms, 612000);
+  char *json;
+  size_t len;
+  ck_assert_int_eq(rk_stuck_encode(&k, &json, &len), RING_OK);
+  ck_assert_str_eq(json, stuck_doc);
+  free(json);
+  /* the encoder refuses what the decoder would */
+  strcpy(k.moves[1].to, "N5");
+  ck_assert_int_eq(rk_stuck_encode(&k, &json, &len), RING_EINVAL);
+  strcpy(k.moves[1].to, "n5");
+  k.moves[1].slot = 0;
+  ck_assert_int_eq(rk_stuck_encode(&k, &json, &len), RING_EINVAL);
+  k.moves[1].slot = 2;
+  k.more = 3; /* only with the cap listed */
+  ck_assert_int_eq(rk_stuck_encode(&k, &json, &len), RING_EINVAL);
+  k.more = 0;
+  memset(k.moves[0].error, 'x', sizeof k.moves[0].error);
+  ck_assert_int_eq(rk_stuck_encode(&k, &json, &len), RING_EINVAL);
+  strcpy(k.moves[0].error, "x");
+  strcpy(k.plan, "refused");
+  ck_assert_int_eq(rk_stuck_encode(&k, &json, &len), RING_EINVAL);
+  rk_stuck_free(&k);
+  ck_assert_ptr_null(k.moves);
+  /* nothing listed: an empty report */
+  rk_stuck e = {.version = 3, .plan = "fedcba9876543210"};
+  ck_assert_int_eq(rk_stuck_encode(&e, &json, &len), RING_OK);
+  ck_assert_int_eq(rk_stuck_decode(json, len, &k, &err), RING_OK);
+  ck_assert_uint_eq(k.n_moves, 0);
+  ck_assert_ptr_null(k.moves);
+  free(json);
+}
+END_TEST
+
+/* stuck_doc with its moves replaced by `arr`. */
+static void expect_moves(const char *arr, int code, const char *fragment) {
+  expect_edit(dec_stuck, stuck_doc, "moves", arr, code, fragment);
+}
+
+#define MOVE(tok, slot, from, to, error)                                                           \
+  "{\"token\":" #tok ",\"slot\":" #slot ",\"from\":\"" from "\",\"to\":\"" to                      \
+  "\",\"error\":\"" error "\",\"for_ms\":1}"
+
+START_TEST(stuck_errors) {
+  decode_fn f = dec_stuck;
+  expect_edit(f, stuck_doc, "version", "0", RING_EVERSION, "version");
+  expect_edit(f, stuck_doc, "plan", "\"0123456789ABCDEF\"", RING_EFIELD, "plan");
+  expect_edit(f, stuck_doc, "plan", "\"0123\"", RING_EFIELD, "plan");
+  expect_edit(f, stuck_doc, "more", "1", RING_EFIELD, "more: 1 with only 2 moves");
+  expect_edit(f, stuck_doc, "more", "-1", RING_EFIELD, "more");
+  expect_edit(f, stuck_doc, "more", NULL, RING_EFIELD, "more: missing");
+  expect_edit(f, stuck_doc, "format", "\"ringkeeper.stuck.v9\"", RING_EFORMAT, "format");
+  expect_moves("{}", RING_EFIELD, "moves: must be an array");
+  expect_moves("[" MOVE(1, 0, "", "n2", "x") "," MOVE(1, 0, "", "n3", "x") "]", RING_EFIELD,
+               "moves[1].token");
+  expect_moves("[" MOVE(2, 0, "", "n2", "x") "," MOVE(1, 1, "", "n3", "x") "]", RING_EFIELD,
+               "moves[1].token");
+  expect_moves("[" MOVE(1, 7, "", "n2", "x") "]", RING_EFIELD, "moves[0].slot");
+  expect_moves("[" MOVE(65536, 0, "", "n2", "x") "]", RING_EFIELD, "moves[0].token");
+  expect_moves("[" MOVE(1, 0, "", "", "x") "]", RING_ENODEID, "moves[0].to");
+  expect_moves("[" MOVE(1, 0, "N1", "n2", "x") "]", RING_ENODEID, "moves[0].from");
+  expect_moves("[{\"token\":1,\"slot\":0,\"from\":\"\",\"to\":\"n2\",\"error\":\"x\"}]",
+               RING_EFIELD, "moves[0].for_ms: missing");
+  expect_moves("[" MOVE(1, 0, "", "n2", "x") ",3]", RING_EFIELD, "moves[1]: must be an object");
+  char arr[512], err[RK_STUCK_ERROR_MAX + 2];
+  memset(err, 'e', RK_STUCK_ERROR_MAX + 1);
+  err[RK_STUCK_ERROR_MAX + 1] = '\0';
+  snprintf(arr, sizeof arr,
+           "[{\"token\":1,\"slot\":0,\"from\":\"\",\"to\":\"n2\",\"error\":\"%s\",\"for_ms\":1}]",
+           err);
+  expect_moves(arr, RING_EFIELD, "moves[0].error: 201 bytes, at most 200");
+  /* the cap: 256 listed, the rest counted in more */
+  char *big = malloc(128 * 1024), *p = big;
+  p += sprintf(p, "[");
+  for (int i = 0; i <= RK_STUCK_MAX; i++)
+    p += sprintf(p,
+                 "%s{\"token\":%d,\"slot\":0,\"from\":\"n1\",\"to\":\"n2\",\"error\":\"x\","
+                 "\"for_ms\":1}",
+                 i ? "," : "", i);
+  sprintf(p, "]");
+  expect_moves(big, RING_EFIELD, "moves: 257 entries, at most 256");
+  char *last = strrchr(big, '{');
+  strcpy(last - 1, "]"); /* 256 moves */
+  cJSON *root = cJSON_Parse(stuck_doc);
+  json_set_raw(root, "moves", big);
+  json_set_raw(root, "more", "9");
+  char *text = cJSON_PrintUnformatted(root);
+  expect(f, text, RING_OK, "");
+  free(text);
+  cJSON_Delete(root);
+  free(big);
+}
+END_TEST
+
 /* A record cut anywhere is refused, and nothing past len is read. */
 START_TEST(every_prefix_refused) {
-  const char *docs[] = {config_doc, node_doc, alive_doc, progress_doc, leader_doc};
-  decode_fn fns[] = {dec_config, dec_node, dec_alive, dec_progress, dec_leader};
-  for (int d = 0; d < 5; d++) {
+  const char *docs[] = {config_doc, node_doc,    alive_doc, progress_doc,
+                        leader_doc, failing_doc, loss_doc,  stuck_doc};
+  decode_fn fns[] = {dec_config, dec_node,     dec_alive, dec_progress,
+                     dec_leader, dec_progress, dec_loss,  dec_stuck};
+  for (int d = 0; d < 8; d++) {
     size_t n = strlen(docs[d]);
     for (size_t cut = 0; cut < n; cut++) {
       char *copy = malloc(cut ? cut : 1);
@@ -576,6 +863,12 @@ static Suite *records_suite(void) {
   tcase_add_test(tc, alive_errors);
   tcase_add_test(tc, progress_round_trip);
   tcase_add_test(tc, progress_errors);
+  tcase_add_test(tc, progress_failing_round_trip);
+  tcase_add_test(tc, progress_failing_errors);
+  tcase_add_test(tc, loss_round_trip);
+  tcase_add_test(tc, loss_errors);
+  tcase_add_test(tc, stuck_round_trip);
+  tcase_add_test(tc, stuck_errors);
   tcase_add_test(tc, leader_round_trip);
   tcase_add_test(tc, leader_errors);
   tcase_add_test(tc, every_prefix_refused);
