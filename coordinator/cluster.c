@@ -44,6 +44,7 @@ static const part parts[] = {
     {RK_READ_PLANS, "plan/proposed", false}, {RK_READ_PLANS, "plan/active", false},
     {RK_READ_ACKS, "acks/", true},         {RK_READ_PROGRESS, "progress/", true},
     {RK_READ_LEADER, "leader", false},     {RK_READ_CLIENTS, "clients/", true},
+    {RK_READ_STUCK, "stuck", false},
 };
 #define N_PARTS (sizeof parts / sizeof parts[0])
 
@@ -59,11 +60,13 @@ static int parse_acks(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_er
 static int parse_progress(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
 static int parse_leader(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
 static int parse_clients(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
+static int parse_stuck(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
 
 /* In the order of parts[]. */
 static const part_parser parsers[N_PARTS] = {
     parse_config, parse_version, parse_nodes,    parse_alive,  parse_proposed,
     parse_active, parse_acks,    parse_progress, parse_leader, parse_clients,
+    parse_stuck,
 };
 
 int rk_state_read(ring_etcd *c, const char *cluster, unsigned what, rk_state *out,
@@ -113,6 +116,7 @@ void rk_state_free(rk_state *s) {
     rk_progress_free(&s->progress[i].p);
   free(s->progress);
   free(s->clients);
+  rk_stuck_free(&s->stuck);
   memset(s, 0, sizeof *s);
 }
 
@@ -155,10 +159,11 @@ static void note_bad(rk_state *s, const ring_kv *kv, const char *why) {
     snprintf(s->first_bad, sizeof s->first_bad, "%.100s: %.140s", (const char *)kv->key, why);
 }
 
-/* A value the control plane writes: decoded strictly, or the read fails. */
-typedef int (*strict_decoder)(const char *json, size_t len, void *out, ring_error *err);
+/* A record's decoder (records.h, plan_doc.h) behind one signature. */
+typedef int (*value_decoder)(const char *json, size_t len, void *out, ring_error *err);
 
-static int parse_single(const ring_kvs *r, strict_decoder dec, void *out, bool *has, int64_t *mod,
+/* A value the control plane writes: decoded strictly, or the read fails. */
+static int parse_single(const ring_kvs *r, value_decoder dec, void *out, bool *has, int64_t *mod,
                         ring_error *err) {
   if (r->n == 0)
     return RING_OK;
@@ -318,17 +323,27 @@ static int parse_progress(rk_state *s, const ring_kvs *r, size_t prefix_len, rin
   return RING_OK;
 }
 
+/* A single value read tolerantly: decoded into out when it parses, else
+ * noted (n_bad). Returns whether it parsed; false when absent. */
+static bool parse_tolerant(rk_state *s, const ring_kvs *r, value_decoder dec, void *out) {
+  if (r->n == 0)
+    return false;
+  const ring_kv *kv = &r->kvs[0];
+  ring_error why = {0};
+  bool ok = dec((const char *)kv->value, kv->value_len, out, &why) == RING_OK;
+  if (!ok)
+    note_bad(s, kv, why.message);
+  return ok;
+}
+
+static int dec_leader(const char *j, size_t n, void *out, ring_error *err) {
+  return rk_leader_decode(j, n, out, err);
+}
+
 static int parse_leader(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err) {
   (void)prefix_len;
   (void)err;
-  if (r->n == 0)
-    return RING_OK;
-  const ring_kv *kv = &r->kvs[0];
-  ring_error why = {0};
-  s->has_leader = rk_leader_decode((const char *)kv->value, kv->value_len, &s->leader, &why) ==
-                  RING_OK;
-  if (!s->has_leader)
-    note_bad(s, kv, why.message);
+  s->has_leader = parse_tolerant(s, r, dec_leader, &s->leader);
   return RING_OK;
 }
 
@@ -343,6 +358,21 @@ static int parse_clients(rk_state *s, const ring_kvs *r, size_t prefix_len, ring
       s->n_clients++;
     else
       note_bad(s, &r->kvs[i], "not a client name");
+  return RING_OK;
+}
+
+static int dec_stuck(const char *j, size_t n, void *out, ring_error *err) {
+  return rk_stuck_decode(j, n, out, err);
+}
+
+/* Written by the leader; a value that does not parse is noted and read as
+ * absent (stuck_mod still says the key is there), so the leader that must
+ * rewrite it can still read the cluster. */
+static int parse_stuck(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err) {
+  (void)prefix_len;
+  (void)err;
+  s->has_stuck = parse_tolerant(s, r, dec_stuck, &s->stuck);
+  s->stuck_mod = r->n > 0 ? r->kvs[0].mod_revision : 0;
   return RING_OK;
 }
 

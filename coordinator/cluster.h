@@ -27,7 +27,8 @@ enum {
   RK_READ_PROGRESS = 1u << 6,
   RK_READ_LEADER = 1u << 7,
   RK_READ_CLIENTS = 1u << 8, /* clients/: data-plane processes in the version barrier */
-  RK_READ_ALL = 0x1FFu
+  RK_READ_STUCK = 1u << 9,   /* the coordinator's report of stuck moves */
+  RK_READ_ALL = 0x3FFu
 };
 
 typedef struct rk_ack {
@@ -81,8 +82,14 @@ typedef struct rk_state {
   char (*clients)[RING_ID_MAX + 1]; /* names under clients/, sorted */
   uint32_t n_clients;
 
+  bool has_stuck;            /* the key is there and parsed */
+  rk_stuck stuck;
+  int64_t stuck_mod;         /* its mod revision (also when malformed); 0 when absent */
+
   /* Agent-written values (alive, acks, progress) that did not parse: kept
-   * as "present but empty" so liveness never depends on a value's bytes. */
+   * as "present but empty" so liveness never depends on a value's bytes.
+   * A `stuck` value that does not parse counts here too (its writer, the
+   * leader, rewrites it; it must not stop the leader's reads). */
   uint32_t n_bad;
   char first_bad[RK_REASON_MAX];
 } rk_state;

@@ -5,6 +5,7 @@ add_executable(ring-coordinator
   coord_member.c
   coord_propose.c
   coord_run.c
+  coord_stuck.c
   coord_publish.c
   coord_gc.c
   coord_metrics.c

@@ -9,8 +9,8 @@
  * a step computed from a stale read, or by a leader that lost its lease
  * while paused, never lands. Watches and the lease keeper only wake the loop.
  *
- * Sections: the daemon; leadership; membership; proposals; runs; tables and
- * publishing; retention; metrics; the status page.
+ * Sections: the daemon; leadership; membership; proposals; runs; stuck
+ * moves; tables and publishing; retention; metrics; the status page.
  */
 #ifndef RING_COORD_H
 #define RING_COORD_H
@@ -32,6 +32,7 @@ typedef struct coord_opts {
   uint64_t lease_ttl_ms;
   uint64_t tick_ms;    /* the loop's longest sleep */
   uint64_t compact_every_ms;
+  uint64_t stuck_after_ms; /* a receiver without progress this long: its moves are stuck */
 } coord_opts;
 
 /* Counters and gauges read by /metrics from the server's thread. */
@@ -45,6 +46,8 @@ typedef struct coord_metrics {
   _Atomic uint64_t errors;
   _Atomic uint64_t publishes, publish_bytes;
   _Atomic uint64_t runs_done, runs_failed, runs_cancelled;
+  _Atomic uint64_t stuck_moves;   /* in-flight moves stuck (coord_stuck.c) */
+  _Atomic uint64_t failing_moves; /* in-flight moves whose receiver reports a failing fetch */
 } coord_metrics;
 
 enum { COORD_PLAN_NONE, COORD_PLAN_PROPOSED, COORD_PLAN_ACTIVE, COORD_PLAN_PAUSED,
@@ -69,6 +72,18 @@ typedef struct coord_status {
   uint64_t history_checked_ms; /* rd_now_ms when the keys were last looked at */
   int64_t plans_mod;           /* the plan keys' mod revisions then (folded) */
 } coord_status;
+
+/* Stuck moves (coord_stuck.c). Locking: mu guards health only (the HTTP
+ * thread reads it); the rest belongs to the loop. */
+typedef struct coord_stuck {
+  char plan[RK_PLAN_ID_LEN + 1]; /* the in-flight set watched: its run's plan */
+  uint64_t version;              /* and its cursor version; 0: none watched */
+  uint32_t n_recv;               /* entries below, one per node index of the plan's target */
+  uint32_t *covered;             /* in-flight tokens the receiver's progress covered */
+  uint64_t *since_ms;            /* rd_now_ms of its last progress, or of the set's start */
+  pthread_mutex_t mu;            /* guards health */
+  char health[512];              /* /healthz's "degraded: ..." line; "" when nothing is stuck */
+} coord_stuck;
 
 typedef struct coord {
   coord_opts o;
@@ -98,6 +113,7 @@ typedef struct coord {
 
   coord_metrics m;
   coord_status status;
+  coord_stuck stuck;
 } coord;
 
 /* Records a failed step for /healthz and the log (rd_health_trouble) and
@@ -136,6 +152,24 @@ int coord_propose(coord *c, const rk_state *s);
 
 /* Takes the next step of plan/active. Same return convention. */
 int coord_run_step(coord *c, const rk_state *s);
+
+/* ----------------------------------------------------------- stuck moves */
+
+/* Sets up c->stuck; returns 0 or an errno value. coord_stuck_free undoes it. */
+int coord_stuck_init(coord *c);
+void coord_stuck_free(coord *c);
+/* The loop, leading, after a look that wrote nothing else: follows the
+ * receivers of the active run's in-flight set (rd_now_ms), updates the
+ * gauges and the /healthz line, and writes the `stuck` key (fenced) when
+ * the stuck set or a reason changed, or deletes it when nothing is stuck.
+ * Returns 0 (that write needs no second look), or a negative ring_errno
+ * (out of memory, a failed write: counted by coord_trouble). */
+int coord_stuck_step(coord *c, const rk_state *s);
+/* Forgets what a term watched (stepping down): gauges 0, healthy. */
+void coord_stuck_forget(coord *c);
+/* /healthz's part: writes the "degraded: ..." line and returns false when
+ * moves are stuck; writes nothing and returns true otherwise. */
+bool coord_stuck_health(coord *c, rd_text *t);
 
 /* ------------------------------------------------ tables and publishing */
 

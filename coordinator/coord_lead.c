@@ -40,6 +40,7 @@ static void forget_term(coord *c) {
   ring_table_free(c->run_base);
   c->run_base = NULL;
   c->input_hash = 0;
+  coord_stuck_forget(c); /* a follower reports nothing stuck: the leader does */
 }
 
 void coord_step_down(coord *c, const char *why) {

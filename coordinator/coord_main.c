@@ -33,12 +33,14 @@ static void opts_table(coord_opts *o, rd_opt *t) {
       {"tick", RD_OPT_MS, &o->tick_ms, 50, 60000, "longest sleep between two looks at etcd"},
       {"compact-every", RD_OPT_MS, &o->compact_every_ms, 1000, 86400000,
        "retention and etcd compaction period"},
+      {"stuck-after", RD_OPT_MS, &o->stuck_after_ms, 100, 604800000,
+       "a move whose receiver makes no progress this long is stuck (/healthz, /metrics, stuck)"},
       {"log-level", RD_OPT_STRING, &o->log_level, 0, 0, "debug, info, warn or error"},
       {NULL, 0, NULL, 0, 0, NULL},
   };
   memcpy(t + RD_ETCD_OPTS, table, sizeof table);
 }
-#define N_OPTS (RD_ETCD_OPTS + 9)
+#define N_OPTS (RD_ETCD_OPTS + 10)
 
 /* Checks what the option parser cannot: required options, names. */
 static int opts_check(const coord_opts *o, char *msg, size_t cap) {
@@ -113,7 +115,8 @@ static int sync_table(coord *c, const rk_state *s) {
 }
 
 /* One look at the cluster while leading: at most one kind of write per
- * look (records, then the run, then a proposal, then retention). Returns
+ * look (records, then the run, then a proposal, then the stuck report,
+ * then retention). Returns
  * true when it wrote, so the loop looks again at once. */
 static bool leader_step(coord *c) {
   rk_state s;
@@ -130,6 +133,8 @@ static bool leader_step(coord *c) {
   else if (sync_table(c, &s) == RING_OK && (wrote = coord_membership(c, &s)) == 0 &&
            (wrote = coord_run_step(c, &s)) == 0 && !s.has_active)
     wrote = coord_propose(c, &s);
+  if (wrote == 0)
+    wrote = coord_stuck_step(c, &s);
   if (wrote == 0)
     coord_gc(c, &s);
   if (wrote >= 0)
@@ -162,7 +167,7 @@ static void run_loop(coord *c) {
 static int start(coord *c, rd_opt *table, int argc, char **argv) {
   char msg[512] = "";
   c->o = (coord_opts){.lease_ttl_ms = 10000, .tick_ms = 1000, .compact_every_ms = 300000,
-                      .etcd = {.timeout_ms = 5000}};
+                      .stuck_after_ms = 600000, .etcd = {.timeout_ms = 5000}};
   opts_table(&c->o, table);
   int rc = rd_opts_parse(argc, argv,
                          "ring-coordinator: membership, plans and throttled migrations for one "
@@ -190,6 +195,7 @@ int main(int argc, char **argv) {
     return rc;
   rd_waker_init(&c.waker);
   rd_health_init(&c.health);
+  coord_stuck_init(&c);
   coord_status_init(&c);
   if (rd_signals_start(on_stop, NULL, &c) != 0) {
     fprintf(stderr, "ring-coordinator: cannot set up signal handling\n");
@@ -213,6 +219,7 @@ int main(int argc, char **argv) {
   if (http)
     rd_http_stop(http);
   coord_status_free(&c);
+  coord_stuck_free(&c);
   ring_table_free(c.table);
   ring_plan_free(c.run_plan);
   ring_table_free(c.run_base);

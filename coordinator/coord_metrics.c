@@ -6,6 +6,7 @@
 #include "coord.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 void coord_metrics_observe(coord *c, const rk_state *s) {
   uint64_t by_state[5] = {0};
@@ -74,8 +75,28 @@ void coord_metrics_text(void *ud, rd_text *t) {
   counter(t, "ring_coordinator_runs_done_total", "runs finished", (double)m->runs_done);
   counter(t, "ring_coordinator_runs_failed_total", "runs failed", (double)m->runs_failed);
   counter(t, "ring_coordinator_runs_cancelled_total", "runs cancelled", (double)m->runs_cancelled);
+  gauge(t, "ring_coordinator_stuck_moves",
+        "moves in flight whose receiver made no progress for --stuck-after",
+        (double)m->stuck_moves);
+  gauge(t, "ring_coordinator_failing_moves",
+        "moves in flight whose receiver reports failed fetches (stuck or not yet)",
+        (double)m->failing_moves);
 }
 
+/* Stuck moves first (they last until data arrives or a loss is accepted),
+ * then the last trouble of a step; one line, healthy only without both. */
 bool coord_health_text(void *ud, rd_text *t) {
-  return rd_health_text(&((coord *)ud)->health, t);
+  coord *c = ud;
+  rd_text trouble = {0};
+  bool ok = rd_health_text(&c->health, &trouble);
+  bool calm = coord_stuck_health(c, t);
+  const char *line = trouble.data != NULL ? trouble.data : "ok\n";
+  if (calm)
+    rd_text_printf(t, "%s", line);
+  else if (ok)
+    rd_text_printf(t, "\n");
+  else
+    rd_text_printf(t, "; %s", line);
+  free(trouble.data);
+  return calm && ok;
 }

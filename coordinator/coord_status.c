@@ -326,7 +326,7 @@ static void refresh_history(coord *c, const rk_state *s, uint64_t now_ms) {
 static cJSON *leader_json(coord *c, const rk_state *s, const ring_table *t) {
   cJSON *o = head(c, "leader", s->has_leader ? &s->leader : NULL);
   rd_text health = {0};
-  rd_health_text(&c->health, &health);
+  coord_health_text(c, &health);
   if (health.len > 0 && health.data[health.len - 1] == '\n')
     health.data[--health.len] = '\0';
   cJSON_AddNumberToObject(o, "revision", (double)s->revision);
