@@ -2,7 +2,7 @@
  * cmd_apply.c: `ringctl apply`: approves exactly one plan by writing
  * plan/active; the coordinator runs it.
  *
- * Usage: ringctl apply [ID|FILE] [--wait]
+ * Usage: ringctl apply [ID|FILE] [--wait [--stuck-timeout DURATION]]
  *
  * Sections: arguments; which plan; the approving txn; the command.
  *
@@ -26,12 +26,15 @@
 
 /* -------------------------------------------------------------- arguments */
 
-enum { OPT_WAIT };
+enum { OPT_WAIT, OPT_STUCK_TIMEOUT };
 
-static const ringctl_opt apply_opts[] = {{"wait", OPT_WAIT, false}, {NULL, 0, false}};
+static const ringctl_opt apply_opts[] = {
+    {"wait", OPT_WAIT, false}, {"stuck-timeout", OPT_STUCK_TIMEOUT, true}, {NULL, 0, false}};
+
+#define STUCK_TIMEOUT_MAX_MS (7ull * 24 * 3600 * 1000)
 
 static const char help[] =
-    "Usage: ringctl apply [ID|FILE] [--wait]\n"
+    "Usage: ringctl apply [ID|FILE] [--wait [--stuck-timeout DURATION]]\n"
     "\n"
     "Approves a plan: the proposed one (no argument), the proposed one only if its id\n"
     "is ID, or one saved by ringctl plan -o FILE (recomputed and checked against its\n"
@@ -40,11 +43,16 @@ static const char help[] =
     "\n"
     "Options:\n"
     "  --wait  follow the run until it is done (exit 0), failed or cancelled (exit 1):\n"
-    "          a progress bar on a terminal, progress lines otherwise\n";
+    "          a progress bar on a terminal, progress lines otherwise\n"
+    "  --stuck-timeout DURATION\n"
+    "          with --wait: exit 1, showing the stuck and failing moves, when no move\n"
+    "          was done for DURATION (e.g. 30m; measured here) or the coordinator\n"
+    "          reports moves of the run stuck. The run goes on (deploy/STUCK.md).\n";
 
 typedef struct apply_settings {
   const char *target; /* ID or FILE, NULL for the proposed plan */
   bool wait;
+  uint64_t stuck_timeout_ms; /* 0: wait however long it takes */
 } apply_settings;
 
 static int apply(const ringctl_args *a, int id, const char *value, void *ud) {
@@ -53,6 +61,9 @@ static int apply(const ringctl_args *a, int id, const char *value, void *ud) {
     s->wait = true;
     return RINGCTL_EXIT_OK;
   }
+  if (id == OPT_STUCK_TIMEOUT)
+    return ringctl_parse_duration(a, "stuck-timeout", value, 1, STUCK_TIMEOUT_MAX_MS,
+                                  &s->stuck_timeout_ms);
   if (s->target != NULL)
     return ringctl_usage_error(a, "one plan at a time: \"%s\" after \"%s\"", value, s->target);
   s->target = value;
@@ -163,14 +174,11 @@ static int approve(ringctl_ctx *ctx, const rk_state *st, const rk_plan_doc *d, b
   snprintf(base, sizeof base, "%llu", (unsigned long long)d->base_version);
   uint32_t n = approval_cmps(ctx, st, proposed, keys, base, cmps);
   ring_op put = {RING_OP_PUT, keys[0], strlen(keys[0]), json, len, 0, false};
-  ring_txn_result r;
-  ring_error err = {RING_OK, ""};
-  ring_rc = ring_etcd_txn(ctx->etcd, cmps, n, &put, 1, NULL, 0, &r, &err);
+  bool won = false;
+  int rc = ringctl_txn(ctx, cmps, n, &put, 1, "writing plan/active", &won);
   free(json);
-  if (ring_rc != RING_OK)
-    return ringctl_fail(ctx, ring_rc, &err, "writing plan/active");
-  bool won = r.succeeded;
-  ring_txn_result_free(&r);
+  if (rc != RINGCTL_EXIT_OK)
+    return rc;
   if (!won)
     return ringctl_say(ctx, RINGCTL_EXIT_CONFLICT,
                        "the cluster changed while approving (another apply, a new version or "
@@ -182,7 +190,7 @@ static int approve(ringctl_ctx *ctx, const rk_state *st, const rk_plan_doc *d, b
 
 /* Approves d (from a file when !proposed) and reports it. */
 static int approve_doc(ringctl_ctx *ctx, const rk_state *st, const rk_plan_doc *d, bool proposed,
-                       bool wait) {
+                       const apply_settings *s) {
   int rc = check_plan(ctx, st, d);
   ring_plan *plan = NULL;
   if (rc == RINGCTL_EXIT_OK && !proposed)
@@ -194,15 +202,15 @@ static int approve_doc(ringctl_ctx *ctx, const rk_state *st, const rk_plan_doc *
     return rc;
   printf("applied plan %s: %u moves in %u waves from version %llu\n", d->id, d->moves_total,
          d->waves, (unsigned long long)d->base_version);
-  return wait ? ringctl_wait_run(ctx, d->id) : RINGCTL_EXIT_OK;
+  return s->wait ? ringctl_wait_run(ctx, d->id, s->stuck_timeout_ms) : RINGCTL_EXIT_OK;
 }
 
-static int apply_file(ringctl_ctx *ctx, const rk_state *st, const char *path, bool wait) {
+static int apply_file(ringctl_ctx *ctx, const rk_state *st, const apply_settings *s) {
   rk_plan_doc d;
-  int rc = load_file(ctx, path, &d);
+  int rc = load_file(ctx, s->target, &d);
   if (rc != RINGCTL_EXIT_OK)
     return rc;
-  rc = approve_doc(ctx, st, &d, false, wait);
+  rc = approve_doc(ctx, st, &d, false, s);
   rk_plan_doc_free(&d);
   return rc;
 }
@@ -218,18 +226,20 @@ static int run(ringctl_ctx *ctx, void *ud) {
   if (rc != RINGCTL_EXIT_OK)
     return rc;
   if (file)
-    rc = apply_file(ctx, &st, s->target, s->wait);
+    rc = apply_file(ctx, &st, s);
   else if ((rc = pick_proposed(ctx, &st, s->target)) == RINGCTL_EXIT_OK)
-    rc = approve_doc(ctx, &st, &st.proposed, true, s->wait);
+    rc = approve_doc(ctx, &st, &st.proposed, true, s);
   rk_state_free(&st);
   return rc;
 }
 
 int ringctl_cmd_apply(ringctl_args *a) {
-  apply_settings s = {NULL, false};
+  apply_settings s = {NULL, false, 0};
   bool help_shown = false;
   int rc = ringctl_parse(a, apply_opts, help, apply, &s, &help_shown);
   if (rc != RINGCTL_EXIT_OK || help_shown)
     return rc;
+  if (s.stuck_timeout_ms != 0 && !s.wait)
+    return ringctl_usage_error(a, "--stuck-timeout goes with --wait");
   return ringctl_with_etcd(a, run, &s);
 }

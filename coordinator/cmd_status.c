@@ -6,8 +6,13 @@
  *
  * --json prints the shape DESIGN.md fixes:
  *   {"version":N,"nodes":[{"id","state","labels","weight","replicas","target"}],
- *    "plan":null|{"id","state","moves_total","moves_done"}}
+ *    "plan":null|{"id","state","moves_total","moves_done"},
+ * and after it
+ *    "stuck":[{"token","slot","from","to","error","for_ms"}],
+ *    "failing":[{"node","token","attempts","error"}]}
  * "plan" is the active run, else the proposed plan, else the last finished run.
+ * "stuck" is the coordinator's `stuck` report for the current version;
+ * "failing" every failing fetch the receivers report for it, stuck or not yet.
  */
 #include "ringctl_etcd.h"
 #include "ringctl_out.h"
@@ -18,7 +23,9 @@ static const char help[] =
     "Usage: ringctl status [--json]\n"
     "\n"
     "Shows the table version, the leader, every node (state, alive, token-replicas\n"
-    "owned against its weighted target) and the plan in progress or proposed.\n";
+    "owned against its weighted target), the plan in progress or proposed, the\n"
+    "moves the coordinator reports stuck and the fetches receivers report failing\n"
+    "(deploy/STUCK.md).\n";
 
 /* What the status shows of the plans. */
 typedef struct plan_view {
@@ -67,6 +74,8 @@ static int print_json(const rk_state *st, const ringctl_node_row *rows, const pl
   for (uint32_t i = 0; i < st->n_nodes; i++)
     cJSON_AddItemToArray(nodes, ringctl_node_json(&rows[i], false));
   cJSON_AddItemToObject(o, "plan", plan_json(v));
+  cJSON_AddItemToObject(o, "stuck", ringctl_stuck_json(st));
+  cJSON_AddItemToObject(o, "failing", ringctl_failing_json(st));
   return ringctl_json_emit(o);
 }
 
@@ -100,6 +109,7 @@ static void print_text(const ringctl_ctx *ctx, const rk_state *st, const ringctl
   print_plan(v);
   putchar('\n');
   ringctl_node_table(stdout, rows, st->n_nodes, false);
+  ringctl_stuck_text(stdout, st);
 }
 
 static int show(ringctl_ctx *ctx, const rk_state *st, const ring_table *table) {

@@ -31,6 +31,8 @@ static const command commands[] = {
     {"pause", ringctl_cmd_pause, "pause the active plan after its moves in flight"},
     {"resume", ringctl_cmd_resume, "resume a paused plan"},
     {"cancel", ringctl_cmd_cancel, "cancel the active plan: unfinished moves are dropped"},
+    {"accept-loss", ringctl_cmd_accept_loss,
+     "let stuck moves complete empty: their data is written off (--yes)"},
     {"drain", ringctl_cmd_drain, "move every replica off a node"},
     {"undrain", ringctl_cmd_undrain, "let a drained node take its share again"},
     {"weight", ringctl_cmd_weight, "change a node's weight (capacity)"},

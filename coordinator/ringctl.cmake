@@ -15,6 +15,7 @@ set(RINGCTL_SHARED
   ringctl_nodes.c
   ringctl_plansum.c
   ringctl_runs.c
+  ringctl_stuck.c
   ringctl_plans.c
   ringctl_node_edit.c
 )
@@ -29,6 +30,7 @@ set(RINGCTL_ETCD_COMMANDS
   cmd_apply.c
   ringctl_wait.c
   cmd_run.c
+  cmd_accept_loss.c
   cmd_drain.c
   cmd_weight.c
   cmd_throttle.c

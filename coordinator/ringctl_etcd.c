@@ -212,19 +212,24 @@ int ringctl_get_prefix(ringctl_ctx *ctx, const char *prefix, ring_kvs *out) {
 
 /* ------------------------------------------------------------------ writing */
 
+int ringctl_txn(ringctl_ctx *ctx, const ring_cmp *cmps, uint32_t n_cmps, const ring_op *ops,
+                uint32_t n_ops, const char *what, bool *won) {
+  ring_txn_result r;
+  ring_error err = {RING_OK, ""};
+  int rc = ring_etcd_txn(ctx->etcd, cmps, n_cmps, ops, n_ops, NULL, 0, &r, &err);
+  if (rc != RING_OK)
+    return ringctl_fail(ctx, rc, &err, what);
+  *won = r.succeeded;
+  ring_txn_result_free(&r);
+  return RINGCTL_EXIT_OK;
+}
+
 /* Writes value to key if its mod revision is still mod. *won: it was. */
 static int put_if_unchanged(ringctl_ctx *ctx, const char *key, int64_t mod, const char *value,
                             size_t len, bool *won) {
   ring_cmp cmp = {key, strlen(key), RING_CMP_MOD, RING_CMP_EQ, mod, NULL, 0};
   ring_op put = {RING_OP_PUT, key, strlen(key), value, len, 0, false};
-  ring_txn_result r;
-  ring_error err = {RING_OK, ""};
-  int rc = ring_etcd_txn(ctx->etcd, &cmp, 1, &put, 1, NULL, 0, &r, &err);
-  if (rc != RING_OK)
-    return ringctl_fail(ctx, rc, &err, "writing to etcd");
-  *won = r.succeeded;
-  ring_txn_result_free(&r);
-  return RINGCTL_EXIT_OK;
+  return ringctl_txn(ctx, &cmp, 1, &put, 1, "writing to etcd", won);
 }
 
 /* One read-edit-write round; *won false when the key changed meanwhile. */

@@ -90,6 +90,12 @@ int ringctl_get_prefix(ringctl_ctx *ctx, const char *prefix, ring_kvs *out);
 typedef int (*ringctl_edit_fn)(ringctl_ctx *ctx, const ring_kv *kv, char **out, size_t *len,
                                void *ud);
 
+/* One txn of puts or deletes under compares: *won says whether the
+ * compares held (and the ops were applied). A failed request prints "PROG:
+ * WHAT: why" and returns RINGCTL_EXIT_FAILURE. */
+int ringctl_txn(ringctl_ctx *ctx, const ring_cmp *cmps, uint32_t n_cmps, const ring_op *ops,
+                uint32_t n_ops, const char *what, bool *won);
+
 /* Compare-and-swap of one existing key: reads it, calls edit, writes the
  * result if the key's mod revision is unchanged; retries a few times when
  * it changed in between. `missing` is the message for an absent key
@@ -155,8 +161,11 @@ int ringctl_plan_whatif(ringctl_ctx *ctx, const ringctl_whatif *w, uint32_t n,
 
 /* Follows run `id` (ringctl_wait.c) until it is in plan/history/: a
  * progress bar on a terminal, progress lines otherwise. Returns 0 when it
- * is done, 1 when it failed or was cancelled (or vanished). */
-int ringctl_wait_run(ringctl_ctx *ctx, const char *id);
+ * is done, 1 when it failed or was cancelled (or vanished). With
+ * stuck_timeout_ms (0: none) also 1, after showing the stuck and failing
+ * moves, when no move was done for that long or the coordinator reports
+ * moves of the run stuck. */
+int ringctl_wait_run(ringctl_ctx *ctx, const char *id, uint64_t stuck_timeout_ms);
 
 /* ------------------------------------------------------- throttle options */
 

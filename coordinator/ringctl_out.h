@@ -1,10 +1,10 @@
 /*
  * ringctl_out.h: what ringctl prints, shared by its commands: JSON
  * building and emitting, human units, node rows (status, members), plan
- * summaries (plan, plan --what-if, apply) and the list of finished plans
- * (status, history). Internal to the ringctl binary.
+ * summaries (plan, plan --what-if, apply), the list of finished plans
+ * (status, history) and stuck moves (status, apply --wait). Internal to the ringctl binary.
  *
- * Sections: JSON; units; files; nodes; plans; runs; pictures.
+ * Sections: JSON; units; files; nodes; plans; runs; stuck moves; pictures.
  *
  * JSON builders return a new cJSON tree the caller deletes (or hands to
  * ringctl_json_emit), NULL when out of memory.
@@ -95,6 +95,25 @@ void ringctl_runs_free(rk_run *runs, uint32_t n);
 
 /* {"id","state","moves_total","moves_done"} of a run (status's "plan"). */
 cJSON *ringctl_run_json(const rk_run *r);
+
+/* ------------------------------------------------------------- stuck moves */
+
+/* The coordinator's `stuck` report in st when it is about st's version
+ * (and the active run, when plans were read); NULL otherwise. */
+const rk_stuck *ringctl_stuck_of(const rk_state *st);
+
+/* [{"token","slot","from","to","error","for_ms"}] of that report ([] when
+ * none). */
+cJSON *ringctl_stuck_json(const rk_state *st);
+
+/* [{"node","token","attempts","error"}]: every failing entry the receivers
+ * report in progress/ for st's version, stuck or not yet. */
+cJSON *ringctl_failing_json(const rk_state *st);
+
+/* The sections "stuck moves" (the report) and "failing, not yet stuck"
+ * (failing entries it does not list), each after a blank line; nothing
+ * when both are empty. Returns whether it printed anything. */
+bool ringctl_stuck_text(FILE *f, const rk_state *st);
 
 /* ----------------------------------------------------------------- pictures */
 

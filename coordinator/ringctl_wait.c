@@ -2,7 +2,13 @@
  * ringctl_wait.c: `ringctl apply --wait`: follows a run from plan/active
  * to plan/history/<id> and shows its progress (ringctl_etcd.h).
  *
- * Sections: one look; progress; the loop.
+ * Sections: one look; progress; stuck moves; the loop.
+ *
+ * With a stuck timeout it gives up (exit 1, the stuck and failing moves
+ * shown) when moves_done has not grown for that long on this process's
+ * monotonic clock (time spent paused does not count), or when the
+ * coordinator's `stuck` key lists moves of the run. The run itself goes on
+ * either way.
  *
  * It polls (both keys, every POLL_MS) rather than watching: a poll needs no
  * thread, survives an etcd failover the way every read does, and a second
@@ -127,6 +133,82 @@ static int finish(progress *p, const rk_run *r) {
   return r->state == RK_RUN_DONE ? RINGCTL_EXIT_OK : RINGCTL_EXIT_FAILURE;
 }
 
+/* ------------------------------------------------------------ stuck moves */
+
+/* Moves of run r the coordinator's `stuck` key lists (0 when none or it is
+ * about another run or version). */
+static int reported_stuck(ringctl_ctx *ctx, const rk_run *r, uint32_t *n) {
+  char key[RK_KEY_MAX];
+  ring_kv kv;
+  bool found = false;
+  ringctl_key(ctx, "stuck", key);
+  *n = 0;
+  int rc = ringctl_get(ctx, key, &kv, &found);
+  if (rc != RINGCTL_EXIT_OK || !found)
+    return rc;
+  rk_stuck k;
+  if (rk_stuck_decode((const char *)kv.value, kv.value_len, &k, NULL) == RING_OK) {
+    if (strcmp(k.plan, r->plan.id) == 0 && k.version == r->cursor.version)
+      *n = k.n_moves + k.more;
+    rk_stuck_free(&k);
+  } /* a value that does not parse is the leader's to rewrite: nothing reported */
+  ring_kv_free(&kv);
+  return RINGCTL_EXIT_OK;
+}
+
+/* Gives up on a stuck run: says why, shows the stuck and failing moves,
+ * returns RINGCTL_EXIT_FAILURE (the run itself goes on). */
+static int give_up(ringctl_ctx *ctx, const progress *p, const rk_run *r, uint32_t reported,
+                   uint64_t timeout_ms) {
+  char d[32];
+  if (p->tty)
+    putchar('\n');
+  if (reported > 0)
+    printf("plan %s: the coordinator reports %u move%s stuck\n", r->plan.id, reported,
+           reported == 1 ? "" : "s");
+  else
+    printf("plan %s: no move done for %s (--stuck-timeout)\n", r->plan.id,
+           ringctl_duration(timeout_ms / 1000, d));
+  rk_state st;
+  if (ringctl_read_state(ctx, RK_READ_VERSION | RK_READ_PLANS | RK_READ_PROGRESS | RK_READ_STUCK,
+                         &st) == RINGCTL_EXIT_OK) {
+    if (!ringctl_stuck_text(stdout, &st))
+      puts("no move is reported stuck or failing yet (the coordinator reports a move stuck\n"
+           "after its --stuck-after; ringctl status shows it then)");
+    rk_state_free(&st);
+  }
+  fflush(stdout); /* the tables before the verdict, also when both go to one file */
+  return ringctl_say(ctx, RINGCTL_EXIT_FAILURE,
+                     "plan %s is stuck at %u of %u moves: the run goes on; deploy/STUCK.md says "
+                     "what to do",
+                     r->plan.id, r->cursor.moves_done, r->plan.moves_total);
+}
+
+/* When moves_done last grew, on this process's monotonic clock. */
+typedef struct watchdog {
+  uint64_t timeout_ms; /* 0: no --stuck-timeout */
+  double since_s;
+  uint32_t done;
+} watchdog;
+
+/* RINGCTL_EXIT_OK to keep waiting, else the exit code of a stuck run. */
+static int check_stuck(ringctl_ctx *ctx, const progress *p, watchdog *wd, const rk_run *r) {
+  if (wd->timeout_ms == 0)
+    return RINGCTL_EXIT_OK;
+  if (r->cursor.moves_done > wd->done || wd->done == UINT32_MAX || r->state != RK_RUN_ACTIVE) {
+    /* a paused run is not stuck: its clock starts again when it resumes */
+    wd->done = r->cursor.moves_done;
+    wd->since_s = now_s();
+  }
+  uint32_t reported = 0;
+  int rc = reported_stuck(ctx, r, &reported);
+  if (rc != RINGCTL_EXIT_OK)
+    return rc;
+  if (reported > 0 || (now_s() - wd->since_s) * 1000.0 >= (double)wd->timeout_ms)
+    return give_up(ctx, p, r, reported, wd->timeout_ms);
+  return RINGCTL_EXIT_OK;
+}
+
 /* ---------------------------------------------------------------- the loop */
 
 static void sleep_ms(long ms) {
@@ -134,8 +216,9 @@ static void sleep_ms(long ms) {
   nanosleep(&ts, NULL);
 }
 
-int ringctl_wait_run(ringctl_ctx *ctx, const char *id) {
+int ringctl_wait_run(ringctl_ctx *ctx, const char *id, uint64_t stuck_timeout_ms) {
   progress p = {isatty(STDOUT_FILENO) == 1, now_s(), 0, 0, UINT32_MAX, -1};
+  watchdog wd = {stuck_timeout_ms, now_s(), UINT32_MAX};
   bool first = true;
   for (int nowhere = 0; nowhere < VANISHED_POLLS;) {
     rk_run r;
@@ -156,7 +239,10 @@ int ringctl_wait_run(ringctl_ctx *ctx, const char *id) {
     }
     if (w == RUN_ACTIVE) {
       show(&p, &r);
+      rc = check_stuck(ctx, &p, &wd, &r);
       rk_run_free(&r);
+      if (rc != RINGCTL_EXIT_OK)
+        return rc;
     }
     sleep_ms(POLL_MS);
   }

@@ -46,9 +46,13 @@ static char *alive_encode(const fake_agent *a, const char *zone, const char *rac
   return json;
 }
 
-/* The progress/<id> value: {"format","version","tokens":[...],"bytes"}. */
-static char *progress_encode(uint64_t version, const uint32_t *tokens, uint32_t n, uint64_t bytes) {
-  size_t cap = 160 + (size_t)n * 12;
+/* The progress/<id> value: {"format","version","tokens":[...],"bytes"},
+ * with the tokens held or (error not NULL) nothing held and the first 64
+ * of them in "failing", one attempt each; malloc()'ed, NULL on no memory. */
+static char *progress_encode(uint64_t version, const uint32_t *tokens, uint32_t n, uint64_t bytes,
+                             const char *error) {
+  uint32_t k = error ? (n < 64 ? n : 64) : 0;
+  size_t cap = 200 + (size_t)n * 12 + (size_t)k * (strlen(error ? error : "") + 48);
   char *json = malloc(cap);
   if (json == NULL)
     return NULL;
@@ -56,9 +60,15 @@ static char *progress_encode(uint64_t version, const uint32_t *tokens, uint32_t 
                                 "{\"format\":\"ringkeeper.progress.v1\",\"version\":%llu,"
                                 "\"tokens\":[",
                                 (unsigned long long)version);
-  for (uint32_t i = 0; i < n; i++)
+  for (uint32_t i = 0; i < n && !error; i++)
     off += (size_t)snprintf(json + off, cap - off, "%s%u", i ? "," : "", tokens[i]);
-  snprintf(json + off, cap - off, "],\"bytes\":%llu}", (unsigned long long)bytes);
+  off += (size_t)snprintf(json + off, cap - off, "],\"bytes\":%llu",
+                          (unsigned long long)(error ? 0 : bytes));
+  for (uint32_t i = 0; i < k; i++)
+    off +=
+        (size_t)snprintf(json + off, cap - off, "%s{\"token\":%u,\"attempts\":1,\"error\":\"%s\"}",
+                         i ? "," : ",\"failing\":[", tokens[i], error);
+  snprintf(json + off, cap - off, "%s}", k ? "]" : "");
   return json;
 }
 
@@ -105,12 +115,14 @@ static int live_down(fake_agent *a, bool revoke, ring_error *err) {
 
 /* -------------------------------------------------------------- progress */
 
-/* Writes the wanted progress unless it is already written. Caller holds mu. */
+/* Writes the wanted progress (or, failing, the failing one) unless it is
+ * already written. Caller holds mu. */
 static int write_progress_locked(fake_agent *a) {
-  if (a->want_version == 0 || a->want_version == a->written_version)
+  bool failing = a->fail_error[0] != '\0';
+  if (a->want_version == 0 || a->want_version == (failing ? a->failed_version : a->written_version))
     return RING_OK;
   char *json = progress_encode(a->want_version, a->want_tokens, a->n_want,
-                               (uint64_t)a->n_want * a->arc_bytes);
+                               (uint64_t)a->n_want * a->arc_bytes, failing ? a->fail_error : NULL);
   if (json == NULL)
     return RING_ENOMEM;
   char key[RING_ID_MAX * 2 + 40];
@@ -118,7 +130,9 @@ static int write_progress_locked(fake_agent *a) {
   ring_error err;
   int rc = ring_etcd_put(a->c, key, strlen(key), json, strlen(json), 0, NULL, NULL, &err);
   free(json);
-  if (rc == RING_OK) {
+  if (rc == RING_OK && failing) {
+    a->failed_version = a->want_version;
+  } else if (rc == RING_OK) {
     a->written_version = a->want_version;
     atomic_fetch_add(&a->progress, 1);
   } else {
@@ -162,16 +176,25 @@ static void on_table(void *ud, const ring_table *t) {
     a->want_version = ring_table_version(t);
     tokens = NULL;
   }
-  if (!a->hold)
+  if (!a->hold || a->fail_error[0])
     write_progress_locked(a);
   pthread_mutex_unlock(&a->mu);
   free(tokens);
 }
 
+int fake_agent_fail(fake_agent *a, const char *error) {
+  pthread_mutex_lock(&a->mu);
+  snprintf(a->fail_error, sizeof a->fail_error, "%s", error ? error : "");
+  a->failed_version = 0;
+  int rc = error || !a->hold ? write_progress_locked(a) : RING_OK;
+  pthread_mutex_unlock(&a->mu);
+  return rc;
+}
+
 int fake_agent_hold(fake_agent *a, bool hold) {
   pthread_mutex_lock(&a->mu);
   a->hold = hold;
-  int rc = hold ? RING_OK : write_progress_locked(a);
+  int rc = hold && !a->fail_error[0] ? RING_OK : write_progress_locked(a);
   pthread_mutex_unlock(&a->mu);
   return rc;
 }

@@ -7,7 +7,10 @@
  *   - on each table whose pending entries name this node, progress/<id>
  *     (ringkeeper.progress.v1) with those tokens, ascending, as if every
  *     incoming arc had been streamed and verified; at once, after a delay,
- *     or only when the test releases it (to hold a wave open).
+ *     or only when the test releases it (to hold a wave open);
+ *   - or, while failing (fake_agent_fail), progress/<id> with no token held
+ *     and each wanted token (the first RK_FAILING_MAX = 64) in `failing`
+ *     with the test's error, as an agent whose sources answer "not held".
  * Killing it revokes the lease (alive/<id> goes at once) and stops the
  * watcher; a flap drops alive/<id> for a while and puts it back.
  *
@@ -60,6 +63,8 @@ typedef struct fake_agent {
   uint32_t *want_tokens; /* their tokens, ascending (malloc()'ed) */
   uint32_t n_want;
   uint64_t written_version; /* version of the last progress written, 0: none */
+  char fail_error[161];     /* "" : fetches succeed; else every one fails with this */
+  uint64_t failed_version;  /* version of the last failing progress written, 0: none */
 
   _Atomic uint64_t tables;   /* tables called back */
   _Atomic uint64_t progress; /* progress values written */
@@ -76,6 +81,14 @@ int fake_agent_start(fake_agent *a, ring_etcd *c, const fake_agent_opts *o, ring
  * progress of the newest table naming this node is written now, unless it
  * already was. Returns the write's ring_errno (RING_OK when nothing to do). */
 int fake_agent_hold(fake_agent *a, bool hold);
+
+/* Makes every fetch fail with `error` (at most 160 bytes, no quote or
+ * backslash): the progress of the newest table naming this node is written
+ * now (and for each new one) with nothing held and its tokens failing, one
+ * attempt each. NULL: fetches succeed again, and the full progress is
+ * written as fake_agent_hold(false) would (unless held). Returns the
+ * write's ring_errno. */
+int fake_agent_fail(fake_agent *a, const char *error);
 
 /* The agent dies: the keeper stops, the lease is revoked (alive/<id> goes
  * at once), the watcher stops (no more acks or progress). Idempotent. */

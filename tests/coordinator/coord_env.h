@@ -162,6 +162,17 @@ static inline void env_config_put(const env_config *k) {
 
 /* ------------------------------------------------------------ coordinators */
 
+/* /healthz of coordinator i: the HTTP status (0: no answer) and the body
+ * into body[cap]. */
+static inline long env_healthz(int i, char *body, size_t cap) {
+  char url[64], *b = NULL;
+  snprintf(url, sizeof url, "http://%.31s/healthz", env.listen[i]);
+  long st = http_get(url, &b);
+  snprintf(body, cap, "%s", b ? b : "");
+  free(b);
+  return st;
+}
+
 /* Starts coordinator i with --id id, --listen on a free port, a 2 s lease,
  * debug logs and `extra` flags (space-separated, may be NULL); its log goes
  * to <dir>/<id>.log. Waits until its HTTP listener answers. */
@@ -172,7 +183,7 @@ static inline void env_coord_start(int i, const char *id, const char *extra) {
   snprintf(log, sizeof log, "%s/%s.log", env.dir, id);
   snprintf(line, sizeof line,
            "%s --endpoints %s --cluster " ENV_CLUSTER
-           " --id %s --listen %s --lease-ttl 2s --log-level debug --tick 200ms %s",
+           " --id %s --listen %.31s --lease-ttl 2s --log-level debug --tick 200ms %s",
            RING_COORDINATOR_BIN, env.etcd.endpoints, id, env.listen[i], extra ? extra : "");
   int a = 0;
   for (char *save = NULL, *tok = strtok_r(line, " ", &save); tok && a < PROC_ARGS_MAX - 1;
@@ -180,10 +191,9 @@ static inline void env_coord_start(int i, const char *id, const char *extra) {
     argv[a++] = tok;
   argv[a] = NULL;
   ck_assert_int_eq(proc_spawn(&env.coord[i], log, argv), 0);
-  char url[64];
-  snprintf(url, sizeof url, "http://%s/healthz", env.listen[i]);
+  char body[256];
   double end = harness_now() + 10;
-  while (http_get(url, NULL) == 0) {
+  while (env_healthz(i, body, sizeof body) == 0) {
     ck_assert_msg(proc_running(&env.coord[i]), "ring-coordinator %s exited at start; see %s", id,
                   log);
     ck_assert_msg(harness_now() < end, "ring-coordinator %s does not listen on %s", id,

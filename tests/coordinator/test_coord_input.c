@@ -88,20 +88,10 @@ START_TEST(bad_flags_and_config_files) {
 }
 END_TEST
 
-/* /healthz of coordinator 0: status, and the body in body[]. */
-static long healthz(char *body, size_t cap) {
-  char url[64], *b = NULL;
-  snprintf(url, sizeof url, "http://%s/healthz", env.listen[0]);
-  long st = http_get(url, &b);
-  snprintf(body, cap, "%s", b ? b : "");
-  free(b);
-  return st;
-}
-
 /* The coordinator stays up, publishes nothing and reports the config. */
 static void assert_refuses_config(const char *what) {
   char body[512];
-  WAIT_UNTIL(healthz(body, sizeof body) == 503 && strstr(body, "config"), 10,
+  WAIT_UNTIL(env_healthz(0, body, sizeof body) == 503 && strstr(body, "config"), 10,
              "%s: /healthz does not report the config (last: %s)", what, body);
   double end = harness_now() + 3;
   while (harness_now() < end) {
@@ -137,7 +127,7 @@ START_TEST(malformed_config_in_etcd) {
   env_wait_done(1, 60);
   ring_table_free(env_verify_clean());
   char body[512];
-  WAIT_UNTIL(healthz(body, sizeof body) == 200, 10, "/healthz stays unhealthy: %s", body);
+  WAIT_UNTIL(env_healthz(0, body, sizeof body) == 200, 10, "/healthz stays unhealthy: %s", body);
   /* its HELP: "failed etcd writes and steps"; a step that cannot read the
    * config failed, and an alert on this counter should see it */
   ck_assert_msg(errors >= 1,
