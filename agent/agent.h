@@ -44,6 +44,7 @@
 #endif
 #define AGENT_PROGRESS_EVERY_MS 200 /* progress/<id> is written at most this often */
 #define AGENT_ERROR_MAX 160         /* bytes of a failing fetch's error in progress/<id> */
+#define AGENT_ALLOW_MAX 64          /* --allow-from entries */
 
 /* ---------------------------------------------------------------- options */
 
@@ -58,6 +59,11 @@ typedef struct agent_opts {
   double weight;
   char *secret_file; /* the cluster secret(s): one per line, the first signs (arc_keyring_load) */
   uint64_t clock_skew_ms; /* how far a signed request's time may be from ours */
+  char *allow_from;          /* comma list: client addresses the arc server admits besides the
+                                table's hosts */
+  uint64_t max_connections;  /* the arc server's connections at once; 0: default */
+  uint64_t max_per_address;  /* from one client address; 0: default */
+  uint64_t header_deadline_ms; /* a request's headers, in total */
   char *metrics;     /* /metrics and /healthz; NULL: none */
   char *log_level;
   uint64_t lease_ttl_ms;

@@ -116,6 +116,7 @@ static int fetch_one(agent *a, const char *source, const fetch_work *w, const ar
     atomic_fetch_add(&a->m.resumed_files, res.resumed_files);
     atomic_fetch_add(&a->m.stale_files, res.stale_files);
     atomic_fetch_add(&a->m.reused_bytes, res.reused_bytes);
+    atomic_fetch_add(&a->m.empty_arcs, res.empty);
     if (rc != RING_EEXIST || attempt > 0)
       return rc;
     if ((rc = arc_store_recheck(a->store, w->token, w->version)) != 0)

@@ -243,6 +243,45 @@ static void job_sources(agent_job *j, const ring_table *t, uint16_t me, const al
     }
 }
 
+/* ------------------------------------------------------------ admission */
+
+/* The hosts of the table (their table addresses and, for those alive,
+ * their alive/ addresses), as the arc server's admitted clients. */
+typedef struct peer_addrs {
+  char (*addr)[RING_ADDR_MAX + 1];
+  uint32_t n;
+} peer_addrs;
+
+/* Collects them from t; nothing on no memory (the last list stays). */
+static void collect_peers(const ring_table *t, const alive_set *al, peer_addrs *out) {
+  uint32_t nodes = ring_table_node_count(t);
+  out->n = 0;
+  out->addr = malloc((2u * nodes + 1) * sizeof *out->addr);
+  for (uint32_t i = 0; out->addr != NULL && i < nodes; i++) {
+    const char *addr = ring_table_node_addr(t, (uint16_t)i);
+    if (addr != NULL && addr[0] != '\0')
+      snprintf(out->addr[out->n++], sizeof out->addr[0], "%s", addr);
+    const alive_host *h = al->known ? alive_find(al, ring_table_node_id(t, (uint16_t)i)) : NULL;
+    if (h != NULL && h->addr[0] != '\0')
+      snprintf(out->addr[out->n++], sizeof out->addr[0], "%s", h->addr);
+  }
+}
+
+/* Hands the list to the arc server (outside any lock: names resolve). */
+static void admit_peers(agent *a, peer_addrs *p) {
+  if (p->addr == NULL)
+    return;
+  const char **list = malloc((p->n ? p->n : 1) * sizeof *list);
+  for (uint32_t i = 0; list != NULL && i < p->n; i++)
+    list[i] = p->addr[i];
+  int skipped = list ? arc_server_allow(a->server, list, p->n) : -1;
+  if (skipped != 0)
+    rd_logf(RD_WARN, "arc server: %d of %" PRIu32 " peer addresses not admitted (unresolved?)",
+            skipped, p->n);
+  free(list);
+  free(p->addr);
+}
+
 /* ---------------------------------------------------- from a table to jobs */
 
 /* Sizes the per-token sets for T tokens (T never changes in a cluster; a
@@ -380,8 +419,11 @@ static void reconcile(agent *a) {
   n_pending = match_jobs(a, t, (uint16_t)me, &al, stale, &n_stale);
   pthread_cond_broadcast(&a->jobs_cv);
   pthread_mutex_unlock(&a->jobs_mu);
+  peer_addrs peers;
+  collect_peers(t, &al, &peers);
   ring_live_exit(a->live);
   free(al.h);
+  admit_peers(a, &peers);
 
   if (n_pending > 0 && v > a->report_version) {
     pthread_mutex_lock(&a->jobs_mu);
@@ -402,6 +444,39 @@ static void reconcile(agent *a) {
   agent_gc_retime(a);
 }
 
+/* ------------------------------------------------------- accepted losses */
+
+/* Reads the `loss` key into loss_ok when it is for the table in service:
+ * the pending tokens the operator wrote off (ringctl accept-loss). Read
+ * only while a fetch is failing; anything unreadable or malformed counts
+ * as no word from the operator. */
+static void read_loss(agent *a) {
+  char key[RK_KEY_MAX];
+  int len = rk_key(key, a->o.cluster, "loss");
+  ring_kvs r = {0};
+  ring_error err = {0};
+  rk_loss l = {0};
+  int rc = ring_etcd_range(a->etcd, key, (size_t)len, NULL, &r, &err);
+  if (rc == RING_OK && r.n == 1)
+    rc = rk_loss_decode((const char *)r.kvs[0].value, r.kvs[0].value_len, &l, &err);
+  ring_kvs_free(&r);
+  if (rc != RING_OK) {
+    atomic_fetch_add(&a->m.errors, 1);
+    rd_log(RD_WARN, "reading the loss key failed: no loss counts as accepted", "err", err.message,
+           NULL);
+  }
+  pthread_mutex_lock(&a->jobs_mu);
+  if (a->loss_ok != NULL) {
+    memset(a->loss_ok, 0, (a->tokens + 7) / 8);
+    a->loss_version = rc == RING_OK && l.version == a->seen_version ? l.version : 0;
+    for (uint32_t i = 0; a->loss_version && i < l.n_tokens; i++)
+      if (l.tokens[i] < a->tokens && agent_bit(a->pending, l.tokens[i]))
+        agent_bit_set(a->loss_ok, l.tokens[i], true);
+  }
+  pthread_mutex_unlock(&a->jobs_mu);
+  rk_loss_free(&l);
+}
+
 /* -------------------------------------------------------------- retries */
 
 /* Requeues failed jobs whose backoff is over, with sources read afresh (a
@@ -409,14 +484,14 @@ static void reconcile(agent *a) {
  * until the next one is due. */
 static uint64_t requeue(agent *a) {
   uint64_t now = rd_now_ms(), next = UINT64_MAX;
-  bool due = false;
+  bool due = false, failing = false;
   pthread_mutex_lock(&a->jobs_mu);
   agent_jobs_reap(a);
   for (uint32_t i = 0; i < a->n_jobs; i++) {
     agent_job *j = a->jobs[i];
     if (j->state == AGENT_JOB_RETRY && !j->cancelled) {
       if (j->retry_at_ms <= now)
-        due = true;
+        due = true, failing |= j->failures > 0;
       else if (j->retry_at_ms - now < next)
         next = j->retry_at_ms - now;
     }
@@ -424,6 +499,8 @@ static uint64_t requeue(agent *a) {
   pthread_mutex_unlock(&a->jobs_mu);
   if (!due)
     return next;
+  if (failing)
+    read_loss(a);
   alive_set al;
   read_alive(a, &al);
   const ring_table *t = ring_live_enter(a->live);

@@ -38,6 +38,14 @@ static void opts_table(agent_opts *o, rd_opt *t) {
        "the cluster secret, one line (two while rotating: the first signs) (required)"},
       {"clock-skew", RD_OPT_MS, &o->clock_skew_ms, 1000, 600000,
        "how far a signed arc request's time may be from this host's clock"},
+      {"allow-from", RD_OPT_STRING, &o->allow_from, 0, 0,
+       "ADDR[,ADDR...]: clients the arc server admits besides the hosts in the table"},
+      {"max-connections", RD_OPT_UINT, &o->max_connections, 1, RD_ADMIT_TOTAL_MAX,
+       "the arc server's connections open at once"},
+      {"max-per-address", RD_OPT_UINT, &o->max_per_address, 1, RD_ADMIT_TOTAL_MAX,
+       "the arc server's connections from one client address"},
+      {"header-deadline", RD_OPT_MS, &o->header_deadline_ms, 100, 600000,
+       "a request's line and headers must arrive within this, in total"},
       {"metrics", RD_OPT_STRING, &o->metrics, 0, 0, "HOST:PORT for /metrics and /healthz"},
       {"log-level", RD_OPT_STRING, &o->log_level, 0, 0, "debug, info, warn or error"},
       {"lease-ttl", RD_OPT_MS, &o->lease_ttl_ms, 2000, 600000,
@@ -53,7 +61,7 @@ static void opts_table(agent_opts *o, rd_opt *t) {
   };
   memcpy(t + RD_ETCD_OPTS, table, sizeof table);
 }
-#define N_OPTS (RD_ETCD_OPTS + 20)
+#define N_OPTS (RD_ETCD_OPTS + 24)
 
 /* The failure-domain labels given as flags, validated. */
 static int opts_labels(const agent_opts *o, rk_labels *l, char *msg, size_t cap) {
@@ -133,13 +141,26 @@ static int open_arcs(agent *a, char *msg, size_t cap) {
     return snprintf(msg, cap, "data dir: %s", err.message), -1;
   if (arc_limiter_new(0, &a->limiter) != 0)
     return snprintf(msg, cap, "rate limiter: out of memory"), -1;
+  char *list = a->o.allow_from ? strdup(a->o.allow_from) : NULL;
+  const char *extra[AGENT_ALLOW_MAX];
+  uint32_t n_extra = 0;
+  for (char *save = NULL, *p = list ? strtok_r(list, ",", &save) : NULL;
+       p != NULL && n_extra < AGENT_ALLOW_MAX; p = strtok_r(NULL, ",", &save))
+    extra[n_extra++] = p;
   arc_server_opts so = {.listen = a->o.listen,
+                        .allow_from = extra,
+                        .n_allow_from = n_extra,
+                        .max_connections = (uint32_t)a->o.max_connections,
+                        .max_per_address = (uint32_t)a->o.max_per_address,
+                        .header_deadline_ms = (uint32_t)a->o.header_deadline_ms,
                         .keys = a->keys,
                         .node_id = a->o.id,
                         .skew_ms = (uint32_t)a->o.clock_skew_ms,
                         .tls_cert = a->o.tls_cert,
                         .tls_key = a->o.tls_key};
-  if (arc_server_start(a->store, &so, &a->server, &err) != 0)
+  int rc = arc_server_start(a->store, &so, &a->server, &err);
+  free(list); /* the addresses are resolved at start */
+  if (rc != 0)
     return snprintf(msg, cap, "arc server on %s: %s", a->o.listen, err.message), -1;
   advertised_addr(a);
   return 0;

@@ -113,6 +113,7 @@ void agent_metrics_text(void *ud, rd_text *t) {
       (double)m->bad_signatures);
   one(t, "ring_agent_losses_accepted_total", "counter",
       "arcs installed empty on the operator's accept-loss", (double)m->losses_accepted);
+  arc_server_admit_metrics(a->server, "ring_agent_arc", t);
   one(t, "ring_agent_errors_total", "counter", "etcd operations that failed", (double)m->errors);
   one(t, "ring_agent_etcd_requests_total", "counter", "etcd requests sent",
       (double)ring_etcd_requests(a->etcd));

@@ -17,23 +17,46 @@ static int by_token(const void *x, const void *y) {
   return (p > q) - (p < q);
 }
 
-/* The done tokens, ascending, in p (p->tokens malloc()'ed, may be NULL). */
+static int by_failing_token(const void *x, const void *y) {
+  return by_token(&((const rk_failing *)x)->token, &((const rk_failing *)y)->token);
+}
+
+/* A job whose last attempt failed, as progress names it: the coordinator
+ * shows it (with the error) and, once it makes no progress for long
+ * enough, reports the move stuck. Caller holds jobs_mu. */
+static void add_failing(rk_progress *p, const agent_job *j) {
+  if (p->n_failing == RK_FAILING_MAX)
+    return; /* bounded: the first RK_FAILING_MAX found; the rest wait their turn */
+  rk_failing *f = &p->failing[p->n_failing++];
+  f->token = j->token;
+  f->attempts = j->failures;
+  snprintf(f->error, sizeof f->error, "%.*s", RK_FAIL_ERROR_MAX, j->last_error);
+}
+
+/* The done tokens, ascending, in p, and the failing ones (p->tokens and
+ * p->failing malloc()'ed; rk_progress_free frees them). */
 static int collect(agent *a, rk_progress *p) {
   pthread_mutex_lock(&a->jobs_mu);
   p->tokens = malloc((a->n_jobs ? a->n_jobs : 1) * sizeof *p->tokens);
-  if (p->tokens == NULL) {
+  p->failing = calloc(RK_FAILING_MAX, sizeof *p->failing);
+  if (p->tokens == NULL || p->failing == NULL) {
     pthread_mutex_unlock(&a->jobs_mu);
     return RING_ENOMEM;
   }
   for (uint32_t i = 0; i < a->n_jobs; i++) {
     agent_job *j = a->jobs[i];
-    if (j->cancelled || j->state != AGENT_JOB_DONE)
+    if (j->cancelled)
       continue;
-    p->tokens[p->n_tokens++] = j->token;
-    p->bytes += j->bytes;
+    if (j->state == AGENT_JOB_DONE) {
+      p->tokens[p->n_tokens++] = j->token;
+      p->bytes += j->bytes;
+    } else if (j->failures > 0) {
+      add_failing(p, j);
+    }
   }
   pthread_mutex_unlock(&a->jobs_mu);
   qsort(p->tokens, p->n_tokens, sizeof *p->tokens, by_token);
+  qsort(p->failing, p->n_failing, sizeof *p->failing, by_failing_token);
   return RING_OK;
 }
 
@@ -47,12 +70,32 @@ static void keep_present(agent *a, rk_progress *p) {
   p->n_tokens = k;
 }
 
-/* FNV-1a over the tokens: tells whether the set changed since the last write. */
+static uint64_t fnv(uint64_t h, uint64_t x) { return (h ^ x) * 1099511628211ull; }
+
+/* The bit length of x: attempts 5 and 6 digest alike, 8 anew. */
+static uint64_t magnitude(uint32_t x) {
+  uint64_t m = 0;
+  for (; x; x >>= 1)
+    m++;
+  return m;
+}
+
+/* FNV-1a over what the report says: tells whether it changed since the
+ * last write. A failing entry counts by its token, its error and the
+ * magnitude of its attempts, so a move failing with the same error is
+ * rewritten at doubling counts, not on every retry (etcd writes stay
+ * bounded while something is stuck). */
 static uint64_t tokens_digest(const rk_progress *p) {
   uint64_t h = 1469598103934665603ull;
   for (uint32_t i = 0; i < p->n_tokens; i++)
-    h = (h ^ p->tokens[i]) * 1099511628211ull;
-  return h ^ p->n_tokens;
+    h = fnv(h, p->tokens[i]);
+  for (uint32_t i = 0; i < p->n_failing; i++) {
+    const rk_failing *f = &p->failing[i];
+    h = fnv(fnv(h, f->token | 1ull << 32), magnitude(f->attempts));
+    for (const char *c = f->error; *c; c++)
+      h = fnv(h, (unsigned char)*c);
+  }
+  return h ^ p->n_tokens ^ (uint64_t)p->n_failing << 40;
 }
 
 static int write_progress(agent *a, const rk_progress *p, ring_error *err) {
@@ -95,6 +138,6 @@ uint64_t agent_report_tick(agent *a) {
       wait = AGENT_PROGRESS_EVERY_MS;
     }
   }
-  free(p.tokens);
+  rk_progress_free(&p);
   return wait;
 }

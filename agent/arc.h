@@ -185,8 +185,14 @@ typedef struct arc_server_opts {
   uint32_t replay_slots;    /* nonces remembered (power of two); 0: 131072 */
   const char *tls_cert;     /* PEM files for HTTPS, or NULL for HTTP */
   const char *tls_key;
-  uint32_t max_connections; /* 0: 64 */
-  uint32_t timeout_s;       /* idle connection timeout; 0: 10 */
+  uint32_t max_connections; /* open at once; 0: 1024 (RD_ADMIT_TOTAL) */
+  uint32_t max_per_address; /* from one client address; 0: 64 */
+  uint32_t header_deadline_ms; /* a request's line and headers, in total; 0: 5000 */
+  const char *const *allow_from; /* client addresses always admitted besides the table's */
+  uint32_t n_allow_from;
+  bool open_to_all;         /* admit any address (tests, benchmarks); else the table's hosts
+                               (arc_server_allow) and allow_from only */
+  uint32_t timeout_s;       /* idle connection timeout, behind the header deadline; 0: 10 */
 } arc_server_opts;
 
 /* Serves GET /v1/arcs/<token>/manifest and GET /v1/arcs/<token>/files/<name>
@@ -198,6 +204,14 @@ typedef struct arc_server_opts {
 int arc_server_start(arc_store *s, const arc_server_opts *o, arc_server **out,
                      struct ring_error *err);
 uint16_t arc_server_port(const arc_server *srv);
+/* Replaces the client addresses admitted besides allow_from: the hosts of
+ * the table in service ("IP", "HOST:PORT", ...; names resolved). Returns
+ * how many entries were skipped (malformed, unresolved), or < 0 on no
+ * memory. Connections already open stay. */
+int arc_server_allow(arc_server *srv, const char *const *addrs, uint32_t n);
+/* The server's admission counters as Prometheus lines named prefix_... */
+struct rd_text;
+void arc_server_admit_metrics(arc_server *srv, const char *prefix, struct rd_text *t);
 void arc_server_stop(arc_server *srv);
 
 typedef struct arc_server_stats {
@@ -257,6 +271,7 @@ typedef struct arc_fetch_result {
   uint64_t reused_bytes;     /* leftover bytes verified and kept: not sent again */
   bool not_held;             /* the source answered, signed, that it holds no such arc (a
                                 file vanishing mid-copy is not this); never means "empty" */
+  bool empty;                /* installed from a signed manifest that lists no files */
   bool bad_signature;        /* an answer the receiver would act on was not signed by the
                                 expected node for this request: refused */
 } arc_fetch_result;

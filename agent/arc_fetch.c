@@ -199,6 +199,19 @@ static CURLcode get(fetch *f, const char *path, curl_write_callback cb, uint64_t
   return rc;
 }
 
+/* The answer's body: a manifest request's is in f->body, a file
+ * request's (an error) in errbody. */
+static const char *answer_text(const fetch *f) { return f->body.len ? f->body.p : f->errbody; }
+
+/* The length of its first line, at most 120 bytes. */
+static int answer_line(const fetch *f) {
+  const char *p = answer_text(f);
+  size_t n = f->body.len ? f->body.len : f->errlen, k = 0;
+  while (k < n && k < 120 && p[k] != '\n' && p[k] != '\0')
+    k++;
+  return (int)k;
+}
+
 /* What a failed request means, for everything but the file's own bytes. */
 static int request_error(fetch *f, const char *what, CURLcode rc, long status, ring_error *err) {
   if (f->stopped || rc == CURLE_ABORTED_BY_CALLBACK)
@@ -211,10 +224,9 @@ static int request_error(fetch *f, const char *what, CURLcode rc, long status, r
   if (status == 404)
     return ring__err(err, RING_ENOTFOUND, "arc %" PRIu32 ": %s: not held by %s (%s)", f->token,
                      what, f->o->source_id, f->base);
-  if (status == 503)
-    return ring__err(err, RING_EUNAVAIL, "arc %" PRIu32 ": %s: %s (%s) is unavailable: %.*s",
-                     f->token, what, f->o->source_id, f->base, (int)strcspn(f->errbody, "\n"),
-                     f->errbody);
+  if (status == 503) /* the source says why: "arc store unavailable", "busy" */
+    return ring__err(err, RING_EUNAVAIL, "arc %" PRIu32 ": %s: %s (%s): %.*s", f->token, what,
+                     f->o->source_id, f->base, answer_line(f), answer_text(f));
   if (rc == CURLE_OPERATION_TIMEDOUT)
     return ring__err(err, RING_ETIMEDOUT, "arc %" PRIu32 ": %s: %s", f->token, what,
                      f->curl_error[0] ? f->curl_error : curl_easy_strerror(rc));
@@ -574,6 +586,7 @@ static int fetch_arc(fetch *f, const char *source, uint64_t version, ring_error 
     rc = fetch_file(f, &m.files[i], err);
   if (rc == RING_OK)
     rc = install(f, &m, err);
+  f->res.empty = rc == RING_OK && m.n_files == 0;
   if (rc != RING_OK)
     discard_tmp(f);
   arc_manifest_free(&m);

@@ -18,7 +18,10 @@
  * acts on nothing else.
  */
 #define _GNU_SOURCE /* O_NOFOLLOW, O_CLOEXEC, getaddrinfo */
+#include <microhttpd.h> /* before daemon.h: rd_admit's libmicrohttpd side */
+
 #include "arc_int.h"
+#include "daemon.h"
 #include "ring_int.h"
 
 #include <errno.h>
@@ -63,6 +66,8 @@ struct arc_server {
   char node[RING_ID_MAX + 1];
   int64_t skew_ms;
   arc_replay *replay;
+  rd_admit *admit;  /* who may connect, how many, how fast their headers must come */
+  atomic_bool started; /* mhd is up: its complaints are counted, not kept as the start error */
   char *cert, *key; /* PEM contents for TLS, or NULL; live as long as mhd */
   uint16_t port;
   atomic_uint_fast64_t bytes_out, requests, unauthorized, bad_requests, connections;
@@ -379,6 +384,7 @@ static mhd_result route(void *cls, struct MHD_Connection *c, const char *url, co
                         void **req) {
   (void)version, (void)upload_data, (void)upload_data_size;
   arc_server *srv = cls;
+  rd_admit_headers_done(srv->admit, c); /* no header deadline until this answer is sent */
   if (*req == NULL)
     return admit(srv, c, url, method, req);
   arc_auth auth; /* checked on the first call; parsed again to sign the answer */
@@ -415,6 +421,10 @@ static size_t unescape(void *cls, struct MHD_Connection *c, char *s) {
 
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
   arc_server *srv = cls;
+  if (atomic_load(&srv->started)) { /* a client's trouble: counted, never a log line each */
+    rd_admit_note_error(srv->admit);
+    return;
+  }
   vsnprintf(srv->error, sizeof srv->error, fmt, ap);
   srv->error[strcspn(srv->error, "\n")] = '\0';
 }
@@ -423,10 +433,10 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
  * one for many arcs). */
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                           enum MHD_ConnectionNotificationCode code) {
-  (void)c, (void)socket_context;
   arc_server *srv = cls;
   if (code == MHD_CONNECTION_NOTIFY_STARTED)
     atomic_fetch_add(&srv->connections, 1);
+  rd_admit_on_connection(srv->admit, c, socket_context, code);
 }
 
 static struct MHD_Daemon *start_mhd(arc_server *srv, const arc_server_opts *o,
@@ -436,26 +446,27 @@ static struct MHD_Daemon *start_mhd(arc_server *srv, const arc_server_opts *o,
     flags |= MHD_USE_IPv6;
   if (srv->cert != NULL)
     flags |= MHD_USE_TLS;
-  unsigned conns = o->max_connections ? o->max_connections : 64;
-  unsigned per_ip = conns / 2 > 4 ? conns / 2 : 4;
-  unsigned timeout = o->timeout_s ? o->timeout_s : 10;
+  unsigned timeout = o->timeout_s ? o->timeout_s : 10; /* idle: behind the header deadline */
+  struct MHD_OptionItem admit[RD_ADMIT_MHD_OPTIONS];
+  rd_admit_mhd_options(srv->admit, ARC_SERVER_THREADS, admit);
   struct MHD_OptionItem tls[] = {
       {srv->cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, srv->cert},
       {MHD_OPTION_HTTPS_MEM_KEY, 0, srv->key},
       {MHD_OPTION_END, 0, NULL},
   };
-  return MHD_start_daemon(flags, 0, NULL, NULL, route, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
-                          srv, MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_SOCK_ADDR,
-                          addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)ARC_SERVER_THREADS,
-                          MHD_OPTION_CONNECTION_LIMIT, conns, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-                          per_ip, MHD_OPTION_CONNECTION_TIMEOUT, timeout,
+  return MHD_start_daemon(flags, 0, rd_admit_accept, srv->admit, route, srv,
+                          MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv, MHD_OPTION_UNESCAPE_CALLBACK,
+                          unescape, NULL, MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_THREAD_POOL_SIZE,
+                          (unsigned)ARC_SERVER_THREADS, MHD_OPTION_CONNECTION_TIMEOUT, timeout,
                           MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ARC_SERVER_MEMORY,
-                          MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_NOTIFY_CONNECTION,
-                          on_connection, srv, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+                          MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_ARRAY, admit,
+                          MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_ARRAY,
+                          tls, MHD_OPTION_END);
 }
 
 static void server_free(arc_server *srv) {
   arc_replay_free(srv->replay);
+  rd_admit_free(srv->admit);
   free(srv->cert);
   free(srv->key);
   free(srv);
@@ -484,6 +495,20 @@ int arc_server_start(arc_store *s, const arc_server_opts *o, arc_server **out, r
                      ring_strerror(rc == RING_OK ? RING_ENOMEM : rc));
   }
   srv->skew_ms = skew;
+  /* Until the first table says who the peers are, only the configured
+   * extra addresses may connect (an empty allow-list, not an unset one). */
+  static const char *const none[1] = {""};
+  rd_admit_opts ao = {.max_total = o->max_connections,
+                      .max_per_addr = o->max_per_address,
+                      .header_ms = o->header_deadline_ms,
+                      .allowed = o->open_to_all ? NULL : none,
+                      .n_allowed = 0,
+                      .extra = o->allow_from,
+                      .n_extra = o->n_allow_from};
+  if (rd_admit_new(&ao, &srv->admit) < 0) {
+    server_free(srv);
+    return ring__err(err, RING_EINVAL, "arc server: connection limits out of range");
+  }
   srv->store = s;
   srv->keys = o->keys;
   snprintf(srv->node, sizeof srv->node, "%s", o->node_id);
@@ -498,6 +523,7 @@ int arc_server_start(arc_store *s, const arc_server_opts *o, arc_server **out, r
     server_free(srv);
     return rc;
   }
+  atomic_store(&srv->started, true);
   const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
   srv->port = info ? info->port : 0;
   *out = srv;
@@ -505,6 +531,15 @@ int arc_server_start(arc_store *s, const arc_server_opts *o, arc_server **out, r
 }
 
 uint16_t arc_server_port(const arc_server *srv) { return srv ? srv->port : 0; }
+
+int arc_server_allow(arc_server *srv, const char *const *addrs, uint32_t n) {
+  return srv ? rd_admit_set_allowed(srv->admit, addrs, n) : -1;
+}
+
+void arc_server_admit_metrics(arc_server *srv, const char *prefix, rd_text *t) {
+  if (srv != NULL)
+    rd_admit_metrics_text(srv->admit, prefix, t);
+}
 
 void arc_server_stop(arc_server *srv) {
   if (srv == NULL)

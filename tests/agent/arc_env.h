@@ -47,7 +47,8 @@ static inline arc_fetch_opts test_fetch_opts(void) {
 
 /* Server options of the test source, on 127.0.0.1 with a port picked. */
 static inline arc_server_opts test_server_opts(void) {
-  return (arc_server_opts){.listen = "127.0.0.1:0", .keys = test_keys(), .node_id = TEST_SRC_ID};
+  return (arc_server_opts){
+      .listen = "127.0.0.1:0", .keys = test_keys(), .node_id = TEST_SRC_ID, .open_to_all = true};
 }
 
 static inline double now_s(void) {

@@ -18,7 +18,7 @@ static int run_agent(const char *args, char *out, size_t cap) {
 }
 
 START_TEST(bad_flags_exit_2) {
-  char out[2048], args[1200];
+  char out[8192], args[1200];
   ck_assert_int_eq(run_agent("--bogus", out, sizeof out), 2);
   ck_assert_ptr_nonnull(strstr(out, "--bogus"));
   ck_assert_int_eq(run_agent("--endpoints http://127.0.0.1:1 --cluster c", out, sizeof out), 2);

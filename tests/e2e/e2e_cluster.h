@@ -262,22 +262,8 @@ static inline int e2e_slot(const char *id) {
 
 /* Starts coordinator k (coord-a, coord-b), or restarts it with the same id
  * and port; waits until its listener answers. */
-static inline void e2e_coord_start(int k) {
-  if (!w.coord_used[k]) {
-    w.coord_used[k] = true;
-    snprintf(w.coord_id[k], sizeof w.coord_id[k], "coord-%c", 'a' + k);
-    snprintf(w.coord_listen[k], sizeof w.coord_listen[k], "127.0.0.1:%d", harness_free_port());
-  }
-  char log[220], line[1024], *argv[PROC_ARGS_MAX];
-  snprintf(log, sizeof log, "%s/%s.log", env.dir, w.coord_id[k]);
-  snprintf(line, sizeof line,
-           "%s --endpoints %s --cluster " ENV_CLUSTER
-           " --id %s --listen %s --lease-ttl 2s --tick 200ms --log-level debug",
-           RING_COORDINATOR_BIN, env.etcd.endpoints, w.coord_id[k], w.coord_listen[k]);
-  env_argv(line, argv);
-  ck_assert_int_eq(proc_spawn(&w.coord[k], log, argv), 0);
-  e2e_wait_listening(&w.coord[k], w.coord_listen[k], w.coord_id[k]);
-}
+static inline void e2e_coord_start_with(int k, const char *extra);
+static inline void e2e_coord_start(int k) { e2e_coord_start_with(k, NULL); }
 
 /* The coordinator that holds the leader key (-1: none of ours). */
 static inline int e2e_leader(void) {
@@ -820,27 +806,10 @@ static inline void e2e_add(Suite *s, const char *name, int members, int timeout_
 /* The usual start: config from `o`, agents + ring-kv in slots 0..n-1
  * (ids n0, n1, ...), `coords` coordinators, the first placement applied,
  * the data set loaded (unless o->no_data). */
+static inline void e2e_bootstrap_with(const e2e_opts *o, int n, int coords,
+                                      const char *const *agent_extra, const char *coord_extra);
 static inline void e2e_bootstrap(const e2e_opts *o, int n, int coords) {
-  w.o = *o;
-  e2e_defaults(&w.o);
-  e2e_config_put();
-  for (int i = 0; i < n; i++) {
-    char id[16];
-    snprintf(id, sizeof id, "n%d", i);
-    e2e_node_start(i, id, NULL);
-  }
-  for (int k = 0; k < coords; k++)
-    e2e_coord_start(k);
-  char id[24];
-  e2e_apply(id, 30);
-  e2e_wait_done(id, 60);
-  e2e_settle(3, 60);
-  ring_table *t = e2e_table();
-  ck_assert_msg(t != NULL, "no first placement");
-  ck_assert_uint_eq(ring_table_node_count(t), (uint32_t)n);
-  ring_table_free(t);
-  if (!w.o.no_data)
-    e2e_load();
+  e2e_bootstrap_with(o, n, coords, NULL, NULL);
 }
 
 /* -------------------------------------------------------------- with flags */

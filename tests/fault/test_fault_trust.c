@@ -38,97 +38,10 @@
 #include "e2e_cluster.h"
 #include "stranger.h"
 
-#include <dlfcn.h>
 #include <sys/resource.h>
 
-/* ------------------------------------------------------ signing the probe */
-
-/* The probe signs with the signer that ships, agent/arc_auth.c, compiled
- * in here: this target (tests/fault/CMakeLists.txt, e2e_target) links
- * neither ringarc nor libsodium, so the libsodium calls arc_auth.c makes go
- * to the library loaded at run time (sodium_bind, before any thread). */
-#include "../../agent/arc_auth.c"
-
-static struct {
-  int (*init)(void);
-  void *(*malloc_)(size_t);
-  void (*free_)(void *);
-  void (*memzero)(void *, size_t);
-  int (*memcmp_)(const void *, const void *, size_t);
-  char *(*bin2hex)(char *, size_t, const unsigned char *, size_t);
-  int (*hex2bin)(unsigned char *, size_t, const char *, size_t, const char *, size_t *,
-                 const char **);
-  void (*random)(void *, size_t);
-  int (*verify32)(const unsigned char *, const unsigned char *);
-  int (*hmac)(unsigned char *, const unsigned char *, unsigned long long, const unsigned char *);
-  int (*hinit)(crypto_auth_hmacsha256_state *, const unsigned char *, size_t);
-  int (*hupdate)(crypto_auth_hmacsha256_state *, const unsigned char *, unsigned long long);
-  int (*hfinal)(crypto_auth_hmacsha256_state *, unsigned char *);
-} so;
-
-static void sodium_sym(void *lib, const char *name, void *fn, size_t size) {
-  void *p = lib ? dlsym(lib, name) : NULL;
-  ck_assert_msg(p != NULL, "libsodium: %s: %s", name, dlerror());
-  memcpy(fn, &p, size);
-}
-
-static void sodium_bind(void) {
-  static void *lib;
-  if (lib != NULL)
-    return;
-  lib = dlopen("libsodium.so.23", RTLD_NOW | RTLD_LOCAL);
-  if (lib == NULL)
-    lib = dlopen("libsodium.so", RTLD_NOW | RTLD_LOCAL);
-#define BIND(field, name) sodium_sym(lib, name, &so.field, sizeof so.field)
-  BIND(init, "sodium_init");
-  BIND(malloc_, "sodium_malloc");
-  BIND(free_, "sodium_free");
-  BIND(memzero, "sodium_memzero");
-  BIND(memcmp_, "sodium_memcmp");
-  BIND(bin2hex, "sodium_bin2hex");
-  BIND(hex2bin, "sodium_hex2bin");
-  BIND(random, "randombytes_buf");
-  BIND(verify32, "crypto_verify_32");
-  BIND(hmac, "crypto_auth_hmacsha256");
-  BIND(hinit, "crypto_auth_hmacsha256_init");
-  BIND(hupdate, "crypto_auth_hmacsha256_update");
-  BIND(hfinal, "crypto_auth_hmacsha256_final");
-#undef BIND
-}
-
-int sodium_init(void) { return so.init(); }
-void *sodium_malloc(const size_t n) { return so.malloc_(n); }
-void sodium_free(void *p) { so.free_(p); }
-void sodium_memzero(void *const p, const size_t n) { so.memzero(p, n); }
-int sodium_memcmp(const void *const a, const void *const b, size_t n) {
-  return so.memcmp_(a, b, n);
-}
-char *sodium_bin2hex(char *const hex, const size_t cap, const unsigned char *const bin,
-                     const size_t n) {
-  return so.bin2hex(hex, cap, bin, n);
-}
-int sodium_hex2bin(unsigned char *const bin, const size_t cap, const char *const hex,
-                   const size_t hex_len, const char *const ignore, size_t *const bin_len,
-                   const char **const hex_end) {
-  return so.hex2bin(bin, cap, hex, hex_len, ignore, bin_len, hex_end);
-}
-void randombytes_buf(void *const buf, const size_t n) { so.random(buf, n); }
-int crypto_verify_32(const unsigned char *x, const unsigned char *y) { return so.verify32(x, y); }
-int crypto_auth_hmacsha256(unsigned char *out, const unsigned char *in, unsigned long long inlen,
-                           const unsigned char *k) {
-  return so.hmac(out, in, inlen, k);
-}
-int crypto_auth_hmacsha256_init(crypto_auth_hmacsha256_state *st, const unsigned char *key,
-                                size_t keylen) {
-  return so.hinit(st, key, keylen);
-}
-int crypto_auth_hmacsha256_update(crypto_auth_hmacsha256_state *st, const unsigned char *in,
-                                  unsigned long long inlen) {
-  return so.hupdate(st, in, inlen);
-}
-int crypto_auth_hmacsha256_final(crypto_auth_hmacsha256_state *st, unsigned char *out) {
-  return so.hfinal(st, out);
-}
+/* The probe signs with ringarc's signer (agent/arc.h), as an agent does. */
+#include "arc_int.h"
 
 /* ------------------------------------------------------------ the fixture */
 
@@ -797,7 +710,6 @@ static void *probe_main(void *ud) {
 
 static void probe_start(void) {
   memset(&probe, 0, sizeof probe);
-  sodium_bind();
   ring_error err;
   ck_assert_msg(arc_keyring_load(env.secret, &probe.keys, &err) == RING_OK, "%s", err.message);
   ck_assert_int_eq(pthread_create(&probe.thread, NULL, probe_main, NULL), 0);
