@@ -214,27 +214,30 @@ static int answer_line(const fetch *f) {
 
 /* What a failed request means, for everything but the file's own bytes. */
 static int request_error(fetch *f, const char *what, CURLcode rc, long status, ring_error *err) {
+  const char *src = f->o->source_id, *base = f->base, *curl_says =
+      f->curl_error[0] ? f->curl_error : curl_easy_strerror(rc);
+  uint32_t t = f->token;
   if (f->stopped || rc == CURLE_ABORTED_BY_CALLBACK)
-    return ring__err(err, RING_ETIMEDOUT, "arc %" PRIu32 ": %s: stopped", f->token, what);
+    return ring__err(err, RING_ETIMEDOUT, "arc %" PRIu32 ": %s: stopped", t, what);
   if (status == 401 || status == 403)
     return ring__err(err, RING_EAUTH,
-                     "arc %" PRIu32 ": %s: %ld from %s (%s): our request refused (another secret? "
+                     "arc %" PRIu32 ": %s: %s (%s) refused our request: %ld (another secret? "
                      "clock skew?)",
-                     f->token, what, status, f->o->source_id, f->base);
+                     t, what, src, base, status);
   if (status == 404)
-    return ring__err(err, RING_ENOTFOUND, "arc %" PRIu32 ": %s: not held by %s (%s)", f->token,
-                     what, f->o->source_id, f->base);
+    return ring__err(err, RING_ENOTFOUND, "arc %" PRIu32 ": %s: not held by %s (%s)", t, what,
+                     src, base);
   if (status == 503) /* the source says why: "arc store unavailable", "busy" */
-    return ring__err(err, RING_EUNAVAIL, "arc %" PRIu32 ": %s: %s (%s): %.*s", f->token, what,
-                     f->o->source_id, f->base, answer_line(f), answer_text(f));
+    return ring__err(err, RING_EUNAVAIL, "arc %" PRIu32 ": %s: %s (%s): %.*s", t, what, src, base,
+                     answer_line(f), answer_text(f));
   if (rc == CURLE_OPERATION_TIMEDOUT)
-    return ring__err(err, RING_ETIMEDOUT, "arc %" PRIu32 ": %s: %s", f->token, what,
-                     f->curl_error[0] ? f->curl_error : curl_easy_strerror(rc));
+    return ring__err(err, RING_ETIMEDOUT, "arc %" PRIu32 ": %s: %s (%s): %s", t, what, src, base,
+                     curl_says);
   if (status >= 300 || (rc == CURLE_OK && status != 200 && status != 206))
-    return ring__err(err, RING_EPROTO, "arc %" PRIu32 ": %s: HTTP status %ld", f->token, what,
-                     status);
-  return ring__err(err, RING_ECONNECT, "arc %" PRIu32 ": %s: %s", f->token, what,
-                   f->curl_error[0] ? f->curl_error : curl_easy_strerror(rc));
+    return ring__err(err, RING_EPROTO, "arc %" PRIu32 ": %s: %s (%s): HTTP status %ld", t, what,
+                     src, base, status);
+  return ring__err(err, RING_ECONNECT, "arc %" PRIu32 ": %s: %s (%s): %s", t, what, src, base,
+                   curl_says);
 }
 
 /* ----------------------------------------------------------- the manifest */

@@ -816,11 +816,70 @@ START_TEST(slow_clients) {
 }
 END_TEST
 
+
+/* ---------------------------------------------------------- accepted_loss */
+
+/* R=1 and a node dies for good: its tokens have no source left. The moves
+ * stay stuck, apply --wait --stuck-timeout exits 1, nothing is installed,
+ * until the operator writes the tokens off (ringctl accept-loss --stuck
+ * --yes, wave by wave: only in-flight moves are pending); then the run
+ * finishes and the new owners hold the tokens, empty. */
+START_TEST(accepted_loss) {
+  const e2e_opts o = {.replicas = 1, .no_data = true, .down_after_ms = 1000};
+  e2e_bootstrap_with(&o, 3, 1, NULL, "--stuck-after 2s");
+  static bool mine[TOKENS_CAP];
+  static uint32_t tokens[TOKENS_CAP];
+  uint32_t n = owned_bits("n2", mine, tokens);
+  ck_assert_uint_gt(n, 4);
+  for (uint32_t k = 0; k < 4; k++) /* data that only n2 holds */
+    env_arc_write(2, tokens[k], 2, 4096, 7);
+  e2e_node_kill(2);
+  char id[24], out[16384];
+  ck_assert_msg(ENV_WAIT(e2e_new_proposal(id), 60), "no repair proposed after n2 died");
+  double t0 = harness_now();
+  int rc = e2e_ringctl(out, sizeof out, "apply %s --wait --stuck-timeout 4s", id);
+  fprintf(stderr, "apply --wait --stuck-timeout 4s -> %d after %.1f s\n", rc, harness_now() - t0);
+  ck_assert_msg(rc == 1, "apply --wait --stuck-timeout exited %d with every source gone: %s", rc,
+                out);
+  check_stuck("n2", mine, "n2", 20);
+  ck_assert_uint_eq(installed_at(0, 2, tokens, n), 0);
+  rc = e2e_ringctl(out, sizeof out, "accept-loss --stuck");
+  ck_assert_msg(rc == 0 && strstr(out, "--yes"), "accept-loss --stuck (dry run) -> %d: %s", rc,
+                out);
+  char *loss = env_get("loss");
+  ck_assert_msg(loss == NULL, "a dry run wrote the loss key: %s", loss);
+  char state[16] = "";
+  for (int i = 0; i < 60 && !run_ended(id, state); i++) { /* bounded: a wave a pass */
+    e2e_ringctl(out, sizeof out, "accept-loss --stuck --yes");
+    harness_sleep_ms(1000);
+  }
+  ck_assert_msg(strcmp(state, "done") == 0, "the run is %s after the losses were accepted",
+                state[0] ? state : "still going");
+  double lost = metric_sum(0, 2, "ring_agent_losses_accepted_total");
+  fprintf(stderr, "accepted_loss: %u tokens of n2 written off, %.0f arcs installed empty\n", n,
+          lost);
+  ck_assert_double_eq(lost, n);
+  e2e_settle(2, 60);
+  ring_table *t = e2e_table();
+  for (uint32_t k = 0; k < n; k++) {
+    int s = e2e_slot(ring_table_node_id(t, ring_table_owner(t, tokens[k], 0)));
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/arcs/%u", env.a[s].data, tokens[k]);
+    ck_assert_msg(s >= 0 && s != 2 && files_in(dir) == 0, "token %u: not an empty arc at %s",
+                  tokens[k], s >= 0 ? env.a[s].id : "?");
+  }
+  ring_table_free(t);
+  e2e_check(true);
+  trust_done();
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("fault_trust");
   trust_add(s, "stranger_at_address", 300, stranger_at_address);
   trust_add(s, "missing_disk", 300, missing_disk);
   trust_add(s, "half_empty_repair", 300, half_empty_repair);
   trust_add(s, "slow_clients", 400, slow_clients);
+  trust_add(s, "accepted_loss", 300, accepted_loss);
   return run_suite_as(s, 1);
 }
