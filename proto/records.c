@@ -3,7 +3,8 @@
  *
  * Sections: keys; shared pieces (top-level parse, node fields); config;
  * labels and node records; alive; progress (and the token lists and
- * arrays of objects the later records share); leader; loss; stuck.
+ * arrays of objects the later records share); leader; loss; stuck; host
+ * records (size caps, acks, clients).
  *
  * Every decoder parses with cJSON into a local value and copies it to *out
  * only when every rule holds. Node fields are validated by adding the node
@@ -26,6 +27,7 @@
 #define LEADER_FORMAT "ringkeeper.leader.v1"
 #define LOSS_FORMAT "ringkeeper.loss.v1"
 #define STUCK_FORMAT "ringkeeper.stuck.v1"
+#define CLIENT_FORMAT "ringkeeper.client.v1"
 
 #define N_KEYS(a) (sizeof(a) / sizeof *(a))
 
@@ -934,4 +936,77 @@ void rk_stuck_free(rk_stuck *s) {
   free(s->moves);
   s->moves = NULL;
   s->n_moves = 0;
+}
+
+/* ------------------------------------------------------------ host records */
+
+static const struct {
+  const char *name, *dir;
+  size_t max;
+} host_kinds[RK_HOST_KINDS] = {
+    [RK_HOST_ALIVE] = {"alive", "alive/", RK_ALIVE_VALUE_MAX},
+    [RK_HOST_ACK] = {"acks", "acks/", RK_ACK_VALUE_MAX},
+    [RK_HOST_PROGRESS] = {"progress", "progress/", RK_PROGRESS_VALUE_MAX},
+    [RK_HOST_CLIENT] = {"clients", "clients/", RK_CLIENT_VALUE_MAX},
+};
+
+const char *rk_host_kind_name(rk_host_kind k) {
+  return (unsigned)k < RK_HOST_KINDS ? host_kinds[k].name : "?";
+}
+
+const char *rk_host_kind_dir(rk_host_kind k) {
+  return (unsigned)k < RK_HOST_KINDS ? host_kinds[k].dir : "?";
+}
+
+size_t rk_host_value_max(rk_host_kind k) {
+  return (unsigned)k < RK_HOST_KINDS ? host_kinds[k].max : 0;
+}
+
+int rk_host_size_check(rk_host_kind k, size_t len, ring_error *err) {
+  size_t max = rk_host_value_max(k);
+  if (len <= max)
+    return RING_OK;
+  return ring__err(err, RING_ETOOBIG, "%zu bytes over the %zu cap", len, max);
+}
+
+int rk_ack_decode(const char *value, size_t len, uint64_t *version, ring_error *err) {
+  uint64_t v = 0;
+  if (value == NULL)
+    return ring__err(err, RING_EINVAL, "ack: NULL input");
+  if (len == 0 || len > 16 || value[0] == '0')
+    return ring__err(err, RING_EVERSION, "not a version number (%zu bytes)", len);
+  for (size_t i = 0; i < len; i++) {
+    if (value[i] < '0' || value[i] > '9')
+      return ring__err(err, RING_EVERSION, "not a version number: byte %zu is not a digit", i);
+    v = v * 10 + (uint64_t)(value[i] - '0');
+  }
+  if (v > RING_VERSION_MAX)
+    return ring__err(err, RING_EVERSION, "version %" PRIu64 " over 2^53-1", v);
+  if (version != NULL)
+    *version = v;
+  return RING_OK;
+}
+
+int rk_client_decode(const char *json, size_t len, rk_client *out, ring_error *err) {
+  static const char *const keys[] = {"format", "kind"};
+  cJSON *root = NULL;
+  rk_client c = {{0}};
+  int rc = ring__record_parse(json, len, CLIENT_FORMAT, keys, N_KEYS(keys), &root, err);
+  if (rc == RING_OK &&
+      (rc = ring__json_string_copy(root, "", "kind", c.kind, sizeof c.kind, err)) == RING_OK &&
+      !ring__valid_id(c.kind))
+    rc = ring__err(err, RING_EFIELD, "kind: \"%.64s\" must match [a-z0-9._-]{1,63}", c.kind);
+  cJSON_Delete(root);
+  if (rc == RING_OK && out != NULL)
+    *out = c;
+  return rc;
+}
+
+int rk_client_encode(const rk_client *c, char **json, size_t *len) {
+  if (c == NULL || json == NULL || memchr(c->kind, '\0', sizeof c->kind) == NULL ||
+      !ring__valid_id(c->kind))
+    return RING_EINVAL;
+  ring__sbuf b = {0};
+  ring__sb_printf(&b, "{\"format\":\"" CLIENT_FORMAT "\",\"kind\":\"%s\"}", c->kind);
+  return ring__sb_finish(&b, json, len);
 }

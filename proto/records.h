@@ -6,7 +6,7 @@
  * the daemons and ringctl link ring_static).
  *
  * Sections: keys; config; node records; alive; progress; leader; loss;
- * stuck.
+ * stuck; host records (their size caps, acks/ and clients/).
  *
  * Decoders validate everything (proto/etcd.md), name the offending field
  * in err, never read past len, and leave *out untouched on failure.
@@ -208,5 +208,46 @@ typedef struct rk_stuck {
 int rk_stuck_decode(const char *json, size_t len, rk_stuck *out, ring_error *err);
 int rk_stuck_encode(const rk_stuck *s, char **json, size_t *len);
 void rk_stuck_free(rk_stuck *s); /* frees the contents, not s */
+
+/* ------------------------------------------------------- host records */
+
+/* The values hosts write (agents, data-plane clients) and the coordinator
+ * reads: each has a size cap (proto/etcd.md, "Reading host records"); a
+ * value over it is refused before it is parsed. */
+typedef enum rk_host_kind {
+  RK_HOST_ALIVE = 0, /* alive/<id> */
+  RK_HOST_ACK,       /* acks/<id> */
+  RK_HOST_PROGRESS,  /* progress/<id> */
+  RK_HOST_CLIENT,    /* clients/<name> */
+  RK_HOST_KINDS
+} rk_host_kind;
+
+#define RK_ALIVE_VALUE_MAX 4096u           /* a full alive/ value is under 3 KiB */
+#define RK_ACK_VALUE_MAX 32u               /* a version has at most 16 digits */
+#define RK_PROGRESS_VALUE_MAX (512u << 10) /* 65536 tokens and 64 failing fit */
+#define RK_CLIENT_VALUE_MAX 1024u
+
+/* "alive", "acks", "progress", "clients": the key's directory without the
+ * slash (metric labels, `ringctl status`); "?" out of range. */
+const char *rk_host_kind_name(rk_host_kind k);
+/* The kind's directory under the cluster prefix ("alive/", ...). */
+const char *rk_host_kind_dir(rk_host_kind k);
+/* The cap of the kind's values, in bytes (0 out of range). */
+size_t rk_host_value_max(rk_host_kind k);
+/* RING_OK when len is within the kind's cap, else RING_ETOOBIG with err
+ * saying "N bytes over the CAP cap". */
+int rk_host_size_check(rk_host_kind k, size_t len, ring_error *err);
+
+/* acks/<id>: a decimal version in 1 .. 2^53-1 (no sign, no leading zero,
+ * nothing else). *version is written only on success. */
+int rk_ack_decode(const char *value, size_t len, uint64_t *version, ring_error *err);
+
+/* clients/<name>'s value: {"format":"ringkeeper.client.v1","kind":K}. */
+typedef struct rk_client {
+  char kind[RING_ID_MAX + 1]; /* what the process is, [a-z0-9._-]{1,63} */
+} rk_client;
+
+int rk_client_decode(const char *json, size_t len, rk_client *out, ring_error *err);
+int rk_client_encode(const rk_client *c, char **json, size_t *len);
 
 #endif /* RING_PROTO_RECORDS_H */

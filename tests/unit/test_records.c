@@ -845,6 +845,146 @@ START_TEST(every_prefix_refused) {
 }
 END_TEST
 
+/* ------------------------------------------------------------ host records */
+
+START_TEST(host_caps_hold_the_largest_values) {
+  /* progress: every token below 65536 is either held or failing; the
+   * largest value lists the 64 failing entries with the longest errors
+   * (every byte a control character: 6 bytes escaped) and the rest held */
+  rk_progress p = {.version = RING_VERSION_MAX, .bytes = RING_VERSION_MAX};
+  p.n_failing = RK_FAILING_MAX;
+  p.failing = calloc(RK_FAILING_MAX, sizeof *p.failing);
+  p.tokens = calloc(RING_TOKENS_MAX, sizeof *p.tokens);
+  ck_assert(p.failing != NULL && p.tokens != NULL);
+  for (uint32_t i = 0; i < RK_FAILING_MAX; i++) {
+    p.failing[i].token = 10000 + i;
+    p.failing[i].attempts = UINT32_MAX;
+    memset(p.failing[i].error, '"', RK_FAIL_ERROR_MAX);
+  }
+  for (uint32_t t = 0; t < RING_TOKENS_MAX; t++)
+    if (t < 10000 || t >= 10000 + RK_FAILING_MAX)
+      p.tokens[p.n_tokens++] = t;
+  char *json = NULL;
+  size_t len = 0;
+  if (rk_progress_encode(&p, &json, &len) != RING_OK) { /* quotes refused: plain bytes */
+    for (uint32_t i = 0; i < RK_FAILING_MAX; i++)
+      memset(p.failing[i].error, 'e', RK_FAIL_ERROR_MAX);
+    ck_assert_int_eq(rk_progress_encode(&p, &json, &len), RING_OK);
+  }
+  size_t worst = len + (size_t)RK_FAILING_MAX * RK_FAIL_ERROR_MAX * 5; /* 6-byte escapes */
+  fprintf(stderr, "largest progress: %zu bytes (with every error byte escaped: %zu)\n", len,
+          worst);
+  ck_assert_uint_le(worst, RK_PROGRESS_VALUE_MAX);
+  ck_assert_int_eq(rk_host_size_check(RK_HOST_PROGRESS, len, NULL), RING_OK);
+  free(json);
+  rk_progress_free(&p);
+
+  /* alive: the longest id, address and 16 labels of 63-byte keys and values */
+  rk_alive a = {.weight = 1e300, .started_ms = RING_VERSION_MAX,
+                .capacity_bytes = RING_VERSION_MAX, .free_bytes = RING_VERSION_MAX};
+  memset(a.id, 'i', RING_ID_MAX);
+  snprintf(a.addr, sizeof a.addr, "%.249s:65535",
+           "h.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.bbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+           "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb.cccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
+           "ccccccc.dddddddddddddddddddddddddddddddddddddddddddddddddddddddd");
+  for (uint32_t i = 0; i < RING_LABELS_MAX; i++) {
+    char key[RING_ID_MAX + 1];
+    memset(key, 'k', RING_ID_MAX);
+    key[RING_ID_MAX] = '\0';
+    key[0] = (char)('a' + i);
+    memset(a.labels.value[i], 'v', RING_ID_MAX);
+    memcpy(a.labels.key[i], key, sizeof key);
+  }
+  a.labels.n = RING_LABELS_MAX;
+  if (rk_alive_encode(&a, &json, &len) != RING_OK) {
+    a.weight = 1000000; /* the table's largest weight, whatever it is */
+    snprintf(a.addr, sizeof a.addr, "127.0.0.1:65535");
+    ck_assert_int_eq(rk_alive_encode(&a, &json, &len), RING_OK);
+  }
+  fprintf(stderr, "largest alive: %zu bytes\n", len);
+  ck_assert_uint_le(len + 2 * RING_ADDR_MAX, RK_ALIVE_VALUE_MAX);
+  free(json);
+
+  /* acks and clients */
+  ck_assert_int_eq(rk_host_size_check(RK_HOST_ACK, 16, NULL), RING_OK);
+  rk_client c = {{0}};
+  memset(c.kind, 'k', RING_ID_MAX);
+  ck_assert_int_eq(rk_client_encode(&c, &json, &len), RING_OK);
+  ck_assert_uint_le(len, RK_CLIENT_VALUE_MAX);
+  free(json);
+}
+END_TEST
+
+START_TEST(host_size_check_names_the_cap) {
+  ring_error err = {RING_OK, ""};
+  ck_assert_int_eq(rk_host_size_check(RK_HOST_PROGRESS, RK_PROGRESS_VALUE_MAX, &err), RING_OK);
+  ck_assert_int_eq(rk_host_size_check(RK_HOST_PROGRESS, 1468006, &err), RING_ETOOBIG);
+  ck_assert_str_eq(err.message, "1468006 bytes over the 524288 cap");
+  ck_assert_int_eq(rk_host_size_check(RK_HOST_ALIVE, 4097, &err), RING_ETOOBIG);
+  ck_assert_str_eq(err.message, "4097 bytes over the 4096 cap");
+  ck_assert_int_eq(rk_host_size_check(RK_HOST_ACK, 33, &err), RING_ETOOBIG);
+  ck_assert_int_eq(rk_host_size_check(RK_HOST_CLIENT, 1025, &err), RING_ETOOBIG);
+  ck_assert_str_eq(rk_host_kind_name(RK_HOST_ACK), "acks");
+  ck_assert_str_eq(rk_host_kind_dir(RK_HOST_CLIENT), "clients/");
+  ck_assert_str_eq(rk_host_kind_name(RK_HOST_KINDS), "?");
+  ck_assert_uint_eq(rk_host_value_max(RK_HOST_KINDS), 0);
+}
+END_TEST
+
+START_TEST(ack_decode) {
+  uint64_t v = 99;
+  ring_error err;
+  ck_assert_int_eq(rk_ack_decode("42", 2, &v, &err), RING_OK);
+  ck_assert_uint_eq(v, 42);
+  ck_assert_int_eq(rk_ack_decode("9007199254740991", 16, &v, &err), RING_OK);
+  ck_assert_uint_eq(v, RING_VERSION_MAX);
+  const char *bad[] = {"", "0", "042", "-1", "4 2", "v7", "9007199254740992", "12345678901234567",
+                       "1.5"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    v = 7;
+    ck_assert_msg(rk_ack_decode(bad[i], strlen(bad[i]), &v, &err) == RING_EVERSION, "%s", bad[i]);
+    ck_assert_uint_eq(v, 7); /* untouched */
+  }
+  ck_assert_int_eq(rk_ack_decode("421", 2, &v, &err), RING_OK); /* never past len */
+  ck_assert_uint_eq(v, 42);
+}
+END_TEST
+
+START_TEST(client_round_trip_and_errors) {
+  const char *kv = "{\"format\":\"ringkeeper.client.v1\",\"kind\":\"ring-kv\"}";
+  rk_client c;
+  ring_error err;
+  ck_assert_int_eq(rk_client_decode(kv, strlen(kv), &c, &err), RING_OK);
+  ck_assert_str_eq(c.kind, "ring-kv");
+  char *json;
+  size_t len;
+  ck_assert_int_eq(rk_client_encode(&c, &json, &len), RING_OK);
+  ck_assert_str_eq(json, kv);
+  ck_assert_uint_eq(len, strlen(kv));
+  free(json);
+  struct {
+    const char *json;
+    int rc;
+  } bad[] = {
+      {"{\"format\":\"ringkeeper.client.v1\"", RING_EJSON},
+      {"{\"format\":\"ringkeeper.client.v2\",\"kind\":\"ring-kv\"}", RING_EFORMAT},
+      {"{\"format\":\"ringkeeper.client.v1\"}", RING_EFIELD},
+      {"{\"format\":\"ringkeeper.client.v1\",\"kind\":\"Ring KV\"}", RING_EFIELD},
+      {"{\"format\":\"ringkeeper.client.v1\",\"kind\":7}", RING_EFIELD},
+      {"{\"format\":\"ringkeeper.client.v1\",\"kind\":\"kv\",\"x\":1}", RING_EFIELD},
+      {"[]", RING_EFIELD},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    int rc = rk_client_decode(bad[i].json, strlen(bad[i].json), &c, &err);
+    ck_assert_msg(rc != RING_OK, "%s: accepted", bad[i].json);
+    if (rc != bad[i].rc)
+      fprintf(stderr, "%s: %s (%d)\n", bad[i].json, err.message, rc);
+  }
+  rk_client none = {{0}};
+  ck_assert_int_eq(rk_client_encode(&none, &json, &len), RING_EINVAL);
+}
+END_TEST
+
 static Suite *records_suite(void) {
   Suite *s = suite_create("records");
   TCase *tc = tcase_create("records");
@@ -872,6 +1012,10 @@ static Suite *records_suite(void) {
   tcase_add_test(tc, leader_round_trip);
   tcase_add_test(tc, leader_errors);
   tcase_add_test(tc, every_prefix_refused);
+  tcase_add_test(tc, host_caps_hold_the_largest_values);
+  tcase_add_test(tc, host_size_check_names_the_cap);
+  tcase_add_test(tc, ack_decode);
+  tcase_add_test(tc, client_round_trip_and_errors);
   suite_add_tcase(s, tc);
   return s;
 }
