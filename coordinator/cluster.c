@@ -1,8 +1,9 @@
 /*
- * cluster.c: a cluster's state read from etcd in one txn (cluster.h).
+ * cluster.c: a cluster's state read from etcd at one revision (cluster.h).
  *
  * Sections:
- *   1. the read: one range op per part asked for, all in one txn
+ *   1. the read: one txn of range ops for the control plane's keys, then
+ *      each host-written prefix in bounded spans at that txn's revision
  *   2. parsing each part (strict for what the control plane writes,
  *      tolerant for what agents write)
  *   3. lookups and tables
@@ -10,6 +11,8 @@
  *   5. a table's weighted targets
  */
 #include "cluster.h"
+
+#include <cjson/cJSON.h>
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -30,21 +33,28 @@ int rk_fail(ring_error *err, int code, const char *fmt, ...) {
 
 /* ------------------------------------------------------------- 1. the read */
 
-/* One part of the state: which bit asks for it, its key and whether the
- * key is a prefix. */
+/* One part of the state: which bit asks for it, its key, whether the key
+ * is a prefix, and for a prefix hosts write, their kind (else -1): those
+ * are read in spans (host_pages), the rest in one txn. */
 typedef struct part {
   unsigned bit;
   const char *what;
   bool prefix;
+  int host;
 } part;
 
 static const part parts[] = {
-    {RK_READ_CONFIG, "config", false},     {RK_READ_VERSION, "version", false},
-    {RK_READ_NODES, "nodes/", true},       {RK_READ_ALIVE, "alive/", true},
-    {RK_READ_PLANS, "plan/proposed", false}, {RK_READ_PLANS, "plan/active", false},
-    {RK_READ_ACKS, "acks/", true},         {RK_READ_PROGRESS, "progress/", true},
-    {RK_READ_LEADER, "leader", false},     {RK_READ_CLIENTS, "clients/", true},
-    {RK_READ_STUCK, "stuck", false},
+    {RK_READ_CONFIG, "config", false, -1},
+    {RK_READ_VERSION, "version", false, -1},
+    {RK_READ_NODES, "nodes/", true, -1},
+    {RK_READ_ALIVE, "alive/", true, RK_HOST_ALIVE},
+    {RK_READ_PLANS, "plan/proposed", false, -1},
+    {RK_READ_PLANS, "plan/active", false, -1},
+    {RK_READ_ACKS, "acks/", true, RK_HOST_ACK},
+    {RK_READ_PROGRESS, "progress/", true, RK_HOST_PROGRESS},
+    {RK_READ_LEADER, "leader", false, -1},
+    {RK_READ_CLIENTS, "clients/", true, RK_HOST_CLIENT},
+    {RK_READ_STUCK, "stuck", false, -1},
 };
 #define N_PARTS (sizeof parts / sizeof parts[0])
 
@@ -69,36 +79,199 @@ static const part_parser parsers[N_PARTS] = {
     parse_stuck,
 };
 
-int rk_state_read(ring_etcd *c, const char *cluster, unsigned what, rk_state *out,
-                  ring_error *err) {
-  char keys[N_PARTS][RK_KEY_MAX];
+/* Bytes two keys share at their start. */
+static size_t common_prefix(const ring_kv *a, const ring_kv *b) {
+  size_t n = a->key_len < b->key_len ? a->key_len : b->key_len, i = 0;
+  while (i < n && a->key[i] == b->key[i])
+    i++;
+  return i;
+}
+
+/* A span of a prefix's keys (keys->kvs[lo..hi)) that is exactly the set of
+ * keys starting with their first `depth` bytes, at the read's revision. */
+typedef struct span {
+  uint32_t lo, hi;
+  size_t depth;
+} span;
+
+/* Fetches the values of keys[lo..hi) at rev (the keys starting with the
+ * first key's first `depth` bytes; with exact, that one key) into
+ * all->kvs[lo..hi). A value over cap is dropped here (value NULL,
+ * value_len kept), so memory holds one span of large values at most. */
+static int fetch_span(ring_etcd *c, const ring_kvs *keys, span sp, bool exact, int64_t rev,
+                      size_t cap, ring_kvs *all, ring_error *err) {
+  const ring_kv *first = &keys->kvs[sp.lo];
+  ring_range_opts o = {.prefix = !exact, .revision = rev};
+  ring_kvs r;
+  int rc = ring_etcd_range(c, first->key, exact ? first->key_len : sp.depth, &o, &r, err);
+  if (rc != RING_OK)
+    return rc;
+  if (r.n != sp.hi - sp.lo)
+    rc = rk_fail(err, RING_EPROTO, "%.100s: %u keys at revision %lld, %u listed",
+                 (const char *)first->key, r.n, (long long)rev, sp.hi - sp.lo);
+  for (uint32_t i = 0; rc == RING_OK && i < r.n; i++) {
+    ring_kv *kv = &r.kvs[i];
+    const ring_kv *want = &keys->kvs[sp.lo + i];
+    if (kv->key_len != want->key_len || memcmp(kv->key, want->key, kv->key_len) != 0) {
+      rc = rk_fail(err, RING_EPROTO, "%.100s: not the key listed at revision %lld",
+                   (const char *)kv->key, (long long)rev);
+      break;
+    }
+    if (kv->value_len > cap) {
+      free(kv->value);
+      kv->value = NULL;
+    }
+    all->kvs[sp.lo + i] = *kv;
+    memset(kv, 0, sizeof *kv);
+  }
+  ring_kvs_free(&r);
+  return rc;
+}
+
+/* Splits a span over RK_READ_PAGE_KEYS keys: its longest shared start d,
+ * the key that is d bytes long (fetched alone), then one span per byte at
+ * d pushed onto st. Every span it pushes is smaller than sp. */
+static int split_span(ring_etcd *c, const ring_kvs *keys, span sp, int64_t rev, size_t cap,
+                      ring_kvs *all, span *st, uint32_t *top, ring_error *err) {
+  const ring_kv *k = keys->kvs;
+  size_t d = common_prefix(&k[sp.lo], &k[sp.hi - 1]);
+  if (k[sp.lo].key_len == d) {
+    int rc = fetch_span(c, keys, (span){sp.lo, sp.lo + 1, d}, true, rev, cap, all, err);
+    if (rc != RING_OK)
+      return rc;
+    sp.lo++;
+  }
+  for (uint32_t i = sp.lo, j; i < sp.hi; i = j) {
+    for (j = i + 1; j < sp.hi && k[j].key[d] == k[i].key[d]; j++)
+      ;
+    st[(*top)++] = (span){i, j, d + 1};
+  }
+  return RING_OK;
+}
+
+/* Reads every key under prefix at revision rev, bounded: the keys alone
+ * first (keys_only), then their values in spans of at most
+ * RK_READ_PAGE_KEYS keys, each one prefix range at rev. (The client's
+ * range has no "after this key", so a span is the set of keys sharing a
+ * start.) Values over cap are dropped as they arrive. *out is sorted by
+ * key like a range's reply; on failure it holds nothing. */
+static int host_pages(ring_etcd *c, const char *prefix, size_t plen, int64_t rev, size_t cap,
+                      ring_kvs *out, ring_error *err) {
+  ring_range_opts o = {.prefix = true, .keys_only = true, .revision = rev};
+  ring_kvs keys;
+  int rc = ring_etcd_range(c, prefix, plen, &o, &keys, err);
+  if (rc != RING_OK)
+    return rc;
+  ring_kvs all = {.n = keys.n, .count = keys.n, .revision = rev};
+  all.kvs = calloc(keys.n ? keys.n : 1, sizeof *all.kvs);
+  span *st = calloc((size_t)keys.n + 1, sizeof *st);
+  uint32_t top = 0;
+  if (all.kvs == NULL || st == NULL)
+    rc = rk_fail(err, RING_ENOMEM, "out of memory reading %u keys of %.100s", keys.n, prefix);
+  else if (keys.n > 0)
+    st[top++] = (span){0, keys.n, plen};
+  while (rc == RING_OK && top > 0) {
+    span sp = st[--top];
+    if (sp.hi - sp.lo <= RK_READ_PAGE_KEYS)
+      rc = fetch_span(c, &keys, sp, false, rev, cap, &all, err);
+    else
+      rc = split_span(c, &keys, sp, rev, cap, &all, st, &top, err);
+  }
+  free(st);
+  ring_kvs_free(&keys);
+  if (rc != RING_OK) {
+    ring_kvs_free(&all);
+    return rc;
+  }
+  *out = all;
+  return RING_OK;
+}
+
+/* The control plane's keys asked for, in one txn, parsed into s; sets
+ * s->revision (with no such key asked for, from a count of keys[0]). */
+static int read_txn(ring_etcd *c, char keys[][RK_KEY_MAX], unsigned what, rk_state *s,
+                    ring_error *err) {
   ring_op ops[N_PARTS];
   size_t idx[N_PARTS];
   uint32_t n = 0;
   for (size_t i = 0; i < N_PARTS; i++) {
-    if (!(what & parts[i].bit))
+    if (!(what & parts[i].bit) || parts[i].host >= 0)
       continue;
-    int len = rk_key(keys[i], cluster, parts[i].what);
-    if (len < 0)
-      return rk_fail(err, RING_EINVAL, "cluster name \"%.63s\" is not valid", cluster);
-    ops[n] = (ring_op){.type = RING_OP_RANGE, .key = keys[i], .key_len = (size_t)len,
+    ops[n] = (ring_op){.type = RING_OP_RANGE, .key = keys[i], .key_len = strlen(keys[i]),
                        .prefix = parts[i].prefix};
     idx[n++] = i;
+  }
+  if (n == 0) {
+    ring_range_opts o = {.count_only = true};
+    ring_kvs r;
+    int rc = ring_etcd_range(c, keys[0], strlen(keys[0]), &o, &r, err);
+    if (rc == RING_OK) {
+      s->revision = r.revision;
+      ring_kvs_free(&r);
+    }
+    return rc;
   }
   ring_txn_result r;
   int rc = ring_etcd_txn(c, NULL, 0, ops, n, NULL, 0, &r, err);
   if (rc != RING_OK)
     return rc;
-  rk_state s = {.revision = r.revision};
+  s->revision = r.revision;
   for (uint32_t k = 0; k < n && k < r.n_ranges && rc == RING_OK; k++)
-    rc = parsers[idx[k]](&s, &r.ranges[k], strlen(keys[idx[k]]), err);
+    rc = parsers[idx[k]](s, &r.ranges[k], strlen(keys[idx[k]]), err);
   ring_txn_result_free(&r);
+  return rc;
+}
+
+static int by_kind_host(const void *pa, const void *pb) {
+  const rk_bad_record *a = pa, *b = pb;
+  if (a->kind != b->kind)
+    return a->kind < b->kind ? -1 : 1;
+  return strcmp(a->host, b->host);
+}
+
+static int read_once(ring_etcd *c, const char *cluster, unsigned what, rk_state *out,
+                     ring_error *err) {
+  char keys[N_PARTS][RK_KEY_MAX];
+  for (size_t i = 0; i < N_PARTS; i++)
+    if (rk_key(keys[i], cluster, parts[i].what) < 0)
+      return rk_fail(err, RING_EINVAL, "cluster name \"%.63s\" is not valid", cluster);
+  rk_state s = {0};
+  int rc = read_txn(c, keys, what, &s, err);
+  for (size_t i = 0; i < N_PARTS && rc == RING_OK; i++) {
+    if (!(what & parts[i].bit) || parts[i].host < 0)
+      continue;
+    size_t plen = strlen(keys[i]);
+    ring_kvs r;
+    rc = host_pages(c, keys[i], plen, s.revision, rk_host_value_max((rk_host_kind)parts[i].host),
+                    &r, err);
+    if (rc == RING_OK) {
+      rc = parsers[i](&s, &r, plen, err);
+      ring_kvs_free(&r);
+    }
+  }
   if (rc != RING_OK) {
     rk_state_free(&s);
     return rc;
   }
+  if (s.n_bad > 1)
+    qsort(s.bad, s.n_bad, sizeof *s.bad, by_kind_host);
   *out = s;
   return RING_OK;
+}
+
+/* etcd compacted the revision the spans were read at. */
+static bool compacted(int rc, const ring_error *err) {
+  return rc == RING_ESERVER && strstr(err->message, "compacted") != NULL;
+}
+
+int rk_state_read(ring_etcd *c, const char *cluster, unsigned what, rk_state *out,
+                  ring_error *err) {
+  ring_error local = {RING_OK, ""};
+  ring_error *e = err != NULL ? err : &local;
+  int rc = read_once(c, cluster, what, out, e);
+  for (int again = 0; again < 3 && compacted(rc, e); again++)
+    rc = read_once(c, cluster, what, out, e);
+  return rc;
 }
 
 void rk_state_free(rk_state *s) {
@@ -117,6 +290,7 @@ void rk_state_free(rk_state *s) {
   free(s->progress);
   free(s->clients);
   rk_stuck_free(&s->stuck);
+  free(s->bad);
   memset(s, 0, sizeof *s);
 }
 
@@ -153,10 +327,55 @@ static bool key_id(const ring_kv *kv, size_t prefix_len, char id[RING_ID_MAX + 1
   return true;
 }
 
-/* Notes an agent-written value that did not parse (the first one's reason). */
-static void note_bad(rk_state *s, const ring_kv *kv, const char *why) {
-  if (s->n_bad++ == 0)
-    snprintf(s->first_bad, sizeof s->first_bad, "%.100s: %.140s", (const char *)kv->key, why);
+/* Notes an ignored record (rk_state's bad). Out of memory it is ignored
+ * all the same, just not listed. */
+static void note_bad(rk_state *s, rk_bad_kind kind, const char *host, const ring_kv *kv,
+                     const char *why) {
+  uint32_t n = s->n_bad;
+  if ((n & (n - 1)) == 0 && n != 1 && n != 2) { /* 0, 4, 8, ...: full */
+    rk_bad_record *more = realloc(s->bad, (n ? 2 * (size_t)n : 4) * sizeof *more);
+    if (more == NULL)
+      return;
+    s->bad = more;
+  }
+  rk_bad_record *b = &s->bad[s->n_bad++];
+  *b = (rk_bad_record){.kind = kind, .mod_revision = kv->mod_revision};
+  snprintf(b->host, sizeof b->host, "%s", host);
+  snprintf(b->why, sizeof b->why, "%s", why);
+}
+
+/* The rest of a key that names no id, for the bad list: at most 63 bytes,
+ * anything outside [a-z0-9._-] shown as '?'. */
+static void key_rest(const ring_kv *kv, size_t prefix_len, char out[RING_ID_MAX + 1]) {
+  size_t n = kv->key_len > prefix_len ? kv->key_len - prefix_len : 0;
+  n = n < RING_ID_MAX ? n : RING_ID_MAX;
+  for (size_t i = 0; i < n; i++) {
+    char ch = (char)kv->key[prefix_len + i];
+    bool ok = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' ||
+              ch == '-';
+    out[i] = ok ? ch : '?';
+  }
+  out[n] = '\0';
+}
+
+/* A host-written value's checks before its own decoder: the key names an
+ * id (copied to id) and the value is within the kind's cap. Returns 1 when
+ * both hold; 0 when the size does not (noted: the host's entry stays, its
+ * value unused); -1 when the key names no id (noted: no entry). */
+static int host_checks(rk_state *s, rk_host_kind kind, const ring_kv *kv, size_t prefix_len,
+                       char id[RING_ID_MAX + 1]) {
+  if (!key_id(kv, prefix_len, id)) {
+    char rest[RING_ID_MAX + 1];
+    key_rest(kv, prefix_len, rest);
+    note_bad(s, (rk_bad_kind)kind, rest, kv, "the key names no id");
+    return -1;
+  }
+  ring_error why = {RING_OK, ""};
+  if (rk_host_size_check(kind, kv->value_len, &why) != RING_OK || kv->value == NULL) {
+    note_bad(s, (rk_bad_kind)kind, id, kv, why.code ? why.message : "no value");
+    return 0;
+  }
+  return 1;
 }
 
 /* A record's decoder (records.h, plan_doc.h) behind one signature. */
@@ -252,18 +471,18 @@ static int parse_alive(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_e
   for (uint32_t i = 0; i < r->n; i++) {
     const ring_kv *kv = &r->kvs[i];
     rk_alive_entry *e = &s->alive[s->n_alive];
-    if (!key_id(kv, prefix_len, e->a.id)) {
-      note_bad(s, kv, "not a node id");
+    int ok = host_checks(s, RK_HOST_ALIVE, kv, prefix_len, e->a.id);
+    if (ok < 0)
       continue;
-    }
-    ring_error why = {0};
+    ring_error why = {RING_OK, ""};
     rk_alive a;
-    e->valid = rk_alive_decode((const char *)kv->value, kv->value_len, &a, &why) == RING_OK &&
+    e->valid = ok > 0 &&
+               rk_alive_decode((const char *)kv->value, kv->value_len, &a, &why) == RING_OK &&
                strcmp(a.id, e->a.id) == 0;
     if (e->valid)
       e->a = a;
-    else
-      note_bad(s, kv, why.code ? why.message : "id differs from the key's");
+    else if (ok > 0)
+      note_bad(s, RK_BAD_ALIVE, e->a.id, kv, why.code ? why.message : "id differs from the key's");
     e->lease = kv->lease;
     s->n_alive++;
   }
@@ -288,14 +507,14 @@ static int parse_acks(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_er
   for (uint32_t i = 0; i < r->n; i++) {
     const ring_kv *kv = &r->kvs[i];
     rk_ack *a = &s->acks[s->n_acks];
-    if (!key_id(kv, prefix_len, a->id)) {
-      note_bad(s, kv, "not a node id");
+    int ok = host_checks(s, RK_HOST_ACK, kv, prefix_len, a->id);
+    if (ok < 0)
       continue;
-    }
-    if (!parse_decimal(kv->value, kv->value_len, &a->version)) {
-      a->version = 0;
-      note_bad(s, kv, "not a version number");
-    }
+    ring_error why = {RING_OK, ""};
+    a->version = 0;
+    if (ok > 0 &&
+        rk_ack_decode((const char *)kv->value, kv->value_len, &a->version, &why) != RING_OK)
+      note_bad(s, RK_BAD_ACKS, a->id, kv, why.message);
     s->n_acks++;
   }
   return RING_OK;
@@ -309,14 +528,15 @@ static int parse_progress(rk_state *s, const ring_kvs *r, size_t prefix_len, rin
   for (uint32_t i = 0; i < r->n; i++) {
     const ring_kv *kv = &r->kvs[i];
     rk_agent_progress *p = &s->progress[s->n_progress];
-    if (!key_id(kv, prefix_len, p->id)) {
-      note_bad(s, kv, "not a node id");
+    int ok = host_checks(s, RK_HOST_PROGRESS, kv, prefix_len, p->id);
+    if (ok < 0)
       continue;
-    }
-    ring_error why = {0};
-    if (rk_progress_decode((const char *)kv->value, kv->value_len, &p->p, &why) != RING_OK) {
+    ring_error why = {RING_OK, ""};
+    p->p = (rk_progress){0};
+    if (ok > 0 &&
+        rk_progress_decode((const char *)kv->value, kv->value_len, &p->p, &why) != RING_OK) {
       p->p = (rk_progress){0};
-      note_bad(s, kv, why.message);
+      note_bad(s, RK_BAD_PROGRESS, p->id, kv, why.message);
     }
     s->n_progress++;
   }
@@ -324,15 +544,16 @@ static int parse_progress(rk_state *s, const ring_kvs *r, size_t prefix_len, rin
 }
 
 /* A single value read tolerantly: decoded into out when it parses, else
- * noted (n_bad). Returns whether it parsed; false when absent. */
-static bool parse_tolerant(rk_state *s, const ring_kvs *r, value_decoder dec, void *out) {
+ * noted as `kind`. Returns whether it parsed; false when absent. */
+static bool parse_tolerant(rk_state *s, const ring_kvs *r, value_decoder dec, void *out,
+                           rk_bad_kind kind) {
   if (r->n == 0)
     return false;
   const ring_kv *kv = &r->kvs[0];
   ring_error why = {0};
   bool ok = dec((const char *)kv->value, kv->value_len, out, &why) == RING_OK;
   if (!ok)
-    note_bad(s, kv, why.message);
+    note_bad(s, kind, "", kv, why.message);
   return ok;
 }
 
@@ -343,21 +564,27 @@ static int dec_leader(const char *j, size_t n, void *out, ring_error *err) {
 static int parse_leader(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err) {
   (void)prefix_len;
   (void)err;
-  s->has_leader = parse_tolerant(s, r, dec_leader, &s->leader);
+  s->has_leader = parse_tolerant(s, r, dec_leader, &s->leader, RK_BAD_LEADER);
   return RING_OK;
 }
 
-/* Only the names matter: the key exists while its process's lease does. */
+/* The names are what matter: the key exists while its process's lease
+ * does, so a name whose value is bad still takes part in the barrier. */
 static int parse_clients(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err) {
   if (r->n == 0)
     return RING_OK;
   if ((s->clients = calloc(r->n, sizeof *s->clients)) == NULL)
     return rk_fail(err, RING_ENOMEM, "out of memory reading %u clients", r->n);
-  for (uint32_t i = 0; i < r->n; i++)
-    if (key_id(&r->kvs[i], prefix_len, s->clients[s->n_clients]))
-      s->n_clients++;
-    else
-      note_bad(s, &r->kvs[i], "not a client name");
+  for (uint32_t i = 0; i < r->n; i++) {
+    const ring_kv *kv = &r->kvs[i];
+    int ok = host_checks(s, RK_HOST_CLIENT, kv, prefix_len, s->clients[s->n_clients]);
+    if (ok < 0)
+      continue;
+    ring_error why = {RING_OK, ""};
+    if (ok > 0 && rk_client_decode((const char *)kv->value, kv->value_len, NULL, &why) != RING_OK)
+      note_bad(s, RK_BAD_CLIENTS, s->clients[s->n_clients], kv, why.message);
+    s->n_clients++;
+  }
   return RING_OK;
 }
 
@@ -371,12 +598,57 @@ static int dec_stuck(const char *j, size_t n, void *out, ring_error *err) {
 static int parse_stuck(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err) {
   (void)prefix_len;
   (void)err;
-  s->has_stuck = parse_tolerant(s, r, dec_stuck, &s->stuck);
+  s->has_stuck = parse_tolerant(s, r, dec_stuck, &s->stuck, RK_BAD_STUCK);
   s->stuck_mod = r->n > 0 ? r->kvs[0].mod_revision : 0;
   return RING_OK;
 }
 
 /* ------------------------------------------------------ 3. lookups, tables */
+
+cJSON *rk_bad_json(const rk_state *s, uint32_t max) {
+  cJSON *list = cJSON_CreateArray();
+  for (uint32_t i = 0; list != NULL && i < s->n_bad && i < max; i++) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "kind", rk_bad_kind_name(s->bad[i].kind));
+    cJSON_AddStringToObject(o, "host", s->bad[i].host);
+    cJSON_AddStringToObject(o, "why", s->bad[i].why);
+    cJSON_AddItemToArray(list, o);
+  }
+  return list;
+}
+
+const char *rk_bad_kind_name(rk_bad_kind k) {
+  if (k == RK_BAD_LEADER)
+    return "leader";
+  if (k == RK_BAD_STUCK)
+    return "stuck";
+  return rk_host_kind_name((rk_host_kind)k);
+}
+
+const char *rk_bad_text(const rk_bad_record *b, char *buf, size_t size) {
+  snprintf(buf, size, "%s%s%s: %s", rk_bad_kind_name(b->kind), b->host[0] ? "/" : "", b->host,
+           b->why);
+  return buf;
+}
+
+static int by_str(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+uint32_t rk_bad_hosts(const rk_state *s) {
+  const char **hosts = calloc(s->n_bad ? s->n_bad : 1, sizeof *hosts);
+  uint32_t n = 0, distinct = 0;
+  for (uint32_t i = 0; hosts != NULL && i < s->n_bad; i++)
+    if (s->bad[i].kind < (rk_bad_kind)RK_HOST_KINDS)
+      hosts[n++] = s->bad[i].host;
+  if (hosts == NULL)
+    return s->n_bad; /* out of memory: an upper bound */
+  qsort(hosts, n, sizeof *hosts, by_str);
+  for (uint32_t i = 0; i < n; i++)
+    distinct += i == 0 || strcmp(hosts[i], hosts[i - 1]) != 0;
+  free(hosts);
+  return distinct;
+}
 
 static int by_id(const void *key, const void *elem) {
   return strcmp((const char *)key, (const char *)elem); /* every element starts with its id */

@@ -1,7 +1,10 @@
 /*
  * cluster.h: a cluster's state as read from etcd, shared by ring-coordinator
- * and ringctl. One read is one etcd txn of range ops, so everything in an
- * rk_state comes from one store revision.
+ * and ringctl. One read is one etcd txn of range ops for what the control
+ * plane writes, then the prefixes hosts write (alive/, acks/, progress/,
+ * clients/) in bounded pages at that txn's revision, so everything in an
+ * rk_state comes from one store revision and no reply grows with what
+ * every host wrote (proto/etcd.md, "Reading host records").
  *
  * Sections: the snapshot; reading it; tables and their targets; the
  * planner's input.
@@ -47,6 +50,35 @@ typedef struct rk_alive_entry {
   int64_t lease;
 } rk_alive_entry;
 
+/* A record the read ignored: a host value over its cap or malformed (its
+ * content is not used; the key's existence still counts, see below), or a
+ * leader or stuck value that does not parse. */
+typedef enum rk_bad_kind {
+  RK_BAD_ALIVE = RK_HOST_ALIVE,
+  RK_BAD_ACKS = RK_HOST_ACK,
+  RK_BAD_PROGRESS = RK_HOST_PROGRESS,
+  RK_BAD_CLIENTS = RK_HOST_CLIENT,
+  RK_BAD_LEADER,
+  RK_BAD_STUCK,
+  RK_BAD_KINDS
+} rk_bad_kind;
+
+#define RK_BAD_WHY_MAX 160
+
+typedef struct rk_bad_record {
+  rk_bad_kind kind;
+  char host[RING_ID_MAX + 1]; /* the key's id; "" for leader and stuck; a key
+                                 whose rest is no id: that rest, cut to 63
+                                 bytes, anything but [a-z0-9._-] as '?' */
+  int64_t mod_revision;       /* of the value judged */
+  char why[RK_BAD_WHY_MAX];   /* e.g. "1468006 bytes over the 524288 cap" */
+} rk_bad_record;
+
+/* "alive", "acks", "progress", "clients", "leader", "stuck". */
+const char *rk_bad_kind_name(rk_bad_kind k);
+/* "progress/n3: 1468006 bytes over the 524288 cap" into buf; returns buf. */
+const char *rk_bad_text(const rk_bad_record *b, char *buf, size_t size);
+
 typedef struct rk_state {
   int64_t revision;          /* the store revision of the read */
 
@@ -86,26 +118,48 @@ typedef struct rk_state {
   rk_stuck stuck;
   int64_t stuck_mod;         /* its mod revision (also when malformed); 0 when absent */
 
-  /* Agent-written values (alive, acks, progress) that did not parse: kept
-   * as "present but empty" so liveness never depends on a value's bytes.
-   * A `stuck` value that does not parse counts here too (its writer, the
-   * leader, rewrites it; it must not stop the leader's reads). */
+  /* Ignored records, by kind then key. Host values over their cap or
+   * malformed: an alive/ key still makes its host alive (valid false: its
+   * content is not used to make a node record), an acks/ value reads as
+   * version 0, progress/ as no tokens, a clients/ name still takes part in
+   * the version barrier; so a bad value never speeds anything up, and
+   * liveness never depends on a value's bytes. A leader or stuck value that
+   * does not parse counts here too (its writer, the leader, rewrites it; it
+   * must not stop the leader's reads). malloc()'ed. */
+  rk_bad_record *bad;
   uint32_t n_bad;
-  char first_bad[RK_REASON_MAX];
 } rk_state;
 
 void rk_state_free(rk_state *s); /* frees the contents, not s */
+
+/* Distinct hosts among s's bad host records (alive, acks, progress,
+ * clients): the gauge of hosts with a bad record now. */
+uint32_t rk_bad_hosts(const rk_state *s);
+/* [{"kind","host","why"}] of s's first `max` bad records, as `ringctl status
+ * --json` and the status page show them: a new cJSON array the caller
+ * deletes, NULL when out of memory. */
+struct cJSON *rk_bad_json(const rk_state *s, uint32_t max);
 
 /* Fills err (if not NULL) with code and a printf message; returns code. */
 int rk_fail(ring_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* ------------------------------------------------------------ reading it */
 
-/* Reads `what` of the cluster in one txn. A malformed config, node record or
- * plan fails the read (RING_EFORMAT / RING_EFIELD / ..., err naming the key):
- * the caller must not act on a state it cannot read whole. Agent-written
- * values are tolerated as described above. RING_OK with has_config false
- * when the cluster was never initialised. */
+/* Pages of host-written prefixes: at most this many keys a request, so a
+ * reply holds at most RK_READ_PAGE_KEYS values of etcd's largest
+ * (--max-request-bytes, 1.5 MiB by default; 2 MiB in the gateway's
+ * base64): 64 MiB, under the client's 128 MiB reply cap. */
+#define RK_READ_PAGE_KEYS 32
+
+/* Reads `what` of the cluster: one txn for the control plane's keys, then
+ * each host-written prefix asked for in pages at the txn's revision (a
+ * revision compacted meanwhile starts the read again, at most 3 times). A
+ * malformed config, node record or plan fails the read (RING_EFORMAT /
+ * RING_EFIELD / ..., err naming the key): the caller must not act on a
+ * state it cannot read whole. Host-written values are tolerated as
+ * described above: over its cap a value is dropped as its page arrives,
+ * never parsed. RING_OK with has_config false when the cluster was never
+ * initialised. On failure *out is untouched. */
 int rk_state_read(ring_etcd *c, const char *cluster, unsigned what, rk_state *out,
                   ring_error *err);
 

@@ -9,10 +9,13 @@
  *    "plan":null|{"id","state","moves_total","moves_done"},
  * and after it
  *    "stuck":[{"token","slot","from","to","error","for_ms"}],
- *    "failing":[{"node","token","attempts","error"}]}
+ *    "failing":[{"node","token","attempts","error"}],
+ *    "bad_records":[{"kind","host","why"}]}
  * "plan" is the active run, else the proposed plan, else the last finished run.
  * "stuck" is the coordinator's `stuck` report for the current version;
  * "failing" every failing fetch the receivers report for it, stuck or not yet.
+ * "bad_records" the host records (and leader, stuck values) the read
+ * ignored, over their size cap or malformed (proto/etcd.md).
  */
 #include "ringctl_etcd.h"
 #include "ringctl_out.h"
@@ -25,7 +28,8 @@ static const char help[] =
     "Shows the table version, the leader, every node (state, alive, token-replicas\n"
     "owned against its weighted target), the plan in progress or proposed, the\n"
     "moves the coordinator reports stuck and the fetches receivers report failing\n"
-    "(deploy/STUCK.md).\n";
+    "(deploy/STUCK.md), and the bad records: host values ignored as over their\n"
+    "size cap or malformed.\n";
 
 /* What the status shows of the plans. */
 typedef struct plan_view {
@@ -76,6 +80,7 @@ static int print_json(const rk_state *st, const ringctl_node_row *rows, const pl
   cJSON_AddItemToObject(o, "plan", plan_json(v));
   cJSON_AddItemToObject(o, "stuck", ringctl_stuck_json(st));
   cJSON_AddItemToObject(o, "failing", ringctl_failing_json(st));
+  cJSON_AddItemToObject(o, "bad_records", rk_bad_json(st, st->n_bad));
   return ringctl_json_emit(o);
 }
 
@@ -110,6 +115,7 @@ static void print_text(const ringctl_ctx *ctx, const rk_state *st, const ringctl
   putchar('\n');
   ringctl_node_table(stdout, rows, st->n_nodes, false);
   ringctl_stuck_text(stdout, st);
+  ringctl_bad_text(stdout, st);
 }
 
 static int show(ringctl_ctx *ctx, const rk_state *st, const ring_table *table) {

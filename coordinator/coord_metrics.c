@@ -2,11 +2,58 @@
  * coord_metrics.c: /metrics (Prometheus text) and /healthz. The loop
  * stores gauges in atomics after each read; the HTTP thread only loads
  * them, so a slow scrape never holds up the loop.
+ *
+ * Bad records (rk_state's bad): ring_coordinator_bad_records_total{kind}
+ * counts each ignored value once (kind, key and mod revision not seen
+ * ignored at the loop's previous look), ring_coordinator_bad_record_hosts
+ * is how many hosts have one now. Their state lives here, not in
+ * coord_metrics (coord.h), as one set per process: one coordinator runs
+ * in a process, and only its loop calls coord_metrics_observe.
  */
 #include "coord.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+static _Atomic uint64_t bad_total[RK_BAD_KINDS]; /* by rk_bad_kind */
+static _Atomic uint64_t bad_hosts;               /* hosts with a bad record now */
+static rk_bad_record *bad_seen;                  /* the loop's: last look's, sorted */
+static uint32_t n_bad_seen;
+
+static int bad_order(const void *pa, const void *pb) {
+  const rk_bad_record *a = pa, *b = pb;
+  if (a->kind != b->kind)
+    return a->kind < b->kind ? -1 : 1;
+  int c = strcmp(a->host, b->host);
+  if (c != 0)
+    return c;
+  return a->mod_revision < b->mod_revision ? -1 : a->mod_revision > b->mod_revision;
+}
+
+/* Counts the bad records of s not seen at the last look, and keeps s's
+ * (sorted by rk_state_read) for the next. Out of memory, the next look
+ * counts again what it could not keep. */
+static void observe_bad(const rk_state *s) {
+  for (uint32_t i = 0; i < s->n_bad; i++) {
+    const rk_bad_record *b = &s->bad[i];
+    if ((unsigned)b->kind < RK_BAD_KINDS &&
+        (n_bad_seen == 0 ||
+         bsearch(b, bad_seen, n_bad_seen, sizeof *bad_seen, bad_order) == NULL)) {
+      char text[RK_BAD_WHY_MAX + 96];
+      atomic_fetch_add(&bad_total[b->kind], 1);
+      rd_log(RD_WARN, "ignoring a bad record", "record", rk_bad_text(b, text, sizeof text), NULL);
+    }
+  }
+  free(bad_seen);
+  bad_seen = s->n_bad ? malloc(s->n_bad * sizeof *bad_seen) : NULL;
+  n_bad_seen = bad_seen != NULL ? s->n_bad : 0;
+  if (bad_seen != NULL) {
+    memcpy(bad_seen, s->bad, s->n_bad * sizeof *bad_seen);
+    qsort(bad_seen, n_bad_seen, sizeof *bad_seen, bad_order);
+  }
+  atomic_store(&bad_hosts, rk_bad_hosts(s));
+}
 
 void coord_metrics_observe(coord *c, const rk_state *s) {
   uint64_t by_state[5] = {0};
@@ -24,6 +71,7 @@ void coord_metrics_observe(coord *c, const rk_state *s) {
   else if (s->has_proposed)
     plan = COORD_PLAN_PROPOSED;
   atomic_store(&c->m.plan_state, plan);
+  observe_bad(s);
   if (!s->has_active) {
     atomic_store(&c->m.moves_total, 0);
     atomic_store(&c->m.moves_done, 0);
@@ -81,6 +129,17 @@ void coord_metrics_text(void *ud, rd_text *t) {
   gauge(t, "ring_coordinator_failing_moves",
         "moves in flight whose receiver reports failed fetches (stuck or not yet)",
         (double)m->failing_moves);
+  rd_metric_head(t, "ring_coordinator_bad_records_total", "counter",
+                 "host records (and leader, stuck values) ignored as over their cap or malformed, "
+                 "each value once");
+  for (int i = 0; i < RK_BAD_KINDS; i++) {
+    char labels[48];
+    snprintf(labels, sizeof labels, "kind=\"%s\"", rk_bad_kind_name((rk_bad_kind)i));
+    rd_metric_sample(t, "ring_coordinator_bad_records_total", labels,
+                     (double)atomic_load(&bad_total[i]));
+  }
+  gauge(t, "ring_coordinator_bad_record_hosts", "hosts with a record ignored as bad now",
+        (double)atomic_load(&bad_hosts));
 }
 
 /* Stuck moves first (they last until data arrives or a loss is accepted),

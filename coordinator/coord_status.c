@@ -32,13 +32,16 @@
  *              (averages since approval),"approved_ms","finished_ms",
  *              "reason","violations":[TEXT]},
  *    "history":[{"id","state","base_version","moves_total","moves_done",
- *                "waves","approved_ms","finished_ms","reason"}]}
+ *                "waves","approved_ms","finished_ms","reason"}],
+ *    "bad_records":[{"kind","host","why"}]}
  * "nodes" holds every node record, by id; "replicas" is what it owns in
  * the table at "version" and "target" its weighted target there
  * (rk_node_targets, the same figures as `ringctl status`; both 0 for a
  * node not in the table). "plan" is, as in `ringctl status`, the active
  * run, else the proposed plan, else the last finished run. "history" is
- * plan/history/ newest first, at most STATUS_HISTORY_MAX entries. Strings
+ * plan/history/ newest first, at most STATUS_HISTORY_MAX entries.
+ * "bad_records" are the records the read ignored (rk_state's bad: over
+ * their cap or malformed), by kind and host, at most STATUS_BAD_MAX. Strings
  * are JSON-escaped by cJSON; the page puts every value into the document
  * as text (textContent), never as markup.
  */
@@ -51,6 +54,9 @@
 
 #ifndef STATUS_HISTORY_MAX
 #define STATUS_HISTORY_MAX 10 /* finished runs listed */
+#endif
+#ifndef STATUS_BAD_MAX
+#define STATUS_BAD_MAX 100 /* bad records listed */
 #endif
 #ifndef STATUS_REFRESH_MS
 #define STATUS_REFRESH_MS 1000 /* rebuild at least this often (rates, clocks) */
@@ -341,6 +347,7 @@ static cJSON *leader_json(coord *c, const rk_state *s, const ring_table *t) {
   cJSON_AddItemToObject(o, "history",
                         c->status.history != NULL ? cJSON_Duplicate(c->status.history, true)
                                                   : cJSON_CreateArray());
+  cJSON_AddItemToObject(o, "bad_records", rk_bad_json(s, STATUS_BAD_MAX));
   return o;
 }
 
@@ -453,6 +460,11 @@ static const char page[] =
     "th><th>reason</th></tr></thead>\n"
     "<tbody></tbody>\n"
     "</table>\n"
+    "<h2>Bad records</h2>\n"
+    "<table id=\"bad\">\n"
+    "<thead><tr><th>host</th><th>key</th><th>why ignored</th></tr></thead>\n"
+    "<tbody></tbody>\n"
+    "</table>\n"
     "<script>\n"
     "\"use strict\";\n"
     "/* Every value reaches the page through textContent: nothing from the\n"
@@ -558,6 +570,22 @@ static const char page[] =
     "    body.appendChild(tr);\n"
     "  }\n"
     "}\n"
+    "function bad(list) {\n"
+    "  var body = $(\"bad\").tBodies[0];\n"
+    "  body.textContent = \"\";\n"
+    "  for (var i = 0; i < list.length; i++) {\n"
+    "    var b = list[i], tr = document.createElement(\"tr\");\n"
+    "    cell(tr, b.host, \"host\");\n"
+    "    cell(tr, b.kind, \"kind\");\n"
+    "    cell(tr, b.why, \"why bad\");\n"
+    "    body.appendChild(tr);\n"
+    "  }\n"
+    "  if (!list.length) {\n"
+    "    var none = document.createElement(\"tr\");\n"
+    "    cell(none, \"none\", \"muted\").colSpan = 3;\n"
+    "    body.appendChild(none);\n"
+    "  }\n"
+    "}\n"
     "function render(s) {\n"
     "  text(\"cluster\", s.cluster);\n"
     "  text(\"self\", s.self);\n"
@@ -582,6 +610,7 @@ static const char page[] =
     "  nodes(s.nodes || []);\n"
     "  plan(s.plan);\n"
     "  history(s.history || []);\n"
+    "  bad(s.bad_records || []);\n"
     "}\n"
     "function poll() {\n"
     "  fetch(\"status.json\", { cache: \"no-store\" })\n"

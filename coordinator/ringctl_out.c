@@ -3,7 +3,7 @@
  * (ringctl_out.h). Node rows, plan summaries and runs are in
  * ringctl_nodes.c, ringctl_plansum.c and ringctl_runs.c.
  *
- * Sections: JSON; units; files.
+ * Sections: JSON; units; files; bad records.
  */
 #define _POSIX_C_SOURCE 200809L /* gmtime_r, fdopen, mkstemp */
 #include "ringctl_out.h"
@@ -114,4 +114,20 @@ int ringctl_write_file(const char *path, int (*fill)(FILE *f, void *ud), void *u
     return 0;
   unlink(tmp);
   return -1;
+}
+
+/* ------------------------------------------------------------- bad records */
+
+bool ringctl_bad_text(FILE *f, const rk_state *st) {
+  if (st->n_bad == 0)
+    return false;
+  fprintf(f, "\nbad records: %u (ignored: over their size cap or malformed; proto/etcd.md)\n",
+          st->n_bad);
+  fprintf(f, "  %-20s %-9s %s\n", "HOST", "KEY", "WHY");
+  for (uint32_t i = 0; i < st->n_bad; i++) {
+    char text[RK_BAD_WHY_MAX + 96];
+    fprintf(f, "  %-20s %-9s %s\n", st->bad[i].host[0] ? st->bad[i].host : "-",
+            rk_bad_kind_name(st->bad[i].kind), rk_bad_text(&st->bad[i], text, sizeof text));
+  }
+  return true;
 }

@@ -2,9 +2,11 @@
  * ringctl_out.h: what ringctl prints, shared by its commands: JSON
  * building and emitting, human units, node rows (status, members), plan
  * summaries (plan, plan --what-if, apply), the list of finished plans
- * (status, history) and stuck moves (status, apply --wait). Internal to the ringctl binary.
+ * (status, history), stuck moves (status, apply --wait) and bad records
+ * (status). Internal to the ringctl binary.
  *
- * Sections: JSON; units; files; nodes; plans; runs; stuck moves; pictures.
+ * Sections: JSON; units; files; nodes; plans; runs; stuck moves; bad
+ * records; pictures.
  *
  * JSON builders return a new cJSON tree the caller deletes (or hands to
  * ringctl_json_emit), NULL when out of memory.
@@ -114,6 +116,13 @@ cJSON *ringctl_failing_json(const rk_state *st);
  * (failing entries it does not list), each after a blank line; nothing
  * when both are empty. Returns whether it printed anything. */
 bool ringctl_stuck_text(FILE *f, const rk_state *st);
+
+/* ------------------------------------------------------------- bad records */
+
+/* The section "bad records" (host, key kind, why) of the records the read
+ * ignored (rk_state's bad; --json: rk_bad_json), after a blank line;
+ * nothing when there are none. Returns whether it printed anything. */
+bool ringctl_bad_text(FILE *f, const rk_state *st);
 
 /* ----------------------------------------------------------------- pictures */
 

@@ -4,7 +4,11 @@
  *     a good config file works and a flag wins over it;
  *   - a malformed `config` value in etcd: the coordinator logs it, stays
  *     up, publishes nothing and /healthz says so; fixed, it proceeds;
- *   - ringctl on a node that does not exist: exit 1 (usage errors: 2).
+ *   - ringctl on a node that does not exist: exit 1 (usage errors: 2);
+ *   - hosts writing too much or garbage (100 progress/ values of 1.4 MB,
+ *     invalid JSON, a wrong format, a huge alive/ value, a key that names
+ *     no id): the coordinator keeps stepping for the good hosts, counts the
+ *     bad records in /metrics, and `ringctl status` names host and reason.
  */
 #include "coord_env.h"
 
@@ -161,9 +165,82 @@ START_TEST(ringctl_unknown_node) {
 }
 END_TEST
 
+/* Puts `len` bytes of `fill` at <prefix><what>. */
+static void put_filled(const char *what, char fill, size_t len) {
+  char key[RK_KEY_MAX_TEST];
+  snprintf(key, sizeof key, ENV_PREFIX "%s", what);
+  char *v = malloc(len);
+  ck_assert_ptr_nonnull(v);
+  memset(v, fill, len);
+  ring_error err;
+  ck_assert_msg(ring_etcd_put(env.c, key, strlen(key), v, len, 0, NULL, NULL, &err) == RING_OK,
+                "put %s: %s", key, err.message);
+  free(v);
+}
+
+#define BIG_PROGRESS 1468006 /* 1.4 MB: under etcd's 1.5 MiB request cap */
+
+START_TEST(bad_host_records) {
+  env_config k = {.tokens = 64, .replicas = 1, .down_after_ms = 1500, .auto_apply = true};
+  env_bootstrap(&k, 2, 2, 1, "--auto-apply");
+  /* 140 MB of progress from 100 fake hosts: one txn of everything would be
+   * over the client's 128 MiB reply cap */
+  for (int i = 0; i < 100; i++) {
+    char what[64];
+    snprintf(what, sizeof what, "progress/f%d", i);
+    put_filled(what, 'x', BIG_PROGRESS);
+  }
+  /* garbage from one host */
+  put_filled("alive/n3", ' ', 100000);
+  env_put("acks/n3", "v7");
+  env_put("progress/n3", "{\"format\":\"ringkeeper.progress.v1\",\"version\":");
+  env_put("progress/n3x", "{\"format\":\"ringkeeper.progress.v9\",\"version\":1}");
+  env_put("progress/Not An Id", "{}");
+
+  /* a membership change is still processed for the good hosts */
+  env_agent("a3", "z0");
+  env_wait_done(2, 120);
+  ring_table *t = env_verify_clean();
+  ck_assert_uint_gt(env_replicas(t, "a3"), 0);
+  ring_table_free(t);
+
+  double progress = env_metric(0, "ring_coordinator_bad_records_total", "kind=\"progress\"");
+  ck_assert_msg(progress >= 103, "bad progress records counted: %.0f", progress);
+  ck_assert_double_ge(env_metric(0, "ring_coordinator_bad_records_total", "kind=\"alive\""), 1);
+  ck_assert_double_ge(env_metric(0, "ring_coordinator_bad_records_total", "kind=\"acks\""), 1);
+  double hosts = env_metric(0, "ring_coordinator_bad_record_hosts", "");
+  ck_assert_msg(hosts == 103, "hosts with a bad record: %.0f", hosts); /* f0..f99, n3, n3x, ?ot??n??d */
+  /* counted once per value, however many looks */
+  harness_sleep_ms(1000);
+  ck_assert_double_eq(env_metric(0, "ring_coordinator_bad_records_total", "kind=\"progress\""),
+                      progress);
+  ck_assert(!env_exists("nodes/n3"));
+
+  static char out[1 << 16];
+  ck_assert_int_eq(env_ringctl(out, sizeof out, "status"), 0);
+  const char *section = strstr(out, "bad records");
+  fprintf(stderr, "%.2000s\n", section ? section : out);
+  ck_assert_msg(strstr(out, "bad records") != NULL, "no bad records section: %.300s", out);
+  ck_assert_msg(strstr(out, "progress/f42: 1468006 bytes over the 524288 cap") != NULL,
+                "status does not name f42's progress: %.300s", out);
+  ck_assert_msg(strstr(out, "alive/n3: 100000 bytes over the 4096 cap") != NULL,
+                "status does not name n3's alive: %.300s", out);
+  ck_assert_msg(strstr(out, "acks/n3: ") != NULL, "status does not name n3's ack: %.300s", out);
+  ck_assert_msg(strstr(out, "progress/n3x: format") != NULL, "no wrong format: %.300s", out);
+  ck_assert_msg(strstr(out, "progress/?ot??n??d: the key names no id") != NULL, "%.200s", out);
+  ck_assert_int_eq(env_ringctl(out, sizeof out, "status --json"), 0);
+  cJSON *o = cJSON_Parse(out);
+  ck_assert_ptr_nonnull(o);
+  ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(o, "bad_records")), 105);
+  cJSON_Delete(o);
+  env_pass();
+}
+END_TEST
+
 int main(void) {
   const env_test tests[] = {{bad_flags_and_config_files, 180},
                             {malformed_config_in_etcd, 180},
-                            {ringctl_unknown_node, 180}};
-  return env_main("coord_input", tests, 3);
+                            {ringctl_unknown_node, 180},
+                            {bad_host_records, 300}};
+  return env_main("coord_input", tests, 4);
 }
