@@ -230,6 +230,11 @@ int agent_key(const agent *a, char key[RK_KEY_MAX], const char *dir);
  * puts alive/<id> under it, keeps it alive. Retries every second while it
  * fails; returns the ms until the next attempt is due (0: registered). */
 uint64_t agent_member_tick(agent *a);
+/* At start: registers, first waiting out the lease of a key another
+ * process holds (a crashed predecessor's expires within its TTL). Returns 0
+ * when registered, or when etcd did not answer or SIGTERM came (the tick
+ * tries again); -1 with msg naming the holder when a live agent holds the id. */
+int agent_member_start(agent *a, char *msg, size_t cap);
 /* Stops the keeper and revokes the lease: alive/<id> goes at once. */
 void agent_member_leave(agent *a);
 
