@@ -161,6 +161,9 @@ typedef struct agent {
   ring_keeper *keeper;
   atomic_bool lease_lost;     /* set by the keeper's thread */
   uint64_t register_retry_ms; /* next attempt while unregistered */
+  ring_leadership own_key;    /* alive/<id> as this process created it (create revision, last
+                                 lease): only that key is ever taken back; key NULL before */
+  bool start_refused;         /* another live agent holds the id: exit 1 */
 
   /* following (agent_follow.c) */
   ring_live *live;

@@ -171,6 +171,8 @@ static int open_arcs(agent *a, char *msg, size_t cap) {
 static int agent_open(agent *a, rd_http **http, char *msg, size_t cap) {
   if (open_arcs(a, msg, cap) != 0 || open_etcd(a, msg, cap) != 0)
     return -1;
+  if (agent_member_start(a, msg, cap) != 0) /* a live twin holds the id */
+    return -1;
   agent_gc_scan_leftovers(a);
   if (agent_fetchers_start(a) != 0)
     return snprintf(msg, cap, "cannot start fetch workers"), -1;
@@ -283,6 +285,8 @@ int main(int argc, char **argv) {
     rd_log(RD_INFO, "stopping", "id", a.o.id, NULL);
   }
   agent_close(&a, http);
+  if (a.start_refused)
+    rc = 1;
   if (rc == 0)
     rd_log(RD_INFO, "stopped", "id", a.o.id, NULL);
   rd_opts_free(table);

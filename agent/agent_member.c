@@ -36,12 +36,6 @@
 #define START_POLL_MS 250    /* while waiting out a holder's lease at start */
 #define START_MARGIN_MS 1000 /* past the holder's TTL: etcd expires leases every 500 ms */
 
-/* The alive/<id> key this process created (its create revision names it)
- * and the lease it was last put under, kept across lease losses; key NULL
- * before the first registration. One
- * agent per process, the loop's thread only. (It belongs in struct agent's
- * membership section, which agent.h keeps.) */
-static ring_leadership own;
 
 int agent_key(const agent *a, char key[RK_KEY_MAX], const char *dir) {
   return rk_key2(key, a->o.cluster, dir, a->o.id);
@@ -94,12 +88,12 @@ static void describe_holder(const agent *a, const ring_kv *h, char *out, size_t 
 }
 
 /* Moves alive/<id>, still the key we created, to `lease` (a put keeps the
- * create revision, so `own` stays valid). RING_ENOTLEADER when the key is
+ * create revision, so own_key stays valid). RING_ENOTLEADER when the key is
  * no longer ours; nothing is written then. */
 static int take_back(agent *a, const char *key, const char *json, size_t len, int64_t lease,
                      ring_error *err) {
   ring_op put = {RING_OP_PUT, key, strlen(key), json, len, lease, false};
-  return ring_etcd_fenced_txn(a->etcd, &own, NULL, 0, &put, 1, NULL, 0, NULL, err);
+  return ring_etcd_fenced_txn(a->etcd, &a->own_key, NULL, 0, &put, 1, NULL, 0, NULL, err);
 }
 
 /* Creates alive/<id> under `lease` if it is absent, or takes it back if it
@@ -113,14 +107,14 @@ static int put_alive(agent *a, const char *json, size_t len, int64_t lease, ring
   ring_leadership won = {0};
   int rc = ring_etcd_campaign(a->etcd, key, json, len, lease, &won, holder, err);
   if (rc == RING_OK) {
-    ring_leadership_free(&own);
-    own = won;
-  } else if (rc == RING_EBUSY && own.key && holder->create_revision == own.create_revision &&
-             holder->lease == own.lease) {
+    ring_leadership_free(&a->own_key);
+    a->own_key = won;
+  } else if (rc == RING_EBUSY && a->own_key.key && holder->create_revision == a->own_key.create_revision &&
+             holder->lease == a->own_key.lease) {
     ring_kv_free(holder);
     rc = take_back(a, key, json, len, lease, err);
     if (rc == RING_OK)
-      own.lease = lease;
+      a->own_key.lease = lease;
     if (rc == RING_ENOTLEADER) /* changed since the campaign read it: the next attempt sees */
       rc = RING_ECONFLICT;
   }
@@ -225,14 +219,14 @@ int agent_member_start(agent *a, char *msg, size_t cap) {
 
 /* ---------------------------------------------------------- the loop's tick */
 
-/* Until agent_main.c's start-up calls agent_member_start (before it
- * starts following, so a twin never acks or fetches), the first tick does,
- * and a refusal ends the process here: exit 1, without the clean stop,
- * which is main's and has nothing of ours to undo (no lease was kept). */
-static void refuse_start(const char *msg) {
+/* agent_main.c's start-up calls agent_member_start before it follows the
+ * table, so a twin never acks or fetches. When etcd could not be reached
+ * then, the first tick that reaches it decides instead, and a refusal
+ * stops the agent cleanly with exit status 1. */
+static void refuse_start(agent *a, const char *msg) {
   rd_log(RD_ERROR, "cannot start", "err", msg, NULL);
-  fflush(NULL);
-  _exit(1);
+  a->start_refused = true;
+  atomic_store(&a->stop, true);
 }
 
 uint64_t agent_member_tick(agent *a) {
@@ -251,7 +245,7 @@ uint64_t agent_member_tick(agent *a) {
   if (atomic_load(&a->m.registrations) == 0) { /* never registered: still starting */
     char msg[512];
     if (agent_member_start(a, msg, sizeof msg) != 0)
-      refuse_start(msg);
+      refuse_start(a, msg);
     return a->lease != 0 ? UINT64_MAX : REGISTER_RETRY_MS;
   }
   ring_kv holder = {0};
@@ -284,9 +278,9 @@ void agent_member_leave(agent *a) {
   if (a->lease != 0 && ring_etcd_lease_revoke(a->etcd, a->lease, &err) != RING_OK)
     rd_log(RD_WARN, "revoking the lease failed: alive/<id> goes when it expires", "err",
            err.message, NULL);
-  else if (a->lease == 0 && own.key) /* ours may still sit under the lost lease */
-    ring_etcd_resign(a->etcd, &own, NULL);
-  ring_leadership_free(&own);
+  else if (a->lease == 0 && a->own_key.key) /* ours may still sit under the lost lease */
+    ring_etcd_resign(a->etcd, &a->own_key, NULL);
+  ring_leadership_free(&a->own_key);
   a->lease = 0;
   atomic_store(&a->m.registered, 0);
 }

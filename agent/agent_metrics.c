@@ -6,6 +6,7 @@
 #include "agent.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #define RATE_WINDOW_MS 1000
 
@@ -122,7 +123,11 @@ void agent_metrics_text(void *ud, rd_text *t) {
 bool agent_health_text(void *ud, rd_text *t) {
   agent *a = ud;
   if (atomic_load(&a->m.registered) == 0) {
-    rd_text_printf(t, "not registered yet\n");
+    rd_text why = {0};
+    bool told = !rd_health_text(&a->health, &why); /* say why, when a step said so */
+    rd_text_printf(t, "not registered%s%.*s", told ? ": " : " yet\n", told ? (int)why.len : 0,
+                   told && why.data ? why.data : "");
+    free(why.data);
     return false;
   }
   return rd_health_text(&a->health, t);
