@@ -9,6 +9,15 @@
  *   alive gone                         -> lost_ms = now (state unchanged: a flap is not a change)
  *   alive back                         -> lost_ms = 0; a down node rejoins as joining
  *   gone for down_after                -> down (the planner then moves its replicas away)
+ *
+ * How long a node has been gone is measured on this leader's monotonic
+ * clock, from the first look of this term that found its alive/ key gone
+ * (the `gone` table below), never from lost_ms: lost_ms is a wall time,
+ * possibly another host's, and `now - lost_ms` wraps to "gone for ever"
+ * when that clock was ahead or this one stepped back. A new leader starts
+ * the count again, so a node is never down earlier than down_after after
+ * the current leader saw it gone (a failover delays a down by at most
+ * down_after). lost_ms stays in the record for people to read.
  *   joining, in the table, no run      -> active
  *   desired removed, owns nothing      -> removed
  *
@@ -24,6 +33,64 @@
 #include <string.h>
 
 #define BATCH 64 /* records per txn: well under etcd's 128 ops per txn */
+
+/* ------------------------------------------------- gone, on our clock */
+
+/* Nodes whose alive/ key this leader has seen gone, and since when
+ * (rd_now_ms). The loop's alone; one coordinator per process, so it lives
+ * here rather than in struct coord (coord.h). Reset when the term changes
+ * (c->m.terms), so a term never inherits another's count. */
+typedef struct gone_entry {
+  char id[RING_ID_MAX + 1];
+  uint64_t since_ms; /* rd_now_ms of the first look that found it gone */
+  bool seen;         /* still gone at this look (pruning) */
+} gone_entry;
+
+static struct {
+  uint64_t term;     /* c->m.terms the entries belong to */
+  gone_entry *e;     /* malloc()'ed */
+  uint32_t n, cap;
+} gone;
+
+/* Starts a look: forgets another term's entries, marks all unseen. */
+static void gone_begin(uint64_t term) {
+  if (gone.term != term)
+    gone.n = 0, gone.term = term;
+  for (uint32_t i = 0; i < gone.n; i++)
+    gone.e[i].seen = false;
+}
+
+/* How long `id` has been gone on our clock: 0 at the first look that
+ * finds it gone. Out of memory it reads 0 (no entry), which delays a down
+ * rather than hastening one. */
+static uint64_t gone_for(const char *id, uint64_t now) {
+  for (uint32_t i = 0; i < gone.n; i++)
+    if (strcmp(gone.e[i].id, id) == 0) {
+      gone.e[i].seen = true;
+      return now - gone.e[i].since_ms;
+    }
+  if (gone.n == gone.cap) {
+    uint32_t cap = gone.cap ? 2 * gone.cap : 16;
+    gone_entry *e = realloc(gone.e, cap * sizeof *e);
+    if (e == NULL)
+      return 0;
+    gone.e = e, gone.cap = cap;
+  }
+  gone_entry *g = &gone.e[gone.n++];
+  snprintf(g->id, sizeof g->id, "%s", id);
+  g->since_ms = now;
+  g->seen = true;
+  return 0;
+}
+
+/* Ends a look: drops nodes that are back (or have no record). */
+static void gone_end(void) {
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < gone.n; i++)
+    if (gone.e[i].seen)
+      gone.e[k++] = gone.e[i];
+  gone.n = k;
+}
 
 typedef struct batch {
   ring_cmp cmps[BATCH];
@@ -92,9 +159,10 @@ static bool may_mark_down(const rk_state *s) {
   return 2 * alive >= up;
 }
 
-/* The record n should be now; returns true when it differs from *old. */
+/* The record n should be now; returns true when it differs from *old.
+ * now: wall time for the record's fields; mono: rd_now_ms for decisions. */
 static bool next_record(const coord *c, const rk_state *s, const rk_node *old, rk_node *n,
-                        uint64_t now, bool down_ok) {
+                        uint64_t now, uint64_t mono, bool down_ok) {
   *n = *old;
   const rk_alive_entry *a = rk_state_alive(s, old->id);
   int ti = c->table ? ring_table_find_node(c->table, old->id) : -1;
@@ -104,12 +172,13 @@ static bool next_record(const coord *c, const rk_state *s, const rk_node *old, r
       memcpy(n->addr, a->a.addr, sizeof n->addr); /* restarted elsewhere: follow it */
     if (old->state == RING_NODE_DOWN || old->state == RING_NODE_REMOVED)
       n->state = RING_NODE_JOINING;
-  } else if (old->lost_ms == 0) {
-    n->lost_ms = now;
-  } else if (down_ok && now - old->lost_ms >= s->config.down_after_ms &&
-             old->state != RING_NODE_DOWN &&
-             old->state != RING_NODE_REMOVED) {
-    n->state = RING_NODE_DOWN;
+  } else {
+    uint64_t gone_ms = gone_for(old->id, mono);
+    if (old->lost_ms == 0)
+      n->lost_ms = now != 0 ? now : 1; /* display only; 0 would say "alive" */
+    if (down_ok && gone_ms >= s->config.down_after_ms && old->state != RING_NODE_DOWN &&
+        old->state != RING_NODE_REMOVED)
+      n->state = RING_NODE_DOWN;
   }
   if (n->state == RING_NODE_JOINING && ti >= 0 && !s->has_active && !s->has_proposed &&
       ring_table_node_state(c->table, (uint16_t)ti) == RING_NODE_ACTIVE)
@@ -128,7 +197,7 @@ static bool next_record(const coord *c, const rk_state *s, const rk_node *old, r
 
 int coord_membership(coord *c, const rk_state *s) {
   batch b = {.n = 0};
-  uint64_t now = rd_wall_ms();
+  uint64_t now = rd_wall_ms(), mono = rd_now_ms();
   int wrote = 0;
   for (uint32_t i = 0; i < s->n_alive; i++) {
     const rk_alive_entry *a = &s->alive[i];
@@ -147,9 +216,10 @@ int coord_membership(coord *c, const rk_state *s) {
     rk_fail(&why, RING_EUNAVAIL, "fewer than half of the nodes are alive: holding down detection");
     coord_trouble(c, "membership", &why);
   }
+  gone_begin(atomic_load(&c->m.terms));
   for (uint32_t i = 0; i < s->n_nodes; i++) {
     rk_node n;
-    if (!next_record(c, s, &s->nodes[i], &n, now, down_ok))
+    if (!next_record(c, s, &s->nodes[i], &n, now, mono, down_ok))
       continue;
     if (n.state != s->nodes[i].state)
       log_state(&n, n.lost_ms ? "lease gone past down_after" : "membership");
@@ -157,6 +227,7 @@ int coord_membership(coord *c, const rk_state *s) {
       return RING_EINVAL;
     wrote = 1;
   }
+  gone_end();
   int rc = flush(c, &b);
   return rc != RING_OK ? rc : wrote;
 }

@@ -17,7 +17,10 @@
 #include <string.h>
 
 /* Acks come within milliseconds of a version; a host slower than this is
- * named in the log and /healthz, since it holds up every wave. */
+ * named in the log and /healthz, since it holds up every wave. Counted on
+ * this leader's monotonic clock from the first look of its term that found
+ * the wave waiting (`waiting` below), never from the run's updated_ms: that
+ * is a wall time, possibly another host's, and the difference wraps. */
 #define ACK_PATIENCE_MS 10000
 
 /* ------------------------------------------------------ 1. the run's plan */
@@ -132,6 +135,30 @@ static uint32_t next_wave(const ring_plan *p, const uint8_t *done, uint32_t wave
 }
 
 /* ------------------------------------------- 3. waiting: acks, progress */
+
+/* The wave this leader last saw waiting for acks, and since when
+ * (rd_now_ms). The loop's alone; one coordinator per process, so it lives
+ * here rather than in struct coord (coord.h). */
+static struct {
+  uint64_t term;                 /* c->m.terms */
+  char plan[RK_PLAN_ID_LEN + 1]; /* the run's plan */
+  uint64_t version;              /* its cursor version */
+  uint64_t since_ms;             /* rd_now_ms of the first look that found it waiting */
+} waiting;
+
+/* How long the run's current wave has waited for acks, on our clock: 0 at
+ * the first look of this term that finds it waiting. */
+static uint64_t waiting_for(coord *c, const rk_run *run) {
+  uint64_t term = atomic_load(&c->m.terms), now = rd_now_ms();
+  if (waiting.term != term || waiting.version != run->cursor.version ||
+      strcmp(waiting.plan, run->plan.id) != 0) {
+    waiting.term = term;
+    waiting.version = run->cursor.version;
+    snprintf(waiting.plan, sizeof waiting.plan, "%s", run->plan.id);
+    waiting.since_ms = now;
+  }
+  return now - waiting.since_ms;
+}
 
 /* 1 when every receiver reports all its in-flight tokens at `version`;
  * 0 to wait; -1 when a receiver is down (the run cannot finish). */
@@ -396,7 +423,7 @@ int coord_run_step(coord *c, const rk_state *s) {
     const char *lag = rk_barrier_laggard(s, c->table, s->version);
     if (in == 1 && lag == NULL)
       return cut_over(c, s, run);
-    if (lag != NULL && rd_wall_ms() - run->updated_ms > ACK_PATIENCE_MS) {
+    if (lag != NULL && waiting_for(c, run) > ACK_PATIENCE_MS) {
       rk_fail(&err, RING_ETIMEDOUT, "%s has not acked version %" PRIu64 " (the wave waits for it)",
               lag, s->version);
       coord_trouble(c, "waiting for acks", &err); /* named in the log and /healthz */

@@ -11,9 +11,10 @@
  * at the lease's deadline and stop at once when asked, but ring__etcd_call
  * may block for several timeouts (it retries across endpoints). So the
  * keeper sends each keep-alive on a curl multi handle of its own, with a
- * timeout cut to the time left before the deadline, and ring_keeper_stop
- * wakes that handle's poll (curl_multi_wakeup) as well as the thread's
- * condition variable. Failover is shared with the client: a keep-alive that
+ * timeout cut to the time left before the deadline, and sleeps between
+ * refreshes in the same handle's poll, so ring_keeper_stop wakes it
+ * wherever it is (curl_multi_wakeup). Every wait is a relative timeout on
+ * the monotonic clock (keeper_wait). Failover is shared with the client: a keep-alive that
  * fails moves c to its next endpoint, like any read.
  *
  * The deadline is conservative: a refresh sent at time t renews the lease
@@ -128,9 +129,9 @@ int ring_etcd_lease_refresh(ring_etcd *c, int64_t lease, int64_t *ttl_s, ring_er
 
 /* ------------------------------------------- 2. the keeper's request */
 
-/* Locking: lock guards stopping; the thread waits on cond (CLOCK_MONOTONIC)
- * between refreshes and polls multi during one; ring_keeper_stop sets
- * stopping and wakes both. Everything else belongs to the thread. */
+/* Locking: lock guards stopping; the thread polls multi between refreshes
+ * (relative timeouts) and during one; ring_keeper_stop sets stopping and
+ * wakes the poll (curl_multi_wakeup). Everything else belongs to the thread. */
 struct ring_keeper {
   ring_etcd *c;            /* borrowed; outlives the keeper */
   int64_t lease;           /* the lease kept alive */
@@ -140,7 +141,6 @@ struct ring_keeper {
   CURLM *multi;            /* the keeper's requests; woken by stop */
   pthread_t thread;        /* runs keeper_main */
   pthread_mutex_t lock;    /* guards stopping */
-  pthread_cond_t cond;     /* signalled by stop; CLOCK_MONOTONIC */
   bool stopping;           /* ring_keeper_stop was called */
   int64_t deadline;        /* ms (monotonic): the lease may expire from here on; thread-owned */
 };
@@ -274,16 +274,23 @@ static int keeper_post(ring_keeper *k, long timeout_ms, int64_t *ttl_s, bool *st
 
 /* -------------------------------------------------- 3. the keeper thread */
 
-/* Waits until `until` (monotonic ms) or stop; true when stop was asked. */
+/* Waits until `until` (monotonic ms) or stop; true when stop was asked.
+ * Sleeps in curl_multi_poll with a relative timeout (poll(2): the kernel
+ * counts it on CLOCK_MONOTONIC) and is woken by ring_keeper_stop's
+ * curl_multi_wakeup, which stays pending if it comes first. No absolute
+ * deadline goes to pthread_cond_timedwait: a library that fakes the wall
+ * clock (libfaketime) converts such deadlines, and with the monotonic
+ * clock left real it turns them into ones that have passed, a spin. */
 static bool keeper_wait(ring_keeper *k, int64_t until) {
-  struct timespec ts = {(time_t)(until / 1000), (long)(until % 1000) * 1000000L};
-  pthread_mutex_lock(&k->lock);
-  int rc = 0;
-  while (!k->stopping && rc == 0) /* ETIMEDOUT once `until` has passed */
-    rc = pthread_cond_timedwait(&k->cond, &k->lock, &ts);
-  bool s = k->stopping;
-  pthread_mutex_unlock(&k->lock);
-  return s;
+  for (;;) {
+    if (stop_requested(k))
+      return true;
+    int64_t left = until - now_ms();
+    if (left <= 0)
+      return false;
+    if (curl_multi_poll(k->multi, NULL, 0, left > 1000 ? 1000 : (int)left, NULL) != CURLM_OK)
+      return stop_requested(k); /* cannot wait: give up the wait, never spin on it */
+  }
 }
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -336,7 +343,6 @@ static void *keeper_main(void *arg) {
 static void keeper_free(ring_keeper *k) {
   if (k->multi)
     curl_multi_cleanup(k->multi);
-  pthread_cond_destroy(&k->cond);
   pthread_mutex_destroy(&k->lock);
   free(k);
 }
@@ -357,12 +363,7 @@ int ring_etcd_keep_alive(ring_etcd *c, int64_t lease, int64_t ttl_s, ring_lease_
   *k = (ring_keeper){.c = c, .lease = lease, .lost = lost, .ud = ud};
   k->ttl_ms = 1000 * (ttl_s > 0 ? min64(ttl_s, granted) : granted);
   k->deadline = sent + k->ttl_ms;
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   pthread_mutex_init(&k->lock, NULL);
-  pthread_cond_init(&k->cond, &ca);
-  pthread_condattr_destroy(&ca);
   if ((k->multi = curl_multi_init()) == NULL) {
     keeper_free(k);
     return ring__err(err, RING_ENOMEM, "keeper: curl_multi_init");
@@ -388,7 +389,6 @@ void ring_keeper_stop(ring_keeper *k) {
     return;
   pthread_mutex_lock(&k->lock);
   k->stopping = true;
-  pthread_cond_signal(&k->cond);
   pthread_mutex_unlock(&k->lock);
   curl_multi_wakeup(k->multi);
   pthread_join(k->thread, NULL);

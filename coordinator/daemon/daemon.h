@@ -315,21 +315,35 @@ int rd_etcd_open(const rd_etcd_conf *c, struct ring_etcd **out, char *msg, size_
 /* ------------------------------------------------------------ waking a loop */
 
 /* A loop sleeps in rd_waker_wait until someone calls rd_waker_wake or the
- * timeout passes; wakes that come while it runs are not lost (a flag). */
+ * timeout passes; wakes that come while it runs are not lost (an eventfd's
+ * counter). One thread waits; any thread (or a signal handler) wakes. */
 typedef struct rd_waker {
-  pthread_mutex_t mu;
-  pthread_cond_t cv; /* on CLOCK_MONOTONIC */
-  bool woken;
+  int fd; /* eventfd: readable while a wake is pending; -1 after destroy */
 } rd_waker;
 
 int rd_waker_init(rd_waker *w);
 void rd_waker_destroy(rd_waker *w);
 void rd_waker_wake(rd_waker *w);
-/* Returns true if woken, false on timeout; clears the flag either way. */
+/* Returns true if woken, false on timeout; clears the wake either way.
+ * The timeout is relative and measured on CLOCK_MONOTONIC (poll(2)), so no
+ * wall-clock step or faked wall clock can stretch it or cut it short;
+ * UINT64_MAX waits for a wake (in slices of INT_MAX ms). */
 bool rd_waker_wait(rd_waker *w, uint64_t timeout_ms);
 
-/* Monotonic and wall clocks in milliseconds. */
-uint64_t rd_now_ms(void);  /* CLOCK_MONOTONIC */
+/* ----------------------------------------------------------------- clocks */
+
+/* Milliseconds. Decide with rd_now_ms: every interval, deadline, patience
+ * or "gone for how long" is a difference of two rd_now_ms readings in one
+ * process, and never negative. rd_wall_ms is for timestamps that people
+ * or other hosts read (logs, lost_ms, since_ms, updated_ms); it may step
+ * back or jump, and differs between hosts, so a decision that compares it
+ * with another host's wall time clamps (rd_wall_since). */
+uint64_t rd_now_ms(void);  /* CLOCK_MONOTONIC, from an arbitrary start */
 uint64_t rd_wall_ms(void); /* CLOCK_REALTIME, Unix ms */
+/* now - then for wall times, clamped: 0 when `then` is 0, in the future or
+ * after `now` (a clock stepped back, a host whose clock is behind). A
+ * caller that needs "at least this long ago" must not trust the result:
+ * it is an upper bound only as good as two hosts' clocks. */
+uint64_t rd_wall_since(uint64_t now, uint64_t then);
 
 #endif /* RING_DAEMON_H */

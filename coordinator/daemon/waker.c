@@ -1,73 +1,70 @@
 /*
  * waker.c: rd_waker, how a daemon's loop sleeps until there is work or a
- * deadline: a flag under a mutex plus a condition variable on
- * CLOCK_MONOTONIC, so a wall-clock step can neither stretch nor cut a
- * timeout. The flag is what keeps a wake that arrives while the loop is
- * busy (not yet waiting) from being lost.
+ * deadline: an eventfd that a wake makes readable, and poll(2) with a
+ * relative timeout, which the kernel measures on CLOCK_MONOTONIC. No
+ * absolute deadline is ever handed to the C library, so neither a
+ * wall-clock step nor a process whose clocks are faked (libfaketime
+ * converts pthread_cond_timedwait deadlines, and with the wall clock
+ * offset and the monotonic clock real it turns a monotonic deadline into
+ * one that has passed: a loop that spins) can stretch or cut a timeout.
+ * The eventfd's counter is what keeps a wake that arrives while the loop
+ * is busy (not yet waiting) from being lost.
  */
-#define _POSIX_C_SOURCE 200809L /* pthread_condattr_setclock, clock_gettime */
+#define _GNU_SOURCE /* eventfd */
 #include "daemon.h"
 
 #include <errno.h>
-#include <time.h>
+#include <limits.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 /* Returns 0 or an errno value; nothing is left to destroy on failure. */
 int rd_waker_init(rd_waker *w) {
-  pthread_condattr_t attr;
-  int rc = pthread_condattr_init(&attr);
-  if (rc != 0)
-    return rc;
-  rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-  if (rc == 0)
-    rc = pthread_cond_init(&w->cv, &attr);
-  pthread_condattr_destroy(&attr);
-  if (rc != 0)
-    return rc;
-  if ((rc = pthread_mutex_init(&w->mu, NULL)) != 0) {
-    pthread_cond_destroy(&w->cv);
-    return rc;
-  }
-  w->woken = false;
-  return 0;
+  w->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  return w->fd < 0 ? errno : 0;
 }
 
 void rd_waker_destroy(rd_waker *w) {
-  pthread_cond_destroy(&w->cv);
-  pthread_mutex_destroy(&w->mu);
+  if (w->fd >= 0)
+    close(w->fd);
+  w->fd = -1;
 }
 
+/* Async-signal-safe and thread-safe: one write(2). A full counter (never
+ * in practice) still leaves the fd readable, so the wake is not lost. */
 void rd_waker_wake(rd_waker *w) {
-  pthread_mutex_lock(&w->mu);
-  w->woken = true;
-  pthread_cond_signal(&w->cv);
-  pthread_mutex_unlock(&w->mu);
+  uint64_t one = 1;
+  ssize_t n;
+  do
+    n = write(w->fd, &one, sizeof one);
+  while (n < 0 && errno == EINTR);
 }
 
-/* now + ms on CLOCK_MONOTONIC; ms is capped at a year so the seconds
- * cannot overflow time_t. */
-static struct timespec deadline_after(uint64_t ms) {
-  const uint64_t year_ms = 365ull * 24 * 3600 * 1000;
-  if (ms > year_ms)
-    ms = year_ms;
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  ts.tv_sec += (time_t)(ms / 1000);
-  ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-  if (ts.tv_nsec >= 1000000000L) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000L;
-  }
-  return ts;
+/* Clears the counter; true when there was a wake. */
+static bool drain(rd_waker *w) {
+  uint64_t count = 0;
+  ssize_t n;
+  do
+    n = read(w->fd, &count, sizeof count);
+  while (n < 0 && errno == EINTR);
+  return n == (ssize_t)sizeof count && count > 0;
 }
 
 bool rd_waker_wait(rd_waker *w, uint64_t timeout_ms) {
-  struct timespec deadline = deadline_after(timeout_ms);
-  pthread_mutex_lock(&w->mu);
-  int rc = 0;
-  while (!w->woken && rc != ETIMEDOUT)
-    rc = pthread_cond_timedwait(&w->cv, &w->mu, &deadline); /* loops over spurious wake-ups */
-  bool woken = w->woken;
-  w->woken = false;
-  pthread_mutex_unlock(&w->mu);
-  return woken;
+  const uint64_t start = rd_now_ms();
+  for (;;) {
+    uint64_t spent = rd_now_ms() - start; /* monotonic: never negative */
+    if (spent >= timeout_ms)
+      return drain(w); /* a wake that came with the deadline still counts */
+    uint64_t left = timeout_ms - spent;
+    struct pollfd p = {.fd = w->fd, .events = POLLIN};
+    int rc = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+    if (rc > 0 && drain(w))
+      return true;
+    if (rc == 0 && left <= INT_MAX)
+      return false; /* the kernel waited the whole of it */
+    if (rc < 0 && errno != EINTR)
+      return drain(w); /* cannot wait (EINVAL, ENOMEM): never spin on it */
+  }
 }
