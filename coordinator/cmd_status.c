@@ -9,8 +9,8 @@
  *    "plan":null|{"id","state","moves_total","moves_done"},
  * and after it
  *    "stuck":[{"token","slot","from","to","error","for_ms"}],
- *    "failing":[{"node","token","attempts","error"}],
- *    "bad_records":[{"kind","host","why"}]}
+ *    "failing":[{"node","token","attempts","error"}]
+ * and, only when the read ignored records, "bad_records":[{"kind","host","why"}]}
  * "plan" is the active run, else the proposed plan, else the last finished run.
  * "stuck" is the coordinator's `stuck` report for the current version;
  * "failing" every failing fetch the receivers report for it, stuck or not yet.
@@ -80,7 +80,8 @@ static int print_json(const rk_state *st, const ringctl_node_row *rows, const pl
   cJSON_AddItemToObject(o, "plan", plan_json(v));
   cJSON_AddItemToObject(o, "stuck", ringctl_stuck_json(st));
   cJSON_AddItemToObject(o, "failing", ringctl_failing_json(st));
-  cJSON_AddItemToObject(o, "bad_records", rk_bad_json(st, st->n_bad));
+  if (st->n_bad > 0) /* only then: scripts checking the shape above see it unchanged */
+    cJSON_AddItemToObject(o, "bad_records", rk_bad_json(st, st->n_bad));
   return ringctl_json_emit(o);
 }
 
