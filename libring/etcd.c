@@ -254,16 +254,15 @@ static int reply_error(const cJSON *resp, long status, bool *transient, ring_err
   return ring__err(err, RING_ESERVER, "etcd: %s (HTTP %ld)", m, status);
 }
 
-/* Parses a reply; RING_OK with *resp, or the error it states. */
-static int parse_reply(ring__buf *b, long status, cJSON **resp, bool *transient,
-                       ring_error *err) {
+int ring__etcd_parse_reply(const char *body, size_t len, long status, cJSON **resp,
+                           bool *transient, ring_error *err) {
   *transient = false;
-  cJSON *j = b->p ? cJSON_ParseWithLength(b->p, b->len) : NULL;
+  cJSON *j = body && len ? cJSON_ParseWithLength(body, len) : NULL;
   if (j == NULL || !cJSON_IsObject(j)) {
     cJSON_Delete(j);
     *transient = status >= 500;
     return ring__err(err, RING_EPROTO, "etcd: HTTP %ld with %s body", status,
-                     b->len ? "a non-JSON" : "an empty");
+                     len ? "a non-JSON" : "an empty");
   }
   if (status == 200 && !cJSON_HasObjectItem(j, "error")) {
     *resp = j;
@@ -309,7 +308,7 @@ static int attempt(ring_etcd *c, const char *path, const char *body, ring__retry
   if (b.overflow) {
     rc = ring__err(e, RING_EPROTO, "etcd: reply over %u bytes", RING_ETCD_RESPONSE_MAX);
   } else if (o == OUT_DONE) {
-    rc = auth_refusal(c, ep, parse_reply(&b, status, resp, &transient, e), e);
+    rc = auth_refusal(c, ep, ring__etcd_parse_reply(b.p, b.len, status, resp, &transient, e), e);
   } else {
     transient = true;
     rc = ring__err(e, crc == CURLE_OPERATION_TIMEDOUT ? RING_ETIMEDOUT : RING_ECONNECT,

@@ -55,6 +55,14 @@ size_t ring__buf_write(char *data, size_t size, size_t n, void *ud); /* curl wri
  * expired token. */
 int ring__etcd_call(ring_etcd *c, const char *path, cJSON *body, ring__retry retry,
                     cJSON **resp, ring_error *err);
+/* Turns one reply body (body[0..len), not NUL-terminated) with its HTTP
+ * status into *resp (RING_OK: a JSON object from a 200 without "error"; the
+ * caller cJSON_Deletes it) or the error it states: RING_EPROTO for a body
+ * that is not a JSON object, else the gateway's error mapped as above.
+ * *transient: a read may retry on another member. *resp is written only
+ * on success. */
+int ring__etcd_parse_reply(const char *body, size_t len, long status, cJSON **resp,
+                           bool *transient, ring_error *err);
 
 /* A curl handle set up for c's endpoint `ep` and path, with auth and TLS;
  * the caller adds body and callbacks. Returns NULL on ENOMEM. The headers
@@ -78,8 +86,33 @@ int ring__json_add_i64(cJSON *o, const char *name, int64_t v);
 bool ring__json_i64(const cJSON *o, const char *name, int64_t *out); /* absent: 0, true */
 /* Decodes a base64 field into a malloc()'ed NUL-terminated buffer. */
 int ring__json_bytes(const cJSON *o, const char *name, uint8_t **out, size_t *len);
+/* The reply parsers of the KV calls, on the reply object that
+ * ring__etcd_parse_reply handed out; the fuzz targets in tests/fuzz/ call
+ * these very functions. Each returns RING_OK, RING_EPROTO for any shape it
+ * does not expect, or RING_ENOMEM; on failure the output holds nothing
+ * that needs freeing.
+ * ring__kv_parse: one key-value object into *kv (ring_kv_free it).
+ * ring__kvs_parse: a range reply (header, kvs array, count, more) into
+ * *out (ring_kvs_free it). */
 int ring__kv_parse(const cJSON *o, ring_kv *kv);
 int ring__kvs_parse(const cJSON *resp, ring_kvs *out);
+/* A put reply: *revision from the header and, when prev is not NULL, the
+ * prev_kv into *prev (zeroed when absent; ring_kv_free it). Writes
+ * *revision only on success. */
+int ring__put_reply_parse(const cJSON *resp, int64_t *revision, ring_kv *prev);
+/* A delete reply: the count deleted (>= 0) and the header's revision,
+ * both written only on success. */
+int ring__delete_reply_parse(const cJSON *resp, int64_t *deleted, int64_t *revision);
+/* A txn reply for a txn that sent success[n_success] and failure[n_failure]:
+ * the branch that ran (`succeeded`, a boolean or absent) must have exactly
+ * one response per op, in order, each an object holding only the response
+ * of that op's kind. Anything else (responses not an array, a count other
+ * than the branch's, a wrong kind, a malformed range) is RING_EPROTO with
+ * err naming the field; RING_EINVAL for an op of unknown type; RING_ENOMEM.
+ * Writes *out only on success (ring_txn_result_free it). */
+int ring__txn_parse(const cJSON *resp, const ring_op *success, uint32_t n_success,
+                    const ring_op *failure, uint32_t n_failure, ring_txn_result *out,
+                    ring_error *err);
 /* The first key after every key with this prefix (etcd's range_end). */
 int ring__prefix_end(const void *key, size_t len, uint8_t **out, size_t *out_len);
 

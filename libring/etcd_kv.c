@@ -130,18 +130,23 @@ static int header_revision(const cJSON *resp, int64_t *rev) {
 
 int ring__kvs_parse(const cJSON *resp, ring_kvs *out) {
   memset(out, 0, sizeof *out);
+  if (!cJSON_IsObject(resp))
+    return RING_EPROTO;
   const cJSON *kvs = cJSON_GetObjectItemCaseSensitive(resp, "kvs");
-  int n = cJSON_IsArray(kvs) ? cJSON_GetArraySize(kvs) : 0;
   if (kvs != NULL && !cJSON_IsArray(kvs))
+    return RING_EPROTO; /* an object's members must never be walked as elements */
+  int n = kvs ? cJSON_GetArraySize(kvs) : 0;
+  const cJSON *more = cJSON_GetObjectItemCaseSensitive(resp, "more");
+  if (more != NULL && !cJSON_IsBool(more))
     return RING_EPROTO;
   out->kvs = calloc(n ? (size_t)n : 1, sizeof *out->kvs);
   if (out->kvs == NULL)
     return RING_ENOMEM;
   int rc = RING_OK;
-  for (const cJSON *e = kvs ? kvs->child : NULL; e && rc == RING_OK; e = e->next)
+  for (const cJSON *e = kvs ? kvs->child : NULL; e && out->n < (uint32_t)n && rc == RING_OK;
+       e = e->next)
     if ((rc = ring__kv_parse(e, &out->kvs[out->n])) == RING_OK)
       out->n++;
-  const cJSON *more = cJSON_GetObjectItemCaseSensitive(resp, "more");
   out->more = cJSON_IsTrue(more);
   if (rc == RING_OK && !ring__json_i64(resp, "count", &out->count))
     rc = RING_EPROTO;
@@ -150,6 +155,32 @@ int ring__kvs_parse(const cJSON *resp, ring_kvs *out) {
   if (rc != RING_OK)
     ring_kvs_free(out);
   return rc;
+}
+
+int ring__put_reply_parse(const cJSON *resp, int64_t *revision, ring_kv *prev) {
+  int64_t rev = 0;
+  if (!cJSON_IsObject(resp) || header_revision(resp, &rev) != RING_OK)
+    return RING_EPROTO;
+  const cJSON *p = cJSON_GetObjectItemCaseSensitive(resp, "prev_kv");
+  if (prev != NULL && p != NULL) {
+    int rc = ring__kv_parse(p, prev);
+    if (rc != RING_OK)
+      return rc;
+  } else if (prev != NULL) {
+    memset(prev, 0, sizeof *prev); /* the key was new */
+  }
+  *revision = rev;
+  return RING_OK;
+}
+
+int ring__delete_reply_parse(const cJSON *resp, int64_t *deleted, int64_t *revision) {
+  int64_t n = 0, rev = 0;
+  if (!cJSON_IsObject(resp) || !ring__json_i64(resp, "deleted", &n) || n < 0 ||
+      header_revision(resp, &rev) != RING_OK)
+    return RING_EPROTO;
+  *deleted = n;
+  *revision = rev;
+  return RING_OK;
 }
 
 /* Adds key (and range_end for a prefix) to a request object. */
@@ -227,10 +258,7 @@ int ring_etcd_put(ring_etcd *c, const void *key, size_t key_len, const void *val
   if ((rc = run(c, "kv/put", body, rc, RING__WRITE, &resp, err)) != RING_OK)
     return rc;
   int64_t rev = 0;
-  rc = header_revision(resp, &rev);
-  const cJSON *p = cJSON_GetObjectItemCaseSensitive(resp, "prev_kv");
-  if (rc == RING_OK && prev)
-    rc = p ? ring__kv_parse(p, prev) : (memset(prev, 0, sizeof *prev), RING_OK);
+  rc = ring__put_reply_parse(resp, &rev, prev);
   cJSON_Delete(resp);
   if (rc != RING_OK)
     return ring__err(err, rc, "etcd put: malformed reply");
@@ -248,7 +276,7 @@ int ring_etcd_delete(ring_etcd *c, const void *key, size_t key_len, bool prefix,
   if ((rc = run(c, "kv/deleterange", body, rc, RING__WRITE, &resp, err)) != RING_OK)
     return rc;
   int64_t n = 0, rev = 0;
-  rc = ring__json_i64(resp, "deleted", &n) ? header_revision(resp, &rev) : RING_EPROTO;
+  rc = ring__delete_reply_parse(resp, &n, &rev);
   cJSON_Delete(resp);
   if (rc != RING_OK)
     return ring__err(err, rc, "etcd delete: malformed reply");
@@ -337,28 +365,68 @@ void ring_txn_result_free(ring_txn_result *r) {
   memset(r, 0, sizeof *r);
 }
 
-/* Each response of the branch that ran; range responses carry key-values. */
-static int parse_txn(const cJSON *resp, ring_txn_result *out) {
-  memset(out, 0, sizeof *out);
-  out->succeeded = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(resp, "succeeded"));
-  if (header_revision(resp, &out->revision) != RING_OK)
-    return RING_EPROTO;
+#define TXN_BAD "etcd txn: malformed reply: "
+
+/* What etcd calls the response to each ring_op_type. */
+static const char *const response_kinds[] = {"response_range", "response_put",
+                                             "response_delete_range"};
+
+/* Response i of the branch that ran, for op: an object holding exactly the
+ * response of op's kind. A RANGE's key-values land in *k (the caller frees
+ * them); other kinds leave *k empty. On failure *k holds nothing. */
+static int txn_response(const cJSON *r, uint32_t i, const ring_op *op, ring_kvs *k,
+                        ring_error *err) {
+  memset(k, 0, sizeof *k);
+  if ((unsigned)op->type > RING_OP_DELETE)
+    return ring__err(err, RING_EINVAL, "etcd txn: op %u has an unknown type", i);
+  const char *kind = response_kinds[op->type];
+  if (!cJSON_IsObject(r))
+    return ring__err(err, RING_EPROTO, TXN_BAD "responses[%u] is not an object", i);
+  const cJSON *body = cJSON_GetObjectItemCaseSensitive(r, kind);
+  if (!cJSON_IsObject(body) || cJSON_GetArraySize(r) != 1)
+    return ring__err(err, RING_EPROTO, TXN_BAD "responses[%u] is not one %s object", i, kind);
+  if (op->type != RING_OP_RANGE)
+    return RING_OK;
+  int rc = ring__kvs_parse(body, k);
+  if (rc == RING_ENOMEM)
+    return ring__err(err, rc, "etcd txn: responses[%u]: out of memory", i);
+  if (rc != RING_OK)
+    return ring__err(err, rc, TXN_BAD "responses[%u].response_range", i);
+  return RING_OK;
+}
+
+int ring__txn_parse(const cJSON *resp, const ring_op *success, uint32_t n_success,
+                    const ring_op *failure, uint32_t n_failure, ring_txn_result *out,
+                    ring_error *err) {
+  if (!cJSON_IsObject(resp))
+    return ring__err(err, RING_EPROTO, TXN_BAD "not an object");
+  ring_txn_result r = {0};
+  const cJSON *ok = cJSON_GetObjectItemCaseSensitive(resp, "succeeded");
+  if (ok != NULL && !cJSON_IsBool(ok)) /* absent: false, as the gateway leaves it out */
+    return ring__err(err, RING_EPROTO, TXN_BAD "succeeded is not a boolean");
+  r.succeeded = cJSON_IsTrue(ok);
+  if (header_revision(resp, &r.revision) != RING_OK)
+    return ring__err(err, RING_EPROTO, TXN_BAD "header.revision");
+  const ring_op *ops = r.succeeded ? success : failure;
+  uint32_t n_ops = r.succeeded ? n_success : n_failure;
   const cJSON *rs = cJSON_GetObjectItemCaseSensitive(resp, "responses");
-  int n = cJSON_IsArray(rs) ? cJSON_GetArraySize(rs) : 0;
-  out->ranges = calloc(n ? (size_t)n : 1, sizeof *out->ranges);
-  if (out->ranges == NULL)
-    return RING_ENOMEM;
-  for (const cJSON *r = rs ? rs->child : NULL; r; r = r->next) {
-    const cJSON *range = cJSON_GetObjectItemCaseSensitive(r, "response_range");
-    ring_kvs *k = &out->ranges[out->n_ranges];
-    if (range && ring__kvs_parse(range, k) != RING_OK) {
-      ring_txn_result_free(out);
-      return RING_EPROTO;
+  if (rs != NULL && !cJSON_IsArray(rs))
+    return ring__err(err, RING_EPROTO, TXN_BAD "responses is not an array");
+  int n = rs ? cJSON_GetArraySize(rs) : 0; /* etcd answers each op that ran, no more */
+  if (n < 0 || (uint32_t)n != n_ops)
+    return ring__err(err, RING_EPROTO, TXN_BAD "%d responses for the %u ops of the %s branch", n,
+                     n_ops, r.succeeded ? "success" : "failure");
+  if ((r.ranges = calloc(n_ops ? n_ops : 1, sizeof *r.ranges)) == NULL)
+    return ring__err(err, RING_ENOMEM, "etcd txn: %u responses", n_ops);
+  for (const cJSON *e = rs ? rs->child : NULL; e && r.n_ranges < n_ops; e = e->next) {
+    int rc = txn_response(e, r.n_ranges, &ops[r.n_ranges], &r.ranges[r.n_ranges], err);
+    if (rc != RING_OK) {
+      ring_txn_result_free(&r);
+      return rc;
     }
-    if (range == NULL)
-      memset(k, 0, sizeof *k);
-    out->n_ranges++;
+    r.n_ranges++;
   }
+  *out = r;
   return RING_OK;
 }
 
@@ -384,10 +452,10 @@ int ring_etcd_txn(ring_etcd *c, const ring_cmp *cmps, uint32_t n_cmps, const rin
   if (rc != RING_OK)
     return rc;
   ring_txn_result r;
-  rc = parse_txn(resp, &r);
+  rc = ring__txn_parse(resp, success, n_success, failure, n_failure, &r, err);
   cJSON_Delete(resp);
   if (rc != RING_OK)
-    return ring__err(err, rc, "etcd txn: malformed reply");
+    return rc;
   if (out)
     *out = r;
   else

@@ -288,6 +288,84 @@ START_TEST(kv_calls_refuse_garbage) {
 }
 END_TEST
 
+/* Txn replies of a shape the parser does not expect: each refused with
+ * RING_EPROTO and a message naming the field. The first is the reply that
+ * once walked an object's members into a one-element array (heap overflow
+ * under ASan); the txn sent is a RANGE then a PUT on success, one DELETE on
+ * failure, so a well-formed reply has 2 (or 1) responses of those kinds. */
+#define RR "{\"response_range\":{" HDR ",\"kvs\":[{\"key\":\"YQ==\"}],\"count\":\"1\"}}"
+#define RP "{\"response_put\":{" HDR "}}"
+#define RD "{\"response_delete_range\":{" HDR "}}"
+
+typedef struct txn_case {
+  const char *name;
+  const char *body;
+  const char *says; /* a part of the message; NULL: the reply is accepted */
+} txn_case;
+
+static const txn_case txn_cases[] = {
+    {"responses object",
+     "{" HDR ",\"succeeded\":true,\"responses\":{\"a\":" RR ",\"b\":" RR ",\"c\":" RR "}}",
+     "responses is not an array"},
+    {"responses string", "{" HDR ",\"succeeded\":true,\"responses\":\"x\"}",
+     "responses is not an array"},
+    {"too many", "{" HDR ",\"succeeded\":true,\"responses\":[" RR "," RP "," RP "]}", "3 responses"},
+    {"too few", "{" HDR ",\"succeeded\":true,\"responses\":[" RR "]}", "1 responses"},
+    {"none for the branch", "{" HDR ",\"succeeded\":true}", "0 responses"},
+    {"element not an object", "{" HDR ",\"succeeded\":true,\"responses\":[" RR ",7]}",
+     "responses[1]"},
+    {"wrong kind", "{" HDR ",\"succeeded\":true,\"responses\":[" RP "," RP "]}",
+     "responses[0]"},
+    {"range not an object",
+     "{" HDR ",\"succeeded\":true,\"responses\":[{\"response_range\":[]}," RP "]}",
+     "responses[0]"},
+    {"range kvs object",
+     "{" HDR ",\"succeeded\":true,\"responses\":[{\"response_range\":{" HDR
+     ",\"kvs\":{\"k\":{\"key\":\"YQ==\"}}}}," RP "]}",
+     "responses[0]"},
+    {"succeeded string", "{" HDR ",\"succeeded\":\"true\",\"responses\":[" RR "," RP "]}",
+     "succeeded"},
+    {"no header", "{\"succeeded\":true,\"responses\":[" RR "," RP "]}", "header"},
+    {"success branch", "{" HDR ",\"succeeded\":true,\"responses\":[" RR "," RP "]}", NULL},
+    {"failure branch", "{" HDR ",\"responses\":[" RD "]}", NULL},
+};
+
+START_TEST(txn_refuses_unexpected_shapes) {
+  for (size_t i = 0; i < sizeof txn_cases / sizeof *txn_cases; i++) {
+    const txn_case *k = &txn_cases[i];
+    char first[2048];
+    snprintf(first, sizeof first, OK200 "%s", k->body);
+    reply r = {first, NULL, false};
+    fake *f = fake_start(&r, 1);
+    ring_etcd *c = client_of(f, 3000);
+    ring_op succ[] = {{RING_OP_RANGE, "a", 1, NULL, 0, 0, false},
+                      {RING_OP_PUT, "a", 1, "v", 1, 0, false}};
+    ring_op fail[] = {{RING_OP_DELETE, "a", 1, NULL, 0, 0, false}};
+    ring_txn_result res;
+    memset(&res, 0x5a, sizeof res);
+    ring_error err = {0};
+    int rc = ring_etcd_txn(c, NULL, 0, succ, 2, fail, 1, &res, &err);
+    if (k->says == NULL) {
+      ck_assert_msg(rc == RING_OK, "%s: %d (%s)", k->name, rc, err.message);
+      ck_assert_uint_eq(res.n_ranges, res.succeeded ? 2 : 1);
+      if (res.succeeded) {
+        ck_assert_uint_eq(res.ranges[0].n, 1);
+        ck_assert_uint_eq(res.ranges[1].n, 0);
+      }
+      ring_txn_result_free(&res);
+    } else {
+      ck_assert_msg(rc == RING_EPROTO, "%s: %d (%s)", k->name, rc, err.message);
+      ck_assert_int_eq(err.code, rc);
+      ck_assert_msg(strstr(err.message, k->says), "%s: message \"%s\"", k->name, err.message);
+      ck_assert_msg(strstr(err.message, "etcd txn"), "%s: message \"%s\"", k->name, err.message);
+      ck_assert_int_eq(((unsigned char *)&res)[0], 0x5a); /* out untouched */
+    }
+    ring_etcd_close(c);
+    fake_stop(f);
+  }
+}
+END_TEST
+
 START_TEST(kv_endless_reply_hits_the_cap) {
   static char kvs[8192]; /* many key-values a send */
   repeat(kvs, sizeof kvs, "{\"key\":\"YWFhYQ==\"},");
@@ -550,6 +628,7 @@ int main(void) {
   TCase *tc = tcase_create("garbage");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, kv_calls_refuse_garbage);
+  tcase_add_test(tc, txn_refuses_unexpected_shapes);
   tcase_add_test(tc, kv_endless_reply_hits_the_cap);
   tcase_add_test(tc, watch_start_refuses_garbage);
   tcase_add_test(tc, watch_running_survives_garbage);
