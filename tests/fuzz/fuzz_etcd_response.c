@@ -1,10 +1,14 @@
 /*
- * fuzz_etcd_response.c: libFuzzer target for the parsers of etcd's KV
- * replies (ring__kvs_parse, ring__kv_parse, the txn responses' ranges, the
- * int64 and base64 field helpers) and the watch message parser, on
- * arbitrary JSON. A failure leaves nothing to free; a success has keys and
- * values NUL-terminated at their lengths. The helpers also round-trip:
- * bytes through base64 and an int64 through its decimal string.
+ * fuzz_etcd_response.c: libFuzzer target for the etcd client's KV replies,
+ * through the functions the client runs on every reply body: the reply
+ * parser (ring__etcd_parse_reply, for a 200 and for a 503), then the range,
+ * put and delete reply parsers (ring__kvs_parse, ring__put_reply_parse,
+ * ring__delete_reply_parse), the key-value parser itself, and the watch
+ * message parser on the same bytes. The txn reply has its own target
+ * (fuzz_etcd_txn.c). A failure is named and leaves nothing to free; a
+ * success has keys and values NUL-terminated at their lengths. The JSON
+ * helpers also round-trip: bytes through base64, an int64 through its
+ * decimal string.
  */
 #include "../../libring/etcd_watch_int.h"
 
@@ -20,7 +24,7 @@ static void check_kv(const ring_kv *kv) {
     abort();
 }
 
-static void kvs(const cJSON *o) {
+static void range(const cJSON *o) {
   ring_kvs r;
   int rc = ring__kvs_parse(o, &r);
   if (rc != RING_OK) {
@@ -29,8 +33,8 @@ static void kvs(const cJSON *o) {
     return;
   }
   const cJSON *arr = cJSON_GetObjectItemCaseSensitive(o, "kvs");
-  if (r.n != (uint32_t)cJSON_GetArraySize(arr))
-    abort();
+  if ((arr != NULL && !cJSON_IsArray(arr)) || r.n != (uint32_t)cJSON_GetArraySize(arr))
+    abort(); /* only an array's elements are key-values, all of them */
   for (uint32_t i = 0; i < r.n; i++)
     check_kv(&r.kvs[i]);
   ring_kvs_free(&r);
@@ -48,14 +52,23 @@ static void kv(const cJSON *o) {
   ring_kv_free(&k);
 }
 
-/* What the txn parser does with each response. */
-static void txn(const cJSON *resp) {
-  const cJSON *rs = cJSON_GetObjectItemCaseSensitive(resp, "responses");
-  for (const cJSON *r = cJSON_IsArray(rs) ? rs->child : NULL; r; r = r->next) {
-    const cJSON *range = cJSON_GetObjectItemCaseSensitive(r, "response_range");
-    if (range)
-      kvs(range);
+static void put_and_delete(const cJSON *o) {
+  int64_t rev = -7, n = -7;
+  ring_kv prev = {0};
+  int rc = ring__put_reply_parse(o, &rev, &prev);
+  if (rc == RING_OK) {
+    if (prev.key != NULL)
+      check_kv(&prev);
+    ring_kv_free(&prev);
+  } else if (rev != -7 || prev.key != NULL || prev.value != NULL) {
+    abort(); /* output written only on success */
   }
+  if (rc == RING_OK && ring__put_reply_parse(o, &rev, NULL) != RING_OK)
+    abort(); /* without prev, prev_kv goes unread */
+  rev = -7;
+  rc = ring__delete_reply_parse(o, &n, &rev);
+  if (rc == RING_OK ? n < 0 : (n != -7 || rev != -7))
+    abort();
 }
 
 static void helpers(const cJSON *o, const uint8_t *data, size_t size) {
@@ -86,18 +99,33 @@ static void helpers(const cJSON *o, const uint8_t *data, size_t size) {
   cJSON_Delete(t);
 }
 
+/* The reply parser: a failure is named and hands nothing out. */
+static cJSON *reply(const uint8_t *data, size_t size, long status) {
+  cJSON *j = (cJSON *)0x1;
+  bool transient;
+  ring_error err = {0};
+  int rc = ring__etcd_parse_reply((const char *)data, size, status, &j, &transient, &err);
+  if (rc != RING_OK) {
+    if (err.code != rc || err.message[0] == '\0' || j != (cJSON *)0x1)
+      abort();
+    return NULL;
+  }
+  if (status != 200 || !cJSON_IsObject(j))
+    abort(); /* only a 200 carries a reply */
+  return j;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  cJSON *j = cJSON_ParseWithLength((const char *)data, size);
+  cJSON *j = reply(data, size, 200);
   if (j != NULL) {
-    kvs(j);
+    range(j);
     kv(j);
-    txn(j);
-    const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "prev_kv");
-    if (p)
-      kv(p);
+    put_and_delete(j);
     helpers(j, data, size);
     cJSON_Delete(j);
   }
+  if (reply(data, size, 503) != NULL)
+    abort();
   ring__watch_resp r;
   ring_error err = {0};
   int rc = ring__watch_parse((const char *)data, size, &r, &err);
