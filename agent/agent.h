@@ -214,6 +214,7 @@ typedef struct agent {
   bool own_store_ok;          /* arcs/ and tmp/ were there */
   uint32_t own_missing;       /* owned tokens with no arc, at the last check */
   uint32_t own_missing_first; /* the lowest of them */
+  bool own_decided;           /* the data dir is known new, or placed: adoption may be judged */
 
   rd_health health;             /* the last trouble of the loop, for /healthz */
   uint64_t rate_bytes, rate_ms; /* last rate sample */
@@ -291,6 +292,11 @@ uint64_t agent_gc_tick(agent *a);
 
 /* ------------------------------------------------------------- ownership */
 
+/* At start-up, before following: tells a data dir new to the cluster from
+ * one that replaces a wiped disk under an id the cluster knows (it then
+ * adopts nothing). Until etcd can say, nothing is adopted (asked again by
+ * agent_own_tick). */
+void agent_own_start(agent *a);
 /* After a table (or a config) change: makes the empty arcs of tokens
  * granted with nothing to copy (first placement, migration none) and
  * counts owned tokens with no arc (agent_own.c says when which). */

@@ -173,6 +173,7 @@ static int agent_open(agent *a, rd_http **http, char *msg, size_t cap) {
     return -1;
   if (agent_member_start(a, msg, cap) != 0) /* a live twin holds the id */
     return -1;
+  agent_own_start(a); /* before following: a wiped data dir must adopt nothing */
   agent_gc_scan_leftovers(a);
   if (agent_fetchers_start(a) != 0)
     return snprintf(msg, cap, "cannot start fetch workers"), -1;

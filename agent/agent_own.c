@@ -22,6 +22,14 @@
  * it is missing, shown in /metrics and /healthz, and served as "not held"
  * (an error at every receiver), until the operator acts.
  *
+ * A data dir without the marker is not always new to the cluster: a disk
+ * wiped or replaced under a host that keeps its id has none either. So at
+ * start, before following, an agent without the marker looks for its id's
+ * acks/<id>: an id that has acked a table before has owned what that table
+ * gave it, and this data dir is a replacement. The marker is then written
+ * at once (with wiped=1): nothing is adopted, every owned token is missing
+ * and reported, never served as an empty arc.
+ *
  * The check runs after every table and every few seconds (the disk can go
  * away under a running agent); its findings are raised on every pass of
  * the loop while they last.
@@ -55,11 +63,11 @@ static bool placed(const agent *a) {
 }
 
 /* Writes the marker durably (file, then the data dir). 0 or -errno. */
-static int write_marker(agent *a, uint64_t version) {
+static int write_marker(agent *a, uint64_t version, bool wiped) {
   char path[4096], text[256];
   marker_path(a, path, sizeof path);
-  int n = snprintf(text, sizeof text, "cluster=%s id=%s version=%" PRIu64 "\n", a->o.cluster,
-                   a->o.id, version);
+  int n = snprintf(text, sizeof text, "cluster=%s id=%s version=%" PRIu64 " wiped=%d\n",
+                   a->o.cluster, a->o.id, version, wiped);
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   int rc = fd >= 0 && write(fd, text, (size_t)n) == n && fsync(fd) == 0 ? 0 : -errno;
   if (fd >= 0)
@@ -112,13 +120,13 @@ void agent_own_check(agent *a) {
   if (missing == NULL)
     return;
   uint32_t n = find_missing(a, missing, &owned);
-  bool first = !placed(a);
+  bool first = a->own_decided && !placed(a);
   if (n > 0 && (first || a->config.migration == RK_MIGRATE_NONE)) {
     adopt(a, missing, n, a->seen_version);
     n = find_missing(a, missing, &owned);
   }
-  if (first && owned > 0 && n == 0) {
-    int e = write_marker(a, a->seen_version);
+  if (first && owned > 0 && n == 0) { /* decided, new, and now holding what it owns */
+    int e = write_marker(a, a->seen_version, false);
     if (e != 0)
       rd_logf(RD_ERROR, "%s/" PLACED ": %s", arc_store_dir(a->store), strerror(-e));
   }
@@ -128,7 +136,47 @@ void agent_own_check(agent *a) {
   free(missing);
 }
 
+/* The version acks/<id> holds: 0 when absent; -1 when etcd cannot say. */
+static int64_t acked_before(agent *a) {
+  char key[RK_KEY_MAX];
+  int klen = agent_key(a, key, "acks/");
+  ring_kvs r = {0};
+  ring_error err = {0};
+  if (ring_etcd_range(a->etcd, key, (size_t)klen, NULL, &r, &err) != RING_OK)
+    return -1;
+  uint64_t v = 0;
+  if (r.n == 1 && rk_ack_decode((const char *)r.kvs[0].value, r.kvs[0].value_len, &v, NULL) !=
+                      RING_OK)
+    v = 1; /* something is there: the id has been in the cluster */
+  ring_kvs_free(&r);
+  return (int64_t)v;
+}
+
+void agent_own_start(agent *a) {
+  if (a->own_decided || placed(a)) {
+    a->own_decided = true;
+    return;
+  }
+  int64_t v = acked_before(a);
+  if (v < 0)
+    return; /* etcd cannot say: nothing is adopted until it can (agent_own_tick asks again) */
+  if (v > 0) {
+    rd_logf(RD_WARN,
+            "data dir %s is new, but id %s acked version %" PRId64 " before: a replaced or "
+            "wiped disk. Owned tokens will be reported missing, never made empty",
+            arc_store_dir(a->store), a->o.id, v);
+    int e = write_marker(a, (uint64_t)v, true);
+    if (e != 0) {
+      rd_logf(RD_ERROR, "%s/" PLACED ": %s", arc_store_dir(a->store), strerror(-e));
+      return; /* undecided: adopt nothing */
+    }
+  }
+  a->own_decided = true; /* v == 0: new to the cluster, a first placement may give it tokens */
+}
+
 uint64_t agent_own_tick(agent *a) {
+  if (!a->own_decided)
+    agent_own_start(a);
   uint64_t now = rd_now_ms();
   if (now - a->own_checked_ms >= CHECK_EVERY_MS)
     agent_own_check(a);
