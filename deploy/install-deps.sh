@@ -21,6 +21,7 @@ pkgs=(
   libxml2-utils                     # xmllint: the rendered SVG is checked as XML
   util-linux                        # mount (tmpfs for the full-disk tests), script (a tty for apply --wait)
   e2fsprogs                         # mkfs.ext4: the failing-disk test's file system on a loop device
+  faketime                          # libfaketime: test_coord_clock fakes the coordinator's clocks
 )
 
 if [ "$(id -u)" -ne 0 ]; then
