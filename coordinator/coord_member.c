@@ -223,6 +223,9 @@ int coord_membership(coord *c, const rk_state *s) {
       continue;
     if (n.state != s->nodes[i].state)
       log_state(&n, n.lost_ms ? "lease gone past down_after" : "membership");
+    if (strcmp(n.addr, s->nodes[i].addr) != 0) /* a move, or a process that took the id over */
+      rd_log(RD_WARN, "node address changed: following its alive/ key", "node", n.id, "from",
+             s->nodes[i].addr, "to", n.addr, NULL);
     if (queue(c, &b, &n, s->node_mod[i]) != 0)
       return RING_EINVAL;
     wrote = 1;
