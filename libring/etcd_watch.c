@@ -492,14 +492,21 @@ static int run_stream(ring_watch *w, uint32_t ep) {
 
 /* ----------------------------------------------------------- 4. thread */
 
-/* Sleeps ms unless cancelled first; false when cancelled. */
+static int64_t mono_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* Sleeps ms unless cancelled first; false when cancelled. The wait is
+ * curl_multi_poll with a relative timeout, which ring_watch_cancel's
+ * curl_multi_wakeup ends at once: no absolute deadline is handed to the C
+ * library, so a process whose clocks are faked or stepped (libfaketime)
+ * sleeps as long as it should instead of spinning. */
 static bool pause_unless_cancelled(ring_watch *w, long ms) {
-  struct timespec until = ring__deadline_ms(ms);
-  pthread_mutex_lock(&w->lock);
-  while (!atomic_load(&w->cancel) &&
-         pthread_cond_timedwait(&w->wake, &w->lock, &until) != ETIMEDOUT)
-    ;
-  pthread_mutex_unlock(&w->lock);
+  int64_t end = mono_ms() + ms;
+  for (int64_t now; !atomic_load(&w->cancel) && (now = mono_ms()) < end;)
+    curl_multi_poll(w->multi, NULL, 0, (int)(end - now < 1000 ? end - now : 1000), NULL);
   return !atomic_load(&w->cancel);
 }
 
