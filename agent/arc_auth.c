@@ -192,7 +192,7 @@ static bool parse_field(const char *p, size_t n, arc_auth *a, unsigned *seen) {
   bool ok = false;
   if (kn == 3 && memcmp(p, "kid", 3) == 0) {
     bit = F_KID;
-    unsigned char b[4];
+    unsigned char b[4] = {0};
     ok = hex_to(v, vn, b, 4);
     a->kid = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
   } else if (kn == 4 && memcmp(p, "node", 4) == 0) {
