@@ -223,7 +223,26 @@ START_TEST(future_lost_ms) {
 }
 END_TEST
 
+/* libfaketime cannot be preloaded into a sanitizer build (its clock_gettime
+ * recurses into the sanitizer runtime's interceptors before either is set
+ * up, and the coordinator never starts), so the cases that fake the clock
+ * run in the plain build only; future_lost_ms runs in every build. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define FAKETIME_USABLE 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define FAKETIME_USABLE 0
+#endif
+#endif
+#ifndef FAKETIME_USABLE
+#define FAKETIME_USABLE 1
+#endif
+
 int main(void) {
-  const env_test tests[] = {{wall_behind, 180}, {stepped_back, 180}, {future_lost_ms, 180}};
-  return env_main("coord_clock", tests, 3);
+  const env_test faked[] = {{wall_behind, 180}, {stepped_back, 180}, {future_lost_ms, 180}};
+  const env_test plain[] = {{future_lost_ms, 180}};
+  if (!FAKETIME_USABLE)
+    fprintf(stderr, "test_coord_clock: sanitizer build: wall_behind and stepped_back run in "
+                    "the plain build (libfaketime cannot be preloaded here)\n");
+  return FAKETIME_USABLE ? env_main("coord_clock", faked, 3) : env_main("coord_clock", plain, 1);
 }
