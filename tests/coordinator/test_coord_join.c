@@ -33,8 +33,13 @@ static void assert_settled_metrics(uint64_t v, double active) {
   WAIT_UNTIL(env_metric(0, "ring_coordinator_version", "") == (double)v, 5,
              "ring_coordinator_version is not %llu", (unsigned long long)v);
   ck_assert_double_eq(env_metric(0, "ring_coordinator_leader", ""), 1);
-  ck_assert_double_eq(env_metric(0, "ring_coordinator_nodes", "state=\"active\""), active);
-  ck_assert_double_eq(env_metric(0, "ring_coordinator_nodes", "state=\"joining\""), 0);
+  /* The node gauges follow the next state the leader reads after the
+   * publish that moved the version gauge: wait for it, bounded. */
+  WAIT_UNTIL(env_metric(0, "ring_coordinator_nodes", "state=\"active\"") == active &&
+                 env_metric(0, "ring_coordinator_nodes", "state=\"joining\"") == 0,
+             5, "ring_coordinator_nodes: %.0f active (want %.0f), %.0f joining",
+             env_metric(0, "ring_coordinator_nodes", "state=\"active\""), active,
+             env_metric(0, "ring_coordinator_nodes", "state=\"joining\""));
   ck_assert_double_eq(env_metric(0, "ring_coordinator_plan", "state=\"none\""), 1);
   ck_assert_double_eq(env_metric(0, "ring_coordinator_plan", "state=\"active\""), 0);
   ck_assert_double_eq(env_metric(0, "ring_coordinator_errors_total", ""), 0);
