@@ -275,9 +275,9 @@ static bool signed_by_source(fetch *f, long status, const void *body, size_t len
 static int unsigned_answer(fetch *f, long status, ring_error *err) {
   f->res.bad_signature = true;
   return ring__err(err, RING_EAUTH,
-                   "arc %" PRIu32 ": %s answered %ld for %s without a valid signature of %s: "
-                   "not acted on",
-                   f->token, f->base, status, "the manifest", f->o->source_id);
+                   "arc %" PRIu32 ": %s answered %ld for the manifest without a valid signature "
+                   "of %s: not acted on",
+                   f->token, f->base, status, f->o->source_id);
 }
 
 static int fetch_manifest(fetch *f, arc_manifest *m, ring_error *err) {
