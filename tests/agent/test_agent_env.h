@@ -443,6 +443,15 @@ static inline cJSON *env_alive(const char *id) {
   return j;
 }
 
+/* Whether alive/<id> names addr. */
+static inline bool env_alive_is(const char *id, const char *addr) {
+  cJSON *j = env_alive(id);
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "addr");
+  bool ok = cJSON_IsString(a) && strcmp(a->valuestring, addr) == 0;
+  cJSON_Delete(j);
+  return ok;
+}
+
 /* ----------------------------------------------------------------- waiting */
 
 /* Waits up to timeout_s for cond; evaluates to whether it held. */

@@ -44,14 +44,6 @@ START_TEST(bad_flags_exit_2) {
 }
 END_TEST
 
-static bool alive_is(const char *id, const char *addr) {
-  cJSON *j = env_alive(id);
-  const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "addr");
-  bool ok = cJSON_IsString(a) && strcmp(a->valuestring, addr) == 0;
-  cJSON_Delete(j);
-  return ok;
-}
-
 static int64_t alive_lease(const char *id) {
   char key[96];
   snprintf(key, sizeof key, ENV_PREFIX "alive/%s", id);
@@ -66,7 +58,7 @@ START_TEST(registers_reregisters_and_leaves) {
   env_config(1, 3, 0);
   env_agent_start(0, "h1", "--rack r7 --weight 2.5");
   env_agent *a = &env.a[0];
-  ck_assert_msg(ENV_WAIT(alive_is("h1", a->listen), 10), "alive/h1 never named %s", a->listen);
+  ck_assert_msg(ENV_WAIT(env_alive_is("h1", a->listen), 10), "alive/h1 never named %s", a->listen);
   cJSON *j = env_alive("h1");
   const cJSON *labels = cJSON_GetObjectItemCaseSensitive(j, "labels");
   ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(labels, "zone")->valuestring, "z0");
@@ -95,7 +87,7 @@ START_TEST(registers_reregisters_and_leaves) {
   ck_assert_msg(ENV_WAIT(alive_lease("h1") != 0 && alive_lease("h1") != lease, 10),
                 "alive/h1 did not come back under a new lease");
   ck_assert(ENV_WAIT(env_metric(0, "ring_agent_leases_lost_total") == 1, 5));
-  ck_assert(alive_is("h1", a->listen));
+  ck_assert(env_alive_is("h1", a->listen));
 
   /* SIGTERM: the lease is revoked, alive/h1 is gone at once, exit 0. */
   ck_assert_int_eq(proc_term(&a->p, 15), 0);
@@ -109,14 +101,15 @@ END_TEST
  * lease up, and once etcd is back the agent registers again by itself. */
 START_TEST(etcd_pause_reregisters) {
   env_agent_start(0, "h1", "--etcd-timeout 1s");
-  ck_assert(ENV_WAIT(alive_is("h1", env.a[0].listen), 10));
+  ck_assert(ENV_WAIT(env_alive_is("h1", env.a[0].listen), 10));
   etcd_member_signal(&env.etcd, 0, SIGSTOP);
   harness_sleep_ms(4000);
   etcd_member_signal(&env.etcd, 0, SIGCONT);
   ck_assert_msg(ENV_WAIT(env_metric(0, "ring_agent_leases_lost_total") >= 1, 10),
                 "the agent did not notice its lease was lost");
   ck_assert_msg(
-      ENV_WAIT(alive_is("h1", env.a[0].listen) && env_metric(0, "ring_agent_registered") == 1, 15),
+      ENV_WAIT(env_alive_is("h1", env.a[0].listen) && env_metric(0, "ring_agent_registered") == 1,
+               15),
       "alive/h1 did not come back");
   ck_assert_double_ge(env_metric(0, "ring_agent_registrations_total"), 2);
   env_pass();

@@ -26,17 +26,10 @@ static void alive_addr_lease(const char *id, char *addr, size_t cap, int64_t *le
   ring_kvs_free(&r);
 }
 
-static bool alive_is(const char *id, const char *addr) {
-  char got[64];
-  int64_t lease;
-  alive_addr_lease(id, got, sizeof got, &lease);
-  return strcmp(got, addr) == 0;
-}
-
 /* Starts agent 0 as id "a" and waits until it is registered. */
 static void start_a(void) {
   env_agent_start(0, "a", NULL);
-  ck_assert_msg(ENV_WAIT(alive_is("a", env.a[0].listen), 10), "alive/a never named agent a");
+  ck_assert_msg(ENV_WAIT(env_alive_is("a", env.a[0].listen), 10), "alive/a never named agent a");
   ck_assert(ENV_WAIT(env_metric(0, "ring_agent_registered") == 1, 5));
 }
 
@@ -129,7 +122,7 @@ START_TEST(taken_while_running_not_fought) {
   ck_assert_msg(ENV_WAIT(env_metric(0, "ring_agent_leases_lost_total") == 1, 5),
                 "agent a did not notice its lease was lost");
   harness_sleep_ms(3000); /* several retries */
-  ck_assert(alive_is("a", "127.0.0.1:1"));
+  ck_assert(env_alive_is("a", "127.0.0.1:1"));
   ck_assert(env_metric(0, "ring_agent_registered") == 0);
   char url[64];
   snprintf(url, sizeof url, "http://%s/healthz", env.a[0].metrics);
@@ -137,7 +130,7 @@ START_TEST(taken_while_running_not_fought) {
   ck_assert(file_contains(env.a[0].log, "another agent holds id a (addr 127.0.0.1:1"));
 
   ck_assert_int_eq(ring_etcd_lease_revoke(env.c, twin, NULL), RING_OK);
-  ck_assert_msg(ENV_WAIT(alive_is("a", env.a[0].listen), 5), "agent a did not register again");
+  ck_assert_msg(ENV_WAIT(env_alive_is("a", env.a[0].listen), 5), "agent a did not register again");
   ck_assert(ENV_WAIT(env_metric(0, "ring_agent_registered") == 1, 2));
   ck_assert(ENV_WAIT(http_get(url, NULL) == 200, 3));
   env_pass();
