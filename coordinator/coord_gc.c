@@ -3,11 +3,13 @@
  * deletes tables/<v> and deltas/<v> older than config.retention.versions
  * behind the current version (never the active run's base: a new leader
  * recomputes the run from it), history entries beyond retention.plans
- * (oldest finished first), and compacts etcd's history to the revision it
+ * (oldest finished first), journal entries beyond RK_JOURNAL_KEEP
+ * (oldest created first), and compacts etcd's history to the revision it
  * saw one period earlier, so a watcher that is at most one period behind
  * never meets a compacted revision.
  */
 #include "coord.h"
+#include "journal.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -56,13 +58,26 @@ static uint32_t trim_versions(coord *c, const char *dir, uint64_t keep_from, uin
 }
 
 typedef struct aged {
-  uint64_t finished_ms;
+  uint64_t age; /* larger is newer: a finish time, a create revision */
   char key[RK_KEY_MAX];
 } aged;
 
 static int newest_first(const void *a, const void *b) {
-  uint64_t x = ((const aged *)a)->finished_ms, y = ((const aged *)b)->finished_ms;
+  uint64_t x = ((const aged *)a)->age, y = ((const aged *)b)->age;
   return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Deletes all but the newest `keep` of a[0..n); returns how many went. */
+static uint32_t trim_oldest(coord *c, aged *a, uint32_t n, uint32_t keep) {
+  if (n <= keep)
+    return 0;
+  qsort(a, n, sizeof *a, newest_first);
+  char(*keys)[RK_KEY_MAX] = calloc(n - keep, RK_KEY_MAX);
+  for (uint32_t i = keep; keys && i < n; i++)
+    memcpy(keys[i - keep], a[i].key, RK_KEY_MAX);
+  uint32_t gone = keys ? delete_keys(c, keys, n - keep) : 0;
+  free(keys);
+  return gone;
 }
 
 /* History beyond `keep` entries, oldest first to go. */
@@ -78,21 +93,34 @@ static uint32_t trim_history(coord *c, uint32_t keep) {
     rk_run run;
     snprintf(a[i].key, sizeof a[i].key, "%s", (const char *)r.kvs[i].key);
     if (rk_run_decode((const char *)r.kvs[i].value, r.kvs[i].value_len, &run, NULL) == RING_OK) {
-      a[i].finished_ms = run.finished_ms;
+      a[i].age = run.finished_ms;
       rk_run_free(&run);
     } /* an unreadable entry sorts as oldest: it goes first */
   }
   uint32_t n = r.n;
   ring_kvs_free(&r);
-  uint32_t gone = 0;
-  if (a && n > keep) {
-    qsort(a, n, sizeof *a, newest_first);
-    char(*keys)[RK_KEY_MAX] = calloc(n - keep, RK_KEY_MAX);
-    for (uint32_t i = keep; keys && i < n; i++)
-      memcpy(keys[i - keep], a[i].key, RK_KEY_MAX);
-    gone = keys ? delete_keys(c, keys, n - keep) : 0;
-    free(keys);
+  uint32_t gone = a ? trim_oldest(c, a, n, keep) : 0;
+  free(a);
+  return gone;
+}
+
+/* The journal beyond RK_JOURNAL_KEEP entries, by create revision (the
+ * names carry writers' clocks, which differ). */
+static uint32_t trim_journal(coord *c) {
+  char prefix[RK_KEY_MAX];
+  int plen = coord_key(c, prefix, "journal/");
+  ring_range_opts ro = {.prefix = true, .keys_only = true};
+  ring_kvs r;
+  if (ring_etcd_range(c->etcd, prefix, (size_t)plen, &ro, &r, NULL) != RING_OK)
+    return 0;
+  aged *a = r.n > RK_JOURNAL_KEEP ? calloc(r.n, sizeof *a) : NULL;
+  for (uint32_t i = 0; a && i < r.n; i++) {
+    snprintf(a[i].key, sizeof a[i].key, "%s", (const char *)r.kvs[i].key);
+    a[i].age = (uint64_t)r.kvs[i].create_revision;
   }
+  uint32_t n = r.n;
+  ring_kvs_free(&r);
+  uint32_t gone = a ? trim_oldest(c, a, n, RK_JOURNAL_KEEP) : 0;
   free(a);
   return gone;
 }
@@ -108,13 +136,16 @@ void coord_gc(coord *c, const rk_state *s) {
   uint32_t tables = trim_versions(c, "tables/", keep_from, pinned);
   uint32_t deltas = trim_versions(c, "deltas/", keep_from, pinned);
   uint32_t plans = trim_history(c, s->config.keep_plans);
+  uint32_t events = trim_journal(c);
   ring_error err = {0};
   int64_t compacted = 0;
   if (c->compact_at > 0 && c->leading &&
       ring_etcd_compact(c->etcd, c->compact_at, &err) == RING_OK)
     compacted = c->compact_at;
   c->compact_at = s->revision;
-  if (tables + deltas + plans > 0 || compacted > 0)
-    rd_logf(RD_INFO, "retention: deleted %u tables, %u deltas, %u plans; compacted to %" PRId64,
-            tables, deltas, plans, compacted);
+  if (tables + deltas + plans + events > 0 || compacted > 0)
+    rd_logf(RD_INFO,
+            "retention: deleted %u tables, %u deltas, %u plans, %u journal entries; compacted to "
+            "%" PRId64,
+            tables, deltas, plans, events, compacted);
 }

@@ -27,10 +27,13 @@
  * re-replicating half the cluster would do more harm than waiting.
  */
 #include "coord.h"
+#include "journal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #define BATCH 64 /* records per txn: well under etcd's 128 ops per txn */
 
@@ -92,40 +95,73 @@ static void gone_end(void) {
   gone.n = k;
 }
 
+/* Node records to write in one txn, each compared on its mod revision,
+ * with the journal entries that explain them (an address change): a
+ * record and its entry land together or not at all. */
 typedef struct batch {
   ring_cmp cmps[BATCH];
-  ring_op ops[BATCH];
-  char keys[BATCH][RK_KEY_MAX];
-  char *values[BATCH];
-  uint32_t n;
+  ring_op ops[2 * BATCH];
+  char keys[2 * BATCH][RK_KEY_MAX];
+  char *values[2 * BATCH];
+  uint32_t n, n_ops; /* records (compares), operations */
 } batch;
 
 static int flush(coord *c, batch *b) {
   ring_error err = {0};
-  int rc = b->n ? coord_txn(c, b->cmps, b->n, b->ops, b->n, &err) : RING_OK;
+  int rc = b->n ? coord_txn(c, b->cmps, b->n, b->ops, b->n_ops, &err) : RING_OK;
   if (rc != RING_OK && rc != RING_ECONFLICT && rc != RING_ENOTLEADER)
     coord_trouble(c, "writing node records", &err);
-  for (uint32_t i = 0; i < b->n; i++)
+  for (uint32_t i = 0; i < b->n_ops; i++)
     free(b->values[i]);
-  b->n = 0;
+  b->n = b->n_ops = 0;
   return rc == RING_ECONFLICT ? RING_OK : rc; /* a conflict: re-read and look again */
 }
 
-/* Queues a compare-and-put of a record; mod 0 means "create only". */
-static int queue(coord *c, batch *b, const rk_node *n, int64_t mod) {
+/* Adds a put of an encoded value (taken) under a key made in its slot. */
+static void add_put(batch *b, int klen, char *value, size_t vlen) {
+  uint32_t i = b->n_ops++;
+  b->values[i] = value;
+  b->ops[i] = (ring_op){.type = RING_OP_PUT, .key = b->keys[i], .key_len = (size_t)klen,
+                        .value = value, .value_len = vlen};
+}
+
+/* The journal entry of a node record whose address changes. */
+static int queue_addr_event(coord *c, batch *b, const rk_node *n, const char *from) {
+  rk_event e;
+  char by[RK_EVENT_BY_MAX + 1], detail[2 * RING_ADDR_MAX + 64];
+  snprintf(by, sizeof by, "coordinator/%.100s", c->o.id);
+  /* rk_event_make cuts it to RK_EVENT_DETAIL_MAX: two addresses fit unless both are huge */
+  snprintf(detail, sizeof detail, "address %s -> %s (followed its alive/ key)", from, n->addr);
+  uint64_t now = rd_wall_ms(), nonce = 0;
+  if (getrandom(&nonce, sizeof nonce, 0) != (ssize_t)sizeof nonce)
+    nonce = rd_now_ms() ^ ((uint64_t)getpid() << 32); /* unique enough for a name */
+  char *v = NULL;
+  size_t vlen;
+  int klen = rk_journal_key(b->keys[b->n_ops], c->o.cluster, now, nonce);
+  if (klen < 0 || rk_event_make(&e, now, by, "node.addr", n->id, detail) != RING_OK ||
+      rk_event_encode(&e, &v, &vlen) != RING_OK)
+    return -1;
+  add_put(b, klen, v, vlen);
+  return 0;
+}
+
+/* Queues a compare-and-put of a record (mod 0 means "create only"), and
+ * its journal entry when it moves the node from the address `old_addr`. */
+static int queue(coord *c, batch *b, const rk_node *n, int64_t mod, const char *old_addr) {
   if (b->n == BATCH && flush(c, b) != RING_OK)
     return -1;
   size_t vlen;
-  uint32_t i = b->n;
+  char *v = NULL;
+  uint32_t i = b->n_ops;
   int klen = rk_key2(b->keys[i], c->o.cluster, "nodes/", n->id);
-  if (klen < 0 || rk_node_encode(n, &b->values[i], &vlen) != RING_OK)
+  if (klen < 0 || rk_node_encode(n, &v, &vlen) != RING_OK)
     return -1;
-  b->cmps[i] = (ring_cmp){.key = b->keys[i], .key_len = (size_t)klen,
-                          .target = mod ? RING_CMP_MOD : RING_CMP_CREATE, .op = RING_CMP_EQ,
-                          .number = mod};
-  b->ops[i] = (ring_op){.type = RING_OP_PUT, .key = b->keys[i], .key_len = (size_t)klen,
-                        .value = b->values[i], .value_len = vlen};
-  b->n++;
+  b->cmps[b->n++] = (ring_cmp){.key = b->keys[i], .key_len = (size_t)klen,
+                               .target = mod ? RING_CMP_MOD : RING_CMP_CREATE,
+                               .op = RING_CMP_EQ, .number = mod};
+  add_put(b, klen, v, vlen);
+  if (old_addr != NULL && strcmp(old_addr, n->addr) != 0)
+    return queue_addr_event(c, b, n, old_addr);
   return 0;
 }
 
@@ -206,7 +242,7 @@ int coord_membership(coord *c, const rk_state *s) {
     rk_node n;
     new_record(&a->a, now, &n);
     log_state(&n, "agent registered");
-    if (queue(c, &b, &n, 0) != 0)
+    if (queue(c, &b, &n, 0, NULL) != 0)
       return RING_EINVAL;
     wrote = 1;
   }
@@ -223,10 +259,10 @@ int coord_membership(coord *c, const rk_state *s) {
       continue;
     if (n.state != s->nodes[i].state)
       log_state(&n, n.lost_ms ? "lease gone past down_after" : "membership");
-    if (strcmp(n.addr, s->nodes[i].addr) != 0) /* a move, or a process that took the id over */
+    if (strcmp(n.addr, s->nodes[i].addr) != 0) /* a move: logged, and journaled by queue() */
       rd_log(RD_WARN, "node address changed: following its alive/ key", "node", n.id, "from",
              s->nodes[i].addr, "to", n.addr, NULL);
-    if (queue(c, &b, &n, s->node_mod[i]) != 0)
+    if (queue(c, &b, &n, s->node_mod[i], s->nodes[i].addr) != 0)
       return RING_EINVAL;
     wrote = 1;
   }

@@ -335,6 +335,7 @@ static inline uint64_t env_ack(const char *id) {
 /* nodes/<id>: state, desired and weight; false when there is no record. */
 typedef struct env_node {
   char state[16], desired[16];
+  char addr[64];
   double weight;
   double lost_ms;
 } env_node;
@@ -348,6 +349,7 @@ static inline bool env_node_read(const char *id, env_node *out) {
   ck_assert_str_eq(jstr(o, "format"), "ringkeeper.node.v1");
   snprintf(out->state, sizeof out->state, "%s", jstr(o, "state"));
   snprintf(out->desired, sizeof out->desired, "%s", jstr(o, "desired"));
+  snprintf(out->addr, sizeof out->addr, "%s", jstr(o, "addr"));
   out->weight = jnum(o, "weight");
   out->lost_ms = jnum(o, "lost_ms");
   cJSON_Delete(o);

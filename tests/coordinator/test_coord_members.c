@@ -6,7 +6,9 @@
  *   - `ringctl weight` changes a node's share and the others follow;
  *   - an agent whose alive/ key is gone longer than down_after is down,
  *     and a plan re-creates its replicas from live replicas; an alive/ key
- *     that flaps for less than down_after changes nothing.
+ *     that flaps for less than down_after changes nothing;
+ *   - an agent that comes back at another address moves its node record
+ *     there, with a journal entry `ringctl history` shows.
  */
 #include "coord_env.h"
 
@@ -91,6 +93,39 @@ START_TEST(weight_change) {
 }
 END_TEST
 
+/* Agent `id` re-registers at another address (its alive/ value, same
+ * lease): the node record follows, and the journal says so. */
+static void address_change_journaled(const char *id) {
+  fake_agent *a = env_agent_find(id);
+  env_node n;
+  ck_assert(env_node_read(id, &n));
+  char old[64], key[RK_KEY_MAX_TEST], *value = NULL;
+  snprintf(old, sizeof old, "%s", n.addr);
+  cJSON *alive = cJSON_Parse(a->alive_json);
+  cJSON_ReplaceItemInObject(alive, "addr", cJSON_CreateString("127.0.0.1:1"));
+  ck_assert_ptr_nonnull(value = cJSON_PrintUnformatted(alive));
+  snprintf(key, sizeof key, ENV_PREFIX "alive/%s", id);
+  ck_assert_int_eq(ring_etcd_put(env.c, key, strlen(key), value, strlen(value), a->lease, NULL,
+                                 NULL, NULL),
+                   RING_OK);
+  cJSON_Delete(alive);
+  free(value);
+  WAIT_UNTIL(env_node_read(id, &n) && strcmp(n.addr, "127.0.0.1:1") == 0, 10,
+             "nodes/%s did not follow its alive/ key to 127.0.0.1:1", id);
+  char out[16384], want[160];
+  ck_assert_int_eq(env_ringctl(out, sizeof out, "history --json"), 0);
+  cJSON *h = cJSON_Parse(out);
+  const cJSON *e = cJSON_GetArrayItem(cJSON_GetObjectItem(h, "journal"), 0);
+  ck_assert_msg(e != NULL, "no journal entry in %s", out);
+  ck_assert_str_eq(jstr(e, "what"), "node.addr");
+  ck_assert_str_eq(jstr(e, "node"), id);
+  ck_assert_str_eq(jstr(e, "by"), "coordinator/coord-a");
+  snprintf(want, sizeof want, "address %s -> 127.0.0.1:1", old);
+  ck_assert_msg(strstr(jstr(e, "detail"), want) != NULL, "detail \"%s\" lacks \"%s\"",
+                jstr(e, "detail"), want);
+  cJSON_Delete(h);
+}
+
 START_TEST(down_after_and_flap) {
   env_config k = config();
   uint64_t v1 = env_bootstrap(&k, 6, 3, 1, "--auto-apply");
@@ -157,6 +192,7 @@ START_TEST(down_after_and_flap) {
   }
   ring_plan_free(p);
   ring_table_free(base);
+  address_change_journaled("a4");
   env_pass();
 }
 END_TEST
