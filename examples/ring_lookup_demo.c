@@ -102,6 +102,13 @@ static void *reader(void *arg) {
 }
 
 int main(int argc, char **argv) {
+  /* Built with one libring's headers, run against another's library: say
+   * so and stop (a demo can be strict; the SONAME already keeps 0.x minor
+   * versions apart). */
+  if (strcmp(ring_version(), RING_VERSION_STRING) != 0) {
+    fprintf(stderr, "libring %s, built with headers %s\n", ring_version(), RING_VERSION_STRING);
+    return 1;
+  }
   ring_table *t = argc > 1 ? load(argv[1]) : builtin_table(1);
   printf("table: cluster %s, version %llu, T=%u, R=%u, %u nodes\n", ring_table_cluster(t),
          (unsigned long long)ring_table_version(t), ring_table_tokens(t),

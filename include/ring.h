@@ -24,16 +24,14 @@
 #ifndef RING_H
 #define RING_H
 
+#include "ring_version.h" /* RING_VERSION_*, generated from the build's project() */
+
 #include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define RING_VERSION_MAJOR 0
-#define RING_VERSION_MINOR 1
-#define RING_VERSION_PATCH 0
 
 #if defined(RING_BUILDING) && defined(__GNUC__)
 #define RING_EXTERN __attribute__((visibility("default")))
@@ -88,9 +86,9 @@ typedef enum ring_errno {
 #undef RING_ERRNO_ENUM
 } ring_errno;
 
-#ifndef RING_ERROR_MESSAGE_MAX
+/* Part of the ABI (the size of ring_error, which the library fills): not
+ * an embedder's to change. */
 #define RING_ERROR_MESSAGE_MAX 256
-#endif
 
 /* Detail for a failed call: the code it returned and a message that names
  * the offending field and value, e.g. `nodes[2].id: duplicate id "n1"`. */
@@ -102,9 +100,16 @@ typedef struct ring_error {
 /* Returns a static string for a ring_errno code ("unknown error" otherwise). */
 RING_EXTERN const char *ring_strerror(int code);
 
+/* The version of the library the program runs against, e.g. "0.1.0"
+ * (static). Compare with RING_VERSION_STRING, the headers' version: while
+ * libring is 0.x, a different minor version is a different ABI (the
+ * SONAME is libring.so.0.<minor>). */
+RING_EXTERN const char *ring_version(void);
+
 /* -------------------------------------------------------------- 2. tables */
 
-/* Limits. An embedder may lower (not raise) them at build time. */
+/* Limits. They are the library's, fixed when it was built: sizes of
+ * public structs and the formats depend on them, so none is overridable. */
 #define RING_TOKENS_MIN 64u
 #define RING_TOKENS_MAX 65536u
 #define RING_REPLICAS_MAX 7
@@ -114,9 +119,7 @@ RING_EXTERN const char *ring_strerror(int code);
 #define RING_ADDR_MAX 255
 #define RING_LABELS_MAX 16
 #define RING_VERSION_MAX 9007199254740991ull /* 2^53-1: exact in every JSON reader */
-#ifndef RING_TABLE_JSON_MAX
-#define RING_TABLE_JSON_MAX (64u << 20)
-#endif
+#define RING_TABLE_JSON_MAX (64u << 20) /* the largest table the decoder reads */
 
 typedef enum ring_node_state {
   RING_NODE_JOINING = 0,
@@ -130,7 +133,10 @@ typedef enum ring_node_state {
 typedef struct ring_table ring_table;
 
 /* Read-only view of the fields a lookup needs, for the inline fast path in
- * ring_inline.h. Valid as long as the table. */
+ * ring_inline.h. Valid as long as the table.
+ * Its layout is part of the ABI: ring_inline.h's functions are compiled
+ * into the embedder and read these fields directly, so a change to the
+ * struct is a new SONAME (a new minor version while 0.x), never a patch. */
 typedef struct ring_view {
   const uint16_t *owners; /* T*R node indexes, token-major: owners[t*R+r] */
   uint64_t seed;          /* XXH3 seed */
@@ -327,7 +333,12 @@ RING_EXTERN void ring_live_exit(ring_live *l);
 /* Installs a sealed table whose version is newer than the current one and
  * frees the previous table after a grace period. Takes ownership of t on
  * success only. RING_ESTALE if t is not newer (t stays the caller's),
- * RING_EBUSY if called inside a read section (it would wait for itself). */
+ * RING_EBUSY if called inside a read section (it would wait for itself).
+ * The grace period is process-wide: reader threads register once in one
+ * registry shared by every holder, and a swap waits until each thread
+ * inside a read section on *any* holder has left it (or moved to a newer
+ * epoch). So a long read section on one holder delays swaps on all of
+ * them; keep sections to the lookup itself. */
 RING_EXTERN int ring_live_swap(ring_live *l, ring_table *t);
 
 /* The current version, 0 before the first swap. */

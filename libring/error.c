@@ -5,6 +5,8 @@
 
 #include <stdio.h>
 
+const char *ring_version(void) { return RING_VERSION_STRING; }
+
 const char *ring_strerror(int code) {
   switch (code) {
   case RING_OK:

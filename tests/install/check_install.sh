@@ -15,9 +15,15 @@ cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 lib=$(find "$tmp/prefix" -name 'libring.so.*.*' | head -n1)
 test -f "$tmp/prefix/include/ring.h"
 test -f "$tmp/prefix/include/ring_inline.h"
+test -f "$tmp/prefix/include/ring_version.h"
 
+# While 0.x the SONAME carries major.minor (each minor may change the ABI).
+read -r major minor < <(sed -n 's/^#define RING_VERSION_\(MAJOR\|MINOR\) \([0-9]*\)$/\2/p' \
+  "$tmp/prefix/include/ring_version.h" | paste -sd' ')
+want=libring.so.$major
+[ "$major" = 0 ] && want=libring.so.0.$minor
 soname=$(objdump -p "$lib" | awk '/SONAME/ {print $2}')
-[ "$soname" = "libring.so.0" ] || { echo "SONAME is '$soname'"; exit 1; }
+[ "$soname" = "$want" ] || { echo "SONAME is '$soname', not $want"; exit 1; }
 leaked=$(nm -D --defined-only "$lib" | awk '$2 ~ /[TDB]/ {print $3}' | grep -v '^ring_' || true)
 [ -z "$leaked" ] || { echo "exported beyond the API:"; echo "$leaked"; exit 1; }
 internal=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep '^ring__' || true)
