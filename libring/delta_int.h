@@ -1,5 +1,5 @@
 /*
- * delta_int.h: the delta codec's internal entry point (proto/delta_codec.c),
+ * delta_int.h: the delta codec's internal entry point (delta_codec.c),
  * for libring's watcher. Not installed.
  */
 #ifndef RING_DELTA_INT_H

@@ -4,8 +4,8 @@
  * such as a node's address following its agent to another host. Plans
  * have their own history (plan/history/); the journal says who changed
  * what else, and when.
- * Internal to Ringkeeper (compiled into libring with hidden visibility;
- * the daemons and ringctl link ring_static).
+ * Internal to Ringkeeper: part of the ringproto library (proto/CMakeLists.txt),
+ * which the daemons and ringctl link; never part of libring.
  *
  * The decoder validates every rule, names the offending field in err,
  * never reads past len and leaves *out untouched on failure. The encoder

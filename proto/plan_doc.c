@@ -6,7 +6,7 @@
  *
  * Sections: the input; the digest; decoding; encoding; making and checking.
  */
-#include "codec_int.h"
+#include "proto_int.h"
 #include "plan_doc.h"
 
 #include <inttypes.h>
@@ -146,14 +146,14 @@ static int decode_input_nodes(const cJSON *input, rk_plan_input *in, ring_error 
   if (n > (int)RING_NODES_MAX)
     return ring__err(err, RING_ENODE, "input.nodes: %d nodes, at most %u", n, RING_NODES_MAX);
   ring_table *scratch = NULL;
-  int rc = ring__scratch_table(&scratch, err);
+  int rc = rk__scratch_table(&scratch, err);
   if (rc == RING_OK && n > 0 && (in->nodes = calloc((size_t)n, sizeof *in->nodes)) == NULL)
     rc = ring__err(err, RING_ENOMEM, "input.nodes: out of memory");
   uint32_t i = 0;
   for (const cJSON *e = arr->child; rc == RING_OK && e != NULL; e = e->next, i++) {
     char where[48];
     snprintf(where, sizeof where, "input.nodes[%u]: ", i);
-    rc = ring__plan_node_decode(e, where, scratch, &in->nodes[i], err);
+    rc = rk__plan_node_decode(e, where, scratch, &in->nodes[i], err);
   }
   in->n_nodes = i;
   ring_table_free(scratch);
@@ -266,7 +266,7 @@ int rk_plan_doc_from_json(const cJSON *o, rk_plan_doc *out, ring_error *err) {
   rk_plan_doc *d = calloc(1, sizeof *d); /* large: not on the stack */
   if (d == NULL)
     return ring__err(err, RING_ENOMEM, "plan: out of memory");
-  int rc = ring__record_check(o, PLAN_FORMAT, keys, N_KEYS(keys), err);
+  int rc = rk__record_check(o, PLAN_FORMAT, keys, N_KEYS(keys), err);
   if (rc == RING_OK &&
       (rc = ring__json_string_copy(o, "", "cluster", d->cluster, sizeof d->cluster, err)) ==
           RING_OK &&
@@ -324,7 +324,7 @@ static void write_input(ring__sbuf *b, const rk_plan_input *in) {
                   in->moves_per_node, in->moves_per_domain, in->moves_per_wave);
   for (uint32_t i = 0; i < in->n_nodes; i++) {
     ring__sb_puts(b, i ? "," : "");
-    ring__plan_node_encode(b, &in->nodes[i]);
+    rk__plan_node_encode(b, &in->nodes[i]);
   }
   ring__sb_puts(b, "]}");
 }
@@ -355,7 +355,7 @@ static void write_moves(ring__sbuf *b, const ring_plan *p) {
   ring__sb_puts(b, "]");
 }
 
-void ring__plan_doc_write(ring__sbuf *b, const rk_plan_doc *d, const ring_plan *p) {
+void rk__plan_doc_write(ring__sbuf *b, const rk_plan_doc *d, const ring_plan *p) {
   ring__sb_puts(b, "{\"format\":\"" PLAN_FORMAT "\",\"id\":");
   ring__sb_json_string(b, d->id);
   ring__sb_puts(b, ",\"cluster\":");
@@ -386,8 +386,8 @@ int rk_plan_doc_encode(const rk_plan_doc *d, const ring_plan *p, char **json, si
       memchr(d->digest, '\0', sizeof d->digest) == NULL)
     return RING_EINVAL;
   ring__sbuf b = {0};
-  ring__plan_doc_write(&b, d, p);
-  return ring__sb_finish(&b, json, len);
+  rk__plan_doc_write(&b, d, p);
+  return rk__sb_finish(&b, json, len);
 }
 
 /* ---------------------------------------------------- making and checking */

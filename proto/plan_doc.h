@@ -1,6 +1,6 @@
 /*
  * plan_doc.h: plan documents and runs (proto/plan.md). Internal to
- * Ringkeeper, compiled into libring with hidden visibility.
+ * Ringkeeper: part of the ringproto library, never of libring.
  *
  * Sections: the plan document; making and checking one; runs.
  *

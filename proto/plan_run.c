@@ -4,7 +4,7 @@
  *
  * Sections: states; starting and freeing; bitmaps; decoding; encoding.
  */
-#include "codec_int.h"
+#include "proto_int.h"
 #include "plan_doc.h"
 
 #include <inttypes.h>
@@ -211,7 +211,7 @@ int rk_run_decode(const char *json, size_t len, rk_run *out, ring_error *err) {
   rk_run *r = calloc(1, sizeof *r);
   int rc = r ? RING_OK : ring__err(err, RING_ENOMEM, "run: out of memory");
   if (rc == RING_OK)
-    rc = ring__record_parse(json, len, RUN_FORMAT, keys, N_KEYS(keys), &root, err);
+    rc = rk__record_parse(json, len, RUN_FORMAT, keys, N_KEYS(keys), &root, err);
   if (rc == RING_OK)
     rc = decode_run(root, r, err);
   cJSON_Delete(root);
@@ -231,7 +231,7 @@ int rk_run_encode(const rk_run *r, char **json, size_t *len) {
     return RING_EINVAL;
   ring__sbuf b = {0};
   ring__sb_puts(&b, "{\"format\":\"" RUN_FORMAT "\",\"plan\":");
-  ring__plan_doc_write(&b, &r->plan, NULL);
+  rk__plan_doc_write(&b, &r->plan, NULL);
   ring__sb_printf(&b,
                   ",\"state\":\"%s\",\"approved_ms\":%" PRIu64 ",\"updated_ms\":%" PRIu64
                   ",\"finished_ms\":%" PRIu64 ",\"cursor\":{\"wave\":%u,\"phase\":\"%s\","
@@ -245,5 +245,5 @@ int rk_run_encode(const rk_run *r, char **json, size_t *len) {
                   r->cursor.moves_done, r->cursor.bytes_done);
   ring__sb_json_string(&b, r->reason);
   ring__sb_puts(&b, "}");
-  return ring__sb_finish(&b, json, len);
+  return rk__sb_finish(&b, json, len);
 }

@@ -11,7 +11,7 @@
  * to a scratch table: the builder (libring/table.c) owns the rules for ids,
  * addresses, labels and weights, so they live in one place.
  */
-#include "codec_int.h"
+#include "proto_int.h"
 #include "plan_doc.h" /* RK_PLAN_ID_LEN */
 #include "records.h"
 
@@ -57,7 +57,7 @@ int rk_key_version(char key[RK_KEY_MAX], const char *cluster, const char *dir, u
 
 /* --------------------------------------------------------- shared pieces */
 
-int ring__record_check(const cJSON *obj, const char *format, const char *const *keys, size_t n_keys,
+int rk__record_check(const cJSON *obj, const char *format, const char *const *keys, size_t n_keys,
                        ring_error *err) {
   const char *f = "";
   if (!cJSON_IsObject(obj))
@@ -68,14 +68,14 @@ int ring__record_check(const cJSON *obj, const char *format, const char *const *
   return rc == RING_OK ? ring__json_check_keys(obj, "", keys, n_keys, err) : rc;
 }
 
-int ring__record_parse(const char *json, size_t len, const char *format, const char *const *keys,
+int rk__record_parse(const char *json, size_t len, const char *format, const char *const *keys,
                        size_t n_keys, cJSON **root, ring_error *err) {
   if (json == NULL)
     return ring__err(err, RING_EINVAL, "%s: NULL input", format);
   cJSON *r = NULL;
   int rc = ring__json_parse_object(json, len, format, &r, err);
   if (rc == RING_OK)
-    rc = ring__record_check(r, format, keys, n_keys, err);
+    rc = rk__record_check(r, format, keys, n_keys, err);
   if (rc != RING_OK) {
     cJSON_Delete(r);
     return rc;
@@ -84,7 +84,7 @@ int ring__record_parse(const char *json, size_t len, const char *format, const c
   return RING_OK;
 }
 
-int ring__sb_finish(ring__sbuf *b, char **json, size_t *len) {
+int rk__sb_finish(ring__sbuf *b, char **json, size_t *len) {
   if (b->oom || b->p == NULL) {
     free(b->p);
     return RING_ENOMEM;
@@ -95,7 +95,7 @@ int ring__sb_finish(ring__sbuf *b, char **json, size_t *len) {
   return RING_OK;
 }
 
-int ring__scratch_table(ring_table **out, ring_error *err) {
+int rk__scratch_table(ring_table **out, ring_error *err) {
   ring_table_params p = {"scratch", "", 1, 0, RING_TOKENS_MIN, 1};
   return ring_table_new(&p, out, err);
 }
@@ -138,7 +138,7 @@ static int member_decode(const cJSON *o, const char *where, bool with_state, rin
   return RING_OK;
 }
 
-int ring__plan_node_decode(const cJSON *o, const char *where, ring_table *scratch, rk_node *out,
+int rk__plan_node_decode(const cJSON *o, const char *where, ring_table *scratch, rk_node *out,
                            ring_error *err) {
   static const char *const keys[] = {"id", "addr", "labels", "weight", "state"};
   if (!cJSON_IsObject(o))
@@ -159,7 +159,7 @@ static void labels_spec(const rk_labels *l, const char **keys, const char **valu
   }
 }
 
-void ring__plan_node_encode(ring__sbuf *b, const rk_node *n) {
+void rk__plan_node_encode(ring__sbuf *b, const rk_node *n) {
   const char *keys[RING_LABELS_MAX], *values[RING_LABELS_MAX];
   ring_node_spec s;
   rk_node_spec(n, keys, values, &s);
@@ -288,7 +288,7 @@ int rk_config_decode(const char *json, size_t len, rk_config *out, ring_error *e
                                      "auto_apply",     "throttle",    "retention"};
   cJSON *root = NULL;
   rk_config c = {0};
-  int rc = ring__record_parse(json, len, CONFIG_FORMAT, keys, N_KEYS(keys), &root, err);
+  int rc = rk__record_parse(json, len, CONFIG_FORMAT, keys, N_KEYS(keys), &root, err);
   if (rc == RING_OK)
     rc = decode_config(root, &c, err);
   cJSON_Delete(root);
@@ -315,7 +315,7 @@ int rk_config_encode(const rk_config *c, char **json, size_t *len) {
                   c->throttle.moves_per_node, c->throttle.moves_per_domain,
                   c->throttle.moves_per_wave, c->throttle.bytes_per_sec, c->keep_versions,
                   c->keep_plans);
-  return ring__sb_finish(&b, json, len);
+  return rk__sb_finish(&b, json, len);
 }
 
 /* ------------------------------------------------ labels and node records */
@@ -370,9 +370,9 @@ static int member_record_decode(const char *json, size_t len, const char *format
                                 rk_node *n, void *extra, ring_error *err) {
   cJSON *root = NULL;
   ring_table *scratch = NULL;
-  int rc = ring__record_parse(json, len, format, keys, n_keys, &root, err);
+  int rc = rk__record_parse(json, len, format, keys, n_keys, &root, err);
   if (rc == RING_OK)
-    rc = ring__scratch_table(&scratch, err);
+    rc = rk__scratch_table(&scratch, err);
   if (rc == RING_OK)
     rc = member_decode(root, "", with_state, scratch, n, err);
   if (rc == RING_OK)
@@ -413,7 +413,7 @@ int rk_node_decode(const char *json, size_t len, rk_node *out, ring_error *err) 
 static bool member_valid(const char *id, const char *addr, const rk_labels *l, double weight,
                          ring_node_state state) {
   ring_table *scratch = NULL;
-  if (l->n > RING_LABELS_MAX || ring__scratch_table(&scratch, NULL) != RING_OK)
+  if (l->n > RING_LABELS_MAX || rk__scratch_table(&scratch, NULL) != RING_OK)
     return false;
   const char *keys[RING_LABELS_MAX], *values[RING_LABELS_MAX];
   labels_spec(l, keys, values);
@@ -441,7 +441,7 @@ int rk_node_encode(const rk_node *n, char **json, size_t *len) {
   ring__sb_printf(
       &b, ",\"state\":\"%s\",\"desired\":\"%s\",\"lost_ms\":%" PRIu64 ",\"since_ms\":%" PRIu64 "}",
       ring_node_state_name(n->state), rk_desired_name(n->desired), n->lost_ms, n->since_ms);
-  return ring__sb_finish(&b, json, len);
+  return rk__sb_finish(&b, json, len);
 }
 
 /* ------------------------------------------------------------------- alive */
@@ -492,7 +492,7 @@ int rk_alive_encode(const rk_alive *a, char **json, size_t *len) {
                   ",\"started_ms\":%" PRIu64 ",\"capacity_bytes\":%" PRIu64
                   ",\"free_bytes\":%" PRIu64 "}",
                   a->started_ms, a->capacity_bytes, a->free_bytes);
-  return ring__sb_finish(&b, json, len);
+  return rk__sb_finish(&b, json, len);
 }
 
 /* ---------------------------------------------------------------- progress */
@@ -635,7 +635,7 @@ int rk_progress_decode(const char *json, size_t len, rk_progress *out, ring_erro
   static const char *const keys[] = {"format", "version", "tokens", "bytes", "failing"};
   cJSON *root = NULL;
   rk_progress p = {0};
-  int rc = ring__record_parse(json, len, PROGRESS_FORMAT, keys, N_KEYS(keys), &root, err);
+  int rc = rk__record_parse(json, len, PROGRESS_FORMAT, keys, N_KEYS(keys), &root, err);
   if (rc == RING_OK)
     rc = ring__json_uint(root, "version", 0, RING_VERSION_MAX, RING_EVERSION, &p.version, err);
   if (rc == RING_OK)
@@ -684,7 +684,7 @@ int rk_progress_encode(const rk_progress *p, char **json, size_t *len) {
     ring__sb_puts(&b, "}");
   }
   ring__sb_puts(&b, p->n_failing > 0 ? "]}" : "}");
-  return ring__sb_finish(&b, json, len);
+  return rk__sb_finish(&b, json, len);
 }
 
 void rk_progress_free(rk_progress *p) {
@@ -722,7 +722,7 @@ int rk_leader_decode(const char *json, size_t len, rk_leader *out, ring_error *e
   cJSON *root = NULL;
   rk_leader l = {0};
   uint64_t pid = 0;
-  int rc = ring__record_parse(json, len, LEADER_FORMAT, keys, N_KEYS(keys), &root, err);
+  int rc = rk__record_parse(json, len, LEADER_FORMAT, keys, N_KEYS(keys), &root, err);
   if (rc == RING_OK &&
       (rc = ring__json_string_copy(root, "", "id", l.id, sizeof l.id, err)) == RING_OK &&
       !ring__valid_id(l.id))
@@ -751,7 +751,7 @@ int rk_leader_encode(const rk_leader *l, char **json, size_t *len) {
   ring__sb_printf(
       &b, "{\"format\":\"" LEADER_FORMAT "\",\"id\":\"%s\",\"addr\":\"%s\",\"pid\":%" PRId64 "}",
       l->id, l->addr, l->pid);
-  return ring__sb_finish(&b, json, len);
+  return rk__sb_finish(&b, json, len);
 }
 
 /* -------------------------------------------------------------------- loss */
@@ -760,7 +760,7 @@ int rk_loss_decode(const char *json, size_t len, rk_loss *out, ring_error *err) 
   static const char *const keys[] = {"format", "version", "tokens", "by", "at_ms"};
   cJSON *root = NULL;
   rk_loss l = {0};
-  int rc = ring__record_parse(json, len, LOSS_FORMAT, keys, N_KEYS(keys), &root, err);
+  int rc = rk__record_parse(json, len, LOSS_FORMAT, keys, N_KEYS(keys), &root, err);
   if (rc == RING_OK)
     rc = ring__json_uint(root, "version", 1, RING_VERSION_MAX, RING_EVERSION, &l.version, err);
   if (rc == RING_OK)
@@ -789,7 +789,7 @@ int rk_loss_encode(const rk_loss *l, char **json, size_t *len) {
   ring__sb_printf(&b, "{\"format\":\"" LOSS_FORMAT "\",\"version\":%" PRIu64 ",", l->version);
   encode_token_list(&b, "tokens", l->tokens, l->n_tokens);
   ring__sb_printf(&b, ",\"by\":\"%s\",\"at_ms\":%" PRIu64 "}", l->by, l->at_ms);
-  return ring__sb_finish(&b, json, len);
+  return rk__sb_finish(&b, json, len);
 }
 
 void rk_loss_free(rk_loss *l) {
@@ -854,7 +854,7 @@ int rk_stuck_decode(const char *json, size_t len, rk_stuck *out, ring_error *err
   static const char *const keys[] = {"format", "version", "plan", "moves", "more"};
   cJSON *root = NULL;
   rk_stuck st = {0};
-  int rc = ring__record_parse(json, len, STUCK_FORMAT, keys, N_KEYS(keys), &root, err);
+  int rc = rk__record_parse(json, len, STUCK_FORMAT, keys, N_KEYS(keys), &root, err);
   if (rc == RING_OK)
     rc = ring__json_uint(root, "version", 1, RING_VERSION_MAX, RING_EVERSION, &st.version, err);
   if (rc == RING_OK &&
@@ -917,7 +917,7 @@ int rk_stuck_encode(const rk_stuck *s, char **json, size_t *len) {
   ring__sb_printf(&b, "],\"more\":%u}", s->more);
   char *text = NULL;
   size_t n = 0;
-  int rc = ring__sb_finish(&b, &text, &n);
+  int rc = rk__sb_finish(&b, &text, &n);
   if (rc == RING_OK && rk_stuck_decode(text, n, NULL, NULL) != RING_OK) {
     free(text);
     rc = RING_EINVAL;
@@ -991,7 +991,7 @@ int rk_client_decode(const char *json, size_t len, rk_client *out, ring_error *e
   static const char *const keys[] = {"format", "kind"};
   cJSON *root = NULL;
   rk_client c = {{0}};
-  int rc = ring__record_parse(json, len, CLIENT_FORMAT, keys, N_KEYS(keys), &root, err);
+  int rc = rk__record_parse(json, len, CLIENT_FORMAT, keys, N_KEYS(keys), &root, err);
   if (rc == RING_OK &&
       (rc = ring__json_string_copy(root, "", "kind", c.kind, sizeof c.kind, err)) == RING_OK &&
       !ring__valid_id(c.kind))
@@ -1008,5 +1008,5 @@ int rk_client_encode(const rk_client *c, char **json, size_t *len) {
     return RING_EINVAL;
   ring__sbuf b = {0};
   ring__sb_printf(&b, "{\"format\":\"" CLIENT_FORMAT "\",\"kind\":\"%s\"}", c->kind);
-  return ring__sb_finish(&b, json, len);
+  return rk__sb_finish(&b, json, len);
 }

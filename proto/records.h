@@ -2,8 +2,8 @@
  * records.h: codecs of the small etcd values (proto/etcd.md): config,
  * nodes/<id>, alive/<id>, progress/<id>, leader, loss, stuck, and the key
  * names.
- * Internal to Ringkeeper (compiled into libring with hidden visibility;
- * the daemons and ringctl link ring_static).
+ * Internal to Ringkeeper: part of the ringproto library (proto/CMakeLists.txt),
+ * which the daemons and ringctl link; never part of libring.
  *
  * Sections: keys; config; node records; alive; progress; leader; loss;
  * stuck; host records (their size caps, acks/ and clients/).

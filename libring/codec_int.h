@@ -1,6 +1,8 @@
 /*
- * codec_int.h: helpers shared by the codecs of proto/ (codec_common.c): the
- * table and delta codecs, the etcd records and the plan documents.
+ * codec_int.h: libring's JSON codec helpers (codec_common.c), shared by the
+ * table and delta codecs here and by the control-plane codecs of proto/
+ * (the etcd records, plans, runs, the arc manifest), which sit above
+ * libring and include this header.
  * Every decoder error names the field: `where` prefixes messages ("nodes[3]: ",
  * "throttle.").
  */
@@ -77,34 +79,5 @@ void ring__format_weight(double w, char *out, size_t cap);
 /* One [token, slot, node_index] entry, strictly after *prev in (token, slot). */
 int ring__pending_entry_decode(ring_table *t, const cJSON *e, uint32_t i, uint64_t *prev,
                                ring_error *err);
-
-/* ------------------------------------------ records.c, for plan_doc.c */
-
-struct rk_node;
-/* Parses a record: one object whose "format" is `format` (else
- * RING_EFORMAT) holding only the listed keys. *root is the caller's to
- * cJSON_Delete. */
-int ring__record_parse(const char *json, size_t len, const char *format, const char *const *keys,
-                       size_t n_keys, cJSON **root, ring_error *err);
-/* The same checks on an object already parsed. */
-int ring__record_check(const cJSON *obj, const char *format, const char *const *keys,
-                       size_t n_keys, ring_error *err);
-/* Hands b's string to *json (and its length to *len if not NULL), or frees
- * it and returns RING_ENOMEM when an append failed. */
-int ring__sb_finish(ring__sbuf *b, char **json, size_t *len);
-/* An empty table to validate node specs against (ring_table_add_node
- * checks id, addr, labels, weight, and repeated ids). */
-int ring__scratch_table(ring_table **out, ring_error *err);
-/* A node record of table.md (id, addr, labels, weight, state) into *out,
- * validated and added to scratch; *out untouched on failure. */
-int ring__plan_node_decode(const cJSON *o, const char *where, ring_table *scratch,
-                           struct rk_node *out, ring_error *err);
-void ring__plan_node_encode(ring__sbuf *b, const struct rk_node *n);
-
-/* ------------------------------------------ plan_doc.c, for plan_run.c */
-
-struct rk_plan_doc;
-/* Appends a plan document (with "moves" when p is not NULL). */
-void ring__plan_doc_write(ring__sbuf *b, const struct rk_plan_doc *d, const ring_plan *p);
 
 #endif /* RING_CODEC_INT_H */

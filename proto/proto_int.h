@@ -1,0 +1,40 @@
+/*
+ * proto_int.h: helpers the control-plane codecs of proto/ share (records,
+ * journal, plan documents and runs, the arc manifest). Internal to the
+ * ringproto library; built on libring's codec helpers (codec_int.h).
+ */
+#ifndef RING_PROTO_INT_H
+#define RING_PROTO_INT_H
+
+#include "codec_int.h"
+
+/* ------------------------------------------ records.c, for plan_doc.c */
+
+struct rk_node;
+/* Parses a record: one object whose "format" is `format` (else
+ * RING_EFORMAT) holding only the listed keys. *root is the caller's to
+ * cJSON_Delete. */
+int rk__record_parse(const char *json, size_t len, const char *format, const char *const *keys,
+                       size_t n_keys, cJSON **root, ring_error *err);
+/* The same checks on an object already parsed. */
+int rk__record_check(const cJSON *obj, const char *format, const char *const *keys,
+                       size_t n_keys, ring_error *err);
+/* Hands b's string to *json (and its length to *len if not NULL), or frees
+ * it and returns RING_ENOMEM when an append failed. */
+int rk__sb_finish(ring__sbuf *b, char **json, size_t *len);
+/* An empty table to validate node specs against (ring_table_add_node
+ * checks id, addr, labels, weight, and repeated ids). */
+int rk__scratch_table(ring_table **out, ring_error *err);
+/* A node record of table.md (id, addr, labels, weight, state) into *out,
+ * validated and added to scratch; *out untouched on failure. */
+int rk__plan_node_decode(const cJSON *o, const char *where, ring_table *scratch,
+                           struct rk_node *out, ring_error *err);
+void rk__plan_node_encode(ring__sbuf *b, const struct rk_node *n);
+
+/* ------------------------------------------ plan_doc.c, for plan_run.c */
+
+struct rk_plan_doc;
+/* Appends a plan document (with "moves" when p is not NULL). */
+void rk__plan_doc_write(ring__sbuf *b, const struct rk_plan_doc *d, const ring_plan *p);
+
+#endif /* RING_PROTO_INT_H */
