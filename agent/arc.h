@@ -18,35 +18,14 @@
 
 #include "ring.h"
 
+#include "arc_manifest.h" /* proto/: the manifest codec */
+
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* ------------------------------------------------------------- the store */
-
-#define ARC_NAME_MAX 255 /* a file name inside an arc: [A-Za-z0-9._-], no leading '.' */
-
-typedef struct arc_file {
-  char name[ARC_NAME_MAX + 1];
-  uint64_t size;
-  uint64_t xxh3; /* XXH3_64bits, seed 0, of the whole file */
-} arc_file;
-
-typedef struct arc_manifest {
-  uint32_t token;
-  uint32_t n_files;
-  arc_file *files; /* sorted by name; malloc()'ed */
-  uint64_t bytes;  /* sum of sizes */
-} arc_manifest;
-
-void arc_manifest_free(arc_manifest *m); /* frees the contents, not m */
-/* The manifest's JSON (proto/arc.md) and back; decode validates names,
- * sizes, order and checksum syntax, never reads past len. 0 or -errno-like
- * negative ring_errno (RING_EFORMAT/EFIELD) with a message in err. */
-struct ring_error;
-int arc_manifest_encode(const arc_manifest *m, char **json, size_t *len);
-int arc_manifest_decode(const char *json, size_t len, arc_manifest *out, struct ring_error *err);
 
 typedef struct arc_store arc_store;
 

@@ -1,6 +1,7 @@
 /*
- * arc_int.h: what the files of ringarc share (arc__ names): limits, name
- * and token syntax, and the file-system helpers of arc_fs.c.
+ * arc_int.h: what the files of ringarc share (arc__ names): the
+ * file-system helpers of arc_fs.c and the pieces below. The limits, name
+ * and token syntax of arcs are the manifest's (proto/arc_manifest.h).
  */
 #ifndef RING_AGENT_ARC_INT_H
 #define RING_AGENT_ARC_INT_H
@@ -17,24 +18,6 @@
  * picks at run time; xxhash.h alone means SSE2, half the speed). */
 #include <xxh_x86dispatch.h>
 #endif
-
-/* Limits. An embedder may lower them at build time. */
-#ifndef ARC_FILES_MAX
-#define ARC_FILES_MAX 65536u /* files in one arc */
-#endif
-#ifndef ARC_MANIFEST_JSON_MAX
-#define ARC_MANIFEST_JSON_MAX (16u << 20) /* bytes of one manifest document */
-#endif
-#define ARC_TOKEN_MAX (RING_TOKENS_MAX - 1u)
-#define ARC_SIZE_MAX RING_VERSION_MAX /* 2^53-1: exact in every JSON reader */
-#define ARC_MANIFEST_FORMAT "ringkeeper.arc-manifest.v1"
-
-/* A file name inside an arc: 1..ARC_NAME_MAX of [A-Za-z0-9._-], not
- * starting with '.' (so never ".", ".." nor hidden). */
-bool arc__valid_name(const char *s);
-/* A token as the decimal s[0..n): digits only, no leading zero (but "0"),
- * at most ARC_TOKEN_MAX. */
-bool arc__parse_token(const char *s, size_t n, uint32_t *out);
 
 /* ---------------------------------------------------------- arc_auth.c */
 

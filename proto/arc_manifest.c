@@ -5,7 +5,7 @@
  * Sections: names and tokens; encoding; decoding.
  */
 #define _GNU_SOURCE /* memmem */
-#include "arc_int.h"
+#include "arc_manifest.h"
 #include "proto_int.h"
 
 #include <inttypes.h>
