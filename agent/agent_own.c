@@ -192,7 +192,7 @@ uint64_t agent_own_tick(agent *a) {
   } else if (a->own_missing > 0) {
     snprintf(why, sizeof why,
              "%" PRIu32 " owned tokens have no arc here (first: %" PRIu32
-             "); served as not held, never as empty",
+             "); served as not held, never as empty; refilling from the other owners",
              a->own_missing, a->own_missing_first);
     agent_trouble(a, "owned arcs missing", why);
   }

@@ -153,9 +153,8 @@ static int write_record(agent *a, const rk_missing *m, ring_error *err) {
 uint64_t agent_refill_tick(agent *a) {
   if (a->refill_missing == NULL)
     return UINT64_MAX; /* no check has run yet: nothing is known, nothing written */
-  rk_missing m = {.version = a->refill_version,
-                  .n_tokens = a->n_refill_missing,
-                  .tokens = a->refill_missing};
+  rk_missing m = {
+      .version = a->refill_version, .n_tokens = a->n_refill_missing, .tokens = a->refill_missing};
   if (collect(a, &m) != RING_OK)
     return RECORD_EVERY_MS;
   uint64_t digest = agent_report_digest(m.tokens, m.n_tokens, m.failing, m.n_failing) ^

@@ -66,8 +66,7 @@ static int find_lost(const ring_table *t, rk_missing_view *v) {
 
 int rk_missing_view_make(const rk_state *s, const ring_table *t, rk_missing_view *out) {
   rk_missing_view v = {0};
-  if (t != NULL && s->n_missing > 0 &&
-      (v.hosts = calloc(s->n_missing, sizeof *v.hosts)) == NULL)
+  if (t != NULL && s->n_missing > 0 && (v.hosts = calloc(s->n_missing, sizeof *v.hosts)) == NULL)
     return RING_ENOMEM;
   int rc = RING_OK;
   for (uint32_t i = 0; t != NULL && rc == RING_OK && i < s->n_missing; i++) {

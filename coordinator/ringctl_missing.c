@@ -29,8 +29,10 @@ bool ringctl_missing_text(FILE *f, const rk_missing_view *v) {
   if (v->replicas == 0)
     return false;
   char line[256];
-  fprintf(f, "\nmissing replicas: %" PRIu32 " (owners report no arc; refilled from the other "
-             "owners)\n", v->replicas);
+  fprintf(f,
+          "\nmissing replicas: %" PRIu32 " (owners report no arc; refilled from the other "
+          "owners)\n",
+          v->replicas);
   fprintf(f, "  %-20s %6s  %-40s %s\n", "NODE", "COUNT", "TOKENS", "LAST ERROR");
   for (uint32_t i = 0; i < v->n_hosts; i++) {
     const rk_missing_host *h = &v->hosts[i];
@@ -39,8 +41,10 @@ bool ringctl_missing_text(FILE *f, const rk_missing_view *v) {
   }
   if (v->n_lost > 0) {
     tokens_line(line, sizeof line, v->lost, v->n_lost, 32);
-    fprintf(f, "lost tokens: %" PRIu32 " (every owner lacks them; never installed empty unless "
-               "ringctl accept-loss): %s\n", v->n_lost, line);
+    fprintf(f,
+            "lost tokens: %" PRIu32 " (every owner lacks them; never installed empty unless "
+            "ringctl accept-loss): %s\n",
+            v->n_lost, line);
   }
   return true;
 }

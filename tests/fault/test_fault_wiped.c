@@ -155,7 +155,8 @@ START_TEST(refill_from_survivors) {
   ck_assert_uint_eq(same, n);
   ck_assert_msg(ENV_WAIT(coord_health(out, sizeof out) == 200, 10), "coordinator: %.300s", out);
   char *rec = env_get("missing/n1");
-  ck_assert_msg(rec == NULL, "missing/n1 not deleted once empty: %.200s", rec); /* leaks on failure only */
+  ck_assert_msg(rec == NULL, "missing/n1 not deleted once empty: %.200s",
+                rec); /* leaks on failure only */
   e2e_check(false);
   env_pass();
 }
@@ -243,14 +244,13 @@ START_TEST(bad_missing_record) {
   env_put("missing/n0", huge);
   free(huge);
   char out[8192];
-  ck_assert_msg(ENV_WAIT(e2e_ringctl(out, sizeof out, "status") == 0 &&
-                             strstr(out, "n2") && strstr(out, "tokens[1]") &&
-                             strstr(out, "over the"),
+  ck_assert_msg(ENV_WAIT(e2e_ringctl(out, sizeof out, "status") == 0 && strstr(out, "n2") &&
+                             strstr(out, "tokens[1]") && strstr(out, "over the"),
                          10),
                 "status does not name the bad missing/ records: %.500s", out);
   ck_assert(missing_of(NULL) == 0); /* a bad record is never read as missing data */
-  double before = metric_get(w.coord_listen[0], "ring_coordinator_bad_records_total",
-                             "kind=\"missing\"");
+  double before =
+      metric_get(w.coord_listen[0], "ring_coordinator_bad_records_total", "kind=\"missing\"");
   ck_assert_msg(before >= 2, "bad missing/ records counted %.0f", before);
   /* the coordinator keeps stepping: a drain is planned and runs */
   ck_assert_int_eq(e2e_ringctl(NULL, 0, "drain n2"), 0);
