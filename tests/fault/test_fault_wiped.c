@@ -16,8 +16,10 @@
  *   lost_until_accepted    R=2, 3 nodes; n1 and n2 wiped together: tokens
  *                          only they owned are lost (status, verify,
  *                          /healthz) and stay absent on both while the
- *                          others are refilled; accept-loss --lost installs
- *                          them empty and every report clears.
+ *                          others are refilled; a ring-kv write to one of
+ *                          them is staged (no arc made), a read refused;
+ *                          accept-loss --lost installs them empty, every
+ *                          report clears and the staged write is served.
  *   bad_missing_record     garbage and an oversized missing/ value from one
  *                          host: the coordinator keeps stepping, status
  *                          names the host, and nothing is counted missing.
@@ -25,6 +27,8 @@
  * Every wait is bounded; figures go to stderr.
  */
 #include "e2e_cluster.h"
+
+#include <curl/curl.h>
 
 #define CHECK_PERIOD_S 5 /* agent_own.c's CHECK_EVERY_MS */
 #define TOKENS_CAP 256   /* T of these tests */
@@ -94,6 +98,46 @@ static bool arc_empty(int i, uint32_t token) {
   snprintf(cmd, sizeof cmd, "test -d '%s/arcs/%u' && test -z \"$(ls -A '%s/arcs/%u')\"",
            env.a[i].data, token, env.a[i].data, token);
   return system(cmd) == 0;
+}
+
+/* PUT value at key on slot i's ring-kv; returns the HTTP status. */
+static long kv_put(int i, const char *key, const char *value) {
+  char url[128];
+  snprintf(url, sizeof url, "http://%s/v1/kv/%s", w.kv_listen[i], key);
+  CURL *h = curl_easy_init();
+  ck_assert_ptr_nonnull(h);
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "PUT");
+  curl_easy_setopt(h, CURLOPT_POSTFIELDS, value);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 3000L);
+  long status = 0;
+  if (curl_easy_perform(h) == CURLE_OK)
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_cleanup(h);
+  return status;
+}
+
+/* GET key from slot i's ring-kv: the status, the body into out. */
+static long kv_get(int i, const char *key, char *out, size_t cap) {
+  char url[128], *body = NULL;
+  snprintf(url, sizeof url, "http://%s/v1/kv/%s", w.kv_listen[i], key);
+  long st = http_get(url, &body);
+  snprintf(out, cap, "%s", body ? body : "");
+  free(body);
+  return st;
+}
+
+/* A key whose token is `token` in the table in service, into key[32]. */
+static void key_of(uint32_t token, char key[32]) {
+  ring_table *t = e2e_table();
+  ck_assert_ptr_nonnull(t);
+  bool found = false;
+  for (uint32_t i = 0; i < 1000000 && !found; i++) { /* T = 256: a few hundred tries */
+    snprintf(key, 32, "wiped-%u", i);
+    found = ring_table_token(t, key, strlen(key)) == token;
+  }
+  ring_table_free(t);
+  ck_assert(found);
 }
 
 /* The owner of token other than slot i's node, as a slot. */
@@ -202,6 +246,15 @@ START_TEST(lost_until_accepted) {
   fprintf(stderr, "missing/n1: %.300s\n", rec ? rec : "(none)");
   ck_assert_msg(rec && strstr(rec, "\"failing\""), "no reason in missing/n1");
   free(rec);
+  /* ring-kv never makes a missing arc: writes are staged, reads refused */
+  char key[32], got[64];
+  key_of(lost[0], key);
+  ck_assert_int_eq(kv_put(1, key, "after-the-wipe"), 204);
+  ck_assert_int_eq(kv_put(2, key, "after-the-wipe"), 204);
+  ck_assert_msg(!env_arc_has(1, lost[0]) && !env_arc_has(2, lost[0]),
+                "a write made the missing arc of token %u", lost[0]);
+  long gs = kv_get(1, key, got, sizeof got);
+  ck_assert_msg(gs == 503 && strstr(got, "missing"), "GET from n1 while missing: %ld %s", gs, got);
 
   rc = e2e_ringctl(out, sizeof out, "accept-loss --lost");
   ck_assert_msg(rc == 0 && strstr(out, "--yes"), "accept-loss --lost (dry run) -> %d: %.300s", rc,
@@ -213,7 +266,7 @@ START_TEST(lost_until_accepted) {
   ck_assert_msg(ENV_WAIT(lost_now() == 0 && missing_of(NULL) == 0, 30),
                 "still %.0f lost, %.0f missing after the loss was accepted", lost_now(),
                 missing_of(NULL));
-  for (uint32_t k = 0; k < n_lost; k++)
+  for (uint32_t k = 1; k < n_lost; k++) /* lost[0] holds the staged write (below) */
     ck_assert_msg(arc_empty(1, lost[k]) && arc_empty(2, lost[k]),
                   "token %u: not installed empty on both", lost[k]);
   /* each lost token is written off once or twice: the first owner to
@@ -223,6 +276,10 @@ START_TEST(lost_until_accepted) {
   fprintf(stderr, "lost_until_accepted: %u tokens lost, %.0f arcs installed empty on the loss\n",
           n_lost, accepted);
   ck_assert(accepted >= n_lost && accepted <= 2.0 * n_lost);
+  /* the staged write moved into the arc once it was installed */
+  ck_assert_msg(ENV_WAIT(kv_get(1, key, got, sizeof got) == 200, 10), "GET %s from n1: %s", key,
+                got);
+  ck_assert_str_eq(got, "after-the-wipe");
   rc = e2e_ringctl(out, sizeof out, "verify");
   ck_assert_msg(rc == 0, "verify -> %d: %.500s", rc, out);
   ck_assert_msg(ENV_WAIT(coord_health(out, sizeof out) == 200, 10), "coordinator: %.300s", out);
