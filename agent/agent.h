@@ -20,7 +20,8 @@
  *     only atomics and the store.
  *
  * Sections: options; jobs; the daemon; membership; following the table;
- * fetch workers; reporting; dropping arcs; metrics and health.
+ * fetch workers; reporting; dropping arcs; ownership; refilling arcs;
+ * metrics and health.
  */
 #ifndef RING_AGENT_H
 #define RING_AGENT_H
@@ -97,6 +98,8 @@ typedef struct agent_job {
   char last_error[AGENT_ERROR_MAX + 1]; /* the last attempt's error, reported in progress */
   uint64_t retry_at_ms; /* AGENT_JOB_RETRY: when to requeue */
   uint64_t bytes;       /* the arc's size once installed */
+  bool refill;          /* an owned arc this host lacks, fetched from the other owners
+                           (agent_refill.c); not a pending entry, never in progress/ */
 } agent_job;
 
 /* ------------------------------------------------------------ the daemon */
@@ -132,6 +135,7 @@ typedef struct agent_metrics {
   _Atomic uint64_t losses_accepted;   /* arcs installed empty on the operator's word */
   _Atomic uint64_t adopted;           /* empty arcs made for tokens granted with nothing to copy */
   _Atomic uint64_t missing;           /* owned tokens (not pending) with no arc here */
+  _Atomic uint64_t refilled;          /* missing arcs refilled from the other owners */
   _Atomic uint64_t store_ok;          /* 1 while arcs/ and tmp/ are there */
   _Atomic uint64_t dropped;           /* arcs dropped after the grace */
   _Atomic uint64_t held;              /* arcs installed on disk */
@@ -215,6 +219,14 @@ typedef struct agent {
   uint32_t own_missing;       /* owned tokens with no arc, at the last check */
   uint32_t own_missing_first; /* the lowest of them */
   bool own_decided;           /* the data dir is known new, or placed: adoption may be judged */
+
+  /* refilling missing arcs (agent_refill.c) */
+  uint32_t *refill_missing;     /* the owned tokens with no arc at the last check, ascending */
+  uint32_t n_refill_missing;
+  uint64_t refill_version;      /* the table version of that check */
+  int refill_written;           /* missing/<id>: 0 unknown (at start), 1 absent, 2 written */
+  uint64_t refill_digest;       /* of the record last written */
+  uint64_t refill_last_ms;      /* rd_now_ms of the last write attempt */
 
   rd_health health;             /* the last trouble of the loop, for /healthz */
   uint64_t rate_bytes, rate_ms; /* last rate sample */
@@ -304,6 +316,22 @@ void agent_own_check(agent *a);
 /* Checks again every few seconds; raises what the last check found for
  * /healthz. Returns the ms until the next check. */
 uint64_t agent_own_tick(agent *a);
+
+/* ------------------------------------------------------ refilling arcs */
+
+/* After each ownership check: makes the refill jobs match the owned tokens
+ * with no arc (missing[0..n), ascending; copied), fetched from the token's
+ * other owners like a move, and cancels those no longer missing. */
+void agent_refill_sync(agent *a, const uint32_t *missing, uint32_t n);
+/* Writes missing/<id> when the set or its reasons changed, deletes it when
+ * the set is empty; asks for a check when a refill has landed. Returns the
+ * ms until a coalesced write is due (UINT64_MAX: none). */
+uint64_t agent_refill_tick(agent *a);
+/* FNV-1a over what a report says (tokens, failing entries by token, error
+ * and the magnitude of their attempts): tells whether it changed since the
+ * last write, without rewriting at every retry (agent_report.c). */
+uint64_t agent_report_digest(const uint32_t *tokens, uint32_t n, const rk_failing *failing,
+                             uint32_t n_failing);
 
 /* ----------------------------------------------------- metrics and health */
 

@@ -94,6 +94,7 @@ typedef struct fetch_work {
   char sources[RING_REPLICAS_MAX][RING_ADDR_MAX + 1];
   char ids[RING_REPLICAS_MAX][RING_ID_MAX + 1];
   uint32_t n;
+  bool refill; /* an owned arc we lack: what is installed is never touched */
 } fetch_work;
 
 /* A failure that another source may not have: try the next one. Local
@@ -117,7 +118,7 @@ static int fetch_one(agent *a, const char *source, const fetch_work *w, const ar
     atomic_fetch_add(&a->m.stale_files, res.stale_files);
     atomic_fetch_add(&a->m.reused_bytes, res.reused_bytes);
     atomic_fetch_add(&a->m.empty_arcs, res.empty);
-    if (rc != RING_EEXIST || attempt > 0)
+    if (rc != RING_EEXIST || attempt > 0 || w->refill) /* a refill leaves an arc that came */
       return rc;
     if ((rc = arc_store_recheck(a->store, w->token, w->version)) != 0)
       return snprintf(err->message, sizeof err->message, "rechecking an unverified copy: %s",
@@ -141,7 +142,7 @@ static bool loss_accepted(agent *a, const fetch_work *w) {
  * installed empty, on that word alone (never on a source's silence). */
 static int install_lost(agent *a, const fetch_work *w, ring_error *err) {
   int rc = arc_store_install_empty(a->store, w->token, w->version, err);
-  if (rc == RING_EEXIST && arc_store_remove(a->store, w->token) == 0)
+  if (rc == RING_EEXIST && !w->refill && arc_store_remove(a->store, w->token) == 0)
     rc = arc_store_install_empty(a->store, w->token, w->version, err); /* an unverified copy */
   if (rc != RING_OK)
     return rc;
@@ -193,7 +194,8 @@ static int fetch_from_sources(agent *a, arc_fetcher *fx, const fetch_work *w,
     arc_fetch_result res = {0};
     rc = fetch_one(a, source, w, &fo, &res, err);
     note_answer(a, w, i, &res, err);
-    if (rc == RING_OK || atomic_load(stop) || !try_next_source(rc))
+    if (rc == RING_OK || atomic_load(stop) || !try_next_source(rc) ||
+        (rc == RING_EEXIST && w->refill))
       break;
     if (i + 1 < w->n) {
       char token[16];
@@ -203,7 +205,8 @@ static int fetch_from_sources(agent *a, arc_fetcher *fx, const fetch_work *w,
       atomic_fetch_add(&a->m.source_switches, 1);
     }
   }
-  if (rc != RING_OK && try_next_source(rc) && !atomic_load(stop) && loss_accepted(a, w))
+  if (rc != RING_OK && !(w->refill && rc == RING_EEXIST) && try_next_source(rc) &&
+      !atomic_load(stop) && loss_accepted(a, w))
     rc = install_lost(a, w, err);
   return rc;
 }
@@ -214,6 +217,11 @@ static void finish(agent *a, agent_job *j, const fetch_work *w, int rc, uint64_t
   char token[16], version[24];
   snprintf(token, sizeof token, "%" PRIu32, w->token);
   snprintf(version, sizeof version, "%" PRIu64, w->version);
+  if (rc == RING_EEXIST && w->refill) { /* the arc came meanwhile: it stays as it is */
+    j->state = AGENT_JOB_DONE;
+    rd_log(RD_INFO, "missing arc present again: left as it is", "token", token, NULL);
+    return;
+  }
   if (rc == RING_OK) {
     j->state = AGENT_JOB_DONE;
     j->bytes = bytes;
@@ -223,8 +231,9 @@ static void finish(agent *a, agent_job *j, const fetch_work *w, int rc, uint64_t
       agent_bit_set(a->verified, w->token, true);
     atomic_fetch_add(&a->m.fetched, 1);
     atomic_fetch_add(&a->m.held, 1);
-    rd_log(RD_INFO, "arc installed", "token", token, "source", w->n ? w->ids[from] : "", "version",
-           version, NULL);
+    atomic_fetch_add(&a->m.refilled, w->refill);
+    rd_log(RD_INFO, w->refill ? "missing arc refilled" : "arc installed", "token", token, "source",
+           w->n ? w->ids[from] : "", "version", version, NULL);
     return;
   }
   j->state = AGENT_JOB_RETRY;
@@ -271,7 +280,8 @@ static void *worker(void *ud) {
     }
     if (fx == NULL)
       fx = arc_fetcher_new(); /* NULL (no memory): arc_fetch makes one per arc */
-    fetch_work w = {.token = j->token, .version = j->version, .n = j->n_sources};
+    fetch_work w = {
+        .token = j->token, .version = j->version, .n = j->n_sources, .refill = j->refill};
     memcpy(w.sources, j->sources, sizeof w.sources);
     memcpy(w.ids, j->source_ids, sizeof w.ids);
     j->state = AGENT_JOB_RUNNING;

@@ -340,7 +340,7 @@ static uint32_t match_jobs(agent *a, const ring_table *t, uint16_t me, const ali
                            uint32_t *stale, uint32_t *n_stale) {
   for (uint32_t i = 0; i < a->n_jobs; i++) {
     agent_job *j = a->jobs[i];
-    if (!agent_bit(a->pending, j->token)) {
+    if (!agent_bit(a->pending, j->token) && !j->refill) { /* refills: agent_refill_sync */
       j->cancelled = true;
       atomic_store(&j->stop, true);
     }
@@ -354,6 +354,7 @@ static uint32_t match_jobs(agent *a, const ring_table *t, uint16_t me, const ali
     agent_job *j = agent_job_find(a, token);
     if (j != NULL) {
       j->cancelled = false; /* pending again: a stopped fetch comes back as a retry */
+      j->refill = false;    /* a refill whose token is now pending here: a move from now on */
       if (j->state == AGENT_JOB_QUEUED || j->state == AGENT_JOB_RETRY)
         job_sources(j, t, me, al);
       continue;
@@ -447,7 +448,9 @@ static void reconcile(agent *a) {
 /* ------------------------------------------------------- accepted losses */
 
 /* Reads the `loss` key into loss_ok when it is for the table in service:
- * the pending tokens the operator wrote off (ringctl accept-loss). Read
+ * the pending tokens the operator wrote off (ringctl accept-loss), and the
+ * owned ones this host lacks (refills: an owned token that has its arc
+ * has no job, so the bit is never acted on for it). Read
  * only while a fetch is failing; anything unreadable or malformed counts
  * as no word from the operator. */
 static void read_loss(agent *a) {
@@ -469,8 +472,9 @@ static void read_loss(agent *a) {
   if (a->loss_ok != NULL) {
     memset(a->loss_ok, 0, (a->tokens + 7) / 8);
     a->loss_version = rc == RING_OK && l.version == a->seen_version ? l.version : 0;
-    for (uint32_t i = 0; a->loss_version && i < l.n_tokens; i++)
-      if (l.tokens[i] < a->tokens && agent_bit(a->pending, l.tokens[i]))
+    for (uint32_t i = 0; a->loss_version && i < l.n_tokens; i++) /* pending, or owned and */
+      if (l.tokens[i] < a->tokens &&                                 /* missing (a refill) */
+          (agent_bit(a->pending, l.tokens[i]) || agent_bit(a->owned, l.tokens[i])))
         agent_bit_set(a->loss_ok, l.tokens[i], true);
   }
   pthread_mutex_unlock(&a->jobs_mu);

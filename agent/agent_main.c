@@ -199,6 +199,7 @@ static void run_loop(agent *a) {
     wait = min_ms(wait, agent_report_tick(a));
     wait = min_ms(wait, agent_gc_tick(a));
     wait = min_ms(wait, agent_own_tick(a));
+    wait = min_ms(wait, agent_refill_tick(a));
     agent_metrics_tick(a);
     if (a->lease != 0)
       rd_health_ok(&a->health);
@@ -231,6 +232,7 @@ static void agent_close(agent *a, rd_http *http) {
   free(a->verified);
   free(a->drop_at);
   free(a->leftovers);
+  free(a->refill_missing);
   free(a->jobs);
 }
 

@@ -82,6 +82,8 @@ void agent_metrics_text(void *ud, rd_text *t) {
   one(t, "ring_agent_arcs_missing", "gauge",
       "owned tokens with no arc on this host: served as not held, never as empty",
       (double)m->missing);
+  one(t, "ring_agent_arcs_refilled_total", "counter",
+      "missing owned arcs refilled from the token's other owners", (double)m->refilled);
   one(t, "ring_agent_store_ok", "gauge", "1 while the data dir's arcs/ and tmp/ are there",
       (double)m->store_ok);
   one(t, "ring_agent_data_free_bytes", "gauge", "free bytes on the data dir's file system",

@@ -19,8 +19,10 @@
  * the first placement, because any later grant needs a copy it reported.
  * Once it owns anything the marker is written (fsynced), and from then on,
  * under migration "stream", an owned token with no arc is never adopted:
- * it is missing, shown in /metrics and /healthz, and served as "not held"
- * (an error at every receiver), until the operator acts.
+ * it is missing, shown in /metrics and /healthz, reported in missing/<id>,
+ * served as "not held" (an error at every receiver), and refilled from the
+ * token's other owners (agent_refill.c); only the operator's `loss` record
+ * lets it be installed empty when no owner holds it.
  *
  * A data dir without the marker is not always new to the cluster: a disk
  * wiped or replaced under a host that keeps its id has none either. So at
@@ -133,6 +135,7 @@ void agent_own_check(agent *a) {
   a->own_missing = n;
   a->own_missing_first = n ? missing[0] : 0;
   atomic_store(&a->m.missing, n);
+  agent_refill_sync(a, missing, n); /* refilled from the other owners, reported in missing/ */
   free(missing);
 }
 
@@ -189,7 +192,7 @@ uint64_t agent_own_tick(agent *a) {
   } else if (a->own_missing > 0) {
     snprintf(why, sizeof why,
              "%" PRIu32 " owned tokens have no arc here (first: %" PRIu32
-             "); served as not held, never as empty",
+             "); served as not held, never as empty; refilling from the other owners",
              a->own_missing, a->own_missing_first);
     agent_trouble(a, "owned arcs missing", why);
   }

@@ -45,7 +45,7 @@ static int collect(agent *a, rk_progress *p) {
   }
   for (uint32_t i = 0; i < a->n_jobs; i++) {
     agent_job *j = a->jobs[i];
-    if (j->cancelled)
+    if (j->cancelled || j->refill) /* refills are owned arcs: missing/<id> reports them */
       continue;
     if (j->state == AGENT_JOB_DONE) {
       p->tokens[p->n_tokens++] = j->token;
@@ -80,22 +80,22 @@ static uint64_t magnitude(uint32_t x) {
   return m;
 }
 
-/* FNV-1a over what the report says: tells whether it changed since the
- * last write. A failing entry counts by its token, its error and the
- * magnitude of its attempts, so a move failing with the same error is
- * rewritten at doubling counts, not on every retry (etcd writes stay
- * bounded while something is stuck). */
-static uint64_t tokens_digest(const rk_progress *p) {
+/* FNV-1a over what a report says: a failing entry counts by its token, its
+ * error and the magnitude of its attempts, so a fetch failing with the same
+ * error is rewritten at doubling counts, not on every retry (etcd writes
+ * stay bounded while something is stuck). */
+uint64_t agent_report_digest(const uint32_t *tokens, uint32_t n, const rk_failing *failing,
+                             uint32_t n_failing) {
   uint64_t h = 1469598103934665603ull;
-  for (uint32_t i = 0; i < p->n_tokens; i++)
-    h = fnv(h, p->tokens[i]);
-  for (uint32_t i = 0; i < p->n_failing; i++) {
-    const rk_failing *f = &p->failing[i];
+  for (uint32_t i = 0; i < n; i++)
+    h = fnv(h, tokens[i]);
+  for (uint32_t i = 0; i < n_failing; i++) {
+    const rk_failing *f = &failing[i];
     h = fnv(fnv(h, f->token | 1ull << 32), magnitude(f->attempts));
     for (const char *c = f->error; *c; c++)
       h = fnv(h, (unsigned char)*c);
   }
-  return h ^ p->n_tokens ^ (uint64_t)p->n_failing << 40;
+  return h ^ n ^ (uint64_t)n_failing << 40;
 }
 
 static int write_progress(agent *a, const rk_progress *p, ring_error *err) {
@@ -118,7 +118,7 @@ uint64_t agent_report_tick(agent *a) {
     return AGENT_PROGRESS_EVERY_MS;
   keep_present(a, &p);
   uint64_t now = rd_now_ms(), wait = UINT64_MAX;
-  uint64_t digest = tokens_digest(&p);
+  uint64_t digest = agent_report_digest(p.tokens, p.n_tokens, p.failing, p.n_failing);
   bool changed = a->report_dirty || p.version != a->report_written_version ||
                  digest != a->report_written_digest;
   if (changed && now < a->report_last_ms + AGENT_PROGRESS_EVERY_MS) {

@@ -16,6 +16,7 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,7 @@ static const part parts[] = {
     {RK_READ_LEADER, "leader", false, -1},
     {RK_READ_CLIENTS, "clients/", true, RK_HOST_CLIENT},
     {RK_READ_STUCK, "stuck", false, -1},
+    {RK_READ_MISSING, "missing/", true, RK_HOST_MISSING},
 };
 #define N_PARTS (sizeof parts / sizeof parts[0])
 
@@ -71,12 +73,13 @@ static int parse_progress(rk_state *s, const ring_kvs *r, size_t prefix_len, rin
 static int parse_leader(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
 static int parse_clients(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
 static int parse_stuck(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
+static int parse_missing(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
 
 /* In the order of parts[]. */
 static const part_parser parsers[N_PARTS] = {
     parse_config, parse_version, parse_nodes,    parse_alive,  parse_proposed,
     parse_active, parse_acks,    parse_progress, parse_leader, parse_clients,
-    parse_stuck,
+    parse_stuck,  parse_missing,
 };
 
 /* Bytes two keys share at their start. */
@@ -288,6 +291,9 @@ void rk_state_free(rk_state *s) {
   for (uint32_t i = 0; i < s->n_progress; i++)
     rk_progress_free(&s->progress[i].p);
   free(s->progress);
+  for (uint32_t i = 0; i < s->n_missing; i++)
+    rk_missing_free(&s->missing[i].m);
+  free(s->missing);
   free(s->clients);
   rk_stuck_free(&s->stuck);
   free(s->bad);
@@ -520,27 +526,57 @@ static int parse_acks(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_er
   return RING_OK;
 }
 
-static int parse_progress(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err) {
+/* A prefix of records each host writes under its id (progress/,
+ * missing/): entries of `size` bytes that start with the id, the decoded
+ * value `at` bytes in. A bad value leaves the value zeroed (read as
+ * nothing reported) and is noted, so it is never silent. */
+typedef struct host_records {
+  rk_host_kind kind;
+  size_t size, at;
+  value_decoder dec;
+} host_records;
+
+static int parse_host_records(rk_state *s, const ring_kvs *r, size_t prefix_len,
+                              const host_records *h, void **out, uint32_t *n, ring_error *err) {
   if (r->n == 0)
     return RING_OK;
-  if ((s->progress = calloc(r->n, sizeof *s->progress)) == NULL)
-    return rk_fail(err, RING_ENOMEM, "out of memory reading %u progress keys", r->n);
+  char *list = calloc(r->n, h->size);
+  if ((*out = list) == NULL)
+    return rk_fail(err, RING_ENOMEM, "out of memory reading %u %s keys", r->n,
+                   rk_host_kind_name(h->kind));
   for (uint32_t i = 0; i < r->n; i++) {
     const ring_kv *kv = &r->kvs[i];
-    rk_agent_progress *p = &s->progress[s->n_progress];
-    int ok = host_checks(s, RK_HOST_PROGRESS, kv, prefix_len, p->id);
+    char *e = list + (size_t)*n * h->size;
+    int ok = host_checks(s, h->kind, kv, prefix_len, e);
     if (ok < 0)
       continue;
     ring_error why = {RING_OK, ""};
-    p->p = (rk_progress){0};
-    if (ok > 0 &&
-        rk_progress_decode((const char *)kv->value, kv->value_len, &p->p, &why) != RING_OK) {
-      p->p = (rk_progress){0};
-      note_bad(s, RK_BAD_PROGRESS, p->id, kv, why.message);
-    }
-    s->n_progress++;
+    if (ok > 0 && h->dec((const char *)kv->value, kv->value_len, e + h->at, &why) != RING_OK)
+      note_bad(s, (rk_bad_kind)h->kind, e, kv, why.message);
+    (*n)++;
   }
   return RING_OK;
+}
+
+static int dec_progress(const char *j, size_t n, void *out, ring_error *err) {
+  return rk_progress_decode(j, n, out, err);
+}
+
+static int parse_progress(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err) {
+  static const host_records h = {RK_HOST_PROGRESS, sizeof(rk_agent_progress),
+                                 offsetof(rk_agent_progress, p), dec_progress};
+  return parse_host_records(s, r, prefix_len, &h, (void **)&s->progress, &s->n_progress, err);
+}
+
+static int dec_missing(const char *j, size_t n, void *out, ring_error *err) {
+  return rk_missing_decode(j, n, out, err);
+}
+
+/* A host's missing arcs (missing/<id>). */
+static int parse_missing(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err) {
+  static const host_records h = {RK_HOST_MISSING, sizeof(rk_agent_missing),
+                                 offsetof(rk_agent_missing, m), dec_missing};
+  return parse_host_records(s, r, prefix_len, &h, (void **)&s->missing, &s->n_missing, err);
 }
 
 /* A single value read tolerantly: decoded into out when it parses, else
@@ -671,6 +707,12 @@ const rk_progress *rk_state_progress(const rk_state *s, const char *id) {
   const rk_agent_progress *p =
       s->n_progress ? bsearch(id, s->progress, s->n_progress, sizeof *s->progress, by_id) : NULL;
   return p ? &p->p : NULL;
+}
+
+const rk_missing *rk_state_missing(const rk_state *s, const char *id) {
+  const rk_agent_missing *m =
+      s->n_missing ? bsearch(id, s->missing, s->n_missing, sizeof *s->missing, by_id) : NULL;
+  return m != NULL && m->m.n_tokens > 0 ? &m->m : NULL;
 }
 
 const char *rk_barrier_laggard(const rk_state *s, const ring_table *t, uint64_t version) {

@@ -2,7 +2,7 @@
  * cluster.h: a cluster's state as read from etcd, shared by ring-coordinator
  * and ringctl. One read is one etcd txn of range ops for what the control
  * plane writes, then the prefixes hosts write (alive/, acks/, progress/,
- * clients/) in bounded pages at that txn's revision, so everything in an
+ * clients/, missing/) in bounded pages at that txn's revision, so everything in an
  * rk_state comes from one store revision and no reply grows with what
  * every host wrote (proto/etcd.md, "Reading host records").
  *
@@ -31,7 +31,8 @@ enum {
   RK_READ_LEADER = 1u << 7,
   RK_READ_CLIENTS = 1u << 8, /* clients/: data-plane processes in the version barrier */
   RK_READ_STUCK = 1u << 9,   /* the coordinator's report of stuck moves */
-  RK_READ_ALL = 0x3FFu
+  RK_READ_MISSING = 1u << 10, /* missing/: owned arcs hosts report they lack */
+  RK_READ_ALL = 0x7FFu
 };
 
 typedef struct rk_ack {
@@ -43,6 +44,11 @@ typedef struct rk_agent_progress {
   char id[RING_ID_MAX + 1];
   rk_progress p;    /* version 0 and no tokens when malformed */
 } rk_agent_progress;
+
+typedef struct rk_agent_missing {
+  char id[RING_ID_MAX + 1];
+  rk_missing m;     /* version 0 and no tokens when malformed */
+} rk_agent_missing;
 
 typedef struct rk_alive_entry {
   rk_alive a;       /* id set from the key; the rest zero when malformed */
@@ -58,7 +64,8 @@ typedef enum rk_bad_kind {
   RK_BAD_ACKS = RK_HOST_ACK,
   RK_BAD_PROGRESS = RK_HOST_PROGRESS,
   RK_BAD_CLIENTS = RK_HOST_CLIENT,
-  RK_BAD_LEADER,
+  RK_BAD_MISSING = RK_HOST_MISSING,
+  RK_BAD_LEADER = RK_HOST_KINDS,
   RK_BAD_STUCK,
   RK_BAD_KINDS
 } rk_bad_kind;
@@ -74,7 +81,7 @@ typedef struct rk_bad_record {
   char why[RK_BAD_WHY_MAX];   /* e.g. "1468006 bytes over the 524288 cap" */
 } rk_bad_record;
 
-/* "alive", "acks", "progress", "clients", "leader", "stuck". */
+/* "alive", "acks", "progress", "clients", "missing", "leader", "stuck". */
 const char *rk_bad_kind_name(rk_bad_kind k);
 /* "progress/n3: 1468006 bytes over the 524288 cap" into buf; returns buf. */
 const char *rk_bad_text(const rk_bad_record *b, char *buf, size_t size);
@@ -113,6 +120,9 @@ typedef struct rk_state {
 
   char (*clients)[RING_ID_MAX + 1]; /* names under clients/, sorted */
   uint32_t n_clients;
+
+  rk_agent_missing *missing; /* sorted by id; hosts reporting owned arcs they lack */
+  uint32_t n_missing;
 
   bool has_stuck;            /* the key is there and parsed */
   rk_stuck stuck;
@@ -168,6 +178,7 @@ rk_node *rk_state_node(const rk_state *s, const char *id);
 const rk_alive_entry *rk_state_alive(const rk_state *s, const char *id);
 uint64_t rk_state_ack(const rk_state *s, const char *id); /* 0 when absent */
 const rk_progress *rk_state_progress(const rk_state *s, const char *id);
+const rk_missing *rk_state_missing(const rk_state *s, const char *id);
 
 /* The version barrier (proto/etcd.md): every node of t that has an alive/
  * key and every registered client has acked at least `version`. Returns
@@ -214,5 +225,40 @@ bool rk_input_matches_table(const rk_plan_input *in, const ring_table *table);
  * itself). Sealed, at `version`; *out owned by the caller. */
 int rk_run_table(const ring_table *base, const ring_plan *p, const uint8_t *done,
                  const uint8_t *pending, uint64_t version, ring_table **out, ring_error *err);
+
+/* ------------------------------------------------------ missing replicas */
+
+/* What hosts report under missing/ (cluster_missing.c), against the table
+ * in service: a token-replica is missing when its owner lists the token and
+ * the table still makes it an owner; a token is lost when every owner the
+ * table names for it reports it missing. `ringctl status`, `verify` and the
+ * coordinator's gauges, /healthz and status page show this one view. */
+typedef struct rk_missing_host {
+  char id[RING_ID_MAX + 1];
+  uint32_t n;          /* token-replicas of this host reported missing */
+  uint32_t *tokens;    /* those tokens, ascending; malloc()'ed */
+  const rk_missing *m; /* the record (borrowed from the state) for its failing reasons */
+} rk_missing_host;
+
+typedef struct rk_missing_view {
+  uint32_t replicas;      /* token-replicas reported missing, all hosts */
+  rk_missing_host *hosts; /* those with at least one, by id; malloc()'ed */
+  uint32_t n_hosts;
+  uint32_t *lost;         /* tokens every owner reports missing, ascending; malloc()'ed */
+  uint32_t n_lost;
+} rk_missing_view;
+
+#define RK_MISSING_SHOWN 16 /* tokens a host's entry lists in status (the count says the rest) */
+
+/* Builds the view from s's missing records and t (NULL: an empty view). It
+ * borrows s: free the view before s. RING_OK or RING_ENOMEM (*out empty). */
+int rk_missing_view_make(const rk_state *s, const ring_table *t, rk_missing_view *out);
+void rk_missing_view_free(rk_missing_view *v);
+/* {"replicas":N,"hosts":[{"host","count","tokens":[first RK_MISSING_SHOWN],
+ * "failing":[{"token","attempts","error"}]}],"lost":[...]}: a new cJSON
+ * object the caller deletes. */
+struct cJSON *rk_missing_json(const rk_missing_view *v);
+/* "17 token-replicas missing (n2: 17, 40, ...; lost: 3)" into buf. */
+const char *rk_missing_text(const rk_missing_view *v, char *buf, size_t size);
 
 #endif /* RING_COORD_CLUSTER_H */

@@ -1,10 +1,12 @@
 /*
  * cmd_accept_loss.c: `ringctl accept-loss`: the operator's explicit word
- * that the data of some moves in flight is gone, so their receivers may
- * install those arcs empty (proto/etcd.md, `loss`). Nothing else ever
- * completes a move without its data (DESIGN.md, "Arc storage on a host").
+ * that the data of some moves in flight, or of replicas their owners
+ * report missing (missing/<id>), is gone, so their receivers (or those
+ * owners) may install those arcs empty (proto/etcd.md, `loss`). Nothing
+ * else ever completes a move or a refill without its data (DESIGN.md,
+ * "Arc storage on a host").
  *
- * Usage: ringctl accept-loss TOKENS|--stuck [--version V] [--yes]
+ * Usage: ringctl accept-loss TOKENS|--stuck|--lost [--version V] [--yes]
  *
  * Sections: arguments; which tokens; the record; the command.
  *
@@ -28,35 +30,41 @@
 
 /* -------------------------------------------------------------- arguments */
 
-enum { OPT_STUCK, OPT_YES, OPT_VERSION };
+enum { OPT_STUCK, OPT_LOST, OPT_YES, OPT_VERSION };
 
 static const ringctl_opt loss_opts[] = {{"stuck", OPT_STUCK, false},
+                                        {"lost", OPT_LOST, false},
                                         {"yes", OPT_YES, false},
                                         {"version", OPT_VERSION, true},
                                         {NULL, 0, false}};
 
 static const char help[] =
     "Usage: ringctl accept-loss TOKENS [--version V] [--yes]\n"
-    "       ringctl accept-loss --stuck [--version V] [--yes]\n"
+    "       ringctl accept-loss --stuck|--lost [--version V] [--yes]\n"
     "\n"
-    "Accepts that the data of moves in flight is lost: the receivers of the listed\n"
-    "pending tokens install them empty instead of waiting for a source that will\n"
-    "never answer. Data no replica holds any more is written off: use it only when\n"
-    "every source of those tokens is gone for good (deploy/STUCK.md).\n"
+    "Accepts that the data of moves in flight, or of replicas their owners report\n"
+    "missing (a wiped disk), is lost: the receivers of the listed pending tokens,\n"
+    "and the owners missing the listed tokens, install them empty instead of\n"
+    "waiting for a source that will never answer (an owner still fetches from any\n"
+    "other owner that holds the token first). Data no replica holds any more is\n"
+    "written off: use it only when every source of those tokens is gone for good\n"
+    "(deploy/STUCK.md, deploy/PRODUCTION.md).\n"
     "\n"
     "TOKENS is a comma list of tokens and ranges (3,17,100-120); --stuck takes every\n"
-    "move the coordinator reports stuck. Every token must be pending in the current\n"
-    "table (else exit 2). Without --yes nothing is written: the tokens, the version\n"
-    "and the command that writes them are printed.\n"
+    "move the coordinator reports stuck; --lost every token whose every owner\n"
+    "reports it missing. Every token must be pending in the current table or\n"
+    "reported missing by an owner (else exit 2). Without --yes nothing is written:\n"
+    "the tokens, the version and the command that writes them are printed.\n"
     "\n"
     "Options:\n"
     "  --stuck      the tokens of the coordinator's stuck report\n"
+    "  --lost       the tokens every owner reports missing (ringctl status: lost)\n"
     "  --version V  refuse (exit 3) unless the table is still at version V\n"
     "  --yes        write the record (one txn; exit 3 if the version moved meanwhile)\n";
 
 typedef struct loss_settings {
   const char *list; /* TOKENS as given; NULL with --stuck */
-  bool stuck, yes;
+  bool stuck, lost, yes; /* --lost: every token whose every owner reports it missing */
   uint64_t version; /* --version; 0: whatever is current */
   uint8_t *bits;    /* the tokens asked for, BITS_BYTES */
 } loss_settings;
@@ -114,6 +122,9 @@ static int apply(const ringctl_args *a, int id, const char *value, void *ud) {
   case OPT_STUCK:
     s->stuck = true;
     return RINGCTL_EXIT_OK;
+  case OPT_LOST:
+    s->lost = true;
+    return RINGCTL_EXIT_OK;
   case OPT_YES:
     s->yes = true;
     return RINGCTL_EXIT_OK;
@@ -161,30 +172,61 @@ static void take_stuck(const rk_state *st, uint8_t *bits) {
            k->n_moves, k->more);
 }
 
-/* Refuses (exit 2) tokens that are not pending in t (t NULL: no table). */
-static int check_pending(ringctl_ctx *ctx, const ring_table *t, uint64_t version,
-                         const uint32_t *tok, uint32_t n) {
-  uint8_t *pending = calloc(BITS_BYTES, 1);
-  if (pending == NULL)
-    return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "out of memory");
+/* The tokens pending in t into bits. */
+static void mark_pending(const ring_table *t, uint8_t *bits) {
   for (uint32_t i = 0; t != NULL && i < ring_table_pending_count(t); i++) {
     uint32_t token, slot;
     uint16_t node;
     if (ring_table_pending_at(t, i, &token, &slot, &node) == RING_OK)
-      rk_bit_set(pending, token, true);
+      rk_bit_set(bits, token, true);
   }
+}
+
+/* The tokens an owner reports missing (missing/<id>) into bits. */
+static void mark_missing(const rk_missing_view *mv, uint8_t *bits) {
+  for (uint32_t i = 0; i < mv->n_hosts; i++)
+    for (uint32_t k = 0; k < mv->hosts[i].n; k++)
+      rk_bit_set(bits, mv->hosts[i].tokens[k], true);
+}
+
+/* Refuses (exit 2) tokens that are neither pending in t (t NULL: no
+ * table) nor reported missing by an owner. */
+static int check_acceptable(ringctl_ctx *ctx, const ring_table *t, const rk_missing_view *mv,
+                            uint64_t version, const uint32_t *tok, uint32_t n) {
+  uint8_t *ok = calloc(BITS_BYTES, 1);
+  if (ok == NULL)
+    return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "out of memory");
+  mark_pending(t, ok);
+  mark_missing(mv, ok);
   uint32_t bad = 0;
   for (uint32_t i = 0; i < n; i++)
-    if (!rk_bit(pending, tok[i]) && bad++ < 8)
-      fprintf(stderr, "%s: token %" PRIu32 " is not pending in version %" PRIu64 "\n", ctx->a->prog,
-              tok[i], version);
-  free(pending);
+    if (!rk_bit(ok, tok[i]) && bad++ < 8)
+      fprintf(stderr,
+              "%s: token %" PRIu32 " is not pending in version %" PRIu64
+              " and no owner reports it missing\n",
+              ctx->a->prog, tok[i], version);
+  free(ok);
   if (bad == 0)
     return RINGCTL_EXIT_OK;
   return ringctl_say(ctx, RINGCTL_EXIT_USAGE,
-                     "%" PRIu32 " of the tokens are not moves in flight: only a pending token "
-                     "can be accepted as lost (ringctl status shows the stuck ones)",
+                     "%" PRIu32 " of the tokens are neither moves in flight nor missing replicas: "
+                     "only those can be accepted as lost (ringctl status shows both)",
                      bad);
+}
+
+/* The owners that report a token of tok missing, and whether it is lost. */
+static void show_missing(const rk_missing_view *mv, const uint32_t *tok, uint32_t n) {
+  for (uint32_t i = 0; i < mv->n_hosts; i++)
+    for (uint32_t k = 0; k < mv->hosts[i].n; k++) {
+      uint32_t token = mv->hosts[i].tokens[k];
+      if (bsearch(&token, tok, n, sizeof *tok, by_value) == NULL)
+        continue;
+      bool lost = bsearch(&token, mv->lost, mv->n_lost, sizeof *mv->lost, by_value) != NULL;
+      printf("  token %" PRIu32 ": owner %s lacks it and installs it empty%s\n", token,
+             mv->hosts[i].id,
+             lost ? " (every owner lacks it)"
+                  : " only if no other owner serves it (another owner may hold it)");
+    }
 }
 
 /* What the record will say, and each move it lets complete. */
@@ -296,16 +338,19 @@ static int accept(ringctl_ctx *ctx, const rk_state *st, const uint32_t *tok, uin
 /* ------------------------------------------------------------- the command */
 
 static int decide(ringctl_ctx *ctx, const loss_settings *s, const rk_state *st,
-                  const ring_table *t) {
+                  const ring_table *t, const rk_missing_view *mv) {
   uint32_t n = 0;
   uint32_t *tok = tokens_of(s->bits, &n);
   if (tok == NULL)
     return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "out of memory");
   int rc = RINGCTL_EXIT_OK;
   if (n == 0)
-    printf("no moves are reported stuck in version %" PRIu64 ": nothing to accept\n", st->version);
-  else if ((rc = check_pending(ctx, t, st->version, tok, n)) == RINGCTL_EXIT_OK) {
+    printf("no moves are reported stuck and no tokens lost in version %" PRIu64
+           ": nothing to accept\n",
+           st->version);
+  else if ((rc = check_acceptable(ctx, t, mv, st->version, tok, n)) == RINGCTL_EXIT_OK) {
     show(t, st->version, tok, n);
+    show_missing(mv, tok, n);
     if (s->yes)
       rc = accept(ctx, st, tok, n);
     else
@@ -315,39 +360,51 @@ static int decide(ringctl_ctx *ctx, const loss_settings *s, const rk_state *st,
   return rc;
 }
 
+/* Checks the version asked for, gathers --stuck and --lost, decides. */
+static int take(ringctl_ctx *ctx, loss_settings *s, const rk_state *st, const ring_table *t,
+                const rk_missing_view *mv) {
+  if (s->version != 0 && s->version != st->version)
+    return ringctl_say(ctx, RINGCTL_EXIT_CONFLICT,
+                       "the table is at version %" PRIu64 ", not %" PRIu64
+                       ": nothing was written; review ringctl status again",
+                       st->version, s->version);
+  if (t == NULL)
+    return ringctl_say(ctx, RINGCTL_EXIT_USAGE, "no table is published yet: nothing is pending");
+  if (s->stuck)
+    take_stuck(st, s->bits);
+  for (uint32_t i = 0; s->lost && i < mv->n_lost; i++)
+    rk_bit_set(s->bits, mv->lost[i], true);
+  return decide(ctx, s, st, t, mv);
+}
+
 static int run(ringctl_ctx *ctx, void *ud) {
-  loss_settings *s = ud;
   rk_state st;
   ring_table *t = NULL;
-  int rc = ringctl_read_live(ctx, RK_READ_VERSION | RK_READ_PLANS | RK_READ_STUCK, &st, &t);
+  int rc = ringctl_read_live(ctx, RK_READ_VERSION | RK_READ_PLANS | RK_READ_STUCK | RK_READ_MISSING,
+                             &st, &t);
   if (rc != RINGCTL_EXIT_OK)
     return rc;
-  if (s->version != 0 && s->version != st.version)
-    rc = ringctl_say(ctx, RINGCTL_EXIT_CONFLICT,
-                     "the table is at version %" PRIu64 ", not %" PRIu64
-                     ": nothing was written; review ringctl status again",
-                     st.version, s->version);
-  else if (t == NULL)
-    rc = ringctl_say(ctx, RINGCTL_EXIT_USAGE, "no table is published yet: nothing is pending");
-  else {
-    if (s->stuck)
-      take_stuck(&st, s->bits);
-    rc = decide(ctx, s, &st, t);
-  }
+  rk_missing_view mv;
+  if (rk_missing_view_make(&st, t, &mv) != RING_OK)
+    rc = ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "out of memory");
+  else
+    rc = take(ctx, ud, &st, t, &mv), rk_missing_view_free(&mv);
   ring_table_free(t);
   rk_state_free(&st);
   return rc;
 }
 
 int ringctl_cmd_accept_loss(ringctl_args *a) {
-  loss_settings s = {NULL, false, false, 0, calloc(BITS_BYTES, 1)};
+  loss_settings s = {NULL, false, false, false, 0, calloc(BITS_BYTES, 1)};
   bool help_shown = false;
   if (s.bits == NULL)
     return RINGCTL_EXIT_FAILURE;
   int rc = ringctl_parse(a, loss_opts, help, apply, &s, &help_shown);
-  if (rc == RINGCTL_EXIT_OK && !help_shown && (s.list != NULL) == s.stuck)
-    rc = ringctl_usage_error(a, s.stuck ? "TOKENS or --stuck, not both"
-                                        : "which tokens? give TOKENS (3,17,100-120) or --stuck");
+  int ways = (s.list != NULL) + s.stuck + s.lost;
+  if (rc == RINGCTL_EXIT_OK && !help_shown && ways != 1)
+    rc = ringctl_usage_error(a, ways > 1 ? "one of TOKENS, --stuck or --lost"
+                                         : "which tokens? give TOKENS (3,17,100-120), --stuck "
+                                           "or --lost");
   if (rc == RINGCTL_EXIT_OK && !help_shown)
     rc = ringctl_with_etcd(a, run, &s);
   free(s.bits);

@@ -9,11 +9,15 @@
  *    "plan":null|{"id","state","moves_total","moves_done"},
  * and after it
  *    "stuck":[{"token","slot","from","to","error","for_ms"}],
- *    "failing":[{"node","token","attempts","error"}]
+ *    "failing":[{"node","token","attempts","error"}],
+ *    "missing":{"replicas","hosts":[{"host","count","tokens","failing"}],"lost"}
  * and, only when the read ignored records, "bad_records":[{"kind","host","why"}]}
  * "plan" is the active run, else the proposed plan, else the last finished run.
  * "stuck" is the coordinator's `stuck` report for the current version;
  * "failing" every failing fetch the receivers report for it, stuck or not yet.
+ * "missing" the token-replicas their owners report missing (missing/<id>)
+ * that the table still gives them: per host its count, its first 16 tokens
+ * and the refill's failing reasons; "lost" the tokens every owner lacks.
  * "bad_records" the host records (and leader, stuck values) the read
  * ignored, over their size cap or malformed (proto/etcd.md).
  */
@@ -28,7 +32,8 @@ static const char help[] =
     "Shows the table version, the leader, every node (state, alive, token-replicas\n"
     "owned against its weighted target), the plan in progress or proposed, the\n"
     "moves the coordinator reports stuck and the fetches receivers report failing\n"
-    "(deploy/STUCK.md), and the bad records: host values ignored as over their\n"
+    "(deploy/STUCK.md), the token-replicas owners report missing (a wiped or\n"
+    "replaced disk; tokens no owner holds are lost), and the bad records: host values ignored as over their\n"
     "size cap or malformed.\n";
 
 /* What the status shows of the plans. */
@@ -70,7 +75,8 @@ static cJSON *plan_json(const plan_view *v) {
   return o;
 }
 
-static int print_json(const rk_state *st, const ringctl_node_row *rows, const plan_view *v) {
+static int print_json(const rk_state *st, const ringctl_node_row *rows, const plan_view *v,
+                      const rk_missing_view *mv) {
   cJSON *o = cJSON_CreateObject();
   cJSON *nodes = cJSON_CreateArray();
   cJSON_AddNumberToObject(o, "version", (double)st->version);
@@ -80,6 +86,7 @@ static int print_json(const rk_state *st, const ringctl_node_row *rows, const pl
   cJSON_AddItemToObject(o, "plan", plan_json(v));
   cJSON_AddItemToObject(o, "stuck", ringctl_stuck_json(st));
   cJSON_AddItemToObject(o, "failing", ringctl_failing_json(st));
+  cJSON_AddItemToObject(o, "missing", rk_missing_json(mv));
   if (st->n_bad > 0) /* only then: scripts checking the shape above see it unchanged */
     cJSON_AddItemToObject(o, "bad_records", rk_bad_json(st, st->n_bad));
   return ringctl_json_emit(o);
@@ -99,7 +106,7 @@ static void print_plan(const plan_view *v) {
 }
 
 static void print_text(const ringctl_ctx *ctx, const rk_state *st, const ringctl_node_row *rows,
-                       const plan_view *v) {
+                       const plan_view *v, const rk_missing_view *mv) {
   const rk_config *c = &st->config;
   printf("cluster:  %s, %u tokens x %u replicas, failure domain %s, migration %s\n", ctx->cluster,
          c->tokens, c->replicas, c->failure_domain[0] ? c->failure_domain : "none",
@@ -116,20 +123,27 @@ static void print_text(const ringctl_ctx *ctx, const rk_state *st, const ringctl
   putchar('\n');
   ringctl_node_table(stdout, rows, st->n_nodes, false);
   ringctl_stuck_text(stdout, st);
+  ringctl_missing_text(stdout, mv);
   ringctl_bad_text(stdout, st);
 }
 
 static int show(ringctl_ctx *ctx, const rk_state *st, const ring_table *table) {
   ringctl_node_row *rows = NULL;
   plan_view v;
-  if (ringctl_node_rows(st, table, &rows) != RING_OK)
+  rk_missing_view mv;
+  if (rk_missing_view_make(st, table, &mv) != RING_OK)
     return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "out of memory");
+  if (ringctl_node_rows(st, table, &rows) != RING_OK) {
+    rk_missing_view_free(&mv);
+    return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "out of memory");
+  }
   int rc = read_plans(ctx, st, &v);
   if (rc == RINGCTL_EXIT_OK && ctx->a->globals->json)
-    rc = print_json(st, rows, &v);
+    rc = print_json(st, rows, &v, &mv);
   else if (rc == RINGCTL_EXIT_OK)
-    print_text(ctx, st, rows, &v);
+    print_text(ctx, st, rows, &v, &mv);
   ringctl_runs_free(v.history, v.n_history);
+  rk_missing_view_free(&mv);
   free(rows);
   return rc;
 }

@@ -5,6 +5,10 @@
  *
  * Usage: ringctl verify [--json]
  *
+ * Owners that report owned arcs missing (missing/<id>) and tokens every
+ * owner lacks (lost) are violations too: the data is not where the table
+ * says until they are refilled (or their loss accepted).
+ *
  * Exit 0 when every check holds, 1 listing the violations.
  * --json: {"version":N,"ok":bool,"violations":["...",...]}
  */
@@ -22,7 +26,9 @@ static const char help[] =
     "distinct and in distinct failure domains (when enough domains exist), every\n"
     "node holds within one token-replica of its weighted target, and nodes that are\n"
     "draining, down or removed own nothing. Also checks that the table is the\n"
-    "version the version key names and matches the config (T, R, seed, domain).\n"
+    "version the version key names and matches the config (T, R, seed, domain),\n"
+    "and that no owner reports an owned arc missing (missing/<id>; tokens every\n"
+    "owner lacks are named lost).\n"
     "Exit 1 lists the violations.\n";
 
 /* Appends one formatted violation to the array. */
@@ -80,6 +86,16 @@ static int report(const ringctl_ctx *ctx, const rk_state *st, cJSON *v, int coun
   return ok ? RINGCTL_EXIT_OK : RINGCTL_EXIT_FAILURE;
 }
 
+/* Owners reporting owned arcs missing (missing/<id>), and lost tokens. */
+static int check_missing(const rk_state *st, const ring_table *t, cJSON *v) {
+  rk_missing_view mv;
+  if (rk_missing_view_make(st, t, &mv) != RING_OK)
+    return -RING_ENOMEM; /* negative, as ring_table_verify's failures */
+  int n = ringctl_missing_violations(&mv, v);
+  rk_missing_view_free(&mv);
+  return n;
+}
+
 static int check(ringctl_ctx *ctx, const rk_state *st, const ring_table *t, void *ud) {
   (void)ud;
   if (t == NULL && !ctx->a->globals->json) {
@@ -91,6 +107,8 @@ static int check(ringctl_ctx *ctx, const rk_state *st, const ring_table *t, void
   if (t != NULL) {
     check_agreement(st, t, v);
     counted = check_invariants(st, t, v);
+    int missing = counted >= 0 ? check_missing(st, t, v) : 0;
+    counted = missing < 0 ? missing : counted > 0 ? counted + missing : counted;
   }
   if (counted >= 0)
     return report(ctx, st, v, counted);
@@ -98,6 +116,16 @@ static int check(ringctl_ctx *ctx, const rk_state *st, const ring_table *t, void
   return ringctl_fail(ctx, counted, NULL, "verifying");
 }
 
-static int run(ringctl_ctx *ctx, void *ud) { return ringctl_with_table(ctx, NULL, check, ud); }
+static int run(ringctl_ctx *ctx, void *ud) {
+  rk_state st;
+  ring_table *t = NULL;
+  int rc = ringctl_read_live(ctx, RK_READ_VERSION | RK_READ_MISSING, &st, &t);
+  if (rc != RINGCTL_EXIT_OK)
+    return rc;
+  rc = check(ctx, &st, t, ud);
+  ring_table_free(t);
+  rk_state_free(&st);
+  return rc;
+}
 
 int ringctl_cmd_verify(ringctl_args *a) { return ringctl_run_plain(a, help, run, NULL); }

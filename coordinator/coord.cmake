@@ -6,6 +6,7 @@ add_executable(ring-coordinator
   coord_propose.c
   coord_run.c
   coord_stuck.c
+  coord_missing.c
   coord_publish.c
   coord_gc.c
   coord_metrics.c

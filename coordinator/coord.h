@@ -216,4 +216,19 @@ void coord_status_follow(coord *c);
 /* Helpers shared by the parts. */
 int coord_key(const coord *c, char key[RK_KEY_MAX], const char *what);
 
+/* ------------------------------------------------------ missing replicas */
+
+/* The loop, leading, after the table is in sync: the view of missing/
+ * (coord_missing.c) for the gauges, /healthz and the status page. */
+void coord_missing_observe(coord *c, const rk_state *s);
+/* Stepping down: a follower reports nothing missing (the leader does). */
+void coord_missing_forget(void);
+/* /healthz's part: writes "degraded: N token-replicas missing (...)"
+ * (after "; " when `after`) and returns false while any are. */
+bool coord_missing_health(rd_text *t, bool after);
+/* The status page's "missing" object: a new cJSON the caller deletes. */
+struct cJSON *coord_missing_json(void);
+/* The two gauges, for /metrics. */
+void coord_missing_metrics(rd_text *t);
+
 #endif /* RING_COORD_H */

@@ -41,6 +41,7 @@ static void forget_term(coord *c) {
   c->run_base = NULL;
   c->input_hash = 0;
   coord_stuck_forget(c); /* a follower reports nothing stuck: the leader does */
+  coord_missing_forget();
 }
 
 void coord_step_down(coord *c, const char *why) {

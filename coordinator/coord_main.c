@@ -137,6 +137,8 @@ static bool leader_step(coord *c) {
     wrote = coord_stuck_step(c, &s);
   if (wrote == 0)
     coord_gc(c, &s);
+  if (s.has_config && c->table != NULL)
+    coord_missing_observe(c, &s);
   if (wrote >= 0)
     rd_health_ok(&c->health);
   if (wrote <= 0) /* after a write the loop looks again at once */

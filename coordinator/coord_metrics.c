@@ -140,15 +140,17 @@ void coord_metrics_text(void *ud, rd_text *t) {
   }
   gauge(t, "ring_coordinator_bad_record_hosts", "hosts with a record ignored as bad now",
         (double)atomic_load(&bad_hosts));
+  coord_missing_metrics(t);
 }
 
-/* Stuck moves first (they last until data arrives or a loss is accepted),
- * then the last trouble of a step; one line, healthy only without both. */
+/* Stuck moves first, then missing replicas (both last until data arrives
+ * or a loss is accepted), then the last trouble of a step; one line, healthy only without both. */
 bool coord_health_text(void *ud, rd_text *t) {
   coord *c = ud;
   rd_text trouble = {0};
   bool ok = rd_health_text(&c->health, &trouble);
   bool calm = coord_stuck_health(c, t);
+  calm = coord_missing_health(t, !calm) && calm; /* missing replicas: after the stuck moves */
   const char *line = trouble.data != NULL ? trouble.data : "ok\n";
   if (calm)
     rd_text_printf(t, "%s", line);

@@ -33,7 +33,9 @@
  *              "reason","violations":[TEXT]},
  *    "history":[{"id","state","base_version","moves_total","moves_done",
  *                "waves","approved_ms","finished_ms","reason"}],
- *    "bad_records":[{"kind","host","why"}]}
+ *    "bad_records":[{"kind","host","why"}],
+ *    "missing":{"replicas":N,"hosts":[{"host","count","tokens","failing"}],
+ *               "lost":[TOKEN]}}
  * "nodes" holds every node record, by id; "replicas" is what it owns in
  * the table at "version" and "target" its weighted target there
  * (rk_node_targets, the same figures as `ringctl status`; both 0 for a
@@ -43,7 +45,10 @@
  * "bad_records" are the records the read ignored (rk_state's bad: over
  * their cap or malformed), by kind and host, at most STATUS_BAD_MAX. Strings
  * are JSON-escaped by cJSON; the page puts every value into the document
- * as text (textContent), never as markup.
+ * as text (textContent), never as markup. "missing" is the token-replicas
+ * their owners report missing (coord_missing.c; cluster.h's view): per
+ * host its count, first tokens and the refill's failing reasons, and the
+ * tokens every owner lacks.
  */
 #include "coord.h"
 
@@ -348,6 +353,7 @@ static cJSON *leader_json(coord *c, const rk_state *s, const ring_table *t) {
                         c->status.history != NULL ? cJSON_Duplicate(c->status.history, true)
                                                   : cJSON_CreateArray());
   cJSON_AddItemToObject(o, "bad_records", rk_bad_json(s, STATUS_BAD_MAX));
+  cJSON_AddItemToObject(o, "missing", coord_missing_json());
   return o;
 }
 
@@ -458,6 +464,11 @@ static const char page[] =
     "<table id=\"history\">\n"
     "<thead><tr><th>plan</th><th>state</th><th>base</th><th>moves</th><th>waves</th><th>finished</"
     "th><th>reason</th></tr></thead>\n"
+    "<tbody></tbody>\n"
+    "</table>\n"
+    "<h2>Missing replicas</h2>\n"
+    "<table id=\"missing\">\n"
+    "<thead><tr><th>host</th><th>count</th><th>first tokens</th></tr></thead>\n"
     "<tbody></tbody>\n"
     "</table>\n"
     "<h2>Bad records</h2>\n"
@@ -586,6 +597,29 @@ static const char page[] =
     "    body.appendChild(none);\n"
     "  }\n"
     "}\n"
+    "function missing(m) {\n"
+    "  var body = $(\"missing\").tBodies[0], hosts = m ? m.hosts : [];\n"
+    "  body.textContent = \"\";\n"
+    "  for (var i = 0; i < hosts.length; i++) {\n"
+    "    var h = hosts[i], tr = document.createElement(\"tr\");\n"
+    "    cell(tr, h.host, \"host\");\n"
+    "    cell(tr, h.count, \"num count\");\n"
+    "    cell(tr, h.tokens.join(\", \") + (h.count > h.tokens.length ? \", ...\" : \"\"), \"tokens\");\n"
+    "    body.appendChild(tr);\n"
+    "  }\n"
+    "  if (m && m.lost.length) {\n"
+    "    var lost = document.createElement(\"tr\");\n"
+    "    cell(lost, \"lost (no owner holds them)\", \"bad\");\n"
+    "    cell(lost, m.lost.length, \"num count\");\n"
+    "    cell(lost, m.lost.slice(0, 32).join(\", \"), \"tokens\");\n"
+    "    body.appendChild(lost);\n"
+    "  }\n"
+    "  if (!hosts.length) {\n"
+    "    var none = document.createElement(\"tr\");\n"
+    "    cell(none, \"none\", \"muted\").colSpan = 3;\n"
+    "    body.appendChild(none);\n"
+    "  }\n"
+    "}\n"
     "function render(s) {\n"
     "  text(\"cluster\", s.cluster);\n"
     "  text(\"self\", s.self);\n"
@@ -610,6 +644,7 @@ static const char page[] =
     "  nodes(s.nodes || []);\n"
     "  plan(s.plan);\n"
     "  history(s.history || []);\n"
+    "  missing(s.missing);\n"
     "  bad(s.bad_records || []);\n"
     "}\n"
     "function poll() {\n"

@@ -16,6 +16,7 @@ set(RINGCTL_SHARED
   ringctl_plansum.c
   ringctl_runs.c
   ringctl_stuck.c
+  ringctl_missing.c
   ringctl_plans.c
   ringctl_node_edit.c
 )

@@ -124,6 +124,16 @@ bool ringctl_stuck_text(FILE *f, const rk_state *st);
  * nothing when there are none. Returns whether it printed anything. */
 bool ringctl_bad_text(FILE *f, const rk_state *st);
 
+/* -------------------------------------------------------- missing replicas */
+
+/* The section "missing replicas" (host, count, first tokens, the refill's
+ * last error; then the lost tokens) of v, after a blank line; nothing when
+ * v is empty. Returns whether it printed anything (ringctl_missing.c). */
+bool ringctl_missing_text(FILE *f, const rk_missing_view *v);
+/* Appends verify's violations for v to arr: one line per host, one for
+ * the lost tokens. Returns how many it appended. */
+int ringctl_missing_violations(const rk_missing_view *v, cJSON *arr);
+
 /* ----------------------------------------------------------------- pictures */
 
 /* Draws table t as SVG on f (render_svg.c): R concentric rings of tokens

@@ -27,6 +27,7 @@
 #define LEADER_FORMAT "ringkeeper.leader.v1"
 #define LOSS_FORMAT "ringkeeper.loss.v1"
 #define STUCK_FORMAT "ringkeeper.stuck.v1"
+#define MISSING_FORMAT "ringkeeper.missing.v1"
 #define CLIENT_FORMAT "ringkeeper.client.v1"
 
 #define N_KEYS(a) (sizeof(a) / sizeof *(a))
@@ -605,19 +606,29 @@ static bool has_token(const uint32_t *t, uint32_t n, uint32_t token) {
   return n > 0 && bsearch(&token, t, n, sizeof *t, by_token) != NULL;
 }
 
-/* A failing entry: ctx is the progress with its tokens decoded. */
+/* What a failing entry is checked against: its record's tokens, and
+ * whether the entry's token must be among them (missing/: a reason for a
+ * listed token) or must not (progress/: a fetch not yet held). */
+typedef struct failing_ctx {
+  const uint32_t *tokens;
+  uint32_t n;
+  bool listed;
+} failing_ctx;
+
+/* A failing entry: ctx is a failing_ctx over the tokens decoded before. */
 static int failing_one(const cJSON *e, const char *where, void *out, const void *prev, void *ctx,
                        ring_error *err) {
   rk_failing *f = out;
   const rk_failing *before = prev;
-  const rk_progress *p = ctx;
+  const failing_ctx *c = ctx;
   uint64_t token = 0, attempts = 0;
   int rc = ring__json_uint_at(e, where, "token", 0, RING_TOKENS_MAX - 1, RING_EFIELD, &token, err);
   if (rc == RING_OK && before != NULL && token <= before->token)
     rc = ring__err(err, RING_EFIELD, "%stoken: %" PRIu64 " not above %u", where, token,
                    before->token);
-  if (rc == RING_OK && has_token(p->tokens, p->n_tokens, (uint32_t)token))
-    rc = ring__err(err, RING_EFIELD, "%stoken: %" PRIu64 " is also in tokens (held)", where, token);
+  if (rc == RING_OK && has_token(c->tokens, c->n, (uint32_t)token) != c->listed)
+    rc = ring__err(err, RING_EFIELD, "%stoken: %" PRIu64 " %s", where, token,
+                   c->listed ? "is not in tokens" : "is also in tokens (held)");
   if (rc == RING_OK)
     rc = ring__json_uint_at(e, where, "attempts", 1, UINT32_MAX, RING_EFIELD, &attempts, err);
   if (rc == RING_OK)
@@ -631,6 +642,33 @@ static const char *const failing_keys[] = {"token", "attempts", "error"};
 static const entry_spec failing_spec = {"failing",      failing_keys,       N_KEYS(failing_keys),
                                         RK_FAILING_MAX, sizeof(rk_failing), failing_one};
 
+/* What failing_one accepts, for the encoders. */
+static bool failing_valid(const rk_failing *f, uint32_t n, const failing_ctx *c) {
+  if (n > RK_FAILING_MAX || (n > 0 && f == NULL))
+    return false;
+  for (uint32_t i = 0; i < n; i++)
+    if (f[i].token >= RING_TOKENS_MAX || (i > 0 && f[i].token <= f[i - 1].token) ||
+        f[i].attempts == 0 || memchr(f[i].error, '\0', sizeof f[i].error) == NULL ||
+        has_token(c->tokens, c->n, f[i].token) != c->listed)
+      return false;
+  return true;
+}
+
+/* ,"failing":[...] when there are entries; nothing otherwise, so a record
+ * without failures keeps its bytes. */
+static void encode_failing(ring__sbuf *b, const rk_failing *f, uint32_t n) {
+  if (n > 0)
+    ring__sb_puts(b, ",\"failing\":[");
+  for (uint32_t i = 0; i < n; i++) {
+    ring__sb_printf(b, "%s{\"token\":%u,\"attempts\":%u,\"error\":", i ? "," : "", f[i].token,
+                    f[i].attempts);
+    ring__sb_json_string(b, f[i].error);
+    ring__sb_puts(b, "}");
+  }
+  if (n > 0)
+    ring__sb_puts(b, "]");
+}
+
 int rk_progress_decode(const char *json, size_t len, rk_progress *out, ring_error *err) {
   static const char *const keys[] = {"format", "version", "tokens", "bytes", "failing"};
   cJSON *root = NULL;
@@ -642,8 +680,9 @@ int rk_progress_decode(const char *json, size_t len, rk_progress *out, ring_erro
     rc = decode_token_list(root, "tokens", 0, &p.tokens, &p.n_tokens, err);
   if (rc == RING_OK)
     rc = ring__json_uint(root, "bytes", 0, RING_VERSION_MAX, RING_EFIELD, &p.bytes, err);
+  failing_ctx fc = {p.tokens, p.n_tokens, false};
   if (rc == RING_OK && ring__json_field(root, "failing") != NULL) /* optional */
-    rc = entries_decode(root, &failing_spec, &p, (void **)&p.failing, &p.n_failing, err);
+    rc = entries_decode(root, &failing_spec, &fc, (void **)&p.failing, &p.n_failing, err);
   cJSON_Delete(root);
   if (rc != RING_OK || out == NULL) {
     rk_progress_free(&p);
@@ -653,37 +692,19 @@ int rk_progress_decode(const char *json, size_t len, rk_progress *out, ring_erro
   return RING_OK;
 }
 
-/* What failing_one accepts, for the encoder. */
-static bool failing_valid(const rk_progress *p) {
-  if (p->n_failing > RK_FAILING_MAX || (p->n_failing > 0 && p->failing == NULL))
-    return false;
-  for (uint32_t i = 0; i < p->n_failing; i++) {
-    const rk_failing *f = &p->failing[i];
-    if (f->token >= RING_TOKENS_MAX || (i > 0 && f->token <= p->failing[i - 1].token) ||
-        f->attempts == 0 || memchr(f->error, '\0', sizeof f->error) == NULL ||
-        has_token(p->tokens, p->n_tokens, f->token))
-      return false;
-  }
-  return true;
-}
-
 int rk_progress_encode(const rk_progress *p, char **json, size_t *len) {
   if (p == NULL || json == NULL || !token_list_valid(p->tokens, p->n_tokens, 0) ||
-      p->version > RING_VERSION_MAX || p->bytes > RING_VERSION_MAX || !failing_valid(p))
+      p->version > RING_VERSION_MAX || p->bytes > RING_VERSION_MAX)
+    return RING_EINVAL;
+  failing_ctx fc = {p->tokens, p->n_tokens, false};
+  if (!failing_valid(p->failing, p->n_failing, &fc))
     return RING_EINVAL;
   ring__sbuf b = {0};
   ring__sb_printf(&b, "{\"format\":\"" PROGRESS_FORMAT "\",\"version\":%" PRIu64 ",", p->version);
   encode_token_list(&b, "tokens", p->tokens, p->n_tokens);
   ring__sb_printf(&b, ",\"bytes\":%" PRIu64, p->bytes);
-  if (p->n_failing > 0) /* absent otherwise: the bytes of a progress without failures stay */
-    ring__sb_puts(&b, ",\"failing\":[");
-  for (uint32_t i = 0; i < p->n_failing; i++) {
-    ring__sb_printf(&b, "%s{\"token\":%u,\"attempts\":%u,\"error\":", i ? "," : "",
-                    p->failing[i].token, p->failing[i].attempts);
-    ring__sb_json_string(&b, p->failing[i].error);
-    ring__sb_puts(&b, "}");
-  }
-  ring__sb_puts(&b, p->n_failing > 0 ? "]}" : "}");
+  encode_failing(&b, p->failing, p->n_failing);
+  ring__sb_puts(&b, "}");
   return rk__sb_finish(&b, json, len);
 }
 
@@ -713,6 +734,56 @@ const rk_failing *rk_progress_failing(const rk_progress *p, uint32_t token) {
   if (p == NULL || p->n_failing == 0)
     return NULL;
   return bsearch(&token, p->failing, p->n_failing, sizeof *p->failing, by_token);
+}
+
+/* ----------------------------------------------------------------- missing */
+
+int rk_missing_decode(const char *json, size_t len, rk_missing *out, ring_error *err) {
+  static const char *const keys[] = {"format", "version", "tokens", "failing"};
+  cJSON *root = NULL;
+  rk_missing m = {0};
+  int rc = rk__record_parse(json, len, MISSING_FORMAT, keys, N_KEYS(keys), &root, err);
+  if (rc == RING_OK)
+    rc = ring__json_uint(root, "version", 1, RING_VERSION_MAX, RING_EVERSION, &m.version, err);
+  if (rc == RING_OK)
+    rc = decode_token_list(root, "tokens", 1, &m.tokens, &m.n_tokens, err);
+  failing_ctx fc = {m.tokens, m.n_tokens, true};
+  if (rc == RING_OK && ring__json_field(root, "failing") != NULL) /* optional */
+    rc = entries_decode(root, &failing_spec, &fc, (void **)&m.failing, &m.n_failing, err);
+  cJSON_Delete(root);
+  if (rc != RING_OK || out == NULL) {
+    rk_missing_free(&m);
+    return rc;
+  }
+  *out = m;
+  return RING_OK;
+}
+
+int rk_missing_encode(const rk_missing *m, char **json, size_t *len) {
+  if (m == NULL || json == NULL || m->version == 0 || m->version > RING_VERSION_MAX ||
+      !token_list_valid(m->tokens, m->n_tokens, 1))
+    return RING_EINVAL;
+  failing_ctx fc = {m->tokens, m->n_tokens, true};
+  if (!failing_valid(m->failing, m->n_failing, &fc))
+    return RING_EINVAL;
+  ring__sbuf b = {0};
+  ring__sb_printf(&b, "{\"format\":\"" MISSING_FORMAT "\",\"version\":%" PRIu64 ",", m->version);
+  encode_token_list(&b, "tokens", m->tokens, m->n_tokens);
+  encode_failing(&b, m->failing, m->n_failing);
+  ring__sb_puts(&b, "}");
+  return rk__sb_finish(&b, json, len);
+}
+
+void rk_missing_free(rk_missing *m) {
+  if (m == NULL)
+    return;
+  free(m->tokens);
+  free(m->failing);
+  memset(m, 0, sizeof *m);
+}
+
+bool rk_missing_has(const rk_missing *m, uint32_t token) {
+  return m != NULL && has_token(m->tokens, m->n_tokens, token);
 }
 
 /* ------------------------------------------------------------------ leader */
@@ -948,6 +1019,7 @@ static const struct {
     [RK_HOST_ACK] = {"acks", "acks/", RK_ACK_VALUE_MAX},
     [RK_HOST_PROGRESS] = {"progress", "progress/", RK_PROGRESS_VALUE_MAX},
     [RK_HOST_CLIENT] = {"clients", "clients/", RK_CLIENT_VALUE_MAX},
+    [RK_HOST_MISSING] = {"missing", "missing/", RK_MISSING_VALUE_MAX},
 };
 
 const char *rk_host_kind_name(rk_host_kind k) {

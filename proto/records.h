@@ -1,11 +1,11 @@
 /*
  * records.h: codecs of the small etcd values (proto/etcd.md): config,
- * nodes/<id>, alive/<id>, progress/<id>, leader, loss, stuck, and the key
+ * nodes/<id>, alive/<id>, progress/<id>, missing/<id>, leader, loss, stuck, and the key
  * names.
  * Internal to Ringkeeper: part of the ringproto library (proto/CMakeLists.txt),
  * which the daemons and ringctl link; never part of libring.
  *
- * Sections: keys; config; node records; alive; progress; leader; loss;
+ * Sections: keys; config; node records; alive; progress; missing; leader; loss;
  * stuck; host records (their size caps, acks/ and clients/).
  *
  * Decoders validate everything (proto/etcd.md), name the offending field
@@ -152,6 +152,26 @@ const rk_failing *rk_progress_failing(const rk_progress *p, uint32_t token);
 /* True when p covers every token of want[0..n) (want ascending). */
 bool rk_progress_covers(const rk_progress *p, const uint32_t *want, uint32_t n);
 
+/* ------------------------------------------------------------- missing */
+
+/* missing/<id>: owned tokens of table version `version`, not pending, that
+ * the host holds no arc for (a wiped or replaced data dir), and why their
+ * refill has not succeeded yet. Written by the agent when the set changes,
+ * deleted when it is empty (proto/etcd.md). */
+typedef struct rk_missing {
+  uint64_t version;    /* the table in service when written: 1 .. 2^53-1 */
+  uint32_t n_tokens;   /* 1 .. RING_TOKENS_MAX */
+  uint32_t *tokens;    /* strictly ascending, < RING_TOKENS_MAX; malloc()'ed */
+  uint32_t n_failing;  /* 0 .. RK_FAILING_MAX; 0: the field is not written */
+  rk_failing *failing; /* ascending tokens, each one of tokens; malloc()'ed (NULL when 0) */
+} rk_missing;
+
+int rk_missing_decode(const char *json, size_t len, rk_missing *out, ring_error *err);
+int rk_missing_encode(const rk_missing *m, char **json, size_t *len);
+void rk_missing_free(rk_missing *m); /* frees the contents, not m; m is zeroed */
+/* True when m lists token. */
+bool rk_missing_has(const rk_missing *m, uint32_t token);
+
 /* -------------------------------------------------------------- leader */
 
 typedef struct rk_leader {
@@ -219,6 +239,7 @@ typedef enum rk_host_kind {
   RK_HOST_ACK,       /* acks/<id> */
   RK_HOST_PROGRESS,  /* progress/<id> */
   RK_HOST_CLIENT,    /* clients/<name> */
+  RK_HOST_MISSING,   /* missing/<id> */
   RK_HOST_KINDS
 } rk_host_kind;
 
@@ -226,8 +247,9 @@ typedef enum rk_host_kind {
 #define RK_ACK_VALUE_MAX 32u               /* a version has at most 16 digits */
 #define RK_PROGRESS_VALUE_MAX (512u << 10) /* 65536 tokens and 64 failing fit */
 #define RK_CLIENT_VALUE_MAX 1024u
+#define RK_MISSING_VALUE_MAX (512u << 10) /* 65536 tokens and 64 failing fit, as progress */
 
-/* "alive", "acks", "progress", "clients": the key's directory without the
+/* "alive", "acks", "progress", "clients", "missing": the key's directory without the
  * slash (metric labels, `ringctl status`); "?" out of range. */
 const char *rk_host_kind_name(rk_host_kind k);
 /* The kind's directory under the cluster prefix ("alive/", ...). */

@@ -159,11 +159,13 @@ static route_info route_key(kv_server *s, struct MHD_Connection *c, const char *
     ri.refuse = 503, ri.why = "this node has not seen the sender's ring version yet\n";
   } else {
     ri.token = ring_table_token(t, key, klen);
-    ri.role = kv_role(t, ri.token, ring_table_find_node(t, s->o.id));
+    ri.role = kv_role_here(s, t, ri.token, ring_table_find_node(t, s->o.id));
     if (has && want < ri.version && !(read && ri.role == KV_ROLE_OWNER))
       ri.refuse = 409, ri.why = "stale ring version: refresh the table and retry\n";
     else if (ri.role == KV_ROLE_NONE)
       ri.refuse = 421, ri.why = "misdirected: this node neither owns nor is pending for the key\n";
+    else if (read && ri.role == KV_ROLE_MISSING) /* clients read another replica */
+      ri.refuse = 503, ri.why = "this node's arc of the key's token is missing (being refilled)\n";
   }
   ring_live_exit(s->live);
   return ri;
@@ -200,7 +202,7 @@ static mhd_result do_write(kv_server *s, struct MHD_Connection *c, const route_i
     kv_hlc_observe(&s->hlc, ts);
   else
     ts = kv_hlc_next(&s->hlc);
-  kv_where where = ri->role == KV_ROLE_OWNER ? KV_ARC : KV_STAGING;
+  kv_where where = ri->role == KV_ROLE_OWNER ? KV_ARC : KV_STAGING; /* pending, missing: staged */
   int rc = kv_store_put(s->store, ri->token, where, key, klen, value, vlen, tombstone, ts);
   if (rc != RING_OK) {
     rd_log(RD_WARN, "write failed", "err", ring_strerror(rc), NULL);

@@ -178,6 +178,15 @@ int kv_role(const ring_table *t, uint32_t token, int me) {
   return KV_ROLE_NONE;
 }
 
+/* Once placed, an owner holds arcs/<token>/ for every token it owns
+ * (DESIGN.md, explicit ownership); without it the arc is missing here and
+ * only the agent may bring it back, whole: creating it would hide the loss
+ * from the agent's check and stand in the way of its atomic install. */
+int kv_role_here(kv_server *s, const ring_table *t, uint32_t token, int me) {
+  int role = kv_role(t, token, me);
+  return role == KV_ROLE_OWNER && kv_store_arc_missing(s->store, token) ? KV_ROLE_MISSING : role;
+}
+
 static void on_table(void *ud, const ring_table *t) {
   kv_server *s = ud;
   pthread_mutex_lock(&s->v_mu);
@@ -200,14 +209,15 @@ static uint8_t *roles_now(kv_server *s, uint32_t *n) {
     int me = ring_table_find_node(t, s->o.id);
     *n = ring_table_tokens(t);
     for (uint32_t tok = 0; tok < *n; tok++)
-      roles[tok] = (uint8_t)kv_role(t, tok, me);
+      roles[tok] = (uint8_t)kv_role_here(s, t, tok, me);
   }
   ring_live_exit(s->live);
   return roles;
 }
 
 /* One pass: adopt staging of tokens now owned, drop staging of tokens
- * neither owned nor pending, re-index arcs the agent installed or removed. */
+ * neither owned nor pending, re-index arcs the agent installed or removed.
+ * Staging of a token whose arc is missing waits for the agent's refill. */
 static void maintain(kv_server *s) {
   uint32_t n = 0;
   uint8_t *roles = roles_now(s, &n);
@@ -216,7 +226,8 @@ static void maintain(kv_server *s) {
   for (uint32_t tok = 0; tok < n && !atomic_load(&s->stop); tok++) {
     char token[16];
     snprintf(token, sizeof token, "%" PRIu32, tok);
-    if (roles[tok] != KV_ROLE_PENDING && kv_store_has_staging(s->store, tok)) {
+    bool waits = roles[tok] == KV_ROLE_PENDING || roles[tok] == KV_ROLE_MISSING;
+    if (!waits && kv_store_has_staging(s->store, tok)) {
       bool adopt = roles[tok] == KV_ROLE_OWNER;
       int rc = adopt ? kv_store_adopt(s->store, tok) : kv_store_drop_staging(s->store, tok);
       atomic_fetch_add(adopt ? &s->adopted : &s->dropped, rc == RING_OK);

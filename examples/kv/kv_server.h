@@ -12,8 +12,11 @@
 
 #include <stdatomic.h>
 
-/* A token's role on this node in a table. */
-enum { KV_ROLE_NONE = 0, KV_ROLE_OWNER = 1, KV_ROLE_PENDING = 2 };
+/* A token's role on this node in a table. MISSING: owned, but arcs/<token>/
+ * is not there (a wiped or replaced disk the agent refills): writes are
+ * staged as for a pending token, reads refused so clients read another
+ * replica (PROTOCOL.md, "Missing arcs"). */
+enum { KV_ROLE_NONE = 0, KV_ROLE_OWNER = 1, KV_ROLE_PENDING = 2, KV_ROLE_MISSING = 3 };
 
 typedef struct kv_server_opts {
   rd_etcd_conf etcd; /* --endpoints, auth, TLS, --etcd-timeout */
@@ -54,6 +57,9 @@ typedef struct kv_server {
 
 /* The role of token on node `me` in t. */
 int kv_role(const ring_table *t, uint32_t token, int me);
+/* kv_role on this node's disk: an owned token whose arc is not there is
+ * KV_ROLE_MISSING. */
+int kv_role_here(kv_server *s, const ring_table *t, uint32_t token, int me);
 
 /* Starts and stops the HTTP API on o.listen; kv_http_start fills port. */
 int kv_http_start(kv_server *s, char *msg, size_t cap);

@@ -324,6 +324,16 @@ uint32_t kv_store_next_token(kv_store *s, uint32_t from) {
 
 /* ----------------------------------------------------------------- staging */
 
+bool kv_store_arc_missing(kv_store *s, uint32_t token) {
+  char path[KV_PATH_MAX];
+  struct stat st;
+  kv__path(s, path, sizeof path, token, KV_ARC, NULL);
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+    return false;
+  snprintf(path, sizeof path, "%s/placed", s->dir); /* agent_own.c's marker */
+  return stat(path, &st) == 0;
+}
+
 bool kv_store_has_staging(kv_store *s, uint32_t token) {
   kv_arc *a = s ? kv__arc_peek(s, token) : NULL;
   if (a == NULL)

@@ -96,6 +96,12 @@ void kv_value_free(kv_value *v);
 int kv_store_refresh(kv_store *s, uint32_t token);
 /* Rebuilds token's index from its files now. */
 int kv_store_rebuild(kv_store *s, uint32_t token);
+/* Whether arcs/<token>/ is missing on a data dir the agent has placed:
+ * the agent's marker `placed` is there (it has owned arcs here, or found
+ * this dir replacing a wiped one) and arcs/<token>/ is not. Without the
+ * marker (a first placement under way, or no agent) an absent arc is not
+ * missing: a write makes it. */
+bool kv_store_arc_missing(kv_store *s, uint32_t token);
 /* Whether kv/staging/<token>/ holds segments. */
 bool kv_store_has_staging(kv_store *s, uint32_t token);
 /* Moves token's staging segments into arcs/<token>/ (made if missing),

@@ -298,6 +298,28 @@ START_TEST(staging_then_adopt) {
 }
 END_TEST
 
+/* An arc is missing only on a data dir the agent placed (its `placed`
+ * marker): then writes are staged and nothing makes arcs/<token>/. */
+START_TEST(missing_arc_needs_the_marker) {
+  kv_store *s = open_at("m", "n1");
+  ck_assert(!kv_store_arc_missing(s, 9)); /* no marker: a first placement, or no agent */
+  char marker[192], arc[192];
+  snprintf(marker, sizeof marker, "%s/m/placed", root);
+  snprintf(arc, sizeof arc, "%s/m/arcs/9", root);
+  FILE *f = fopen(marker, "w");
+  ck_assert_ptr_nonnull(f);
+  fclose(f);
+  ck_assert(kv_store_arc_missing(s, 9));
+  ck_assert_int_eq(kv_store_put(s, 9, KV_STAGING, "w", 1, "staged", 6, false, 5), RING_OK);
+  ck_assert_int_ne(access(arc, F_OK), 0); /* staging made no arc */
+  ck_assert_int_eq(mkdir(arc, 0755), 0); /* the agent installs it */
+  ck_assert(!kv_store_arc_missing(s, 9));
+  ck_assert_int_eq(kv_store_adopt(s, 9), RING_OK);
+  expect(s, 9, "w", "staged");
+  kv_store_close(s);
+}
+END_TEST
+
 START_TEST(arc_replaced_underneath) {
   kv_store *s = open_at("r", "n1"), *src = open_at("src", "n2");
   put(s, 2, "old", "stale-copy", 10);
@@ -332,6 +354,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, compaction_bounds_segments);
   tcase_add_test(tc, staging_then_adopt);
   tcase_add_test(tc, arc_replaced_underneath);
+  tcase_add_test(tc, missing_arc_needs_the_marker);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -64,8 +64,8 @@ START_TEST(status_json_shape) {
   FX_EXPECT(1, "a-status", "status"); /* not initialised */
   fx_seed_cluster("a-status");
   cJSON *j = fx_json(0, "a-status", "status");
-  static const char *const top[] = {"version", "nodes", "plan", "stuck", "failing"};
-  fx_fields(j, top, 5);
+  static const char *const top[] = {"version", "nodes", "plan", "stuck", "failing", "missing"};
+  fx_fields(j, top, 6);
   ck_assert_int_eq((int)fx_num(j, "version"), 1);
   ck_assert(cJSON_IsNull(fx_get(j, "plan")));
   ck_assert_int_eq(cJSON_GetArraySize(fx_get(j, "stuck")), 0);

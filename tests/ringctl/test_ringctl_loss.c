@@ -8,7 +8,11 @@
  *     is the union, one for an older version is replaced; --stuck takes the
  *     coordinator's report;
  *   - `ringctl status` (text and --json) lists the `stuck` report and the
- *     failing fetches of progress/.
+ *     failing fetches of progress/;
+ *   - token-replicas an owner reports in missing/<id>: status names them,
+ *     verify fails on them, a token every owner lacks is lost, a token the
+ *     host no longer owns is not counted; accept-loss takes them (--lost:
+ *     the lost ones) and refuses tokens neither pending nor missing.
  */
 #include "ringctl_fixture.h"
 
@@ -173,8 +177,8 @@ START_TEST(status_shows_stuck_and_failing) {
   fx_free(&r);
 
   cJSON *j = fx_json(0, "l-status", "status");
-  static const char *const top[] = {"version", "nodes", "plan", "stuck", "failing"};
-  fx_fields(j, top, 5);
+  static const char *const top[] = {"version", "nodes", "plan", "stuck", "failing", "missing"};
+  fx_fields(j, top, 6);
   const cJSON *stuck = fx_get(j, "stuck");
   ck_assert_int_eq(cJSON_GetArraySize(stuck), 2);
   const cJSON *m = cJSON_GetArrayItem(stuck, 1);
@@ -202,9 +206,74 @@ START_TEST(status_shows_stuck_and_failing) {
 }
 END_TEST
 
+/* ------------------------------------------------------ missing replicas */
+
+/* missing/<id> for `version` listing tokens[0..n), with a reason for `why`. */
+static void seed_missing(const char *cluster, const char *id, uint64_t version,
+                         const uint32_t *tokens, uint32_t n, uint32_t why) {
+  rk_failing f = {.token = why, .attempts = 3, .error = "owner n9 does not hold it"};
+  rk_missing m = {.version = version, .n_tokens = n, .tokens = (uint32_t *)tokens,
+                  .n_failing = 1, .failing = &f};
+  char *json, what[80];
+  size_t len;
+  ck_assert_int_eq(rk_missing_encode(&m, &json, &len), RING_OK);
+  snprintf(what, sizeof what, "missing/%s", id);
+  fx_put_owned(cluster, what, json, len);
+}
+
+START_TEST(missing_named_verified_and_accepted) {
+  seed_pending("l-miss", pending, N_PENDING);
+  ring_table *t = fx_table("l-miss", FX_TOKENS, FX_REPLICAS, FX_NODES, FX_ZONES, 2);
+  const uint32_t tok = 5; /* not pending, nor is 6 */
+  char a[RING_ID_MAX + 1], b[RING_ID_MAX + 1];
+  snprintf(a, sizeof a, "%s", ring_table_node_id(t, ring_table_owner(t, tok, 0)));
+  snprintf(b, sizeof b, "%s", ring_table_node_id(t, ring_table_owner(t, tok, 1)));
+  uint32_t not_owned = 0; /* a token `a` does not own: never counted for it */
+  while (ring_table_owner(t, not_owned, 0) == ring_table_find_node(t, a) ||
+         ring_table_owner(t, not_owned, 1) == ring_table_find_node(t, a))
+    not_owned++;
+  ring_table_free(t);
+  uint32_t listed[2] = {tok, not_owned};
+  if (not_owned < tok)
+    listed[0] = not_owned, listed[1] = tok;
+  seed_missing("l-miss", a, 2, listed, 2, tok);
+
+  fx_run r = fx_ringctl("l-miss", "status");
+  ck_assert_msg(r.code == 0 && strstr(r.out, "missing replicas: 1"), "%s", r.out);
+  ck_assert_msg(strstr(r.out, "owner n9 does not hold it"), "%s", r.out);
+  fx_free(&r);
+  cJSON *j = fx_json(0, "l-miss", "status");
+  const cJSON *m = fx_get(j, "missing");
+  ck_assert_int_eq((int)fx_num(m, "replicas"), 1);
+  ck_assert_int_eq(cJSON_GetArraySize(fx_get(m, "lost")), 0);
+  const cJSON *h = cJSON_GetArrayItem(fx_get(m, "hosts"), 0);
+  static const char *const hf[] = {"host", "count", "tokens", "failing"};
+  fx_fields(h, hf, 4);
+  ck_assert_str_eq(fx_str(h, "host"), a);
+  ck_assert_int_eq((int)cJSON_GetArrayItem(fx_get(h, "tokens"), 0)->valuedouble, (int)tok);
+  cJSON_Delete(j);
+  FX_EXPECT_IN(1, out, "reports 1 owned token-replicas missing: 5", "l-miss", "verify");
+
+  /* its other owner lacks it too: lost */
+  seed_missing("l-miss", b, 2, &tok, 1, tok);
+  FX_EXPECT_IN(1, out, "1 tokens lost (every owner reports them missing): 5", "l-miss", "verify");
+  FX_EXPECT_IN(0, out, "lost tokens: 1", "l-miss", "status");
+  /* accept-loss takes missing tokens, refuses tokens neither pending nor missing */
+  FX_EXPECT_IN(2, err, "no owner reports it missing", "l-miss", "accept-loss 5,6 --yes");
+  FX_EXPECT_IN(0, out, "(every owner lacks it)", "l-miss", "accept-loss --lost");
+  fx_assert_absent("l-miss", "loss");
+  FX_EXPECT(0, "l-miss", "accept-loss --lost --yes");
+  rk_loss l = loss_of("l-miss");
+  assert_tokens(&l, 2, &tok, 1);
+  rk_loss_free(&l);
+  FX_EXPECT_IN(0, out, "wrote loss", "l-miss", "accept-loss 3,5 --yes"); /* pending and missing */
+}
+END_TEST
+
 int main(void) {
   const TTest *const tests[] = {accept_loss_refuses, accept_loss_dry_run_then_yes,
                                 accept_loss_stale_version, accept_loss_stuck,
-                                status_shows_stuck_and_failing};
+                                status_shows_stuck_and_failing,
+                                missing_named_verified_and_accepted};
   return fx_main("ringctl_loss", tests, sizeof tests / sizeof tests[0]);
 }

@@ -41,6 +41,7 @@ CHECKED_DECODER(dec_progress, rk_progress, rk_progress_decode, rk_progress_free(
 CHECKED_DECODER(dec_leader, rk_leader, rk_leader_decode, (void)0)
 CHECKED_DECODER(dec_loss, rk_loss, rk_loss_decode, rk_loss_free(&v))
 CHECKED_DECODER(dec_stuck, rk_stuck, rk_stuck_decode, rk_stuck_free(&v))
+CHECKED_DECODER(dec_missing, rk_missing, rk_missing_decode, rk_missing_free(&v))
 
 /* Decodes text from an exact-size copy (no NUL after it: ASan sees any
  * read past len) and checks the code and a fragment of the message. */
@@ -845,6 +846,96 @@ START_TEST(every_prefix_refused) {
 }
 END_TEST
 
+/* ----------------------------------------------------------------- missing */
+
+static const char missing_doc[] =
+    "{\"format\":\"ringkeeper.missing.v1\",\"version\":42,\"tokens\":[17,905,4410],"
+    "\"failing\":[{\"token\":905,\"attempts\":3,\"error\":\"n3 does not hold token 905\"}]}";
+
+START_TEST(missing_round_trip) {
+  rk_missing m;
+  ring_error err = {0};
+  ck_assert_msg(rk_missing_decode(missing_doc, strlen(missing_doc), &m, &err) == RING_OK, "%s",
+                err.message);
+  ck_assert_uint_eq(m.version, 42);
+  ck_assert_uint_eq(m.n_tokens, 3);
+  ck_assert_uint_eq(m.n_failing, 1);
+  ck_assert_str_eq(m.failing[0].error, "n3 does not hold token 905");
+  ck_assert(rk_missing_has(&m, 905) && !rk_missing_has(&m, 18) && !rk_missing_has(NULL, 17));
+  char *json = NULL;
+  size_t len = 0;
+  ck_assert_int_eq(rk_missing_encode(&m, &json, &len), RING_OK);
+  ck_assert_str_eq(json, missing_doc);
+  free(json);
+  m.n_failing = 0; /* without reasons the field is not written */
+  ck_assert_int_eq(rk_missing_encode(&m, &json, &len), RING_OK);
+  ck_assert_str_eq(json, "{\"format\":\"ringkeeper.missing.v1\",\"version\":42,"
+                         "\"tokens\":[17,905,4410]}");
+  free(json);
+  m.n_failing = 1;
+  m.failing[0].token = 18; /* a reason for a token not listed: refused, as decoded */
+  ck_assert_int_eq(rk_missing_encode(&m, &json, &len), RING_EINVAL);
+  m.failing[0].token = 905;
+  m.version = 0;
+  ck_assert_int_eq(rk_missing_encode(&m, &json, &len), RING_EINVAL);
+  m.version = 42;
+  uint32_t n = m.n_tokens;
+  m.n_tokens = 0; /* an empty set is deleted, never written */
+  ck_assert_int_eq(rk_missing_encode(&m, &json, &len), RING_EINVAL);
+  m.n_tokens = n;
+  rk_missing_free(&m);
+  rk_missing_free(NULL);
+}
+END_TEST
+
+START_TEST(missing_errors) {
+  decode_fn f = dec_missing;
+  expect_edit(f, missing_doc, "tokens", "[]", RING_EFIELD, "tokens: empty");
+  expect_edit(f, missing_doc, "tokens", "[17,17]", RING_EFIELD, "tokens[1]");
+  expect_edit(f, missing_doc, "tokens", "[65536]", RING_EFIELD, "tokens[0]");
+  expect_edit(f, missing_doc, "version", "0", RING_EVERSION, "version");
+  expect_edit(f, missing_doc, "version", NULL, RING_EFIELD, "version: missing");
+  expect_edit(f, missing_doc, "format", "\"ringkeeper.missing.v2\"", RING_EFORMAT, "format");
+  expect_edit(f, missing_doc, "bytes", "1", RING_EFIELD, "bytes");
+  expect_edit(f, missing_doc, "failing", "[{\"token\":18,\"attempts\":1,\"error\":\"x\"}]",
+              RING_EFIELD, "failing[0].token: 18 is not in tokens");
+  expect_edit(f, missing_doc, "failing", "[{\"token\":17,\"attempts\":0,\"error\":\"x\"}]",
+              RING_EFIELD, "failing[0].attempts");
+  expect_edit(f, missing_doc, "failing", "{}", RING_EFIELD, "failing");
+  /* the size cap is the host-record reader's, checked before parsing */
+  ck_assert_int_eq(rk_host_size_check(RK_HOST_MISSING, RK_MISSING_VALUE_MAX + 1, NULL),
+                   RING_ETOOBIG);
+  ck_assert_str_eq(rk_host_kind_name(RK_HOST_MISSING), "missing");
+  ck_assert_str_eq(rk_host_kind_dir(RK_HOST_MISSING), "missing/");
+}
+END_TEST
+
+/* The largest value (every token missing, 64 reasons of the longest
+ * errors, every byte escaped) is under the cap. */
+START_TEST(missing_largest_under_cap) {
+  rk_missing m = {.version = RING_VERSION_MAX, .n_tokens = RING_TOKENS_MAX,
+                  .n_failing = RK_FAILING_MAX};
+  m.tokens = calloc(RING_TOKENS_MAX, sizeof *m.tokens);
+  m.failing = calloc(RK_FAILING_MAX, sizeof *m.failing);
+  ck_assert(m.tokens != NULL && m.failing != NULL);
+  for (uint32_t t = 0; t < RING_TOKENS_MAX; t++)
+    m.tokens[t] = t;
+  for (uint32_t i = 0; i < RK_FAILING_MAX; i++) {
+    m.failing[i].token = 60000 + i;
+    m.failing[i].attempts = UINT32_MAX;
+    memset(m.failing[i].error, 'e', RK_FAIL_ERROR_MAX);
+  }
+  char *json = NULL;
+  size_t len = 0;
+  ck_assert_int_eq(rk_missing_encode(&m, &json, &len), RING_OK);
+  size_t worst = len + (size_t)RK_FAILING_MAX * RK_FAIL_ERROR_MAX * 5; /* 6-byte escapes */
+  fprintf(stderr, "largest missing: %zu bytes (with every error byte escaped: %zu)\n", len, worst);
+  ck_assert_uint_le(worst, RK_MISSING_VALUE_MAX);
+  free(json);
+  rk_missing_free(&m);
+}
+END_TEST
+
 /* ------------------------------------------------------------ host records */
 
 START_TEST(host_caps_hold_the_largest_values) {
@@ -1016,6 +1107,9 @@ static Suite *records_suite(void) {
   tcase_add_test(tc, host_size_check_names_the_cap);
   tcase_add_test(tc, ack_decode);
   tcase_add_test(tc, client_round_trip_and_errors);
+  tcase_add_test(tc, missing_round_trip);
+  tcase_add_test(tc, missing_errors);
+  tcase_add_test(tc, missing_largest_under_cap);
   suite_add_tcase(s, tc);
   return s;
 }
