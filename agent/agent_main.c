@@ -81,9 +81,9 @@ static int opts_check(const agent_opts *o, char *msg, size_t cap) {
   rk_labels l;
   if (rd_etcd_check(&o->etcd, msg, cap) != 0)
     return -1;
-  if (!rd_valid_name(o->cluster))
+  if (!ring_id_valid(o->cluster))
     return snprintf(msg, cap, "--cluster NAME is required ([a-z0-9._-]{1,63})"), -1;
-  if (!rd_valid_name(o->id))
+  if (!ring_id_valid(o->id))
     return snprintf(msg, cap, "--id ID is required ([a-z0-9._-]{1,63})"), -1;
   if (o->listen == NULL || strchr(o->listen, ':') == NULL)
     return snprintf(msg, cap, "--listen HOST:PORT is required"), -1;

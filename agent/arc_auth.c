@@ -175,7 +175,7 @@ static bool copy_id(const char *s, size_t n, char out[RING_ID_MAX + 1]) {
     return false;
   memcpy(out, s, n);
   out[n] = '\0';
-  return ring__valid_id(out);
+  return ring_id_valid(out);
 }
 
 enum { F_KID = 1, F_NODE = 2, F_TO = 4, F_TS = 8, F_NONCE = 16, F_MAC = 32 };

@@ -475,7 +475,7 @@ static void server_free(arc_server *srv) {
 int arc_server_start(arc_store *s, const arc_server_opts *o, arc_server **out, ring_error *err) {
   if (s == NULL || o == NULL || out == NULL)
     return ring__err(err, RING_EINVAL, "arc_server_start: NULL argument");
-  if (o->keys == NULL || o->node_id == NULL || !ring__valid_id(o->node_id))
+  if (o->keys == NULL || o->node_id == NULL || !ring_id_valid(o->node_id))
     return ring__err(err, RING_EINVAL, "arc server: keys and this node's id are required");
   if ((o->tls_cert == NULL) != (o->tls_key == NULL))
     return ring__err(err, RING_EINVAL, "arc server: TLS needs both a certificate and a key");

@@ -46,9 +46,9 @@ static void opts_table(coord_opts *o, rd_opt *t) {
 static int opts_check(const coord_opts *o, char *msg, size_t cap) {
   if (rd_etcd_check(&o->etcd, msg, cap) != 0)
     return -1;
-  if (o->id != NULL && !rd_valid_name(o->id))
+  if (o->id != NULL && !ring_id_valid(o->id))
     return snprintf(msg, cap, "--id: \"%s\" is not [a-z0-9._-]{1,63}", o->id), -1;
-  if (!rd_valid_name(o->cluster))
+  if (!ring_id_valid(o->cluster))
     return snprintf(msg, cap, "--cluster NAME is required ([a-z0-9._-]{1,63})"), -1;
   if (o->log_level && rd_log_level_parse(o->log_level) < 0)
     return snprintf(msg, cap, "--log-level: \"%s\" is not debug, info, warn or error",

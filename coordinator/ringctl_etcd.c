@@ -19,18 +19,6 @@
 
 /* ------------------------------------------------------ options to a client */
 
-/* [a-z0-9._-]{1,63}, as table.md's ids and cluster names. */
-static bool valid_name(const char *s) {
-  size_t n = strlen(s);
-  if (n == 0 || n > RING_ID_MAX)
-    return false;
-  for (const char *p = s; *p; p++)
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' ||
-          *p == '-'))
-      return false;
-  return true;
-}
-
 /* Reads the first line of the password file into pw. */
 static int read_password(const ringctl_args *a, const char *path, char pw[PASSWORD_MAX]) {
   FILE *f = fopen(path, "r");
@@ -50,7 +38,7 @@ static int client_opts(const ringctl_args *a, ring_etcd_opts *o, char pw[PASSWOR
   const ringctl_globals *g = a->globals;
   if (g->cluster == NULL)
     return ringctl_usage_error(a, "--cluster NAME is required");
-  if (!valid_name(g->cluster))
+  if (!ring_id_valid(g->cluster))
     return ringctl_usage_error(a, "--cluster: \"%s\" is not a cluster name ([a-z0-9._-]{1,63})",
                                g->cluster);
   if ((g->user == NULL) != (g->password_file == NULL))

@@ -28,11 +28,6 @@ static int take_positional(const ringctl_args *a, int id, const char *value, voi
   return RINGCTL_EXIT_OK;
 }
 
-static bool valid_id(const char *s) {
-  size_t n = strlen(s);
-  return n > 0 && n <= RING_ID_MAX && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n;
-}
-
 int ringctl_node_args(ringctl_args *a, const char *help, const char **pos, uint32_t n,
                       bool *help_shown) {
   node_args na = {pos, n, 0};
@@ -41,7 +36,7 @@ int ringctl_node_args(ringctl_args *a, const char *help, const char **pos, uint3
     return rc;
   if (na.got < n)
     return ringctl_usage_error(a, na.got == 0 ? "missing node ID" : "missing argument");
-  if (!valid_id(pos[0]))
+  if (!ring_id_valid(pos[0]))
     return ringctl_usage_error(a, "\"%s\" is not a node id ([a-z0-9._-]{1,63})", pos[0]);
   return RINGCTL_EXIT_OK;
 }

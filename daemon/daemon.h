@@ -282,8 +282,6 @@ bool rd_health_text(rd_health *h, rd_text *t);
  * its line end: malloc()'ed, or NULL with msg set for a missing,
  * unreadable or empty file. */
 char *rd_read_secret(const char *path, char *msg, size_t cap);
-/* A name as ids and clusters are: [a-z0-9._-]{1,63}. */
-bool rd_valid_name(const char *s);
 
 /* ------------------------------------------------------------------ etcd */
 

@@ -70,7 +70,3 @@ char *rd_read_secret(const char *path, char *msg, size_t cap) {
   return s;
 }
 
-bool rd_valid_name(const char *s) {
-  size_t n = s ? strlen(s) : 0;
-  return n >= 1 && n <= 63 && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n;
-}

@@ -121,6 +121,11 @@ RING_EXTERN const char *ring_version(void);
 #define RING_VERSION_MAX 9007199254740991ull /* 2^53-1: exact in every JSON reader */
 #define RING_TABLE_JSON_MAX (64u << 20) /* the largest table the decoder reads */
 
+/* 1 when s is a valid node id or cluster name, [a-z0-9._-]{1,63}; 0
+ * otherwise (NULL too). The one home of that rule: the codecs, the daemons'
+ * flags and ringctl's arguments all ask here. */
+RING_EXTERN int ring_id_valid(const char *s);
+
 typedef enum ring_node_state {
   RING_NODE_JOINING = 0,
   RING_NODE_ACTIVE,

@@ -104,7 +104,7 @@ static int verify_table(const ring_table *t, const char *fd, findings *f) {
 
 int ring_table_verify(const ring_table *t, const char *failure_domain, char **report) {
   if (t == NULL || !t->sealed || (failure_domain && *failure_domain &&
-                                  !ring__valid_id(failure_domain)))
+                                  !ring_id_valid(failure_domain)))
     return RING_EINVAL;
   findings f = {{0}, 0};
   int rc = verify_table(t, failure_domain, &f);

@@ -72,7 +72,6 @@ int ring__err(ring_error *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Character-class checks shared by the builder and the decoder. */
-bool ring__valid_id(const char *s);
 bool ring__valid_label_value(const char *s);
 bool ring__valid_addr(const char *s);
 

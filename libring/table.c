@@ -24,11 +24,11 @@ static bool id_char(char c) {
          c == '-';
 }
 
-bool ring__valid_id(const char *s) {
+int ring_id_valid(const char *s) {
   size_t n = 0;
-  for (; s[n] != '\0'; n++)
+  for (; s != NULL && s[n] != '\0'; n++)
     if (n >= RING_ID_MAX || !id_char(s[n]))
-      return false;
+      return 0;
   return n > 0;
 }
 
@@ -125,9 +125,9 @@ static uint32_t log2_u32(uint32_t x) {
 }
 
 static int check_params(const ring_table_params *p, ring_error *err) {
-  if (p->cluster == NULL || !ring__valid_id(p->cluster))
+  if (p->cluster == NULL || !ring_id_valid(p->cluster))
     return ring__err(err, RING_EFIELD, "cluster: must match [a-z0-9._-]{1,63}");
-  if (p->failure_domain && *p->failure_domain && !ring__valid_id(p->failure_domain))
+  if (p->failure_domain && *p->failure_domain && !ring_id_valid(p->failure_domain))
     return ring__err(err, RING_EFIELD, "failure_domain: must match [a-z0-9._-]{1,63}");
   if (p->version < 1 || p->version > RING_VERSION_MAX)
     return ring__err(err, RING_EVERSION, "version: %llu not in [1, 2^53-1]",
@@ -188,7 +188,7 @@ static int check_labels(const ring_node_spec *s, ring_error *err) {
     return ring__err(err, RING_EINVAL, "node %s: labels missing", s->id);
   for (uint32_t i = 0; i < s->n_labels; i++) {
     const char *k = s->label_keys[i], *v = s->label_values[i];
-    if (k == NULL || !ring__valid_id(k))
+    if (k == NULL || !ring_id_valid(k))
       return ring__err(err, RING_ENODE, "node %s: label key must match [a-z0-9._-]{1,63}",
                        s->id);
     if (v == NULL || !ring__valid_label_value(v))
@@ -231,7 +231,7 @@ static int copy_strings(ring__node *n, const ring_node_spec *s) {
 static bool valid_weight(double w) { return isfinite(w) && w > 0 && w <= 1e6; }
 
 static int check_node_spec(const ring_table *t, const ring_node_spec *s, ring_error *err) {
-  if (s->id == NULL || !ring__valid_id(s->id))
+  if (s->id == NULL || !ring_id_valid(s->id))
     return ring__err(err, RING_ENODEID, "id \"%.63s\" must match [a-z0-9._-]{1,63}",
                      s->id ? s->id : "");
   if (ring_table_find_node(t, s->id) >= 0)

@@ -475,10 +475,10 @@ static int check_opts(const ring_etcd *c, const ring_watcher_opts *o, const ring
                       ring_watcher **out, ring_error *err) {
   if (c == NULL || o == NULL || live == NULL || out == NULL)
     return ring__err(err, RING_EINVAL, "ring_watcher_start: NULL argument");
-  if (o->cluster == NULL || !ring__valid_id(o->cluster))
+  if (o->cluster == NULL || !ring_id_valid(o->cluster))
     return ring__err(err, RING_EINVAL, "cluster \"%.63s\" must match [a-z0-9._-]{1,63}",
                      o->cluster ? o->cluster : "");
-  if (o->ack_id && *o->ack_id && !ring__valid_id(o->ack_id))
+  if (o->ack_id && *o->ack_id && !ring_id_valid(o->ack_id))
     return ring__err(err, RING_EINVAL, "ack_id \"%.63s\" must match [a-z0-9._-]{1,63}", o->ack_id);
   return RING_OK;
 }

@@ -37,7 +37,7 @@ static int text_field(const cJSON *root, const char *name, char *dst, size_t cap
 static int id_field(const cJSON *root, const char *name, char *dst, size_t cap, bool empty_ok,
                     ring_error *err) {
   int rc = ring__json_string_copy(root, "", name, dst, cap, err);
-  if (rc == RING_OK && !(empty_ok && *dst == '\0') && !ring__valid_id(dst))
+  if (rc == RING_OK && !(empty_ok && *dst == '\0') && !ring_id_valid(dst))
     rc = ring__err(err, RING_EFIELD, "%s: \"%.64s\" must match [a-z0-9._-]{1,63}%s", name, dst,
                    empty_ok ? " or be \"\"" : "");
   return rc;
@@ -105,8 +105,8 @@ static void copy_printable(char *dst, size_t cap, const char *src) {
 
 int rk_event_make(rk_event *e, uint64_t at_ms, const char *by, const char *what,
                   const char *node, const char *detail) {
-  if (e == NULL || what == NULL || !ring__valid_id(what) ||
-      (node != NULL && *node != '\0' && !ring__valid_id(node)))
+  if (e == NULL || what == NULL || !ring_id_valid(what) ||
+      (node != NULL && *node != '\0' && !ring_id_valid(node)))
     return RING_EINVAL;
   *e = (rk_event){.at_ms = at_ms};
   copy_printable(e->by, sizeof e->by, by != NULL && *by != '\0' ? by : "?");

@@ -270,7 +270,7 @@ int rk_plan_doc_from_json(const cJSON *o, rk_plan_doc *out, ring_error *err) {
   if (rc == RING_OK &&
       (rc = ring__json_string_copy(o, "", "cluster", d->cluster, sizeof d->cluster, err)) ==
           RING_OK &&
-      !ring__valid_id(d->cluster))
+      !ring_id_valid(d->cluster))
     rc = ring__err(err, RING_EFIELD, "cluster: \"%s\" must match [a-z0-9._-]{1,63}", d->cluster);
   if (rc == RING_OK)
     rc = ring__json_uint(o, "base_version", 0, RING_VERSION_MAX, RING_EVERSION, &d->base_version,
@@ -433,7 +433,7 @@ int rk_plan_doc_make(const ring_table *base, const char *cluster, const rk_plan_
   if (now_ms > RING_VERSION_MAX)
     return ring__err(err, RING_EINVAL, "created_ms: above 2^53-1");
   const char *name = base ? ring_table_cluster(base) : cluster;
-  if (!ring__valid_id(name))
+  if (!ring_id_valid(name))
     return ring__err(err, RING_EINVAL, "cluster: \"%.63s\" must match [a-z0-9._-]{1,63}", name);
   int rc = check_settings(input, err);
   if (rc != RING_OK)

@@ -188,7 +188,7 @@ void rk_config_defaults(rk_config *c) {
 }
 
 /* "" or a label key. */
-static bool valid_level(const char *s) { return *s == '\0' || ring__valid_id(s); }
+static bool valid_level(const char *s) { return *s == '\0' || ring_id_valid(s); }
 
 int rk_config_validate(const rk_config *c, ring_error *err) {
   if (c == NULL)
@@ -331,7 +331,7 @@ const char *rk_labels_get(const rk_labels *l, const char *key) {
 int rk_labels_set(rk_labels *l, const char *key, const char *value, ring_error *err) {
   if (l == NULL || key == NULL || value == NULL)
     return ring__err(err, RING_EINVAL, "rk_labels_set: NULL argument");
-  if (!ring__valid_id(key))
+  if (!ring_id_valid(key))
     return ring__err(err, RING_ENODE, "labels: key \"%.63s\" must match [a-z0-9._-]{1,63}", key);
   if (!ring__valid_label_value(value))
     return ring__err(err, RING_ENODE, "labels.%s: value must match [A-Za-z0-9._:-]{1,63}", key);
@@ -796,7 +796,7 @@ int rk_leader_decode(const char *json, size_t len, rk_leader *out, ring_error *e
   int rc = rk__record_parse(json, len, LEADER_FORMAT, keys, N_KEYS(keys), &root, err);
   if (rc == RING_OK &&
       (rc = ring__json_string_copy(root, "", "id", l.id, sizeof l.id, err)) == RING_OK &&
-      !ring__valid_id(l.id))
+      !ring_id_valid(l.id))
     rc = ring__err(err, RING_ENODEID, "id: \"%s\" must match [a-z0-9._-]{1,63}", l.id);
   if (rc == RING_OK &&
       (rc = ring__json_string_copy(root, "", "addr", l.addr, sizeof l.addr, err)) == RING_OK &&
@@ -815,7 +815,7 @@ int rk_leader_decode(const char *json, size_t len, rk_leader *out, ring_error *e
 
 int rk_leader_encode(const rk_leader *l, char **json, size_t *len) {
   if (l == NULL || json == NULL || memchr(l->id, '\0', sizeof l->id) == NULL ||
-      !ring__valid_id(l->id) || memchr(l->addr, '\0', sizeof l->addr) == NULL ||
+      !ring_id_valid(l->id) || memchr(l->addr, '\0', sizeof l->addr) == NULL ||
       (*l->addr && !ring__valid_addr(l->addr)) || l->pid < 0 || (uint64_t)l->pid > RING_VERSION_MAX)
     return RING_EINVAL;
   ring__sbuf b = {0};
@@ -838,7 +838,7 @@ int rk_loss_decode(const char *json, size_t len, rk_loss *out, ring_error *err) 
     rc = decode_token_list(root, "tokens", 1, &l.tokens, &l.n_tokens, err);
   if (rc == RING_OK &&
       (rc = ring__json_string_copy(root, "", "by", l.by, sizeof l.by, err)) == RING_OK &&
-      !ring__valid_id(l.by))
+      !ring_id_valid(l.by))
     rc = ring__err(err, RING_EFIELD, "by: \"%s\" must match [a-z0-9._-]{1,63}", l.by);
   if (rc == RING_OK)
     rc = ring__json_uint(root, "at_ms", 0, RING_VERSION_MAX, RING_EFIELD, &l.at_ms, err);
@@ -854,7 +854,7 @@ int rk_loss_decode(const char *json, size_t len, rk_loss *out, ring_error *err) 
 int rk_loss_encode(const rk_loss *l, char **json, size_t *len) {
   if (l == NULL || json == NULL || l->version < 1 || l->version > RING_VERSION_MAX ||
       !token_list_valid(l->tokens, l->n_tokens, 1) || memchr(l->by, '\0', sizeof l->by) == NULL ||
-      !ring__valid_id(l->by) || l->at_ms > RING_VERSION_MAX)
+      !ring_id_valid(l->by) || l->at_ms > RING_VERSION_MAX)
     return RING_EINVAL;
   ring__sbuf b = {0};
   ring__sb_printf(&b, "{\"format\":\"" LOSS_FORMAT "\",\"version\":%" PRIu64 ",", l->version);
@@ -881,7 +881,7 @@ bool rk_loss_covers(const rk_loss *l, uint64_t version, uint32_t token) {
 static int stuck_node(const cJSON *e, const char *where, const char *name, bool may_be_empty,
                       char dst[RING_ID_MAX + 1], ring_error *err) {
   int rc = ring__json_string_copy(e, where, name, dst, RING_ID_MAX + 1, err);
-  if (rc == RING_OK && !(may_be_empty && *dst == '\0') && !ring__valid_id(dst))
+  if (rc == RING_OK && !(may_be_empty && *dst == '\0') && !ring_id_valid(dst))
     rc = ring__err(err, RING_ENODEID, "%s%s: \"%s\" must be %sa node id", where, name, dst,
                    may_be_empty ? "\"\" or " : "");
   return rc;
@@ -1066,7 +1066,7 @@ int rk_client_decode(const char *json, size_t len, rk_client *out, ring_error *e
   int rc = rk__record_parse(json, len, CLIENT_FORMAT, keys, N_KEYS(keys), &root, err);
   if (rc == RING_OK &&
       (rc = ring__json_string_copy(root, "", "kind", c.kind, sizeof c.kind, err)) == RING_OK &&
-      !ring__valid_id(c.kind))
+      !ring_id_valid(c.kind))
     rc = ring__err(err, RING_EFIELD, "kind: \"%.64s\" must match [a-z0-9._-]{1,63}", c.kind);
   cJSON_Delete(root);
   if (rc == RING_OK && out != NULL)
@@ -1076,7 +1076,7 @@ int rk_client_decode(const char *json, size_t len, rk_client *out, ring_error *e
 
 int rk_client_encode(const rk_client *c, char **json, size_t *len) {
   if (c == NULL || json == NULL || memchr(c->kind, '\0', sizeof c->kind) == NULL ||
-      !ring__valid_id(c->kind))
+      !ring_id_valid(c->kind))
     return RING_EINVAL;
   ring__sbuf b = {0};
   ring__sb_printf(&b, "{\"format\":\"" CLIENT_FORMAT "\",\"kind\":\"%s\"}", c->kind);

@@ -50,9 +50,9 @@ static void opts_table(kv_server_opts *o, rd_opt *t) {
 static int opts_check(const kv_server_opts *o, char *msg, size_t cap) {
   if (rd_etcd_check(&o->etcd, msg, cap) != 0)
     return -1;
-  if (!rd_valid_name(o->cluster))
+  if (!ring_id_valid(o->cluster))
     return snprintf(msg, cap, "--cluster NAME is required ([a-z0-9._-]{1,63})"), -1;
-  if (!rd_valid_name(o->id) || strlen(o->id) > RING_ID_MAX - 3)
+  if (!ring_id_valid(o->id) || strlen(o->id) > RING_ID_MAX - 3)
     return snprintf(msg, cap, "--id NODE_ID is required ([a-z0-9._-]{1,60})"), -1;
   if (o->listen == NULL || strchr(o->listen, ':') == NULL)
     return snprintf(msg, cap, "--listen HOST:PORT is required"), -1;

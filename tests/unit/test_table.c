@@ -249,6 +249,20 @@ START_TEST(state_names) {
 }
 END_TEST
 
+/* The id rule, in its one home: [a-z0-9._-]{1,63}. */
+START_TEST(id_rule) {
+  char longest[RING_ID_MAX + 2];
+  memset(longest, 'a', sizeof longest);
+  longest[RING_ID_MAX] = '\0';
+  ck_assert(ring_id_valid(longest));
+  longest[RING_ID_MAX] = 'a', longest[RING_ID_MAX + 1] = '\0';
+  ck_assert(!ring_id_valid(longest));
+  ck_assert(ring_id_valid("n1") && ring_id_valid("kv.n-1_x") && ring_id_valid("0"));
+  ck_assert(!ring_id_valid("") && !ring_id_valid(NULL) && !ring_id_valid("N1") &&
+            !ring_id_valid("n 1") && !ring_id_valid("n/1") && !ring_id_valid("n\xc3\xa9"));
+}
+END_TEST
+
 static Suite *table_suite(void) {
   Suite *s = suite_create("table");
   TCase *tc = tcase_create("table");
@@ -263,6 +277,7 @@ static Suite *table_suite(void) {
   tcase_add_test(tc, node_spec_rejected);
   tcase_add_test(tc, many_nodes_index);
   tcase_add_test(tc, state_names);
+  tcase_add_test(tc, id_rule);
   suite_add_tcase(s, tc);
   return s;
 }
