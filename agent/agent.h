@@ -216,6 +216,13 @@ typedef struct agent {
   uint32_t own_missing_first; /* the lowest of them */
   bool own_decided;           /* the data dir is known new, or placed: adoption may be judged */
 
+  /* a restored etcd (agent_restore.c) */
+  rd_restore restore;              /* went back: the loop's state, /healthz, the gauge */
+  ring_etcd_history restore_saved; /* the marks as last written to the data dir */
+  uint64_t restore_saved_ms;       /* rd_now_ms of that write */
+  uint64_t restore_probe_ms;       /* rd_now_ms of the last read of the version key */
+  bool recovery_written;           /* recovery/<id> is up for this restore */
+
   rd_health health;             /* the last trouble of the loop, for /healthz */
   uint64_t rate_bytes, rate_ms; /* last rate sample */
 
@@ -304,6 +311,18 @@ void agent_own_check(agent *a);
 /* Checks again every few seconds; raises what the last check found for
  * /healthz. Returns the ms until the next check. */
 uint64_t agent_own_tick(agent *a);
+
+/* ------------------------------------------------------ a restored etcd */
+
+/* At start-up, after the client opens and before any etcd call: seeds the
+ * client with the marks saved in the data dir (agent_restore.c). */
+void agent_restore_start(agent *a);
+/* Probes the version key, notices a restore (and its settling), reports
+ * recovery/<id>, saves the marks. Returns the ms until the next probe. */
+uint64_t agent_restore_tick(agent *a);
+/* Whether etcd's history went back: no drops, fetches, progress or acks.
+ * Any thread. */
+bool agent_restored(agent *a);
 
 /* ----------------------------------------------------- metrics and health */
 

@@ -31,7 +31,8 @@ enum {
   RK_READ_LEADER = 1u << 7,
   RK_READ_CLIENTS = 1u << 8, /* clients/: data-plane processes in the version barrier */
   RK_READ_STUCK = 1u << 9,   /* the coordinator's report of stuck moves */
-  RK_READ_ALL = 0x3FFu
+  RK_READ_RECOVERY = 1u << 10, /* recovery/ (hosts' reports of a restored etcd) and recovered */
+  RK_READ_ALL = 0x7FFu
 };
 
 typedef struct rk_ack {
@@ -43,6 +44,11 @@ typedef struct rk_agent_progress {
   char id[RING_ID_MAX + 1];
   rk_progress p;    /* version 0 and no tokens when malformed */
 } rk_agent_progress;
+
+typedef struct rk_agent_recovery {
+  char id[RING_ID_MAX + 1];
+  rk_recovery r;    /* seen_version 0 and no tokens when malformed */
+} rk_agent_recovery;
 
 typedef struct rk_alive_entry {
   rk_alive a;       /* id set from the key; the rest zero when malformed */
@@ -58,6 +64,7 @@ typedef enum rk_bad_kind {
   RK_BAD_ACKS = RK_HOST_ACK,
   RK_BAD_PROGRESS = RK_HOST_PROGRESS,
   RK_BAD_CLIENTS = RK_HOST_CLIENT,
+  RK_BAD_RECOVERY = RK_HOST_RECOVERY,
   RK_BAD_LEADER,
   RK_BAD_STUCK,
   RK_BAD_KINDS
@@ -117,6 +124,11 @@ typedef struct rk_state {
   bool has_stuck;            /* the key is there and parsed */
   rk_stuck stuck;
   int64_t stuck_mod;         /* its mod revision (also when malformed); 0 when absent */
+
+  rk_agent_recovery *recovery; /* recovery/<id>, sorted by id (restore.c) */
+  uint32_t n_recovery;
+  bool has_recovered;        /* the `recovered` key is there and parsed */
+  rk_recovered recovered;
 
   /* Ignored records, by kind then key. Host values over their cap or
    * malformed: an alive/ key still makes its host alive (valid false: its
@@ -214,5 +226,16 @@ bool rk_input_matches_table(const rk_plan_input *in, const ring_table *table);
  * itself). Sealed, at `version`; *out owned by the caller. */
 int rk_run_table(const ring_table *base, const ring_plan *p, const uint8_t *done,
                  const uint8_t *pending, uint64_t version, ring_table **out, ring_error *err);
+
+/* ------------------------------------------------------ a restored etcd */
+
+/* The highest seen_version among s's recovery/<id> reports (0: none). */
+uint64_t rk_state_seen_version(const rk_state *s);
+/* Feeds a state read with RK_READ_VERSION | RK_READ_RECOVERY to c's
+ * history marks (restore_state.c): the version key's value, the hosts'
+ * reported versions above it, and the `recovered` record (which settles a
+ * restore it covers). Returns whether c's history went back: the caller
+ * then acts on nothing in s. */
+bool rk_state_history(ring_etcd *c, const rk_state *s);
 
 #endif /* RING_COORD_CLUSTER_H */

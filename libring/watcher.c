@@ -63,6 +63,7 @@ struct ring_watcher {
   ring_watch *watch;    /* NULL until started */
   uint64_t acked;       /* highest version acked; watch thread */
   uint64_t refused;     /* last version refused, never fetched again; watch thread */
+  bool held_back;       /* stopped following: etcd's history went back; watch thread */
   _Atomic bool stop;    /* set once by ring_watcher_stop */
   pthread_mutex_t lock; /* with wake: the backoff sleep, cut short by stop */
   pthread_cond_t wake;
@@ -136,7 +137,9 @@ static int read_version(ring_watcher *w, uint64_t *version, int64_t *revision, r
   if (rc != RING_OK)
     return rc;
   *version = 0;
-  if (kvs.n == 1 && !parse_version(kvs.kvs[0].value, kvs.kvs[0].value_len, version)) {
+  if (kvs.n == 1 && parse_version(kvs.kvs[0].value, kvs.kvs[0].value_len, version))
+    ring_etcd_note_version(w->c, *version, kvs.revision);
+  else if (kvs.n == 1) {
     ring_error bad;
     ring__err(&bad, RING_EVERSION, "version: value \"%.24s\" is not a version",
               kvs.kvs[0].value ? (const char *)kvs.kvs[0].value : "");
@@ -404,6 +407,28 @@ static bool transient(int rc) {
          rc == RING_ENOMEM;
 }
 
+/* Whether etcd's history went back (etcd_history.c): then nothing is
+ * installed or acked, so the table in service stays (the restored store
+ * names older versions, or reuses their numbers for other tables), until
+ * the operator's `recovered` record settles it (ring_etcd_history_resume).
+ * Logs the change once each way. */
+static bool held_back(ring_watcher *w) {
+  ring_etcd_history h;
+  ring_etcd_history_get(w->c, &h);
+  if (h.went_back && ring_etcd_history_resume(w->c, w->cluster, NULL, NULL) == RING_OK)
+    ring_etcd_history_get(w->c, &h); /* the operator's `recovered` may have settled it */
+  if (h.went_back != w->held_back) {
+    char why[RING_HISTORY_WHY_MAX];
+    ring_etcd_history_text(&h, why, sizeof why);
+    log_line(h.went_back ? "error" : "info",
+             h.went_back ? "watcher stopped following: etcd history went back"
+                         : "watcher follows again: the restore was settled",
+             w, ring_live_version(w->live), "history", why);
+    w->held_back = h.went_back;
+  }
+  return h.went_back;
+}
+
 /* Brings the holder to the newest version and acks it. hint: a version
  * seen in an event, or 0 to read the version key. Retries etcd errors with
  * backoff until stopped, or `tries` times when tries > 0. Returns RING_OK
@@ -414,6 +439,8 @@ static int follow(ring_watcher *w, uint64_t hint, int tries, ring_error *err) {
   for (int attempt = 1; !atomic_load(&w->stop); attempt++) {
     uint64_t v = hint;
     rc = hint ? RING_OK : read_version(w, &v, NULL, err);
+    if (rc == RING_OK && held_back(w))
+      return RING_OK;
     if (rc == RING_OK && v > ring_live_version(w->live) && v != w->refused)
       rc = install(w, v, err);
     if (rc == RING_ENOTFOUND && hint == 0) { /* the key names a table that is not there */
@@ -453,7 +480,8 @@ static int on_watch(void *ud, const ring_event *events, uint32_t n, int64_t revi
     if (events[i].type != RING_EVENT_PUT)
       continue; /* a deleted version key: keep serving what we have */
     if (parse_version(events[i].kv.value, events[i].kv.value_len, &v))
-      newest = v > newest ? v : newest;
+      newest = v > newest ? v : newest,
+      ring_etcd_note_version(w->c, v, events[i].kv.mod_revision);
     else
       refuse(w, 0, "version",
              &(ring_error){RING_EVERSION, "version: the key's new value is not a version"});
@@ -534,6 +562,14 @@ void ring_watcher_stop(ring_watcher *w) {
   pthread_mutex_unlock(&w->lock);
   ring_watch_cancel(w->watch); /* joins the watch thread: no callback after this */
   watcher_free(w);
+}
+
+bool ring_watcher_restored(ring_watcher *w, ring_etcd_history *out) {
+  ring_etcd_history h;
+  ring_etcd_history_get(w ? w->c : NULL, &h);
+  if (out)
+    *out = h;
+  return h.went_back;
 }
 
 void ring_watcher_stats_get(ring_watcher *w, ring_watcher_stats *out) {

@@ -28,6 +28,8 @@
 #define LOSS_FORMAT "ringkeeper.loss.v1"
 #define STUCK_FORMAT "ringkeeper.stuck.v1"
 #define CLIENT_FORMAT "ringkeeper.client.v1"
+#define RECOVERY_FORMAT "ringkeeper.recovery.v1"
+#define RECOVERED_FORMAT "ringkeeper.recovered.v1"
 
 #define N_KEYS(a) (sizeof(a) / sizeof *(a))
 
@@ -948,6 +950,7 @@ static const struct {
     [RK_HOST_ACK] = {"acks", "acks/", RK_ACK_VALUE_MAX},
     [RK_HOST_PROGRESS] = {"progress", "progress/", RK_PROGRESS_VALUE_MAX},
     [RK_HOST_CLIENT] = {"clients", "clients/", RK_CLIENT_VALUE_MAX},
+    [RK_HOST_RECOVERY] = {"recovery", "recovery/", RK_RECOVERY_VALUE_MAX},
 };
 
 const char *rk_host_kind_name(rk_host_kind k) {
@@ -1008,5 +1011,93 @@ int rk_client_encode(const rk_client *c, char **json, size_t *len) {
     return RING_EINVAL;
   ring__sbuf b = {0};
   ring__sb_printf(&b, "{\"format\":\"" CLIENT_FORMAT "\",\"kind\":\"%s\"}", c->kind);
+  return ring__sb_finish(&b, json, len);
+}
+
+/* ------------------------------------------------- a restored etcd */
+
+int rk_recovery_decode(const char *json, size_t len, rk_recovery *out, ring_error *err) {
+  static const char *const keys[] = {"format",        "seen_version", "seen_revision",
+                                     "table_version", "tokens",       "at_ms"};
+  cJSON *root = NULL;
+  rk_recovery r = {0};
+  int rc = ring__record_parse(json, len, RECOVERY_FORMAT, keys, N_KEYS(keys), &root, err);
+  if (rc == RING_OK)
+    rc = ring__json_uint(root, "seen_version", 1, RING_VERSION_MAX, RING_EVERSION,
+                         &r.seen_version, err);
+  if (rc == RING_OK)
+    rc = ring__json_uint(root, "seen_revision", 0, RING_VERSION_MAX, RING_EFIELD,
+                         &r.seen_revision, err);
+  if (rc == RING_OK)
+    rc = ring__json_uint(root, "table_version", 0, r.seen_version, RING_EVERSION,
+                         &r.table_version, err);
+  if (rc == RING_OK)
+    rc = decode_token_list(root, "tokens", 0, &r.tokens, &r.n_tokens, err);
+  if (rc == RING_OK)
+    rc = ring__json_uint(root, "at_ms", 0, RING_VERSION_MAX, RING_EFIELD, &r.at_ms, err);
+  cJSON_Delete(root);
+  if (rc != RING_OK || out == NULL) {
+    rk_recovery_free(&r);
+    return rc;
+  }
+  *out = r;
+  return RING_OK;
+}
+
+int rk_recovery_encode(const rk_recovery *r, char **json, size_t *len) {
+  if (r == NULL || json == NULL || r->seen_version < 1 || r->seen_version > RING_VERSION_MAX ||
+      r->seen_revision > RING_VERSION_MAX || r->table_version > r->seen_version ||
+      !token_list_valid(r->tokens, r->n_tokens, 0) || r->at_ms > RING_VERSION_MAX)
+    return RING_EINVAL;
+  ring__sbuf b = {0};
+  ring__sb_printf(&b,
+                  "{\"format\":\"" RECOVERY_FORMAT "\",\"seen_version\":%" PRIu64
+                  ",\"seen_revision\":%" PRIu64 ",\"table_version\":%" PRIu64 ",",
+                  r->seen_version, r->seen_revision, r->table_version);
+  encode_token_list(&b, "tokens", r->tokens, r->n_tokens);
+  ring__sb_printf(&b, ",\"at_ms\":%" PRIu64 "}", r->at_ms);
+  return ring__sb_finish(&b, json, len);
+}
+
+void rk_recovery_free(rk_recovery *r) {
+  if (r == NULL)
+    return;
+  free(r->tokens);
+  r->tokens = NULL;
+  r->n_tokens = 0;
+}
+
+int rk_recovered_decode(const char *json, size_t len, rk_recovered *out, ring_error *err) {
+  static const char *const keys[] = {"format", "version", "seen_version", "by", "at_ms"};
+  cJSON *root = NULL;
+  rk_recovered r = {0};
+  int rc = ring__record_parse(json, len, RECOVERED_FORMAT, keys, N_KEYS(keys), &root, err);
+  if (rc == RING_OK)
+    rc = ring__json_uint(root, "version", 1, RING_VERSION_MAX, RING_EVERSION, &r.version, err);
+  if (rc == RING_OK)
+    rc = ring__json_uint(root, "seen_version", 0, r.version - 1, RING_EVERSION, &r.seen_version,
+                         err);
+  if (rc == RING_OK &&
+      (rc = ring__json_string_copy(root, "", "by", r.by, sizeof r.by, err)) == RING_OK &&
+      !ring__valid_id(r.by))
+    rc = ring__err(err, RING_EFIELD, "by: \"%s\" must match [a-z0-9._-]{1,63}", r.by);
+  if (rc == RING_OK)
+    rc = ring__json_uint(root, "at_ms", 0, RING_VERSION_MAX, RING_EFIELD, &r.at_ms, err);
+  cJSON_Delete(root);
+  if (rc == RING_OK && out)
+    *out = r;
+  return rc;
+}
+
+int rk_recovered_encode(const rk_recovered *r, char **json, size_t *len) {
+  if (r == NULL || json == NULL || r->version < 1 || r->version > RING_VERSION_MAX ||
+      r->seen_version >= r->version || memchr(r->by, '\0', sizeof r->by) == NULL ||
+      !ring__valid_id(r->by) || r->at_ms > RING_VERSION_MAX)
+    return RING_EINVAL;
+  ring__sbuf b = {0};
+  ring__sb_printf(&b,
+                  "{\"format\":\"" RECOVERED_FORMAT "\",\"version\":%" PRIu64
+                  ",\"seen_version\":%" PRIu64 ",\"by\":\"%s\",\"at_ms\":%" PRIu64 "}",
+                  r->version, r->seen_version, r->by, r->at_ms);
   return ring__sb_finish(&b, json, len);
 }

@@ -219,6 +219,7 @@ typedef enum rk_host_kind {
   RK_HOST_ACK,       /* acks/<id> */
   RK_HOST_PROGRESS,  /* progress/<id> */
   RK_HOST_CLIENT,    /* clients/<name> */
+  RK_HOST_RECOVERY,  /* recovery/<id> (a restored etcd) */
   RK_HOST_KINDS
 } rk_host_kind;
 
@@ -226,6 +227,7 @@ typedef enum rk_host_kind {
 #define RK_ACK_VALUE_MAX 32u               /* a version has at most 16 digits */
 #define RK_PROGRESS_VALUE_MAX (512u << 10) /* 65536 tokens and 64 failing fit */
 #define RK_CLIENT_VALUE_MAX 1024u
+#define RK_RECOVERY_VALUE_MAX (512u << 10) /* 65536 held tokens fit (proto/etcd.md) */
 
 /* "alive", "acks", "progress", "clients": the key's directory without the
  * slash (metric labels, `ringctl status`); "?" out of range. */
@@ -249,5 +251,34 @@ typedef struct rk_client {
 
 int rk_client_decode(const char *json, size_t len, rk_client *out, ring_error *err);
 int rk_client_encode(const rk_client *c, char **json, size_t *len);
+
+/* ------------------------------------------- a restored etcd (recovery) */
+
+/* recovery/<id>: what an agent that saw etcd's history go back reports
+ * (proto/etcd.md, "A restored etcd"): the marks it saw and what it holds. */
+typedef struct rk_recovery {
+  uint64_t seen_version;  /* the highest `version` the host saw: 1 .. 2^53-1 */
+  uint64_t seen_revision; /* the highest etcd revision it saw: 0 .. 2^53-1 */
+  uint64_t table_version; /* the table it had in service (0: none) */
+  uint32_t n_tokens;      /* 0 .. RING_TOKENS_MAX */
+  uint32_t *tokens;       /* held arcs: strictly ascending, < RING_TOKENS_MAX; malloc()'ed */
+  uint64_t at_ms;         /* when written (Unix ms, display only) */
+} rk_recovery;
+
+int rk_recovery_decode(const char *json, size_t len, rk_recovery *out, ring_error *err);
+int rk_recovery_encode(const rk_recovery *r, char **json, size_t *len);
+void rk_recovery_free(rk_recovery *r); /* frees the contents, not r */
+
+/* `recovered`: the operator settled a restore (`ringctl recover`) by
+ * publishing table `version`, above every version any host saw. */
+typedef struct rk_recovered {
+  uint64_t version;         /* 1 .. 2^53-1 */
+  uint64_t seen_version;    /* the highest version hosts reported: 0 .. version-1 */
+  char by[RING_ID_MAX + 1]; /* [a-z0-9._-]{1,63} */
+  uint64_t at_ms;
+} rk_recovered;
+
+int rk_recovered_decode(const char *json, size_t len, rk_recovered *out, ring_error *err);
+int rk_recovered_encode(const rk_recovered *r, char **json, size_t *len);
 
 #endif /* RING_PROTO_RECORDS_H */
