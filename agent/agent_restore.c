@@ -14,7 +14,8 @@
  *   - while restored: the loop drops nothing, starts no fetch, writes no
  *     progress and acks nothing (the watcher holds), keeps serving what it
  *     holds, and reports recovery/<id> once: its marks, the table version
- *     it had in service and the tokens whose arcs it holds;
+ *     it had in service and the tokens whose arcs it holds (and that table
+ *     itself as recovery-table/<v>, unless another host put it first);
  *   - the operator's `recovered` record settles it (ring_etcd_history_resume).
  */
 #define _GNU_SOURCE
@@ -158,6 +159,29 @@ static int report(agent *a, const ring_etcd_history *h, ring_error *err) {
   return rc;
 }
 
+/* recovery-table/<v>: the table this host had in service, for `ringctl
+ * recover` to take the slot order from (the restored etcd lost it). Put
+ * only when absent: every host of that version has the same bytes. */
+static int report_table(agent *a, ring_error *err) {
+  const ring_table *t = ring_live_enter(a->live);
+  uint64_t v = t ? ring_table_version(t) : 0;
+  char *json = NULL, key[RK_KEY_MAX];
+  size_t len = 0;
+  int rc = t ? ring_table_encode(t, &json, &len) : RING_OK;
+  ring_live_exit(a->live);
+  if (rc != RING_OK || v == 0)
+    return rc;
+  int klen = rk_key_version(key, a->o.cluster, "recovery-table/", v);
+  ring_cmp absent = {key, (size_t)klen, RING_CMP_CREATE, RING_CMP_EQ, 0, NULL, 0};
+  ring_op put = {RING_OP_PUT, key, (size_t)klen, json, len, 0, false};
+  ring_txn_result r;
+  rc = ring_etcd_txn(a->etcd, &absent, 1, &put, 1, NULL, 0, &r, err);
+  if (rc == RING_OK)
+    ring_txn_result_free(&r);
+  free(json);
+  return rc;
+}
+
 /* Settled by the operator: everything waits for the loop's next pass. */
 static void resume(agent *a) {
   a->recovery_written = false;
@@ -186,7 +210,7 @@ uint64_t agent_restore_tick(agent *a) {
                      "recover`");
   ring_error err = {0};
   if (h.went_back && !a->recovery_written) {
-    if (report(a, &h, &err) == RING_OK)
+    if (report_table(a, &err) == RING_OK && report(a, &h, &err) == RING_OK)
       a->recovery_written = true;
     else
       agent_trouble(a, "reporting recovery/<id>", err.message);

@@ -238,4 +238,30 @@ uint64_t rk_state_seen_version(const rk_state *s);
  * then acts on nothing in s. */
 bool rk_state_history(ring_etcd *c, const rk_state *s);
 
+/* The table `ringctl recover` publishes (recover_build.c): newest's nodes
+ * and slots, each slot given to a host whose report holds the token. */
+typedef struct rk_recover_slot {
+  uint32_t token, slot;
+  uint16_t owner; /* the named owner, which lacks the arc */
+} rk_recover_slot;
+
+typedef struct rk_recover {
+  ring_table *table;        /* sealed, at the version asked for */
+  rk_recover_slot *missing; /* n_missing slots no holder could fill (malloc()'ed) */
+  uint32_t n_missing;
+  uint32_t *lost;           /* n_lost tokens no host holds, ascending (malloc()'ed) */
+  uint32_t n_lost;
+  uint32_t n_moved;         /* slots whose owner differs from newest's */
+} rk_recover;
+
+/* Builds it from newest (the newest table hosts reported in service) and
+ * the hosts' recovery/<id> reports; nodes listed in `without` count as
+ * holding nothing. RING_ENOTFOUND (err naming them) while an owner of
+ * newest sent no report and is not listed; else RING_OK with *out
+ * (rk_recover_free it), or the table builder's error. */
+int rk_recover_build(const ring_table *newest, const rk_agent_recovery *reps, uint32_t n_reps,
+                     const char *const *without, uint32_t n_without, uint64_t version,
+                     rk_recover *out, ring_error *err);
+void rk_recover_free(rk_recover *r);
+
 #endif /* RING_COORD_CLUSTER_H */

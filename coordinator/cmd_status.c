@@ -10,7 +10,9 @@
  * and after it
  *    "stuck":[{"token","slot","from","to","error","for_ms"}],
  *    "failing":[{"node","token","attempts","error"}]
- * and, only when the read ignored records, "bad_records":[{"kind","host","why"}]}
+ * and, only when the read ignored records, "bad_records":[{"kind","host","why"}],
+ * and "etcd_restored": null, or {"why","seen_version","hosts":[...]} while
+ * etcd's history went back (ringctl_restore.c)}
  * "plan" is the active run, else the proposed plan, else the last finished run.
  * "stuck" is the coordinator's `stuck` report for the current version;
  * "failing" every failing fetch the receivers report for it, stuck or not yet.
@@ -70,8 +72,10 @@ static cJSON *plan_json(const plan_view *v) {
   return o;
 }
 
-static int print_json(const rk_state *st, const ringctl_node_row *rows, const plan_view *v) {
+static int print_json(ringctl_ctx *ctx, const rk_state *st, const ringctl_node_row *rows,
+                      const plan_view *v) {
   cJSON *o = cJSON_CreateObject();
+  cJSON_AddItemToObject(o, "etcd_restored", ringctl_restore_json(ctx->etcd, st));
   cJSON *nodes = cJSON_CreateArray();
   cJSON_AddNumberToObject(o, "version", (double)st->version);
   cJSON_AddItemToObject(o, "nodes", nodes);
@@ -101,6 +105,7 @@ static void print_plan(const plan_view *v) {
 static void print_text(const ringctl_ctx *ctx, const rk_state *st, const ringctl_node_row *rows,
                        const plan_view *v) {
   const rk_config *c = &st->config;
+  ringctl_restore_text(stdout, ctx->etcd, st); /* first: it changes how to read the rest */
   printf("cluster:  %s, %u tokens x %u replicas, failure domain %s, migration %s\n", ctx->cluster,
          c->tokens, c->replicas, c->failure_domain[0] ? c->failure_domain : "none",
          rk_migration_name(c->migration));
@@ -126,7 +131,7 @@ static int show(ringctl_ctx *ctx, const rk_state *st, const ring_table *table) {
     return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "out of memory");
   int rc = read_plans(ctx, st, &v);
   if (rc == RINGCTL_EXIT_OK && ctx->a->globals->json)
-    rc = print_json(st, rows, &v);
+    rc = print_json(ctx, st, rows, &v);
   else if (rc == RINGCTL_EXIT_OK)
     print_text(ctx, st, rows, &v);
   ringctl_runs_free(v.history, v.n_history);
