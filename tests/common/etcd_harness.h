@@ -245,7 +245,7 @@ static inline int etcd_snapshot_save(const etcd_cluster *c, int i, const char *p
  * start it on the same ports. True once it serves. */
 static inline bool etcd_member_restore(etcd_cluster *c, int i, const char *path) {
   etcd_member *m = &c->m[i];
-  char cmd[2048];
+  char cmd[4096];
   etcd_member_signal(c, i, SIGKILL);
   snprintf(cmd, sizeof cmd,
            "mv '%s/data' '%s/data.before-restore' && ETCDCTL_API=3 etcdctl snapshot restore '%s'"
