@@ -1,6 +1,7 @@
 /*
  * fuzz_records.c: libFuzzer target for the etcd value decoders (config,
- * nodes/, alive/, progress/ with its failing fetches, leader, loss, stuck). Every decoder sees
+ * nodes/, alive/, progress/ with its failing fetches, leader, loss, stuck, recovery/,
+ * recovered). Every decoder sees
  * every input (each checks "format" first). A refusal must name itself and leave the output
  * untouched; an accepted value must encode and decode again to the same
  * bytes.
@@ -46,5 +47,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FUZZ_ONE(rk_leader, rk_leader_decode, rk_leader_encode, (void)0);
   FUZZ_ONE(rk_loss, rk_loss_decode, rk_loss_encode, (rk_loss_free(&v), rk_loss_free(&w)));
   FUZZ_ONE(rk_stuck, rk_stuck_decode, rk_stuck_encode, (rk_stuck_free(&v), rk_stuck_free(&w)));
+  FUZZ_ONE(rk_recovery, rk_recovery_decode, rk_recovery_encode,
+           (rk_recovery_free(&v), rk_recovery_free(&w)));
+  FUZZ_ONE(rk_recovered, rk_recovered_decode, rk_recovered_encode, (void)0);
   return 0;
 }
