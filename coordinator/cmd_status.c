@@ -11,8 +11,8 @@
  *    "stuck":[{"token","slot","from","to","error","for_ms"}],
  *    "failing":[{"node","token","attempts","error"}]
  * and, only when the read ignored records, "bad_records":[{"kind","host","why"}],
- * and "etcd_restored": null, or {"why","seen_version","hosts":[...]} while
- * etcd's history went back (ringctl_restore.c)}
+ * and, only while etcd's history went back (ringctl_restore.c),
+ * "etcd_restored":{"why","seen_version","hosts":[...]}}
  * "plan" is the active run, else the proposed plan, else the last finished run.
  * "stuck" is the coordinator's `stuck` report for the current version;
  * "failing" every failing fetch the receivers report for it, stuck or not yet.
@@ -74,8 +74,9 @@ static cJSON *plan_json(const plan_view *v) {
 
 static int print_json(ringctl_ctx *ctx, const rk_state *st, const ringctl_node_row *rows,
                       const plan_view *v) {
-  cJSON *o = cJSON_CreateObject();
-  cJSON_AddItemToObject(o, "etcd_restored", ringctl_restore_json(ctx->etcd, st));
+  cJSON *o = cJSON_CreateObject(), *restored = ringctl_restore_json(ctx->etcd, st);
+  if (restored != NULL) /* only then, first: the shape above is unchanged otherwise */
+    cJSON_AddItemToObject(o, "etcd_restored", restored);
   cJSON *nodes = cJSON_CreateArray();
   cJSON_AddNumberToObject(o, "version", (double)st->version);
   cJSON_AddItemToObject(o, "nodes", nodes);

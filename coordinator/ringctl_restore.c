@@ -19,7 +19,7 @@ bool ringctl_restored(ring_etcd *c, const rk_state *st, char *why, size_t cap) {
 cJSON *ringctl_restore_json(ring_etcd *c, const rk_state *st) {
   char why[RING_HISTORY_WHY_MAX];
   if (!ringctl_restored(c, st, why, sizeof why))
-    return cJSON_CreateNull();
+    return NULL;
   cJSON *o = cJSON_CreateObject(), *hosts = cJSON_CreateArray();
   cJSON_AddStringToObject(o, "why", why);
   cJSON_AddNumberToObject(o, "seen_version", (double)rk_state_seen_version(st));

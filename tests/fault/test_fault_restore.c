@@ -8,6 +8,8 @@
  *             - the daemons say so: every agent's /healthz (503, the
  *               reason) and ring_agent_etcd_restored, the coordinator's
  *               /healthz and gauge, `ringctl status --json`;
+ *             - a restarted agent (from its data dir) and a restarted
+ *               coordinator (from the hosts' recovery reports) say so too;
  *             - nothing is dropped or moved: every host still holds the
  *               arcs it held, and no plan or table comes from the
  *               restored state;
@@ -146,6 +148,15 @@ START_TEST(restored) {
   ck_assert_msg(ENV_WAIT(status_restored(true), 10), "ringctl status does not show the restore");
   for (int i = 0; i <= NODES; i++)
     ck_assert_msg(ENV_WAIT(reported(env.a[i].id), 10), "no recovery/%s", env.a[i].id);
+
+  /* Restarted daemons find it again: the agent from its data dir, the
+   * coordinator from the hosts' reports. */
+  e2e_node_stop(2);
+  e2e_node_start(2, "n2", NULL);
+  ck_assert_msg(ENV_WAIT(agent_restored(2), 10), "a restarted agent forgot the restore");
+  ck_assert_int_eq(proc_term(&w.coord[0], 15), 0);
+  e2e_coord_start(0);
+  ck_assert_msg(ENV_WAIT(coord_restored(), 20), "a restarted coordinator misses the restore");
 
   harness_sleep_ms(3000); /* three drop graces: anything dropped would be gone by now */
   for (int i = 0; i <= NODES; i++) {
