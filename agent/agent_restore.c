@@ -201,13 +201,13 @@ uint64_t agent_restore_tick(agent *a) {
   ring_etcd_history_get(a->etcd, &h);
   bool settled = false;
   if (h.went_back && ring_etcd_history_resume(a->etcd, a->o.cluster, &settled, NULL) == RING_OK &&
-      settled) {
-    resume(a);
+      settled)
     ring_etcd_history_get(a->etcd, &h);
-  }
   rd_restore_observe(&a->restore, a->etcd,
                      "keeps serving its arcs; no drops, fetches, progress or acks until `ringctl "
                      "recover`");
+  if (settled)
+    resume(a); /* after the gauge clears: the workers it wakes read it */
   ring_error err = {0};
   if (h.went_back && !a->recovery_written) {
     if (report_table(a, &err) == RING_OK && report(a, &h, &err) == RING_OK)
@@ -219,4 +219,12 @@ uint64_t agent_restore_tick(agent *a) {
   return h.went_back && !a->recovery_written ? RETRY_MS : PROBE_EVERY_MS;
 }
 
-bool agent_restored(agent *a) { return atomic_load(&a->restore.restored); }
+bool agent_restored(agent *a) {
+  if (atomic_load(&a->restore.restored))
+    return true;
+  /* Any reply may find it before the loop's next look: a fetch worker or a
+   * step of this pass asks the client itself. */
+  ring_etcd_history h;
+  ring_etcd_history_get(a->etcd, &h);
+  return h.went_back;
+}

@@ -310,7 +310,8 @@ RING_EXTERN int ring_etcd_fenced_txn(ring_etcd *c, const ring_leadership *l,
  * one version behind (proto/delta.md) and tables/<v> otherwise, validates
  * the result, swaps it in and calls the callback. A table that fails
  * validation is refused, logged and counted, and the last good table stays
- * in service; so it does while etcd is unreachable. */
+ * in service; so it does while etcd is unreachable, and while its client's
+ * history went back (section 1, ring_watcher_restored below). */
 typedef struct ring_watcher ring_watcher;
 
 typedef void (*ring_table_cb)(void *ud, const ring_table *t);

@@ -18,7 +18,10 @@
  * A progress notification at revision r moves next to r + 1 (etcd sends one
  * only to a watcher that is in sync, so every event up to r was sent first).
  * Compaction past next: the callback hears compacted=true with the compact
- * revision, and the watch resumes from there. A batch of events is called
+ * revision, and the watch resumes from there. A store behind next (etcd
+ * restored from an older snapshot) is judged by the client's history
+ * (behind()); when it went back, the callback hears compacted=true too and
+ * the watch follows the store from its current revision. A batch of events is called
  * back with revision = its last event's mod revision (the header's revision
  * may run ahead of events still to come while etcd replays history).
  *

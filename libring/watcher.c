@@ -20,6 +20,10 @@
  * Errors etcd states (auth, permissions) are logged and not retried until
  * the next event, so a watcher never spins on them.
  *
+ * A restored etcd: while the client's history went back (etcd_history.c)
+ * nothing is installed or acked and the table in service stays; each look
+ * asks whether the operator's `recovered` record settled it (held_back).
+ *
  * Memory: besides the table in service, a watcher holds its state (about
  * 0.5 KiB) and, while installing, the new table and what building it
  * takes: a fetched value (shared by the watchers of one client, below)
