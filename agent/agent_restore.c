@@ -62,9 +62,13 @@ static bool marks_parse(const char *line, ring_etcd_history *h) {
              &rev, &id, &v, &went, &back_rev, &back_v, &back_id) != 7 ||
       rev < 0 || back_rev < 0 || v > RING_VERSION_MAX || back_v > RING_VERSION_MAX)
     return false;
-  *h = (ring_etcd_history){.revision = rev, .cluster_id = id, .version = v,
-                           .went_back = went != 0, .back_revision = back_rev,
-                           .back_version = back_v, .back_cluster_id = back_id};
+  *h = (ring_etcd_history){.revision = rev,
+                           .cluster_id = id,
+                           .version = v,
+                           .went_back = went != 0,
+                           .back_revision = back_rev,
+                           .back_version = back_v,
+                           .back_cluster_id = back_id};
   return true;
 }
 
@@ -116,8 +120,8 @@ static void probe(agent *a) {
   if (ring_etcd_range(a->etcd, key, (size_t)len, NULL, &r, &err) != RING_OK)
     return; /* etcd away: the other steps say so */
   uint64_t v = 0;
-  if (r.n == 1 && rk_ack_decode((const char *)r.kvs[0].value, r.kvs[0].value_len, &v, NULL) ==
-                      RING_OK)
+  if (r.n == 1 &&
+      rk_ack_decode((const char *)r.kvs[0].value, r.kvs[0].value_len, &v, NULL) == RING_OK)
     ring_etcd_note_version(a->etcd, v, r.revision);
   ring_kvs_free(&r);
 }

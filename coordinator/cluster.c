@@ -78,8 +78,8 @@ static int parse_recovery(rk_state *s, const ring_kvs *r, size_t prefix_len, rin
 
 /* In the order of parts[]. */
 static const part_parser parsers[N_PARTS] = {
-    parse_config, parse_version, parse_nodes,    parse_alive,  parse_proposed,
-    parse_active, parse_acks,    parse_progress, parse_leader, parse_clients,
+    parse_config, parse_version,   parse_nodes,    parse_alive,  parse_proposed,
+    parse_active, parse_acks,      parse_progress, parse_leader, parse_clients,
     parse_stuck,  parse_recovered, parse_recovery,
 };
 

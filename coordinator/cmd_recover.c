@@ -29,8 +29,8 @@
 #include <string.h>
 
 #define RECOVERED_BY "ringctl"
-#define WITHOUT_MAX 64          /* --without ids */
-#define SHOWN_MAX 20            /* missing slots and lost tokens listed in text */
+#define WITHOUT_MAX 64              /* --without ids */
+#define SHOWN_MAX 20                /* missing slots and lost tokens listed in text */
 #define TABLE_VALUE_MAX (64u << 20) /* a recovery-table/<v> value read at most */
 
 /* -------------------------------------------------------------- arguments */
@@ -275,7 +275,8 @@ static int ops_make(ringctl_ctx *ctx, const rk_state *st, const recover_input *i
   p->values = calloc(cap, sizeof *p->values);
   char *table = NULL, *rec = NULL, *ver = malloc(24);
   size_t tlen = 0, rlen = 0;
-  rk_recovered r = {.version = in->version, .seen_version = in->seen < in->version ? in->seen : 0,
+  rk_recovered r = {.version = in->version,
+                    .seen_version = in->seen < in->version ? in->seen : 0,
                     .at_ms = ringctl_now_ms()};
   snprintf(r.by, sizeof r.by, "%s", RECOVERED_BY);
   if (!p->ops || !p->keys || !p->values || !ver || ring_table_encode(t, &table, &tlen) != RING_OK ||
@@ -320,8 +321,13 @@ static int publish(ringctl_ctx *ctx, const rk_state *st, const recover_input *in
   int rc = ops_make(ctx, st, in, t, &p);
   char vkey[RK_KEY_MAX];
   ringctl_key(ctx, "version", vkey);
-  ring_cmp cmp = {vkey, strlen(vkey), st->version_mod ? RING_CMP_MOD : RING_CMP_CREATE,
-                  RING_CMP_EQ, st->version_mod, NULL, 0};
+  ring_cmp cmp = {vkey,
+                  strlen(vkey),
+                  st->version_mod ? RING_CMP_MOD : RING_CMP_CREATE,
+                  RING_CMP_EQ,
+                  st->version_mod,
+                  NULL,
+                  0};
   bool won = false;
   if (rc == RINGCTL_EXIT_OK)
     rc = ringctl_txn(ctx, &cmp, 1, p.ops, p.n, "publishing the recovered table", &won);

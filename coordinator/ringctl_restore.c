@@ -41,8 +41,9 @@ bool ringctl_restore_text(FILE *f, ring_etcd *c, const rk_state *st) {
   if (!ringctl_restored(c, st, why, sizeof why))
     return false;
   fprintf(f, "!!! ETCD RESTORED: %s\n", why);
-  fprintf(f, "!!! daemons act on nothing until `ringctl recover`; %u host%s reported, the "
-             "highest version seen is %" PRIu64 " (deploy/PRODUCTION.md, \"Backup and restore\")\n\n",
+  fprintf(f,
+          "!!! daemons act on nothing until `ringctl recover`; %u host%s reported, the "
+          "highest version seen is %" PRIu64 " (deploy/PRODUCTION.md, \"Backup and restore\")\n\n",
           st->n_recovery, st->n_recovery == 1 ? "" : "s", rk_state_seen_version(st));
   return true;
 }

@@ -114,8 +114,7 @@ RING_EXTERN int ring_etcd_history_resume(ring_etcd *c, const char *cluster, bool
 /* "etcd history went back: version 65 -> 1, revision 812 -> 20" (the parts
  * that went back; "cluster id X -> Y" too) into buf; returns buf. "" when
  * it did not. */
-RING_EXTERN const char *ring_etcd_history_text(const ring_etcd_history *h, char *buf,
-                                               size_t size);
+RING_EXTERN const char *ring_etcd_history_text(const ring_etcd_history *h, char *buf, size_t size);
 
 /* ---------------------------------------------------------- 2. key-value */
 

@@ -160,8 +160,7 @@ void ring_etcd_history_seed(ring_etcd *c, const ring_etcd_history *from) {
   pthread_mutex_unlock(&c->hist_lock);
 }
 
-bool ring_etcd_history_settle(ring_etcd *c, uint64_t recovered_version,
-                              uint64_t current_version) {
+bool ring_etcd_history_settle(ring_etcd *c, uint64_t recovered_version, uint64_t current_version) {
   if (c == NULL)
     return false;
   pthread_mutex_lock(&c->hist_lock);
@@ -230,8 +229,8 @@ const char *ring_etcd_history_text(const ring_etcd_history *h, char *buf, size_t
                           h->back_version),
         sep = ", ";
   if (h->back_revision != 0 && n < size)
-    n += (size_t)snprintf(buf + n, size - n, "%srevision %" PRId64 " -> %" PRId64, sep,
-                          h->revision, h->back_revision),
+    n += (size_t)snprintf(buf + n, size - n, "%srevision %" PRId64 " -> %" PRId64, sep, h->revision,
+                          h->back_revision),
         sep = ", ";
   if (h->back_cluster_id != 0 && n < size)
     n += (size_t)snprintf(buf + n, size - n, "%scluster id %" PRIx64 " -> %" PRIx64, sep,

@@ -483,12 +483,13 @@ static int on_watch(void *ud, const ring_event *events, uint32_t n, int64_t revi
     uint64_t v;
     if (events[i].type != RING_EVENT_PUT)
       continue; /* a deleted version key: keep serving what we have */
-    if (parse_version(events[i].kv.value, events[i].kv.value_len, &v))
-      newest = v > newest ? v : newest,
-      ring_etcd_note_version(w->c, v, events[i].kv.mod_revision);
-    else
+    if (parse_version(events[i].kv.value, events[i].kv.value_len, &v)) {
+      newest = v > newest ? v : newest;
+      ring_etcd_note_version(w->c, v, events[i].kv.mod_revision); /* the history's rule */
+    } else {
       refuse(w, 0, "version",
              &(ring_error){RING_EVERSION, "version: the key's new value is not a version"});
+    }
   }
   if (compacted || n == 0) /* missed changes, or a quiet moment: read afresh */
     follow(w, 0, 0, &err);

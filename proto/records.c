@@ -1023,14 +1023,14 @@ int rk_recovery_decode(const char *json, size_t len, rk_recovery *out, ring_erro
   rk_recovery r = {0};
   int rc = ring__record_parse(json, len, RECOVERY_FORMAT, keys, N_KEYS(keys), &root, err);
   if (rc == RING_OK)
-    rc = ring__json_uint(root, "seen_version", 1, RING_VERSION_MAX, RING_EVERSION,
-                         &r.seen_version, err);
+    rc = ring__json_uint(root, "seen_version", 1, RING_VERSION_MAX, RING_EVERSION, &r.seen_version,
+                         err);
   if (rc == RING_OK)
-    rc = ring__json_uint(root, "seen_revision", 0, RING_VERSION_MAX, RING_EFIELD,
-                         &r.seen_revision, err);
+    rc = ring__json_uint(root, "seen_revision", 0, RING_VERSION_MAX, RING_EFIELD, &r.seen_revision,
+                         err);
   if (rc == RING_OK)
-    rc = ring__json_uint(root, "table_version", 0, r.seen_version, RING_EVERSION,
-                         &r.table_version, err);
+    rc = ring__json_uint(root, "table_version", 0, r.seen_version, RING_EVERSION, &r.table_version,
+                         err);
   if (rc == RING_OK)
     rc = decode_token_list(root, "tokens", 0, &r.tokens, &r.n_tokens, err);
   if (rc == RING_OK)

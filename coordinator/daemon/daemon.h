@@ -357,10 +357,10 @@ uint64_t rd_wall_since(uint64_t now, uint64_t then);
 #define RD_RESTORE_REMIND_MS 60000
 #define RD_RESTORE_WHY_MAX 192
 typedef struct rd_restore {
-  pthread_mutex_t mu;            /* guards why */
-  char why[RD_RESTORE_WHY_MAX];  /* "etcd history went back: ..."; "" when not */
-  _Atomic bool restored;         /* the gauge */
-  uint64_t reminded_ms;          /* rd_now_ms of the last error line (the loop's) */
+  pthread_mutex_t mu;           /* guards why */
+  char why[RD_RESTORE_WHY_MAX]; /* "etcd history went back: ..."; "" when not */
+  _Atomic bool restored;        /* the gauge */
+  uint64_t reminded_ms;         /* rd_now_ms of the last error line (the loop's) */
 } rd_restore;
 
 int rd_restore_init(rd_restore *r);

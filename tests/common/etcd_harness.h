@@ -233,8 +233,9 @@ static inline int etcdctl(const etcd_cluster *c, const char *fmt, ...) {
  * etcdctl's exit status. */
 static inline int etcd_snapshot_save(const etcd_cluster *c, int i, const char *path) {
   char cmd[1024];
-  snprintf(cmd, sizeof cmd, "ETCDCTL_API=3 etcdctl --endpoints=%s snapshot save '%s' >/dev/null 2>&1",
-           c->m[i].url, path);
+  snprintf(cmd, sizeof cmd,
+           "ETCDCTL_API=3 etcdctl --endpoints=%s snapshot save '%s' >/dev/null 2>&1", c->m[i].url,
+           path);
   return system(cmd);
 }
 

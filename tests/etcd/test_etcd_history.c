@@ -32,8 +32,8 @@ static ring_etcd *client(void) { return test_client(one.endpoints, 3000, 0); }
 static int64_t put(ring_etcd *c, const char *k, const char *v) {
   int64_t rev = 0;
   ring_error err;
-  ck_assert_msg(ring_etcd_put(c, k, strlen(k), v, strlen(v), 0, &rev, NULL, &err) == RING_OK,
-                "%s", err.message);
+  ck_assert_msg(ring_etcd_put(c, k, strlen(k), v, strlen(v), 0, &rev, NULL, &err) == RING_OK, "%s",
+                err.message);
   return rev;
 }
 
@@ -118,7 +118,8 @@ START_TEST(seeded_marks) {
   ring_etcd_close(c);
 
   c = client(); /* a latched state carries over as it was */
-  ring_etcd_history_seed(c, &(ring_etcd_history){.went_back = true, .version = 9, .back_version = 2});
+  ring_etcd_history_seed(c,
+                         &(ring_etcd_history){.went_back = true, .version = 9, .back_version = 2});
   ck_assert(marks(c).went_back);
   ring_etcd_close(c);
 }
@@ -127,9 +128,10 @@ END_TEST
 START_TEST(settle_rules) {
   ring_etcd *c = client();
   ck_assert(!ring_etcd_history_settle(c, 10, 10)); /* nothing went back: nothing to settle */
-  ring_etcd_history_seed(c, &(ring_etcd_history){.went_back = true, .version = 9, .back_version = 2});
-  ck_assert(!ring_etcd_history_settle(c, 9, 9));   /* not above every version seen */
-  ck_assert(!ring_etcd_history_settle(c, 10, 2));  /* the version key is not there yet */
+  ring_etcd_history_seed(c,
+                         &(ring_etcd_history){.went_back = true, .version = 9, .back_version = 2});
+  ck_assert(!ring_etcd_history_settle(c, 9, 9));  /* not above every version seen */
+  ck_assert(!ring_etcd_history_settle(c, 10, 2)); /* the version key is not there yet */
   ck_assert(marks(c).went_back);
   bool settled = true;
   ck_assert_int_eq(ring_etcd_history_resume(c, "test", &settled, NULL), RING_OK);
@@ -158,9 +160,9 @@ static void publish(ring_etcd *c, uint64_t v) {
   ck_assert_int_eq(ring_table_encode(t, &json, &len), RING_OK);
   snprintf(key, sizeof key, PREFIX "tables/%llu", (unsigned long long)v);
   snprintf(val, sizeof val, "%llu", (unsigned long long)v);
-  ring_op ops[2] = {{RING_OP_PUT, key, strlen(key), json, len, 0, false},
-                    {RING_OP_PUT, PREFIX "version", strlen(PREFIX "version"), val, strlen(val), 0,
-                     false}};
+  ring_op ops[2] = {
+      {RING_OP_PUT, key, strlen(key), json, len, 0, false},
+      {RING_OP_PUT, PREFIX "version", strlen(PREFIX "version"), val, strlen(val), 0, false}};
   ring_error err;
   ck_assert_msg(ring_etcd_txn(c, NULL, 0, ops, 2, NULL, 0, NULL, &err) == RING_OK, "%s",
                 err.message);

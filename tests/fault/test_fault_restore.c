@@ -137,8 +137,8 @@ START_TEST(restored) {
   static uint8_t before[ENV_AGENTS][RING_TOKENS_MAX / 8], after[RING_TOKENS_MAX / 8];
   for (int i = 0; i <= NODES; i++)
     ck_assert_uint_gt(held_bits(i, before[i], T), 0);
-  fprintf(stderr, "restoring etcd to the snapshot of version %" PRIu64 " (now %" PRIu64 ")\n",
-          low, high);
+  fprintf(stderr, "restoring etcd to the snapshot of version %" PRIu64 " (now %" PRIu64 ")\n", low,
+          high);
   ck_assert(etcd_member_restore(&env.etcd, 0, snap));
   ck_assert_uint_eq(e2e_version(), low);
 

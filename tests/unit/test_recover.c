@@ -22,8 +22,12 @@
 
 START_TEST(records) {
   uint32_t toks[] = {0, 3, 17};
-  rk_recovery r = {.seen_version = 65, .seen_revision = 8120, .table_version = 65,
-                   .n_tokens = 3, .tokens = toks, .at_ms = 1};
+  rk_recovery r = {.seen_version = 65,
+                   .seen_revision = 8120,
+                   .table_version = 65,
+                   .n_tokens = 3,
+                   .tokens = toks,
+                   .at_ms = 1};
   char *json = NULL;
   size_t len = 0;
   ck_assert_int_eq(rk_recovery_encode(&r, &json, &len), RING_OK);
@@ -41,8 +45,9 @@ START_TEST(records) {
                     "\"table_version\":5,\"tokens\":[3,3],\"at_ms\":0}";
   ck_assert_int_eq(rk_recovery_decode(bad, strlen(bad), &back, &err), RING_EFIELD);
   ck_assert_ptr_nonnull(strstr(err.message, "tokens[1]"));
-  const char *over = "{\"format\":\"ringkeeper.recovery.v1\",\"seen_version\":5,\"seen_revision\":1,"
-                     "\"table_version\":6,\"tokens\":[],\"at_ms\":0}";
+  const char *over =
+      "{\"format\":\"ringkeeper.recovery.v1\",\"seen_version\":5,\"seen_revision\":1,"
+      "\"table_version\":6,\"tokens\":[],\"at_ms\":0}";
   ck_assert_int_eq(rk_recovery_decode(over, strlen(over), &back, &err), RING_EVERSION);
   ck_assert_ptr_nonnull(strstr(err.message, "table_version"));
 
@@ -143,7 +148,8 @@ START_TEST(missing_and_lost) {
   ck_assert_uint_eq(r.n_missing, 3);
   ck_assert_uint_eq(r.missing[0].token, 5);
   ck_assert_uint_eq(r.missing[0].owner, ring_table_owner(w.t, 5, r.missing[0].slot));
-  ck_assert_uint_eq(ring_table_owner(r.table, 6, 0), ring_table_owner(w.t, 6, 0)); /* named, never emptied */
+  ck_assert_uint_eq(ring_table_owner(r.table, 6, 0),
+                    ring_table_owner(w.t, 6, 0)); /* named, never emptied */
   rk_recover_free(&r);
   world_free(&w);
 }
