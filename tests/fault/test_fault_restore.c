@@ -170,6 +170,15 @@ START_TEST(restored) {
 
   recover_refuses();
   char out[8192];
+  ck_assert_int_eq(e2e_ringctl(out, sizeof out, "recover --json"), 0); /* shows, writes nothing */
+  cJSON *plan = cJSON_Parse(out);
+  ck_assert_msg(plan != NULL, "%s", out);
+  ck_assert(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(plan, "published")));
+  ck_assert(cJSON_GetObjectItemCaseSensitive(plan, "version")->valuedouble == (double)(high + 1));
+  ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(plan, "lost")), 0);
+  ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(plan, "missing")), 0);
+  cJSON_Delete(plan);
+  ck_assert_uint_eq(e2e_version(), low);
   ck_assert_int_eq(e2e_ringctl(out, sizeof out, "recover --yes"), 0);
   uint64_t v = e2e_version();
   ck_assert_msg(v > high, "recovered at %" PRIu64 ", not above %" PRIu64, v, high);
