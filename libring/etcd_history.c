@@ -118,15 +118,20 @@ bool ring_etcd_note_version(ring_etcd *c, uint64_t version, int64_t revision) {
   /* Lower than the mark, read at or after the mark's revision: the key went
    * back. A lower value read at an older revision is a reply that crossed a
    * newer one (two readers at once) and says nothing; if the store itself
-   * went back, its revision did too and judge_revision says so. */
-  if (version != 0 && version < h->version && revision >= h->version_revision) {
+   * went back, its revision did too and judge_revision says so. Once gone
+   * back, a lower value is what the restored store says now (for the
+   * reason shown: "version 65 -> 1"); the mark stays. */
+  if (version == 0) {
+    /* nothing read */
+  } else if (h->went_back) {
+    if (version < h->version)
+      h->back_version = version;
+  } else if (version < h->version && revision >= h->version_revision) {
     h->went_back = true;
     h->back_version = version;
-  } else if (version != 0 && version > h->version && !h->went_back) {
+  } else if (version > h->version) {
     h->version = version;
     h->version_revision = revision;
-  } else if (version != 0 && h->went_back && h->back_version != 0 && version > h->back_version) {
-    h->back_version = version;
   }
   bool back = h->went_back;
   pthread_mutex_unlock(&c->hist_lock);

@@ -58,11 +58,17 @@ static long healthz(const char *hostport, char *body, size_t cap) {
   return st;
 }
 
+/* The gauge, and /healthz 503 naming both counters that went back
+ * ("etcd history went back: version 33 -> 1, revision R1 -> R2"). */
 static bool agent_restored(int i) {
   char body[512];
-  return env_metric(i, "ring_agent_etcd_restored") == 1 &&
-         healthz(env.a[i].metrics, body, sizeof body) == 503 &&
-         strstr(body, "etcd history went back") != NULL;
+  bool ok = env_metric(i, "ring_agent_etcd_restored") == 1 &&
+            healthz(env.a[i].metrics, body, sizeof body) == 503 &&
+            strstr(body, "etcd history went back: version ") != NULL &&
+            strstr(body, ", revision ") != NULL;
+  if (ok && i == 0)
+    fprintf(stderr, "n0 /healthz: %s", body);
+  return ok;
 }
 
 static bool coord_restored(void) {
