@@ -10,6 +10,7 @@ add_executable(ring-agent
   agent_report.c    # progress/<id>
   agent_gc.c        # drops after the grace; temporary leftovers
   agent_metrics.c   # /metrics and /healthz
+  agent_restore.c   # a restored etcd: saved marks, the probe, recovery/<id>
 )
 target_include_directories(ring-agent PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
                            ${PROJECT_SOURCE_DIR}/proto)

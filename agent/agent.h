@@ -227,6 +227,12 @@ typedef struct agent {
   int refill_written;           /* missing/<id>: 0 unknown (at start), 1 absent, 2 written */
   uint64_t refill_digest;       /* of the record last written */
   uint64_t refill_last_ms;      /* rd_now_ms of the last write attempt */
+  /* a restored etcd (agent_restore.c) */
+  rd_restore restore;              /* went back: the loop's state, /healthz, the gauge */
+  ring_etcd_history restore_saved; /* the marks as last written to the data dir */
+  uint64_t restore_saved_ms;       /* rd_now_ms of that write */
+  uint64_t restore_probe_ms;       /* rd_now_ms of the last read of the version key */
+  bool recovery_written;           /* recovery/<id> is up for this restore */
 
   rd_health health;             /* the last trouble of the loop, for /healthz */
   uint64_t rate_bytes, rate_ms; /* last rate sample */
@@ -332,6 +338,17 @@ uint64_t agent_refill_tick(agent *a);
  * last write, without rewriting at every retry (agent_report.c). */
 uint64_t agent_report_digest(const uint32_t *tokens, uint32_t n, const rk_failing *failing,
                              uint32_t n_failing);
+/* ------------------------------------------------------ a restored etcd */
+
+/* At start-up, after the client opens and before any etcd call: seeds the
+ * client with the marks saved in the data dir (agent_restore.c). */
+void agent_restore_start(agent *a);
+/* Probes the version key, notices a restore (and its settling), reports
+ * recovery/<id>, saves the marks. Returns the ms until the next probe. */
+uint64_t agent_restore_tick(agent *a);
+/* Whether etcd's history went back: no drops, fetches, progress or acks.
+ * Any thread. */
+bool agent_restored(agent *a);
 
 /* ----------------------------------------------------- metrics and health */
 

@@ -253,8 +253,8 @@ static void finish(agent *a, agent_job *j, const fetch_work *w, int rc, uint64_t
 
 /* The first queued job when a fetch may start, else NULL. Caller holds jobs_mu. */
 static agent_job *next_job(agent *a) {
-  if (a->running >= a->parallel || a->barrier_version != 0)
-    return NULL;
+  if (a->running >= a->parallel || a->barrier_version != 0 || agent_restored(a))
+    return NULL; /* a restored etcd: no fetch starts (agent_restore.c) */
   for (uint32_t i = 0; i < a->n_jobs; i++)
     if (a->jobs[i]->state == AGENT_JOB_QUEUED && !a->jobs[i]->cancelled)
       return a->jobs[i];

@@ -130,6 +130,8 @@ void agent_gc_retime(agent *a) {
 
 uint64_t agent_gc_tick(agent *a) {
   uint64_t now = rd_now_ms();
+  if (agent_restored(a)) /* etcd went back: nothing is dropped on its word (agent_restore.c) */
+    return UINT64_MAX;
   if (a->next_drop_ms == 0)
     return UINT64_MAX;
   if (now < a->next_drop_ms)

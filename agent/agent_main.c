@@ -171,6 +171,7 @@ static int open_arcs(agent *a, char *msg, size_t cap) {
 static int agent_open(agent *a, rd_http **http, char *msg, size_t cap) {
   if (open_arcs(a, msg, cap) != 0 || open_etcd(a, msg, cap) != 0)
     return -1;
+  agent_restore_start(a); /* before the first reply: a restore while we were down shows there */
   if (agent_member_start(a, msg, cap) != 0) /* a live twin holds the id */
     return -1;
   agent_own_start(a); /* before following: a wiped data dir must adopt nothing */
@@ -194,12 +195,15 @@ static void run_loop(agent *a) {
     uint64_t wait = 1000; /* the longest sleep: a safety net, every change wakes the loop */
     rd_health_step(&a->health);
     wait = min_ms(wait, agent_member_tick(a));
+    wait = min_ms(wait, agent_restore_tick(a));
     agent_follow_config(a);
-    wait = min_ms(wait, agent_follow_tick(a));
-    wait = min_ms(wait, agent_report_tick(a));
-    wait = min_ms(wait, agent_gc_tick(a));
-    wait = min_ms(wait, agent_own_tick(a));
-    wait = min_ms(wait, agent_refill_tick(a));
+    if (!agent_restored(a)) { /* a restored etcd: act on nothing it says (agent_restore.c) */
+      wait = min_ms(wait, agent_follow_tick(a));
+      wait = min_ms(wait, agent_report_tick(a));
+      wait = min_ms(wait, agent_gc_tick(a));
+      wait = min_ms(wait, agent_own_tick(a));
+      wait = min_ms(wait, agent_refill_tick(a));
+    }
     agent_metrics_tick(a);
     if (a->lease != 0)
       rd_health_ok(&a->health);
@@ -269,6 +273,7 @@ int main(int argc, char **argv) {
   a.started_ms = rd_wall_ms();
   rd_waker_init(&a.waker);
   rd_health_init(&a.health);
+  rd_restore_init(&a.restore);
   pthread_mutex_init(&a.jobs_mu, NULL);
   pthread_cond_init(&a.jobs_cv, NULL);
   if (rd_signals_start(on_stop, NULL, &a) != 0) {

@@ -117,6 +117,10 @@ void agent_metrics_text(void *ud, rd_text *t) {
   one(t, "ring_agent_losses_accepted_total", "counter",
       "arcs installed empty on the operator's accept-loss", (double)m->losses_accepted);
   arc_server_admit_metrics(a->server, "ring_agent_arc", t);
+  one(t, "ring_agent_etcd_restored", "gauge",
+      "1 while etcd's history went back (a restore from an older snapshot): nothing is "
+      "dropped, fetched or acked until `ringctl recover`",
+      atomic_load(&a->restore.restored) ? 1.0 : 0.0);
   one(t, "ring_agent_errors_total", "counter", "etcd operations that failed", (double)m->errors);
   one(t, "ring_agent_etcd_requests_total", "counter", "etcd requests sent",
       (double)ring_etcd_requests(a->etcd));
@@ -124,6 +128,8 @@ void agent_metrics_text(void *ud, rd_text *t) {
 
 bool agent_health_text(void *ud, rd_text *t) {
   agent *a = ud;
+  if (!rd_restore_health(&a->restore, t)) /* first: it outweighs any other trouble */
+    return false;
   if (atomic_load(&a->m.registered) == 0) {
     rd_text why = {0};
     bool told = !rd_health_text(&a->health, &why); /* say why, when a step said so */

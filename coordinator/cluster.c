@@ -57,6 +57,8 @@ static const part parts[] = {
     {RK_READ_CLIENTS, "clients/", true, RK_HOST_CLIENT},
     {RK_READ_STUCK, "stuck", false, -1},
     {RK_READ_MISSING, "missing/", true, RK_HOST_MISSING},
+    {RK_READ_RECOVERY, "recovered", false, -1},
+    {RK_READ_RECOVERY, "recovery/", true, RK_HOST_RECOVERY},
 };
 #define N_PARTS (sizeof parts / sizeof parts[0])
 
@@ -74,12 +76,14 @@ static int parse_leader(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_
 static int parse_clients(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
 static int parse_stuck(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
 static int parse_missing(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
+static int parse_recovered(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
+static int parse_recovery(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
 
 /* In the order of parts[]. */
 static const part_parser parsers[N_PARTS] = {
-    parse_config, parse_version, parse_nodes,    parse_alive,  parse_proposed,
-    parse_active, parse_acks,    parse_progress, parse_leader, parse_clients,
-    parse_stuck,  parse_missing,
+    parse_config,  parse_version,   parse_nodes,    parse_alive,  parse_proposed,
+    parse_active,  parse_acks,      parse_progress, parse_leader, parse_clients,
+    parse_stuck,   parse_missing,   parse_recovered, parse_recovery,
 };
 
 /* Bytes two keys share at their start. */
@@ -296,6 +300,9 @@ void rk_state_free(rk_state *s) {
   free(s->missing);
   free(s->clients);
   rk_stuck_free(&s->stuck);
+  for (uint32_t i = 0; i < s->n_recovery; i++)
+    rk_recovery_free(&s->recovery[i].r);
+  free(s->recovery);
   free(s->bad);
   memset(s, 0, sizeof *s);
 }
@@ -636,6 +643,41 @@ static int parse_stuck(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_e
   (void)err;
   s->has_stuck = parse_tolerant(s, r, dec_stuck, &s->stuck, RK_BAD_STUCK);
   s->stuck_mod = r->n > 0 ? r->kvs[0].mod_revision : 0;
+  return RING_OK;
+}
+
+/* A restored etcd (proto/etcd.md): `recovered` is written by `ringctl
+ * recover` alone, so it is strict like the other control-plane keys. */
+static int dec_recovered(const char *j, size_t n, void *out, ring_error *err) {
+  return ring__recovered_decode(j, n, out, err);
+}
+
+static int parse_recovered(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err) {
+  (void)prefix_len;
+  int64_t mod = 0;
+  return parse_single(r, dec_recovered, &s->recovered, &s->has_recovered, &mod, err);
+}
+
+static int parse_recovery(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err) {
+  if (r->n == 0)
+    return RING_OK;
+  if ((s->recovery = calloc(r->n, sizeof *s->recovery)) == NULL)
+    return rk_fail(err, RING_ENOMEM, "out of memory reading %u recovery keys", r->n);
+  for (uint32_t i = 0; i < r->n; i++) {
+    const ring_kv *kv = &r->kvs[i];
+    rk_agent_recovery *e = &s->recovery[s->n_recovery];
+    int ok = host_checks(s, RK_HOST_RECOVERY, kv, prefix_len, e->id);
+    if (ok < 0)
+      continue;
+    ring_error why = {RING_OK, ""};
+    e->r = (rk_recovery){0};
+    if (ok > 0 &&
+        rk_recovery_decode((const char *)kv->value, kv->value_len, &e->r, &why) != RING_OK) {
+      e->r = (rk_recovery){0};
+      note_bad(s, RK_BAD_RECOVERY, e->id, kv, why.message);
+    }
+    s->n_recovery++;
+  }
   return RING_OK;
 }
 

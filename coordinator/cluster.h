@@ -32,7 +32,8 @@ enum {
   RK_READ_CLIENTS = 1u << 8, /* clients/: data-plane processes in the version barrier */
   RK_READ_STUCK = 1u << 9,   /* the coordinator's report of stuck moves */
   RK_READ_MISSING = 1u << 10, /* missing/: owned arcs hosts report they lack */
-  RK_READ_ALL = 0x7FFu
+  RK_READ_RECOVERY = 1u << 11, /* recovery/ (hosts' reports of a restored etcd) and recovered */
+  RK_READ_ALL = 0xFFFu
 };
 
 typedef struct rk_ack {
@@ -49,6 +50,10 @@ typedef struct rk_agent_missing {
   char id[RING_ID_MAX + 1];
   rk_missing m;     /* version 0 and no tokens when malformed */
 } rk_agent_missing;
+typedef struct rk_agent_recovery {
+  char id[RING_ID_MAX + 1];
+  rk_recovery r;    /* seen_version 0 and no tokens when malformed */
+} rk_agent_recovery;
 
 typedef struct rk_alive_entry {
   rk_alive a;       /* id set from the key; the rest zero when malformed */
@@ -65,6 +70,7 @@ typedef enum rk_bad_kind {
   RK_BAD_PROGRESS = RK_HOST_PROGRESS,
   RK_BAD_CLIENTS = RK_HOST_CLIENT,
   RK_BAD_MISSING = RK_HOST_MISSING,
+  RK_BAD_RECOVERY = RK_HOST_RECOVERY,
   RK_BAD_LEADER = RK_HOST_KINDS,
   RK_BAD_STUCK,
   RK_BAD_KINDS
@@ -127,6 +133,11 @@ typedef struct rk_state {
   bool has_stuck;            /* the key is there and parsed */
   rk_stuck stuck;
   int64_t stuck_mod;         /* its mod revision (also when malformed); 0 when absent */
+
+  rk_agent_recovery *recovery; /* recovery/<id>, sorted by id (restore.c) */
+  uint32_t n_recovery;
+  bool has_recovered;        /* the `recovered` key is there and parsed */
+  ring__recovered recovered;
 
   /* Ignored records, by kind then key. Host values over their cap or
    * malformed: an alive/ key still makes its host alive (valid false: its
@@ -260,5 +271,41 @@ void rk_missing_view_free(rk_missing_view *v);
 struct cJSON *rk_missing_json(const rk_missing_view *v);
 /* "17 token-replicas missing (n2: 17, 40, ...; lost: 3)" into buf. */
 const char *rk_missing_text(const rk_missing_view *v, char *buf, size_t size);
+/* ------------------------------------------------------ a restored etcd */
+
+/* The highest seen_version among s's recovery/<id> reports (0: none). */
+uint64_t rk_state_seen_version(const rk_state *s);
+/* Feeds a state read with RK_READ_VERSION | RK_READ_RECOVERY to c's
+ * history marks (restore_state.c): the version key's value, the hosts'
+ * reported versions above it, and the `recovered` record (which settles a
+ * restore it covers). Returns whether c's history went back: the caller
+ * then acts on nothing in s. */
+bool rk_state_history(ring_etcd *c, const rk_state *s);
+
+/* The table `ringctl recover` publishes (recover_build.c): newest's nodes
+ * and slots, each slot given to a host whose report holds the token. */
+typedef struct rk_recover_slot {
+  uint32_t token, slot;
+  uint16_t owner; /* the named owner, which lacks the arc */
+} rk_recover_slot;
+
+typedef struct rk_recover {
+  ring_table *table;        /* sealed, at the version asked for */
+  rk_recover_slot *missing; /* n_missing slots no holder could fill (malloc()'ed) */
+  uint32_t n_missing;
+  uint32_t *lost;           /* n_lost tokens no host holds, ascending (malloc()'ed) */
+  uint32_t n_lost;
+  uint32_t n_moved;         /* slots whose owner differs from newest's */
+} rk_recover;
+
+/* Builds it from newest (the newest table hosts reported in service) and
+ * the hosts' recovery/<id> reports; nodes listed in `without` count as
+ * holding nothing. RING_ENOTFOUND (err naming them) while an owner of
+ * newest sent no report and is not listed; else RING_OK with *out
+ * (rk_recover_free it), or the table builder's error. */
+int rk_recover_build(const ring_table *newest, const rk_agent_recovery *reps, uint32_t n_reps,
+                     const char *const *without, uint32_t n_without, uint64_t version,
+                     rk_recover *out, ring_error *err);
+void rk_recover_free(rk_recover *r);
 
 #endif /* RING_COORD_CLUSTER_H */

@@ -11,7 +11,9 @@
  *    "stuck":[{"token","slot","from","to","error","for_ms"}],
  *    "failing":[{"node","token","attempts","error"}],
  *    "missing":{"replicas","hosts":[{"host","count","tokens","failing"}],"lost"}
- * and, only when the read ignored records, "bad_records":[{"kind","host","why"}]}
+ * and, only when the read ignored records, "bad_records":[{"kind","host","why"}],
+ * and, only while etcd's history went back (ringctl_restore.c),
+ * "etcd_restored":{"why","seen_version","hosts":[...]}}
  * "plan" is the active run, else the proposed plan, else the last finished run.
  * "stuck" is the coordinator's `stuck` report for the current version;
  * "failing" every failing fetch the receivers report for it, stuck or not yet.
@@ -75,9 +77,11 @@ static cJSON *plan_json(const plan_view *v) {
   return o;
 }
 
-static int print_json(const rk_state *st, const ringctl_node_row *rows, const plan_view *v,
-                      const rk_missing_view *mv) {
-  cJSON *o = cJSON_CreateObject();
+static int print_json(ringctl_ctx *ctx, const rk_state *st, const ringctl_node_row *rows,
+                      const plan_view *v, const rk_missing_view *mv) {
+  cJSON *o = cJSON_CreateObject(), *restored = ringctl_restore_json(ctx->etcd, st);
+  if (restored != NULL) /* only then, first: the shape above is unchanged otherwise */
+    cJSON_AddItemToObject(o, "etcd_restored", restored);
   cJSON *nodes = cJSON_CreateArray();
   cJSON_AddNumberToObject(o, "version", (double)st->version);
   cJSON_AddItemToObject(o, "nodes", nodes);
@@ -108,6 +112,7 @@ static void print_plan(const plan_view *v) {
 static void print_text(const ringctl_ctx *ctx, const rk_state *st, const ringctl_node_row *rows,
                        const plan_view *v, const rk_missing_view *mv) {
   const rk_config *c = &st->config;
+  ringctl_restore_text(stdout, ctx->etcd, st); /* first: it changes how to read the rest */
   printf("cluster:  %s, %u tokens x %u replicas, failure domain %s, migration %s\n", ctx->cluster,
          c->tokens, c->replicas, c->failure_domain[0] ? c->failure_domain : "none",
          rk_migration_name(c->migration));
@@ -139,7 +144,7 @@ static int show(ringctl_ctx *ctx, const rk_state *st, const ring_table *table) {
   }
   int rc = read_plans(ctx, st, &v);
   if (rc == RINGCTL_EXIT_OK && ctx->a->globals->json)
-    rc = print_json(st, rows, &v, &mv);
+    rc = print_json(ctx, st, rows, &v, &mv);
   else if (rc == RINGCTL_EXIT_OK)
     print_text(ctx, st, rows, &v, &mv);
   ringctl_runs_free(v.history, v.n_history);

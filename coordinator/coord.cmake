@@ -11,6 +11,7 @@ add_executable(ring-coordinator
   coord_gc.c
   coord_metrics.c
   coord_status.c
+  coord_restore.c
 )
 target_link_libraries(ring-coordinator PRIVATE ringcluster ringdaemon ring_static
                       PkgConfig::XXHASH m)

@@ -110,6 +110,7 @@ typedef struct coord {
   int64_t compact_at;          /* revision to compact to at the next pass */
 
   rd_health health;            /* the last trouble that stopped a step */
+  rd_restore restore;          /* etcd's history went back (coord_restore.c) */
 
   coord_metrics m;
   coord_status status;
@@ -170,6 +171,15 @@ void coord_stuck_forget(coord *c);
 /* /healthz's part: writes the "degraded: ..." line and returns false when
  * moves are stuck; writes nothing and returns true otherwise. */
 bool coord_stuck_health(coord *c, rd_text *t);
+
+/* ------------------------------------------------------- a restored etcd */
+
+/* The leader's look, before any step: feeds s to the client's history
+ * marks (rk_state_history) and returns true while the history went back:
+ * the look then writes nothing. */
+bool coord_restore_step(coord *c, const rk_state *s);
+/* Not leading: the marks the client holds, for /healthz and the log. */
+void coord_restore_follow(coord *c);
 
 /* ------------------------------------------------ tables and publishing */
 

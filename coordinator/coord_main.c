@@ -128,14 +128,17 @@ static bool leader_step(coord *c) {
   }
   coord_metrics_observe(c, &s);
   int wrote = -1;
-  if (!s.has_config)
+  if (coord_restore_step(c, &s))
+    wrote = 0; /* a restored etcd: act on nothing it says (coord_restore.c) */
+  else if (!s.has_config)
     coord_trouble(c, "idle", (rk_fail(&err, RING_ENOTFOUND, "no config: run `ringctl init`"), &err));
   else if (sync_table(c, &s) == RING_OK && (wrote = coord_membership(c, &s)) == 0 &&
            (wrote = coord_run_step(c, &s)) == 0 && !s.has_active)
     wrote = coord_propose(c, &s);
-  if (wrote == 0)
+  bool restored = atomic_load(&c->restore.restored);
+  if (wrote == 0 && !restored)
     wrote = coord_stuck_step(c, &s);
-  if (wrote == 0)
+  if (wrote == 0 && !restored)
     coord_gc(c, &s);
   if (s.has_config && c->table != NULL)
     coord_missing_observe(c, &s);
@@ -158,7 +161,7 @@ static void run_loop(coord *c) {
     if (coord_lead(c))
       again = leader_step(c);
     else
-      coord_status_follow(c);
+      coord_status_follow(c), coord_restore_follow(c);
     if (!again)
       rd_waker_wait(&c->waker, c->o.tick_ms);
   }
@@ -197,6 +200,7 @@ int main(int argc, char **argv) {
     return rc;
   rd_waker_init(&c.waker);
   rd_health_init(&c.health);
+  rd_restore_init(&c.restore);
   coord_stuck_init(&c);
   coord_status_init(&c);
   if (rd_signals_start(on_stop, NULL, &c) != 0) {

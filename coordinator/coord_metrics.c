@@ -123,6 +123,10 @@ void coord_metrics_text(void *ud, rd_text *t) {
   counter(t, "ring_coordinator_runs_done_total", "runs finished", (double)m->runs_done);
   counter(t, "ring_coordinator_runs_failed_total", "runs failed", (double)m->runs_failed);
   counter(t, "ring_coordinator_runs_cancelled_total", "runs cancelled", (double)m->runs_cancelled);
+  gauge(t, "ring_coordinator_etcd_restored",
+        "1 while etcd's history went back (a restore from an older snapshot): nothing is "
+        "planned, published or marked down until `ringctl recover`",
+        atomic_load(&c->restore.restored) ? 1.0 : 0.0);
   gauge(t, "ring_coordinator_stuck_moves",
         "moves in flight whose receiver made no progress for --stuck-after",
         (double)m->stuck_moves);
@@ -147,6 +151,8 @@ void coord_metrics_text(void *ud, rd_text *t) {
  * or a loss is accepted), then the last trouble of a step; one line, healthy only without both. */
 bool coord_health_text(void *ud, rd_text *t) {
   coord *c = ud;
+  if (!rd_restore_health(&c->restore, t)) /* first: it outweighs any other trouble */
+    return false;
   rd_text trouble = {0};
   bool ok = rd_health_text(&c->health, &trouble);
   bool calm = coord_stuck_health(c, t);

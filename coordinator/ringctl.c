@@ -33,6 +33,8 @@ static const command commands[] = {
     {"cancel", ringctl_cmd_cancel, "cancel the active plan: unfinished moves are dropped"},
     {"accept-loss", ringctl_cmd_accept_loss,
      "let stuck moves complete empty: their data is written off (--yes)"},
+    {"recover", ringctl_cmd_recover,
+     "after an etcd restore: rebuild the table from what hosts hold (--yes)"},
     {"drain", ringctl_cmd_drain, "move every replica off a node"},
     {"undrain", ringctl_cmd_undrain, "let a drained node take its share again"},
     {"weight", ringctl_cmd_weight, "change a node's weight (capacity)"},

@@ -32,6 +32,8 @@ set(RINGCTL_ETCD_COMMANDS
   ringctl_wait.c
   cmd_run.c
   cmd_accept_loss.c
+  cmd_recover.c
+  ringctl_restore.c
   cmd_drain.c
   cmd_weight.c
   cmd_throttle.c

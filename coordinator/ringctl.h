@@ -121,6 +121,7 @@ int ringctl_cmd_pause(ringctl_args *a);
 int ringctl_cmd_resume(ringctl_args *a);
 int ringctl_cmd_cancel(ringctl_args *a);
 int ringctl_cmd_accept_loss(ringctl_args *a);
+int ringctl_cmd_recover(ringctl_args *a);
 int ringctl_cmd_drain(ringctl_args *a);
 int ringctl_cmd_undrain(ringctl_args *a);
 int ringctl_cmd_weight(ringctl_args *a);

@@ -143,4 +143,13 @@ int ringctl_missing_violations(const rk_missing_view *v, cJSON *arr);
  * writing failed. */
 int ringctl_render_svg(FILE *f, const ring_table *t, const char *level);
 
+/* A restored etcd (ringctl_restore.c): whether c's history went back once
+ * st is judged (rk_state_history; why gets the reason); st's view of it as
+ * `ringctl status --json` shows it (NULL when it did not go back, else
+ * {"why","seen_version","hosts":[{"id","seen_version","table_version","tokens"}]});
+ * and the banner the text status starts with (false: nothing printed). */
+bool ringctl_restored(ring_etcd *c, const rk_state *st, char *why, size_t cap);
+cJSON *ringctl_restore_json(ring_etcd *c, const rk_state *st);
+bool ringctl_restore_text(FILE *f, ring_etcd *c, const rk_state *st);
+
 #endif /* RINGCTL_OUT_H */

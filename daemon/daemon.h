@@ -11,6 +11,7 @@
 #define RING_DAEMON_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -343,5 +344,31 @@ uint64_t rd_wall_ms(void); /* CLOCK_REALTIME, Unix ms */
  * caller that needs "at least this long ago" must not trust the result:
  * it is an upper bound only as good as two hosts' clocks. */
 uint64_t rd_wall_since(uint64_t now, uint64_t then);
+
+/* ------------------------------------------------- a restored etcd */
+
+/* What a daemon shows while etcd's history went back (the client's marks,
+ * ring_etcd.h "History"; restore.c): one error line when it starts, a
+ * reminder every RD_RESTORE_REMIND_MS while it lasts (never a flood), one
+ * info line when the operator's recover settles it; /healthz's line and a
+ * gauge read from any thread. */
+#define RD_RESTORE_REMIND_MS 60000
+#define RD_RESTORE_WHY_MAX 192
+typedef struct rd_restore {
+  pthread_mutex_t mu;           /* guards why */
+  char why[RD_RESTORE_WHY_MAX]; /* "etcd history went back: ..."; "" when not */
+  _Atomic bool restored;        /* the gauge */
+  uint64_t reminded_ms;         /* rd_now_ms of the last error line (the loop's) */
+} rd_restore;
+
+int rd_restore_init(rd_restore *r);
+void rd_restore_destroy(rd_restore *r);
+/* The loop, after its etcd calls: reads c's marks, logs as above (with
+ * `what`, e.g. "no drops, fetches or acks until `ringctl recover`").
+ * Returns whether the history went back. */
+bool rd_restore_observe(rd_restore *r, struct ring_etcd *c, const char *what);
+/* /healthz: writes the reason line and returns false while restored;
+ * writes nothing and returns true otherwise. */
+bool rd_restore_health(rd_restore *r, rd_text *t);
 
 #endif /* RING_DAEMON_H */

@@ -61,6 +61,61 @@ RING_EXTERN const char *ring_etcd_endpoint(ring_etcd *c);
 /* Requests sent so far (all endpoints, retries included): for benchmarks. */
 RING_EXTERN uint64_t ring_etcd_requests(ring_etcd *c);
 
+/* History: every reply's header passes through the client, which keeps
+ * high-water marks of what etcd said (libring/etcd_history.c; one home for
+ * every caller): the highest store revision of a linearizable reply (reads,
+ * writes, leases: never a watch header, which a lagging member may send),
+ * the cluster id, and the highest value of a cluster's `version` key that a
+ * caller noted. The history *went back* when a reply's revision is below
+ * the mark as it stood when the request left (replies to concurrent
+ * requests may cross), its cluster id differs, or a noted version is below
+ * the mark:
+ * etcd was restored from an older snapshot (or replaced). That is latched
+ * until ring_etcd_history_settle: callers take no data action meanwhile
+ * (proto/etcd.md, "A restored etcd"). The marks stay the highest seen; the
+ * back_* fields follow what the restored etcd says now. */
+#define RING_HISTORY_WHY_MAX 192
+typedef struct ring_etcd_history {
+  int64_t revision;         /* highest header revision seen; 0: none yet */
+  uint64_t cluster_id;      /* the replies' cluster id; 0: none yet */
+  uint64_t version;         /* highest `version` noted; 0: none */
+  int64_t version_revision; /* the revision it was read at (0: not known, e.g. seeded) */
+  bool went_back;           /* latched until settled */
+  int64_t back_revision;    /* latest revision seen below the mark (0: none) */
+  uint64_t back_version;    /* latest version noted below the mark (0: none) */
+  uint64_t back_cluster_id; /* a cluster id other than cluster_id (0: none) */
+} ring_etcd_history;
+
+/* A copy of c's marks (all zero for c NULL). */
+RING_EXTERN void ring_etcd_history_get(ring_etcd *c, ring_etcd_history *out);
+/* Notes a value of the `version` key read from etcd (0 is ignored) at
+ * store revision `revision` (the reply's header revision, or the key's mod
+ * revision for a watch event). A value below the mark read at or after the
+ * mark's own revision is the history going back; one read at an older
+ * revision is a reply that crossed a newer one and changes nothing.
+ * Returns true when the history went back (now or before). */
+RING_EXTERN bool ring_etcd_note_version(ring_etcd *c, uint64_t version, int64_t revision);
+/* Raises c's marks to h's (a process that persisted them, e.g. an agent's
+ * data dir), and latches went_back with h's back_* when h says so. */
+RING_EXTERN void ring_etcd_history_seed(ring_etcd *c, const ring_etcd_history *h);
+/* The operator settled a restore: `ringctl recover` published table
+ * `recovered_version` above every version any host saw, with a `recovered`
+ * record. When the history went back, recovered_version is above the
+ * version mark and the `version` key (current_version) has reached it, the
+ * marks start afresh at current_version (the next reply sets the revision
+ * and cluster id) and went_back clears. Returns true when it settled. */
+RING_EXTERN bool ring_etcd_history_settle(ring_etcd *c, uint64_t recovered_version,
+                                          uint64_t current_version);
+/* Reads the cluster's `recovered` record and `version` key (one txn) and
+ * settles as above. RING_OK (with *settled, if not NULL) or an etcd error;
+ * a malformed record settles nothing. A no-op while nothing went back. */
+RING_EXTERN int ring_etcd_history_resume(ring_etcd *c, const char *cluster, bool *settled,
+                                         ring_error *err);
+/* "etcd history went back: version 65 -> 1, revision 812 -> 20" (the parts
+ * that went back; "cluster id X -> Y" too) into buf; returns buf. "" when
+ * it did not. */
+RING_EXTERN const char *ring_etcd_history_text(const ring_etcd_history *h, char *buf, size_t size);
+
 /* ---------------------------------------------------------- 2. key-value */
 
 typedef struct ring_kv {
@@ -254,7 +309,8 @@ RING_EXTERN int ring_etcd_fenced_txn(ring_etcd *c, const ring_leadership *l,
  * one version behind (proto/delta.md) and tables/<v> otherwise, validates
  * the result, swaps it in and calls the callback. A table that fails
  * validation is refused, logged and counted, and the last good table stays
- * in service; so it does while etcd is unreachable. */
+ * in service; so it does while etcd is unreachable, and while its client's
+ * history went back (section 1, ring_watcher_restored below). */
 typedef struct ring_watcher ring_watcher;
 
 typedef void (*ring_table_cb)(void *ud, const ring_table *t);
@@ -280,6 +336,13 @@ typedef struct ring_watcher_stats {
   uint64_t errors;         /* etcd errors (retried) */
 } ring_watcher_stats;
 RING_EXTERN void ring_watcher_stats_get(ring_watcher *w, ring_watcher_stats *out);
+/* Whether the watcher stopped following because etcd's history went back
+ * (its client's marks, above): it then installs nothing and acks nothing,
+ * and keeps the table it has in service (never an older one) until the
+ * history is settled (ring_etcd_history_settle on its client, which a
+ * daemon does on the operator's `recovered` record). *out (if not NULL)
+ * receives the client's marks. Callable from any thread. */
+RING_EXTERN bool ring_watcher_restored(ring_watcher *w, ring_etcd_history *out);
 
 #ifdef __cplusplus
 }

@@ -339,3 +339,43 @@ void ring__node_record_encode(ring__sbuf *b, const ring__node *n) {
   ring__node_fields_encode(b, &s);
   ring__sb_printf(b, ",\"state\":\"%s\"}", ring_node_state_name(n->state));
 }
+
+/* --------------------------------------------- records: format, keys */
+
+int ring__record_check(const cJSON *obj, const char *format, const char *const *keys, size_t n_keys,
+                       ring_error *err) {
+  const char *f = "";
+  if (!cJSON_IsObject(obj))
+    return ring__err(err, RING_EFIELD, "%s: must be an object", format);
+  int rc = ring__json_string(obj, "", "format", &f, err);
+  if (rc == RING_OK && strcmp(f, format) != 0)
+    rc = ring__err(err, RING_EFORMAT, "format: \"%.64s\" (want \"%s\")", f, format);
+  return rc == RING_OK ? ring__json_check_keys(obj, "", keys, n_keys, err) : rc;
+}
+
+int ring__record_parse(const char *json, size_t len, const char *format, const char *const *keys,
+                       size_t n_keys, cJSON **root, ring_error *err) {
+  if (json == NULL)
+    return ring__err(err, RING_EINVAL, "%s: NULL input", format);
+  cJSON *r = NULL;
+  int rc = ring__json_parse_object(json, len, format, &r, err);
+  if (rc == RING_OK)
+    rc = ring__record_check(r, format, keys, n_keys, err);
+  if (rc != RING_OK) {
+    cJSON_Delete(r);
+    return rc;
+  }
+  *root = r;
+  return RING_OK;
+}
+
+int ring__sb_finish(ring__sbuf *b, char **json, size_t *len) {
+  if (b->oom || b->p == NULL) {
+    free(b->p);
+    return RING_ENOMEM;
+  }
+  *json = b->p;
+  if (len)
+    *len = b->len;
+  return RING_OK;
+}

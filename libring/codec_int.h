@@ -80,4 +80,18 @@ void ring__format_weight(double w, char *out, size_t cap);
 int ring__pending_entry_decode(ring_table *t, const cJSON *e, uint32_t i, uint64_t *prev,
                                ring_error *err);
 
+/* ------------------------------------------ records (codec_common.c) */
+
+/* Parses a record: one object whose "format" is `format` (else
+ * RING_EFORMAT) holding only the listed keys. *root is the caller's to
+ * cJSON_Delete. */
+int ring__record_parse(const char *json, size_t len, const char *format, const char *const *keys,
+                       size_t n_keys, cJSON **root, ring_error *err);
+/* The same checks on an object already parsed. */
+int ring__record_check(const cJSON *obj, const char *format, const char *const *keys,
+                       size_t n_keys, ring_error *err);
+/* Hands b's string to *json (and its length to *len if not NULL), or frees
+ * it and returns RING_ENOMEM when an append failed. */
+int ring__sb_finish(ring__sbuf *b, char **json, size_t *len);
+
 #endif /* RING_CODEC_INT_H */

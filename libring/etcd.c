@@ -92,6 +92,7 @@ int ring_etcd_open(const ring_etcd_opts *o, ring_etcd **out, ring_error *err) {
   if (c == NULL)
     return ring__err(err, RING_ENOMEM, "client");
   pthread_mutex_init(&c->lock, NULL);
+  pthread_mutex_init(&c->hist_lock, NULL);
   c->timeout_ms = o->timeout_ms ? o->timeout_ms : 5000;
   c->connect_timeout_ms = o->connect_timeout_ms ? o->connect_timeout_ms : 1000;
   c->user = dup_or_null(o->user);
@@ -125,6 +126,7 @@ void ring_etcd_close(ring_etcd *c) {
   free(c->key_file);
   free(c->token);
   pthread_mutex_destroy(&c->lock);
+  pthread_mutex_destroy(&c->hist_lock);
   free(c);
 }
 
@@ -302,6 +304,7 @@ static int attempt(ring_etcd *c, const char *path, const char *body, ring__retry
   ring_error local, *e = err ? err : &local;
   long status;
   CURLcode crc;
+  int64_t floor = ring__history_floor(c);
   outcome o = post(c, ep, path, with_token, body, &b, &status, &crc);
   int rc;
   bool transient = false;
@@ -309,6 +312,8 @@ static int attempt(ring_etcd *c, const char *path, const char *body, ring__retry
     rc = ring__err(e, RING_EPROTO, "etcd: reply over %u bytes", RING_ETCD_RESPONSE_MAX);
   } else if (o == OUT_DONE) {
     rc = auth_refusal(c, ep, ring__etcd_parse_reply(b.p, b.len, status, resp, &transient, e), e);
+    if (rc == RING_OK)
+      ring__history_header(c, *resp, floor); /* unary replies are linearizable: judged */
   } else {
     transient = true;
     rc = ring__err(e, crc == CURLE_OPERATION_TIMEDOUT ? RING_ETIMEDOUT : RING_ECONNECT,

@@ -31,6 +31,8 @@ struct ring_etcd {
   CURL *pool[ETCD_POOL_MAX];   /* idle easy handles (their connections stay open) */
   uint32_t n_pool;
   _Atomic uint64_t requests;   /* HTTP requests sent */
+  pthread_mutex_t hist_lock;   /* guards hist */
+  ring_etcd_history hist;      /* high-water marks of what etcd said (etcd_history.c) */
 };
 
 /* How a request may be retried on another endpoint. */
@@ -113,6 +115,18 @@ int ring__delete_reply_parse(const cJSON *resp, int64_t *deleted, int64_t *revis
 int ring__txn_parse(const cJSON *resp, const ring_op *success, uint32_t n_success,
                     const ring_op *failure, uint32_t n_failure, ring_txn_result *out,
                     ring_error *err);
+/* etcd_history.c: the revision mark before a request leaves (its reply is
+ * judged against it), then one linearizable reply's header (revision,
+ * cluster_id) fed to c's marks; a reply without a header changes nothing. */
+int64_t ring__history_floor(ring_etcd *c);
+void ring__history_header(ring_etcd *c, const cJSON *resp, int64_t floor);
+/* A watch stream's header: only its cluster id is judged (a member behind
+ * the others may send an older revision on a watch). */
+void ring__history_watch_header(ring_etcd *c, uint64_t cluster_id);
+/* The "cluster_id" of a header object (a decimal string or a number), 0
+ * when absent or malformed. */
+uint64_t ring__header_cluster_id(const cJSON *header);
+
 /* The first key after every key with this prefix (etcd's range_end). */
 int ring__prefix_end(const void *key, size_t len, uint8_t **out, size_t *out_len);
 

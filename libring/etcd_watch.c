@@ -18,7 +18,10 @@
  * A progress notification at revision r moves next to r + 1 (etcd sends one
  * only to a watcher that is in sync, so every event up to r was sent first).
  * Compaction past next: the callback hears compacted=true with the compact
- * revision, and the watch resumes from there. A batch of events is called
+ * revision, and the watch resumes from there. A store behind next (etcd
+ * restored from an older snapshot) is judged by the client's history
+ * (behind()); when it went back, the callback hears compacted=true too and
+ * the watch follows the store from its current revision. A batch of events is called
  * back with revision = its last event's mod revision (the header's revision
  * may run ahead of events still to come while etcd replays history).
  *
@@ -162,6 +165,8 @@ static int parse_result(const cJSON *res, ring__watch_resp *out, ring_error *err
     return malformed(err, "header");
   if (h != NULL && !ring__json_i64(h, "revision", &out->revision))
     return malformed(err, "header.revision");
+  if (h != NULL)
+    out->cluster_id = ring__header_cluster_id(h);
   if (!ring__json_i64(res, "compact_revision", &out->compact_revision))
     return malformed(err, "compact_revision");
   if (out->revision < 0 || out->compact_revision < 0)
@@ -304,15 +309,40 @@ static int progress(ring_watch *w, const ring__watch_resp *r) {
   return deliver(w, NULL, 0, r->revision, false);
 }
 
+/* A watch resumed at a revision the store has not reached: etcd waits
+ * for it in silence, which after a restore from an older snapshot is
+ * forever. A member behind the others may say the same for a moment, so
+ * the client judges a linearizable read of the key (its header goes
+ * through etcd_history.c); when that says the history went back, the
+ * watch follows the store from where it is now, and the callback hears
+ * compacted=true (re-read everything). Returns 0, WATCH_RESUME or
+ * WATCH_STOP. */
+static int behind(ring_watch *w, const ring__watch_resp *r) {
+  ring_etcd_history h;
+  ring_kvs kvs;
+  ring_range_opts ro = {.keys_only = true, .limit = 1};
+  if (ring_etcd_range(w->c, w->key, w->key_len, &ro, &kvs, NULL) == RING_OK)
+    ring_kvs_free(&kvs);
+  ring_etcd_history_get(w->c, &h);
+  if (!h.went_back)
+    return 0;
+  w->next = r->revision + 1;
+  return deliver(w, NULL, 0, r->revision, true) == WATCH_STOP ? WATCH_STOP : WATCH_RESUME;
+}
+
 /* Acts on one parsed message: 0 to go on, else why the stream ends. */
 static int handle(ring_watch *w, const ring__watch_resp *r) {
+  if (r->cluster_id != 0)
+    ring__history_watch_header(w->c, r->cluster_id);
   if (r->created && !w->created) {
     if (r->canceled && r->compact_revision == 0)
       return canceled(w, r);
     w->created = true;
+    set_phase(w, RUNNING, NULL);
     if (w->next == 0)
       w->next = r->revision + 1; /* "now" is fixed: a reconnect resumes from here */
-    set_phase(w, RUNNING, NULL);
+    else if (r->revision > 0 && r->revision + 1 < w->next && r->compact_revision == 0)
+      return behind(w, r);
   }
   if (r->compact_revision > 0)
     return compacted(w, r);

@@ -21,6 +21,7 @@
  * are zero; an event without "type" is a PUT. */
 typedef struct ring__watch_resp {
   int64_t revision;                   /* header.revision: the store when sent; >= 0 */
+  uint64_t cluster_id;                /* header.cluster_id; 0 when absent or malformed */
   int64_t compact_revision;           /* > 0: the start revision was compacted away */
   bool created;                       /* the reply to the create request */
   bool canceled;                      /* the server ended this watch */

@@ -71,6 +71,12 @@ static inline const char *ring__label_value(const ring__node *n, uint32_t i) {
 int ring__err(ring_error *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* A cluster's etcd key, "/ringkeeper/<cluster>/<dir><name>" (proto/etcd.md),
+ * into key (cap bytes): the one spelling of the prefix, for libring's
+ * watcher and history and for proto's key builders. Returns its length, or
+ * RING_EINVAL when an argument is NULL or the key does not fit. */
+int ring__key(char *key, size_t cap, const char *cluster, const char *dir, const char *name);
+
 /* Character-class checks shared by the builder and the decoder. */
 bool ring__valid_label_value(const char *s);
 bool ring__valid_addr(const char *s);

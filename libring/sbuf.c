@@ -46,3 +46,10 @@ void ring__sb_printf(ring__sbuf *b, const char *fmt, ...) {
   va_end(ap);
   b->len += (size_t)n;
 }
+
+int ring__key(char *key, size_t cap, const char *cluster, const char *dir, const char *name) {
+  if (key == NULL || cluster == NULL || dir == NULL || name == NULL)
+    return RING_EINVAL;
+  int n = snprintf(key, cap, "/ringkeeper/%s/%s%s", cluster, dir, name);
+  return n < 0 || (size_t)n >= cap ? RING_EINVAL : n;
+}

@@ -20,6 +20,10 @@
  * Errors etcd states (auth, permissions) are logged and not retried until
  * the next event, so a watcher never spins on them.
  *
+ * A restored etcd: while the client's history went back (etcd_history.c)
+ * nothing is installed or acked and the table in service stays; each look
+ * asks whether the operator's `recovered` record settled it (held_back).
+ *
  * Memory: besides the table in service, a watcher holds its state (about
  * 0.5 KiB) and, while installing, the new table and what building it
  * takes: a fetched value (shared by the watchers of one client, below)
@@ -63,6 +67,7 @@ struct ring_watcher {
   ring_watch *watch;    /* NULL until started */
   uint64_t acked;       /* highest version acked; watch thread */
   uint64_t refused;     /* last version refused, never fetched again; watch thread */
+  bool held_back;       /* stopped following: etcd's history went back; watch thread */
   _Atomic bool stop;    /* set once by ring_watcher_stop */
   pthread_mutex_t lock; /* with wake: the backoff sleep, cut short by stop */
   pthread_cond_t wake;
@@ -71,9 +76,11 @@ struct ring_watcher {
 
 /* Writes "/ringkeeper/<cluster>/<what>[<n>]" to key; returns its length. */
 static size_t make_key(const ring_watcher *w, char *key, const char *what, uint64_t n) {
-  int len = n ? snprintf(key, KEY_MAX, "/ringkeeper/%s/%s%" PRIu64, w->cluster, what, n)
-              : snprintf(key, KEY_MAX, "/ringkeeper/%s/%s", w->cluster, what);
-  return (size_t)len;
+  char num[24] = "";
+  if (n)
+    snprintf(num, sizeof num, "%" PRIu64, n);
+  int len = ring__key(key, KEY_MAX, w->cluster, what, num);
+  return len > 0 ? (size_t)len : 0; /* the cluster name was checked to fit at creation */
 }
 
 /* Copies s into a logfmt quoted value: quotes and backslashes escaped,
@@ -136,7 +143,9 @@ static int read_version(ring_watcher *w, uint64_t *version, int64_t *revision, r
   if (rc != RING_OK)
     return rc;
   *version = 0;
-  if (kvs.n == 1 && !parse_version(kvs.kvs[0].value, kvs.kvs[0].value_len, version)) {
+  if (kvs.n == 1 && parse_version(kvs.kvs[0].value, kvs.kvs[0].value_len, version))
+    ring_etcd_note_version(w->c, *version, kvs.revision);
+  else if (kvs.n == 1) {
     ring_error bad;
     ring__err(&bad, RING_EVERSION, "version: value \"%.24s\" is not a version",
               kvs.kvs[0].value ? (const char *)kvs.kvs[0].value : "");
@@ -380,9 +389,11 @@ static int ack(ring_watcher *w, ring_error *err) {
   if (w->ack_id[0] == '\0' || v <= w->acked)
     return RING_OK;
   char key[KEY_MAX], value[24];
-  size_t klen = (size_t)snprintf(key, sizeof key, "/ringkeeper/%s/acks/%s", w->cluster, w->ack_id);
+  int klen = ring__key(key, sizeof key, w->cluster, "acks/", w->ack_id);
   int vlen = snprintf(value, sizeof value, "%" PRIu64, v);
-  int rc = ring_etcd_put(w->c, key, klen, value, (size_t)vlen, 0, NULL, NULL, err);
+  if (klen < 0)
+    return ring__err(err, RING_EINVAL, "acks/%s: key too long", w->ack_id);
+  int rc = ring_etcd_put(w->c, key, (size_t)klen, value, (size_t)vlen, 0, NULL, NULL, err);
   if (rc == RING_OK)
     w->acked = v;
   return rc;
@@ -404,6 +415,28 @@ static bool transient(int rc) {
          rc == RING_ENOMEM;
 }
 
+/* Whether etcd's history went back (etcd_history.c): then nothing is
+ * installed or acked, so the table in service stays (the restored store
+ * names older versions, or reuses their numbers for other tables), until
+ * the operator's `recovered` record settles it (ring_etcd_history_resume).
+ * Logs the change once each way. */
+static bool held_back(ring_watcher *w) {
+  ring_etcd_history h;
+  ring_etcd_history_get(w->c, &h);
+  if (h.went_back && ring_etcd_history_resume(w->c, w->cluster, NULL, NULL) == RING_OK)
+    ring_etcd_history_get(w->c, &h); /* the operator's `recovered` may have settled it */
+  if (h.went_back != w->held_back) {
+    char why[RING_HISTORY_WHY_MAX];
+    ring_etcd_history_text(&h, why, sizeof why);
+    log_line(h.went_back ? "error" : "info",
+             h.went_back ? "watcher stopped following: etcd history went back"
+                         : "watcher follows again: the restore was settled",
+             w, ring_live_version(w->live), "history", why);
+    w->held_back = h.went_back;
+  }
+  return h.went_back;
+}
+
 /* Brings the holder to the newest version and acks it. hint: a version
  * seen in an event, or 0 to read the version key. Retries etcd errors with
  * backoff until stopped, or `tries` times when tries > 0. Returns RING_OK
@@ -414,6 +447,8 @@ static int follow(ring_watcher *w, uint64_t hint, int tries, ring_error *err) {
   for (int attempt = 1; !atomic_load(&w->stop); attempt++) {
     uint64_t v = hint;
     rc = hint ? RING_OK : read_version(w, &v, NULL, err);
+    if (rc == RING_OK && held_back(w))
+      return RING_OK;
     if (rc == RING_OK && v > ring_live_version(w->live) && v != w->refused)
       rc = install(w, v, err);
     if (rc == RING_ENOTFOUND && hint == 0) { /* the key names a table that is not there */
@@ -452,11 +487,13 @@ static int on_watch(void *ud, const ring_event *events, uint32_t n, int64_t revi
     uint64_t v;
     if (events[i].type != RING_EVENT_PUT)
       continue; /* a deleted version key: keep serving what we have */
-    if (parse_version(events[i].kv.value, events[i].kv.value_len, &v))
+    if (parse_version(events[i].kv.value, events[i].kv.value_len, &v)) {
       newest = v > newest ? v : newest;
-    else
+      ring_etcd_note_version(w->c, v, events[i].kv.mod_revision); /* the history's rule */
+    } else {
       refuse(w, 0, "version",
              &(ring_error){RING_EVERSION, "version: the key's new value is not a version"});
+    }
   }
   if (compacted || n == 0) /* missed changes, or a quiet moment: read afresh */
     follow(w, 0, 0, &err);
@@ -534,6 +571,14 @@ void ring_watcher_stop(ring_watcher *w) {
   pthread_mutex_unlock(&w->lock);
   ring_watch_cancel(w->watch); /* joins the watch thread: no callback after this */
   watcher_free(w);
+}
+
+bool ring_watcher_restored(ring_watcher *w, ring_etcd_history *out) {
+  ring_etcd_history h;
+  ring_etcd_history_get(w ? w->c : NULL, &h);
+  if (out)
+    *out = h;
+  return h.went_back;
 }
 
 void ring_watcher_stats_get(ring_watcher *w, ring_watcher_stats *out) {

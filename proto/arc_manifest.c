@@ -71,7 +71,7 @@ int arc_manifest_encode(const arc_manifest *m, char **json, size_t *len) {
                     f->size, f->xxh3);
   }
   ring__sb_puts(&b, "]}");
-  return rk__sb_finish(&b, json, len);
+  return ring__sb_finish(&b, json, len);
 }
 
 /* --------------------------------------------------------------- decoding */
@@ -139,7 +139,7 @@ int arc_manifest_decode(const char *json, size_t len, arc_manifest *out, ring_er
   if (memmem(json, len, "\\u0000", 6) != NULL) /* cJSON would cut a name short there */
     return ring__err(err, RING_EFIELD, "files: a name holds \\u0000");
   cJSON *root = NULL;
-  int rc = rk__record_parse(json, len, ARC_MANIFEST_FORMAT, keys, 4, &root, err);
+  int rc = ring__record_parse(json, len, ARC_MANIFEST_FORMAT, keys, 4, &root, err);
   if (rc != RING_OK)
     return rc;
   arc_manifest m = {0};

@@ -49,7 +49,7 @@ int rk_event_decode(const char *json, size_t len, rk_event *out, ring_error *err
     return ring__err(err, RING_ETOOBIG, "%zu bytes over the %u cap", len, RK_EVENT_VALUE_MAX);
   cJSON *root = NULL;
   rk_event e = {0};
-  int rc = rk__record_parse(json, len, EVENT_FORMAT, keys, sizeof keys / sizeof *keys, &root,
+  int rc = ring__record_parse(json, len, EVENT_FORMAT, keys, sizeof keys / sizeof *keys, &root,
                               err);
   if (rc == RING_OK)
     rc = ring__json_uint(root, "at_ms", 0, RING_VERSION_MAX, RING_EFIELD, &e.at_ms, err);
@@ -81,7 +81,7 @@ int rk_event_encode(const rk_event *e, char **json, size_t *len) {
   ring__sb_puts(&b, "}");
   char *text = NULL;
   size_t n = 0;
-  int rc = rk__sb_finish(&b, &text, &n);
+  int rc = ring__sb_finish(&b, &text, &n);
   if (rc == RING_OK && rk_event_decode(text, n, NULL, NULL) != RING_OK) {
     free(text);
     rc = RING_EINVAL; /* the decoder's rules are the only ones */

@@ -266,7 +266,7 @@ int rk_plan_doc_from_json(const cJSON *o, rk_plan_doc *out, ring_error *err) {
   rk_plan_doc *d = calloc(1, sizeof *d); /* large: not on the stack */
   if (d == NULL)
     return ring__err(err, RING_ENOMEM, "plan: out of memory");
-  int rc = rk__record_check(o, PLAN_FORMAT, keys, N_KEYS(keys), err);
+  int rc = ring__record_check(o, PLAN_FORMAT, keys, N_KEYS(keys), err);
   if (rc == RING_OK &&
       (rc = ring__json_string_copy(o, "", "cluster", d->cluster, sizeof d->cluster, err)) ==
           RING_OK &&
@@ -387,7 +387,7 @@ int rk_plan_doc_encode(const rk_plan_doc *d, const ring_plan *p, char **json, si
     return RING_EINVAL;
   ring__sbuf b = {0};
   rk__plan_doc_write(&b, d, p);
-  return rk__sb_finish(&b, json, len);
+  return ring__sb_finish(&b, json, len);
 }
 
 /* ---------------------------------------------------- making and checking */

@@ -211,7 +211,7 @@ int rk_run_decode(const char *json, size_t len, rk_run *out, ring_error *err) {
   rk_run *r = calloc(1, sizeof *r);
   int rc = r ? RING_OK : ring__err(err, RING_ENOMEM, "run: out of memory");
   if (rc == RING_OK)
-    rc = rk__record_parse(json, len, RUN_FORMAT, keys, N_KEYS(keys), &root, err);
+    rc = ring__record_parse(json, len, RUN_FORMAT, keys, N_KEYS(keys), &root, err);
   if (rc == RING_OK)
     rc = decode_run(root, r, err);
   cJSON_Delete(root);
@@ -245,5 +245,5 @@ int rk_run_encode(const rk_run *r, char **json, size_t *len) {
                   r->cursor.moves_done, r->cursor.bytes_done);
   ring__sb_json_string(&b, r->reason);
   ring__sb_puts(&b, "}");
-  return rk__sb_finish(&b, json, len);
+  return ring__sb_finish(&b, json, len);
 }

@@ -11,17 +11,6 @@
 /* ------------------------------------------ records.c, for plan_doc.c */
 
 struct rk_node;
-/* Parses a record: one object whose "format" is `format` (else
- * RING_EFORMAT) holding only the listed keys. *root is the caller's to
- * cJSON_Delete. */
-int rk__record_parse(const char *json, size_t len, const char *format, const char *const *keys,
-                       size_t n_keys, cJSON **root, ring_error *err);
-/* The same checks on an object already parsed. */
-int rk__record_check(const cJSON *obj, const char *format, const char *const *keys,
-                       size_t n_keys, ring_error *err);
-/* Hands b's string to *json (and its length to *len if not NULL), or frees
- * it and returns RING_ENOMEM when an append failed. */
-int rk__sb_finish(ring__sbuf *b, char **json, size_t *len);
 /* An empty table to validate node specs against (ring_table_add_node
  * checks id, addr, labels, weight, and repeated ids). */
 int rk__scratch_table(ring_table **out, ring_error *err);

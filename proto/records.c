@@ -29,25 +29,18 @@
 #define STUCK_FORMAT "ringkeeper.stuck.v1"
 #define MISSING_FORMAT "ringkeeper.missing.v1"
 #define CLIENT_FORMAT "ringkeeper.client.v1"
+#define RECOVERY_FORMAT "ringkeeper.recovery.v1"
 
 #define N_KEYS(a) (sizeof(a) / sizeof *(a))
 
 /* ------------------------------------------------------------------- keys */
 
-static int key_printf(char key[RK_KEY_MAX], const char *fmt, const char *cluster, const char *dir,
-                      const char *name) {
-  if (key == NULL || cluster == NULL || dir == NULL || name == NULL)
-    return RING_EINVAL;
-  int n = snprintf(key, RK_KEY_MAX, fmt, cluster, dir, name);
-  return n < 0 || n >= RK_KEY_MAX ? RING_EINVAL : n;
-}
-
 int rk_key(char key[RK_KEY_MAX], const char *cluster, const char *what) {
-  return key_printf(key, "/ringkeeper/%s/%s%s", cluster, what, "");
+  return ring__key(key, RK_KEY_MAX, cluster, what, "");
 }
 
 int rk_key2(char key[RK_KEY_MAX], const char *cluster, const char *dir, const char *name) {
-  return key_printf(key, "/ringkeeper/%s/%s%s", cluster, dir, name);
+  return ring__key(key, RK_KEY_MAX, cluster, dir, name);
 }
 
 int rk_key_version(char key[RK_KEY_MAX], const char *cluster, const char *dir, uint64_t v) {
@@ -56,45 +49,6 @@ int rk_key_version(char key[RK_KEY_MAX], const char *cluster, const char *dir, u
   return rk_key2(key, cluster, dir, num);
 }
 
-/* --------------------------------------------------------- shared pieces */
-
-int rk__record_check(const cJSON *obj, const char *format, const char *const *keys, size_t n_keys,
-                       ring_error *err) {
-  const char *f = "";
-  if (!cJSON_IsObject(obj))
-    return ring__err(err, RING_EFIELD, "%s: must be an object", format);
-  int rc = ring__json_string(obj, "", "format", &f, err);
-  if (rc == RING_OK && strcmp(f, format) != 0)
-    rc = ring__err(err, RING_EFORMAT, "format: \"%.64s\" (want \"%s\")", f, format);
-  return rc == RING_OK ? ring__json_check_keys(obj, "", keys, n_keys, err) : rc;
-}
-
-int rk__record_parse(const char *json, size_t len, const char *format, const char *const *keys,
-                       size_t n_keys, cJSON **root, ring_error *err) {
-  if (json == NULL)
-    return ring__err(err, RING_EINVAL, "%s: NULL input", format);
-  cJSON *r = NULL;
-  int rc = ring__json_parse_object(json, len, format, &r, err);
-  if (rc == RING_OK)
-    rc = rk__record_check(r, format, keys, n_keys, err);
-  if (rc != RING_OK) {
-    cJSON_Delete(r);
-    return rc;
-  }
-  *root = r;
-  return RING_OK;
-}
-
-int rk__sb_finish(ring__sbuf *b, char **json, size_t *len) {
-  if (b->oom || b->p == NULL) {
-    free(b->p);
-    return RING_ENOMEM;
-  }
-  *json = b->p;
-  if (len)
-    *len = b->len;
-  return RING_OK;
-}
 
 int rk__scratch_table(ring_table **out, ring_error *err) {
   ring_table_params p = {"scratch", "", 1, 0, RING_TOKENS_MIN, 1};
@@ -289,7 +243,7 @@ int rk_config_decode(const char *json, size_t len, rk_config *out, ring_error *e
                                      "auto_apply",     "throttle",    "retention"};
   cJSON *root = NULL;
   rk_config c = {0};
-  int rc = rk__record_parse(json, len, CONFIG_FORMAT, keys, N_KEYS(keys), &root, err);
+  int rc = ring__record_parse(json, len, CONFIG_FORMAT, keys, N_KEYS(keys), &root, err);
   if (rc == RING_OK)
     rc = decode_config(root, &c, err);
   cJSON_Delete(root);
@@ -316,7 +270,7 @@ int rk_config_encode(const rk_config *c, char **json, size_t *len) {
                   c->throttle.moves_per_node, c->throttle.moves_per_domain,
                   c->throttle.moves_per_wave, c->throttle.bytes_per_sec, c->keep_versions,
                   c->keep_plans);
-  return rk__sb_finish(&b, json, len);
+  return ring__sb_finish(&b, json, len);
 }
 
 /* ------------------------------------------------ labels and node records */
@@ -371,7 +325,7 @@ static int member_record_decode(const char *json, size_t len, const char *format
                                 rk_node *n, void *extra, ring_error *err) {
   cJSON *root = NULL;
   ring_table *scratch = NULL;
-  int rc = rk__record_parse(json, len, format, keys, n_keys, &root, err);
+  int rc = ring__record_parse(json, len, format, keys, n_keys, &root, err);
   if (rc == RING_OK)
     rc = rk__scratch_table(&scratch, err);
   if (rc == RING_OK)
@@ -442,7 +396,7 @@ int rk_node_encode(const rk_node *n, char **json, size_t *len) {
   ring__sb_printf(
       &b, ",\"state\":\"%s\",\"desired\":\"%s\",\"lost_ms\":%" PRIu64 ",\"since_ms\":%" PRIu64 "}",
       ring_node_state_name(n->state), rk_desired_name(n->desired), n->lost_ms, n->since_ms);
-  return rk__sb_finish(&b, json, len);
+  return ring__sb_finish(&b, json, len);
 }
 
 /* ------------------------------------------------------------------- alive */
@@ -493,7 +447,7 @@ int rk_alive_encode(const rk_alive *a, char **json, size_t *len) {
                   ",\"started_ms\":%" PRIu64 ",\"capacity_bytes\":%" PRIu64
                   ",\"free_bytes\":%" PRIu64 "}",
                   a->started_ms, a->capacity_bytes, a->free_bytes);
-  return rk__sb_finish(&b, json, len);
+  return ring__sb_finish(&b, json, len);
 }
 
 /* ---------------------------------------------------------------- progress */
@@ -673,7 +627,7 @@ int rk_progress_decode(const char *json, size_t len, rk_progress *out, ring_erro
   static const char *const keys[] = {"format", "version", "tokens", "bytes", "failing"};
   cJSON *root = NULL;
   rk_progress p = {0};
-  int rc = rk__record_parse(json, len, PROGRESS_FORMAT, keys, N_KEYS(keys), &root, err);
+  int rc = ring__record_parse(json, len, PROGRESS_FORMAT, keys, N_KEYS(keys), &root, err);
   if (rc == RING_OK)
     rc = ring__json_uint(root, "version", 0, RING_VERSION_MAX, RING_EVERSION, &p.version, err);
   if (rc == RING_OK)
@@ -705,7 +659,7 @@ int rk_progress_encode(const rk_progress *p, char **json, size_t *len) {
   ring__sb_printf(&b, ",\"bytes\":%" PRIu64, p->bytes);
   encode_failing(&b, p->failing, p->n_failing);
   ring__sb_puts(&b, "}");
-  return rk__sb_finish(&b, json, len);
+  return ring__sb_finish(&b, json, len);
 }
 
 void rk_progress_free(rk_progress *p) {
@@ -742,7 +696,7 @@ int rk_missing_decode(const char *json, size_t len, rk_missing *out, ring_error 
   static const char *const keys[] = {"format", "version", "tokens", "failing"};
   cJSON *root = NULL;
   rk_missing m = {0};
-  int rc = rk__record_parse(json, len, MISSING_FORMAT, keys, N_KEYS(keys), &root, err);
+  int rc = ring__record_parse(json, len, MISSING_FORMAT, keys, N_KEYS(keys), &root, err);
   if (rc == RING_OK)
     rc = ring__json_uint(root, "version", 1, RING_VERSION_MAX, RING_EVERSION, &m.version, err);
   if (rc == RING_OK)
@@ -771,7 +725,7 @@ int rk_missing_encode(const rk_missing *m, char **json, size_t *len) {
   encode_token_list(&b, "tokens", m->tokens, m->n_tokens);
   encode_failing(&b, m->failing, m->n_failing);
   ring__sb_puts(&b, "}");
-  return rk__sb_finish(&b, json, len);
+  return ring__sb_finish(&b, json, len);
 }
 
 void rk_missing_free(rk_missing *m) {
@@ -793,7 +747,7 @@ int rk_leader_decode(const char *json, size_t len, rk_leader *out, ring_error *e
   cJSON *root = NULL;
   rk_leader l = {0};
   uint64_t pid = 0;
-  int rc = rk__record_parse(json, len, LEADER_FORMAT, keys, N_KEYS(keys), &root, err);
+  int rc = ring__record_parse(json, len, LEADER_FORMAT, keys, N_KEYS(keys), &root, err);
   if (rc == RING_OK &&
       (rc = ring__json_string_copy(root, "", "id", l.id, sizeof l.id, err)) == RING_OK &&
       !ring_id_valid(l.id))
@@ -822,7 +776,7 @@ int rk_leader_encode(const rk_leader *l, char **json, size_t *len) {
   ring__sb_printf(
       &b, "{\"format\":\"" LEADER_FORMAT "\",\"id\":\"%s\",\"addr\":\"%s\",\"pid\":%" PRId64 "}",
       l->id, l->addr, l->pid);
-  return rk__sb_finish(&b, json, len);
+  return ring__sb_finish(&b, json, len);
 }
 
 /* -------------------------------------------------------------------- loss */
@@ -831,7 +785,7 @@ int rk_loss_decode(const char *json, size_t len, rk_loss *out, ring_error *err) 
   static const char *const keys[] = {"format", "version", "tokens", "by", "at_ms"};
   cJSON *root = NULL;
   rk_loss l = {0};
-  int rc = rk__record_parse(json, len, LOSS_FORMAT, keys, N_KEYS(keys), &root, err);
+  int rc = ring__record_parse(json, len, LOSS_FORMAT, keys, N_KEYS(keys), &root, err);
   if (rc == RING_OK)
     rc = ring__json_uint(root, "version", 1, RING_VERSION_MAX, RING_EVERSION, &l.version, err);
   if (rc == RING_OK)
@@ -860,7 +814,7 @@ int rk_loss_encode(const rk_loss *l, char **json, size_t *len) {
   ring__sb_printf(&b, "{\"format\":\"" LOSS_FORMAT "\",\"version\":%" PRIu64 ",", l->version);
   encode_token_list(&b, "tokens", l->tokens, l->n_tokens);
   ring__sb_printf(&b, ",\"by\":\"%s\",\"at_ms\":%" PRIu64 "}", l->by, l->at_ms);
-  return rk__sb_finish(&b, json, len);
+  return ring__sb_finish(&b, json, len);
 }
 
 void rk_loss_free(rk_loss *l) {
@@ -925,7 +879,7 @@ int rk_stuck_decode(const char *json, size_t len, rk_stuck *out, ring_error *err
   static const char *const keys[] = {"format", "version", "plan", "moves", "more"};
   cJSON *root = NULL;
   rk_stuck st = {0};
-  int rc = rk__record_parse(json, len, STUCK_FORMAT, keys, N_KEYS(keys), &root, err);
+  int rc = ring__record_parse(json, len, STUCK_FORMAT, keys, N_KEYS(keys), &root, err);
   if (rc == RING_OK)
     rc = ring__json_uint(root, "version", 1, RING_VERSION_MAX, RING_EVERSION, &st.version, err);
   if (rc == RING_OK &&
@@ -988,7 +942,7 @@ int rk_stuck_encode(const rk_stuck *s, char **json, size_t *len) {
   ring__sb_printf(&b, "],\"more\":%u}", s->more);
   char *text = NULL;
   size_t n = 0;
-  int rc = rk__sb_finish(&b, &text, &n);
+  int rc = ring__sb_finish(&b, &text, &n);
   if (rc == RING_OK && rk_stuck_decode(text, n, NULL, NULL) != RING_OK) {
     free(text);
     rc = RING_EINVAL;
@@ -1020,6 +974,7 @@ static const struct {
     [RK_HOST_PROGRESS] = {"progress", "progress/", RK_PROGRESS_VALUE_MAX},
     [RK_HOST_CLIENT] = {"clients", "clients/", RK_CLIENT_VALUE_MAX},
     [RK_HOST_MISSING] = {"missing", "missing/", RK_MISSING_VALUE_MAX},
+    [RK_HOST_RECOVERY] = {"recovery", "recovery/", RK_RECOVERY_VALUE_MAX},
 };
 
 const char *rk_host_kind_name(rk_host_kind k) {
@@ -1063,7 +1018,7 @@ int rk_client_decode(const char *json, size_t len, rk_client *out, ring_error *e
   static const char *const keys[] = {"format", "kind"};
   cJSON *root = NULL;
   rk_client c = {{0}};
-  int rc = rk__record_parse(json, len, CLIENT_FORMAT, keys, N_KEYS(keys), &root, err);
+  int rc = ring__record_parse(json, len, CLIENT_FORMAT, keys, N_KEYS(keys), &root, err);
   if (rc == RING_OK &&
       (rc = ring__json_string_copy(root, "", "kind", c.kind, sizeof c.kind, err)) == RING_OK &&
       !ring_id_valid(c.kind))
@@ -1080,5 +1035,59 @@ int rk_client_encode(const rk_client *c, char **json, size_t *len) {
     return RING_EINVAL;
   ring__sbuf b = {0};
   ring__sb_printf(&b, "{\"format\":\"" CLIENT_FORMAT "\",\"kind\":\"%s\"}", c->kind);
-  return rk__sb_finish(&b, json, len);
+  return ring__sb_finish(&b, json, len);
 }
+
+/* ------------------------------------------------- a restored etcd */
+
+int rk_recovery_decode(const char *json, size_t len, rk_recovery *out, ring_error *err) {
+  static const char *const keys[] = {"format",        "seen_version", "seen_revision",
+                                     "table_version", "tokens",       "at_ms"};
+  cJSON *root = NULL;
+  rk_recovery r = {0};
+  int rc = ring__record_parse(json, len, RECOVERY_FORMAT, keys, N_KEYS(keys), &root, err);
+  if (rc == RING_OK)
+    rc = ring__json_uint(root, "seen_version", 1, RING_VERSION_MAX, RING_EVERSION, &r.seen_version,
+                         err);
+  if (rc == RING_OK)
+    rc = ring__json_uint(root, "seen_revision", 0, RING_VERSION_MAX, RING_EFIELD, &r.seen_revision,
+                         err);
+  if (rc == RING_OK)
+    rc = ring__json_uint(root, "table_version", 0, r.seen_version, RING_EVERSION, &r.table_version,
+                         err);
+  if (rc == RING_OK)
+    rc = decode_token_list(root, "tokens", 0, &r.tokens, &r.n_tokens, err);
+  if (rc == RING_OK)
+    rc = ring__json_uint(root, "at_ms", 0, RING_VERSION_MAX, RING_EFIELD, &r.at_ms, err);
+  cJSON_Delete(root);
+  if (rc != RING_OK || out == NULL) {
+    rk_recovery_free(&r);
+    return rc;
+  }
+  *out = r;
+  return RING_OK;
+}
+
+int rk_recovery_encode(const rk_recovery *r, char **json, size_t *len) {
+  if (r == NULL || json == NULL || r->seen_version < 1 || r->seen_version > RING_VERSION_MAX ||
+      r->seen_revision > RING_VERSION_MAX || r->table_version > r->seen_version ||
+      !token_list_valid(r->tokens, r->n_tokens, 0) || r->at_ms > RING_VERSION_MAX)
+    return RING_EINVAL;
+  ring__sbuf b = {0};
+  ring__sb_printf(&b,
+                  "{\"format\":\"" RECOVERY_FORMAT "\",\"seen_version\":%" PRIu64
+                  ",\"seen_revision\":%" PRIu64 ",\"table_version\":%" PRIu64 ",",
+                  r->seen_version, r->seen_revision, r->table_version);
+  encode_token_list(&b, "tokens", r->tokens, r->n_tokens);
+  ring__sb_printf(&b, ",\"at_ms\":%" PRIu64 "}", r->at_ms);
+  return ring__sb_finish(&b, json, len);
+}
+
+void rk_recovery_free(rk_recovery *r) {
+  if (r == NULL)
+    return;
+  free(r->tokens);
+  r->tokens = NULL;
+  r->n_tokens = 0;
+}
+

@@ -17,6 +17,7 @@
 #define RING_PROTO_RECORDS_H
 
 #include "ring.h"
+#include "recovered.h" /* libring: the `recovered` record */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -240,6 +241,7 @@ typedef enum rk_host_kind {
   RK_HOST_PROGRESS,  /* progress/<id> */
   RK_HOST_CLIENT,    /* clients/<name> */
   RK_HOST_MISSING,   /* missing/<id> */
+  RK_HOST_RECOVERY,  /* recovery/<id> (a restored etcd) */
   RK_HOST_KINDS
 } rk_host_kind;
 
@@ -248,6 +250,7 @@ typedef enum rk_host_kind {
 #define RK_PROGRESS_VALUE_MAX (512u << 10) /* 65536 tokens and 64 failing fit */
 #define RK_CLIENT_VALUE_MAX 1024u
 #define RK_MISSING_VALUE_MAX (512u << 10) /* 65536 tokens and 64 failing fit, as progress */
+#define RK_RECOVERY_VALUE_MAX (512u << 10) /* 65536 held tokens fit (proto/etcd.md) */
 
 /* "alive", "acks", "progress", "clients", "missing": the key's directory without the
  * slash (metric labels, `ringctl status`); "?" out of range. */
@@ -271,5 +274,24 @@ typedef struct rk_client {
 
 int rk_client_decode(const char *json, size_t len, rk_client *out, ring_error *err);
 int rk_client_encode(const rk_client *c, char **json, size_t *len);
+
+/* ------------------------------------------- a restored etcd (recovery) */
+
+/* recovery/<id>: what an agent that saw etcd's history go back reports
+ * (proto/etcd.md, "A restored etcd"): the marks it saw and what it holds. */
+typedef struct rk_recovery {
+  uint64_t seen_version;  /* the highest `version` the host saw: 1 .. 2^53-1 */
+  uint64_t seen_revision; /* the highest etcd revision it saw: 0 .. 2^53-1 */
+  uint64_t table_version; /* the table it had in service (0: none) */
+  uint32_t n_tokens;      /* 0 .. RING_TOKENS_MAX */
+  uint32_t *tokens;       /* held arcs: strictly ascending, < RING_TOKENS_MAX; malloc()'ed */
+  uint64_t at_ms;         /* when written (Unix ms, display only) */
+} rk_recovery;
+
+int rk_recovery_decode(const char *json, size_t len, rk_recovery *out, ring_error *err);
+int rk_recovery_encode(const rk_recovery *r, char **json, size_t *len);
+void rk_recovery_free(rk_recovery *r); /* frees the contents, not r */
+
+/* `recovered`: its codec is libring's (libring/recovered.h), which follows it. */
 
 #endif /* RING_PROTO_RECORDS_H */

@@ -227,4 +227,37 @@ static inline int etcdctl(const etcd_cluster *c, const char *fmt, ...) {
   return system(cmd);
 }
 
+/* ------------------------------------------------ snapshots and restores */
+
+/* Saves a snapshot of member i to path (`etcdctl snapshot save`); returns
+ * etcdctl's exit status. */
+static inline int etcd_snapshot_save(const etcd_cluster *c, int i, const char *path) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd,
+           "ETCDCTL_API=3 etcdctl --endpoints=%s snapshot save '%s' >/dev/null 2>&1", c->m[i].url,
+           path);
+  return system(cmd);
+}
+
+/* What an operator does to go back to a snapshot: kill -9 member i, move
+ * its data dir aside, `etcdctl snapshot restore` into a fresh one under
+ * the member's name, peer URL and the cluster's initial cluster (so the
+ * cluster id stays the same: only revisions and the data go back), and
+ * start it on the same ports. True once it serves. */
+static inline bool etcd_member_restore(etcd_cluster *c, int i, const char *path) {
+  etcd_member *m = &c->m[i];
+  char cmd[4096];
+  etcd_member_signal(c, i, SIGKILL);
+  snprintf(cmd, sizeof cmd,
+           "mv '%s/data' '%s/data.before-restore' && ETCDCTL_API=3 etcdctl snapshot restore '%s'"
+           " --data-dir '%s/data' --name %s --initial-cluster '%s'"
+           " --initial-advertise-peer-urls http://127.0.0.1:%d >>'%s/etcd.log' 2>&1",
+           m->dir, m->dir, path, m->dir, m->name, c->initial_cluster, m->peer_port, m->dir);
+  if (system(cmd) != 0) {
+    fprintf(stderr, "snapshot restore failed; see %s/etcd.log\n", m->dir);
+    return false;
+  }
+  return etcd_member_restart(c, i);
+}
+
 #endif /* RING_ETCD_HARNESS_H */

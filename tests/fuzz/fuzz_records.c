@@ -1,6 +1,7 @@
 /*
  * fuzz_records.c: libFuzzer target for the etcd value decoders (config,
- * nodes/, alive/, progress/ with its failing fetches, missing/, leader, loss, stuck). Every decoder sees
+ * nodes/, alive/, progress/ with its failing fetches, missing/, leader, loss, stuck, recovery/,
+ * recovered). Every decoder sees
  * every input (each checks "format" first). A refusal must name itself and leave the output
  * untouched; an accepted value must encode and decode again to the same
  * bytes.
@@ -48,5 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FUZZ_ONE(rk_stuck, rk_stuck_decode, rk_stuck_encode, (rk_stuck_free(&v), rk_stuck_free(&w)));
   FUZZ_ONE(rk_missing, rk_missing_decode, rk_missing_encode,
            (rk_missing_free(&v), rk_missing_free(&w)));
+  FUZZ_ONE(rk_recovery, rk_recovery_decode, rk_recovery_encode,
+           (rk_recovery_free(&v), rk_recovery_free(&w)));
+  FUZZ_ONE(ring__recovered, ring__recovered_decode, ring__recovered_encode, (void)0);
   return 0;
 }
