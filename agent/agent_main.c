@@ -20,8 +20,7 @@
 
 /* ---------------------------------------------------------------- options */
 
-static void opts_table(agent_opts *o, rd_opt *t) {
-  rd_etcd_opts(&o->etcd, t);
+static rd_opt *opts_table(agent_opts *o) {
   const rd_opt table[] = {
       {"cluster", RD_OPT_STRING, &o->cluster, 0, 0, "cluster name: keys under /ringkeeper/NAME/"},
       {"id", RD_OPT_STRING, &o->id, 0, 0, "this host's node id ([a-z0-9._-]{1,63})"},
@@ -59,9 +58,8 @@ static void opts_table(agent_opts *o, rd_opt *t) {
        "CA bundle to verify other agents' HTTPS arc servers"},
       {NULL, 0, NULL, 0, 0, NULL},
   };
-  memcpy(t + RD_ETCD_OPTS, table, sizeof table);
+  return rd_opts_with_etcd(&o->etcd, table);
 }
-#define N_OPTS (RD_ETCD_OPTS + 24)
 
 /* The failure-domain labels given as flags, validated. */
 static int opts_labels(const agent_opts *o, rk_labels *l, char *msg, size_t cap) {
@@ -242,12 +240,16 @@ static void agent_close(agent *a, rd_http *http) {
 
 /* ----------------------------------------------------------------- main */
 
-static int parse(agent *a, rd_opt *table, int argc, char **argv) {
+static int parse(agent *a, rd_opt **tablep, int argc, char **argv) {
   char msg[512] = "";
   a->o = (agent_opts){
       .weight = 1.0, .lease_ttl_ms = 10000, .drop_grace_ms = 60000, .clock_skew_ms = 30000,
       .etcd = {.timeout_ms = 5000}};
-  opts_table(&a->o, table);
+  rd_opt *table = *tablep = opts_table(&a->o);
+  if (table == NULL) {
+    fprintf(stderr, "ring-agent: out of memory\n");
+    return 1;
+  }
   int rc = rd_opts_parse(argc, argv,
                          "ring-agent: registers this host, follows the ring, streams the arcs it "
                          "is given and serves its own",
@@ -264,10 +266,10 @@ static int parse(agent *a, rd_opt *table, int argc, char **argv) {
 
 int main(int argc, char **argv) {
   static agent a; /* one per process; its address is handed to threads */
-  static rd_opt table[N_OPTS];
-  int rc = parse(&a, table, argc, argv);
+  rd_opt *table = NULL;
+  int rc = parse(&a, &table, argc, argv);
   if (rc >= 0) {
-    rd_opts_free(table);
+    rd_opts_release(table);
     return rc;
   }
   a.started_ms = rd_wall_ms();
@@ -297,6 +299,6 @@ int main(int argc, char **argv) {
     rc = 1;
   if (rc == 0)
     rd_log(RD_INFO, "stopped", "id", a.o.id, NULL);
-  rd_opts_free(table);
+  rd_opts_release(table);
   return rc;
 }

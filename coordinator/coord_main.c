@@ -19,8 +19,7 @@
 
 /* ---------------------------------------------------------------- options */
 
-static void opts_table(coord_opts *o, rd_opt *t) {
-  rd_etcd_opts(&o->etcd, t);
+static rd_opt *opts_table(coord_opts *o) {
   const rd_opt table[] = {
       {"cluster", RD_OPT_STRING, &o->cluster, 0, 0, "cluster name: keys under /ringkeeper/NAME/"},
       {"id", RD_OPT_STRING, &o->id, 0, 0, "this instance's name (default: hostname-pid)"},
@@ -38,9 +37,8 @@ static void opts_table(coord_opts *o, rd_opt *t) {
       {"log-level", RD_OPT_STRING, &o->log_level, 0, 0, "debug, info, warn or error"},
       {NULL, 0, NULL, 0, 0, NULL},
   };
-  memcpy(t + RD_ETCD_OPTS, table, sizeof table);
+  return rd_opts_with_etcd(&o->etcd, table);
 }
-#define N_OPTS (RD_ETCD_OPTS + 10)
 
 /* Checks what the option parser cannot: required options, names. */
 static int opts_check(const coord_opts *o, char *msg, size_t cap) {
@@ -169,11 +167,15 @@ static void run_loop(coord *c) {
 
 /* ----------------------------------------------------------------- main */
 
-static int start(coord *c, rd_opt *table, int argc, char **argv) {
+static int start(coord *c, rd_opt **tablep, int argc, char **argv) {
   char msg[512] = "";
   c->o = (coord_opts){.lease_ttl_ms = 10000, .tick_ms = 1000, .compact_every_ms = 300000,
                       .stuck_after_ms = 600000, .etcd = {.timeout_ms = 5000}};
-  opts_table(&c->o, table);
+  rd_opt *table = *tablep = opts_table(&c->o);
+  if (table == NULL) {
+    fprintf(stderr, "ring-coordinator: out of memory\n");
+    return 1;
+  }
   int rc = rd_opts_parse(argc, argv,
                          "ring-coordinator: membership, plans and throttled migrations for one "
                          "Ringkeeper cluster",
@@ -194,10 +196,12 @@ static int start(coord *c, rd_opt *table, int argc, char **argv) {
 
 int main(int argc, char **argv) {
   static coord c; /* one per process; its address is handed to threads */
-  static rd_opt table[N_OPTS];
-  int rc = start(&c, table, argc, argv);
-  if (rc >= 0)
+  rd_opt *table = NULL;
+  int rc = start(&c, &table, argc, argv);
+  if (rc >= 0) {
+    rd_opts_release(table);
     return rc;
+  }
   rd_waker_init(&c.waker);
   rd_health_init(&c.health);
   rd_restore_init(&c.restore);
@@ -231,6 +235,6 @@ int main(int argc, char **argv) {
   ring_table_free(c.run_base);
   ring_etcd_close(c.etcd);
   rd_log(RD_INFO, "stopped", "id", c.o.id, NULL);
-  rd_opts_free(table);
+  rd_opts_release(table);
   return 0;
 }

@@ -60,6 +60,6 @@ set(RINGCTL_SOURCES ${RINGCTL_CORE} ${RINGCTL_SHARED} ${RINGCTL_ETCD_COMMANDS}
 
 add_executable(ringctl ${RINGCTL_SOURCES})
 target_include_directories(ringctl PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
-target_link_libraries(ringctl PRIVATE ringcluster ring_static PkgConfig::CJSON PkgConfig::XXHASH m)
+target_link_libraries(ringctl PRIVATE ringcluster ringdaemon ring_static PkgConfig::CJSON PkgConfig::XXHASH m)
 
 install(TARGETS ringctl RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -5,6 +5,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "ringctl_etcd.h"
+#include "daemon.h" /* rd_read_secret: the one reader of secret files */
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,27 +15,14 @@
 
 #define DEFAULT_ENDPOINTS "http://127.0.0.1:2379"
 #define DEFAULT_TIMEOUT_MS 5000u
-#define PASSWORD_MAX 256
 #define CAS_ATTEMPTS 5
 
 /* ------------------------------------------------------ options to a client */
 
-/* Reads the first line of the password file into pw. */
-static int read_password(const ringctl_args *a, const char *path, char pw[PASSWORD_MAX]) {
-  FILE *f = fopen(path, "r");
-  if (f == NULL || fgets(pw, PASSWORD_MAX, f) == NULL) {
-    if (f != NULL)
-      fclose(f);
-    fprintf(stderr, "%s: cannot read the password file %s\n", a->prog, path);
-    return RINGCTL_EXIT_FAILURE;
-  }
-  fclose(f);
-  pw[strcspn(pw, "\r\n")] = '\0';
-  return RINGCTL_EXIT_OK;
-}
-
-/* Checks the global options and fills o (strings borrowed from argv and pw). */
-static int client_opts(const ringctl_args *a, ring_etcd_opts *o, char pw[PASSWORD_MAX]) {
+/* Checks the global options and fills o (strings borrowed from argv, and
+ * *pw: the password read from its file, malloc()'ed, for the caller to
+ * wipe and free). */
+static int client_opts(const ringctl_args *a, ring_etcd_opts *o, char **pw) {
   const ringctl_globals *g = a->globals;
   if (g->cluster == NULL)
     return ringctl_usage_error(a, "--cluster NAME is required");
@@ -58,22 +46,36 @@ static int client_opts(const ringctl_args *a, ring_etcd_opts *o, char pw[PASSWOR
                         .connect_timeout_ms = timeout < 1000 ? (uint32_t)timeout : 1000};
   if (g->user == NULL)
     return RINGCTL_EXIT_OK;
-  o->password = pw;
-  return read_password(a, g->password_file, pw);
+  char msg[512];
+  if ((*pw = rd_read_secret(g->password_file, msg, sizeof msg)) == NULL) {
+    fprintf(stderr, "%s: the password file: %s\n", a->prog, msg);
+    return RINGCTL_EXIT_FAILURE;
+  }
+  o->password = *pw;
+  return RINGCTL_EXIT_OK;
+}
+
+/* Wipes and frees a secret read by rd_read_secret. */
+static void secret_free(char *s) {
+  if (s != NULL)
+    memset(s, 0, strlen(s));
+  free(s);
 }
 
 /* ------------------------------------------------------------ the session */
 
 int ringctl_with_etcd(ringctl_args *a, ringctl_body_fn body, void *ud) {
   ring_etcd_opts o;
-  char pw[PASSWORD_MAX] = "";
-  int rc = client_opts(a, &o, pw);
-  if (rc != RINGCTL_EXIT_OK)
+  char *pw = NULL;
+  int rc = client_opts(a, &o, &pw);
+  if (rc != RINGCTL_EXIT_OK) {
+    secret_free(pw);
     return rc;
+  }
   ringctl_ctx ctx = {a, NULL, a->globals->cluster};
   ring_error err = {RING_OK, ""};
   int ring_rc = ring_etcd_open(&o, &ctx.etcd, &err);
-  memset(pw, 0, sizeof pw);
+  secret_free(pw);
   if (ring_rc != RING_OK)
     return ringctl_fail(&ctx, ring_rc, &err, "connecting to etcd");
   rc = body(&ctx, ud);

@@ -302,6 +302,13 @@ typedef struct rd_etcd_conf {
  * RD_ETCD_OPTS entries at t. */
 #define RD_ETCD_OPTS 7
 void rd_etcd_opts(rd_etcd_conf *c, rd_opt *t);
+/* A daemon's whole option table: the etcd options of c, then `own` (rows
+ * up to its {NULL} row, which ends the result too). malloc()'ed, for
+ * rd_opts_release; NULL when out of memory. No count is kept by hand: a row
+ * added to `own` is in the table. */
+rd_opt *rd_opts_with_etcd(rd_etcd_conf *c, const rd_opt *own);
+/* rd_opts_free, then frees a table from rd_opts_with_etcd. NULL is a no-op. */
+void rd_opts_release(rd_opt *table);
 /* What the parser cannot check: endpoints given, user and password file
  * together. 0, or -1 with msg set. */
 int rd_etcd_check(const rd_etcd_conf *c, char *msg, size_t cap);

@@ -23,6 +23,25 @@ void rd_etcd_opts(rd_etcd_conf *c, rd_opt *t) {
   memcpy(t, table, sizeof table);
 }
 
+rd_opt *rd_opts_with_etcd(rd_etcd_conf *c, const rd_opt *own) {
+  size_t n = 0;
+  while (own[n].name != NULL)
+    n++;
+  rd_opt *t = calloc(RD_ETCD_OPTS + n + 1, sizeof *t); /* the last row stays {NULL} */
+  if (t == NULL)
+    return NULL;
+  rd_etcd_opts(c, t);
+  memcpy(t + RD_ETCD_OPTS, own, n * sizeof *own);
+  return t;
+}
+
+void rd_opts_release(rd_opt *table) {
+  if (table == NULL)
+    return;
+  rd_opts_free(table);
+  free(table);
+}
+
 int rd_etcd_check(const rd_etcd_conf *c, char *msg, size_t cap) {
   if (c->endpoints == NULL || c->endpoints[0] == '\0')
     return snprintf(msg, cap, "--endpoints is required"), -1;
@@ -44,6 +63,8 @@ int rd_etcd_open(const rd_etcd_conf *c, struct ring_etcd **out, char *msg, size_
                        .timeout_ms = (uint32_t)c->timeout_ms};
   ring_error err = {0};
   int rc = ring_etcd_open(&eo, out, &err);
+  if (password != NULL)
+    memset(password, 0, strlen(password)); /* no copy of it outlives the open */
   free(password);
   if (rc != RING_OK)
     return snprintf(msg, cap, "etcd: %s", err.message), -1;

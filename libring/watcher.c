@@ -112,8 +112,8 @@ static void log_line(const char *level, const char *msg, const ring_watcher *w, 
 }
 
 static void refuse(ring_watcher *w, uint64_t version, const char *source, const ring_error *err) {
-  atomic_fetch_add(&w->rejected, 1);
   log_line("warn", "table refused", w, version, source, err->message);
+  atomic_fetch_add(&w->rejected, 1); /* after the line: whoever sees the count finds it logged */
 }
 
 /* ---------------------------------------------------- 2. reading etcd */

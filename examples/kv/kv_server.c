@@ -19,11 +19,8 @@
 
 /* ---------------------------------------------------------------- options */
 
-#define N_OPTS (RD_ETCD_OPTS + 11)
-
-static void opts_table(kv_server_opts *o, rd_opt *t) {
-  rd_etcd_opts(&o->etcd, t);
-  const rd_opt table[N_OPTS + 1 - RD_ETCD_OPTS] = {
+static rd_opt *opts_table(kv_server_opts *o) {
+  const rd_opt table[] = {
       {"cluster", RD_OPT_STRING, &o->cluster, 0, 0, "cluster name: keys under /ringkeeper/NAME/"},
       {"id", RD_OPT_STRING, &o->id, 0, 0, "this node's id in the ring table"},
       {"listen", RD_OPT_STRING, &o->listen, 0, 0, "HOST:PORT of the key-value API"},
@@ -44,7 +41,7 @@ static void opts_table(kv_server_opts *o, rd_opt *t) {
        "segments per token directory before they are compacted into one"},
       {NULL, 0, NULL, 0, 0, NULL},
   };
-  memcpy(t + RD_ETCD_OPTS, table, sizeof table);
+  return rd_opts_with_etcd(&o->etcd, table);
 }
 
 static int opts_check(const kv_server_opts *o, char *msg, size_t cap) {
@@ -314,16 +311,21 @@ int main(int argc, char **argv) {
                               .commit_window_us = 500,
                               .max_segments = 8,
                               .etcd = {.timeout_ms = 5000}}};
-  rd_opt table[N_OPTS + 1];
   char msg[512];
-  opts_table(&s.o, table);
+  rd_opt *table = opts_table(&s.o);
+  if (table == NULL) {
+    fprintf(stderr, "ring-kv: out of memory\n");
+    return 1;
+  }
   int p = rd_opts_parse(argc, argv, "ring-kv: a key-value server that routes by the ring", table,
                         msg, sizeof msg);
-  if (p == RD_OPTS_HELP)
+  if (p == RD_OPTS_HELP) {
+    rd_opts_release(table);
     return 0;
+  }
   if (p == RD_OPTS_ERROR || opts_check(&s.o, msg, sizeof msg) != 0) {
     fprintf(stderr, "ring-kv: %s\n", msg);
-    rd_opts_free(table);
+    rd_opts_release(table);
     return 2;
   }
   rd_log_init("kv", s.o.log_level ? (rd_level)rd_log_level_parse(s.o.log_level) : RD_INFO, 2);
@@ -334,7 +336,7 @@ int main(int argc, char **argv) {
   if (rc != 0 || server_open(&s, msg, sizeof msg) != 0) {
     rd_log(RD_ERROR, "cannot start", "err", rc ? strerror(rc) : msg, NULL);
     server_close(&s);
-    rd_opts_free(table);
+    rd_opts_release(table);
     return 1;
   }
   char port[8];
@@ -344,6 +346,6 @@ int main(int argc, char **argv) {
   rd_log(RD_INFO, "stopping", NULL);
   server_close(&s);
   rd_waker_destroy(&s.waker);
-  rd_opts_free(table);
+  rd_opts_release(table);
   return 0;
 }

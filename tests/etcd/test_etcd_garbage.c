@@ -561,15 +561,19 @@ END_TEST
  * on the next: the callback sees each revision once, in order, and every
  * reconnect asks for the revision after the last one delivered. */
 START_TEST(watch_resumes_after_the_last_revision) {
+  /* "created" carries the store's revision, 21, as etcd's does: a store
+   * behind the resume point would be a restored etcd (etcd_watch.c). */
+#define CREATED21 "{\"result\":{\"header\":{\"revision\":\"21\"},\"created\":true}}\n"
   static const reply script[] = {
-      {OK200 CREATED EV(6) EV(7), NULL, false},                         /* then closes */
-      {OK200 CREATED EV(6) EV(7) EV(8), NULL, false},                   /* replays 6, 7 */
-      {OK200 CREATED "{\"result\":{\"header\":{\"revision\":\"12\"}}}", /* progress to 12 */
+      {OK200 CREATED21 EV(6) EV(7), NULL, false},                         /* then closes */
+      {OK200 CREATED21 EV(6) EV(7) EV(8), NULL, false},                   /* replays 6, 7 */
+      {OK200 CREATED21 "{\"result\":{\"header\":{\"revision\":\"12\"}}}", /* progress to 12 */
        NULL, false},
-      {OK200 CREATED "{\"result\":{" HDR ",\"canceled\":true,\"compact_revision\":\"20\"}}", NULL,
-       true},
-      {OK200 CREATED EV(20) EV(21), NULL, true},
+      {OK200 CREATED21 "{\"result\":{" HDR ",\"canceled\":true,\"compact_revision\":\"20\"}}",
+       NULL, true},
+      {OK200 CREATED21 EV(20) EV(21), NULL, true},
   };
+#undef CREATED21
   fake *f = fake_start(script, 5);
   ring_etcd *c = client_of(f, 1500);
   seen s = {0};

@@ -296,6 +296,10 @@ START_TEST(auth_with_password_file) {
   FX_EXPECT_IN(1, err, "auth", "a-auth", "throttle --user root --password-file %s", bad);
   FX_EXPECT_IN(1, err, "password file", "a-auth",
                "throttle --user root --password-file /nonexistent.pw");
+  char empty[400]; /* one reader for every secret file, and it refuses an empty one */
+  snprintf(empty, sizeof empty, "%s/empty.pw", fx_etcd.base);
+  write_password(empty, "");
+  FX_EXPECT_IN(1, err, "empty", "a-auth", "throttle --user root --password-file %s", empty);
   ck_assert_int_eq(etcdctl(&fx_etcd, "--user root:rootpw auth disable"), 0);
 }
 END_TEST

@@ -428,6 +428,33 @@ START_TEST(etcd_block) {
 }
 END_TEST
 
+/* A daemon's table is the etcd rows, then its own up to their {NULL} row:
+ * no count is kept by hand. */
+START_TEST(table_with_etcd) {
+  rd_etcd_conf ec = {.timeout_ms = 5000};
+  char *name = NULL;
+  uint64_t n = 3;
+  const rd_opt own[] = {{"name", RD_OPT_STRING, &name, 0, 0, "a name"},
+                        {"count", RD_OPT_UINT, &n, 1, 9, "a count"},
+                        {NULL, 0, NULL, 0, 0, NULL}};
+  rd_opt *t = rd_opts_with_etcd(&ec, own);
+  ck_assert_ptr_nonnull(t);
+  ck_assert_str_eq(t[0].name, "endpoints");
+  ck_assert_str_eq(t[RD_ETCD_OPTS].name, "name");
+  ck_assert_str_eq(t[RD_ETCD_OPTS + 1].name, "count");
+  ck_assert_ptr_null(t[RD_ETCD_OPTS + 2].name);
+  char msg[256] = "";
+  char *argv[] = {"d", "--endpoints", "http://127.0.0.1:1", "--name", "x", "--count", "7", NULL};
+  ck_assert_int_eq(rd_opts_parse(7, argv, "d", t, msg, sizeof msg), RD_OPTS_OK);
+  ck_assert_str_eq(name, "x");
+  ck_assert_uint_eq(n, 7);
+  ck_assert_str_eq(ec.endpoints, "http://127.0.0.1:1");
+  rd_opts_release(t);
+  ck_assert_ptr_null(name);
+  rd_opts_release(NULL);
+}
+END_TEST
+
 static Suite *opts_suite(void) {
   Suite *s = suite_create("daemon_opts");
   TCase *tc = tcase_create("opts");
@@ -458,6 +485,7 @@ static Suite *opts_suite(void) {
   tcase_add_test(tc, err_file_syntax);
   tcase_add_test(tc, err_restores_defaults);
   tcase_add_test(tc, etcd_block);
+  tcase_add_test(tc, table_with_etcd);
   suite_add_tcase(s, tc);
   return s;
 }
