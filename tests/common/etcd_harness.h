@@ -48,18 +48,42 @@ typedef struct etcd_cluster {
   char extra[256];                /* extra etcd flags, space-separated (e.g. auth TTL) */
 } etcd_cluster;
 
-/* A loopback port nobody listens on right now. */
+/* A loopback port nobody listens on right now, below the kernel's
+ * ephemeral range: a port from that range (what binding port 0 gives) can
+ * be taken between this check and the server's bind by any outgoing
+ * connection on the machine, which is how etcd once failed to start with
+ * "address already in use". Ports below the range are only ever taken by
+ * listeners; each process probes from its own random start. */
 static inline int harness_free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof a;
-  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
-      getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
-    perror("harness_free_port");
-    abort();
+  static unsigned next;
+  unsigned lo = 32768;
+  FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+  if (f != NULL) {
+    if (fscanf(f, "%u", &lo) != 1)
+      lo = 32768;
+    fclose(f);
   }
-  close(fd);
-  return ntohs(a.sin_port);
+  if (lo <= 12000)
+    lo = 32768; /* an unusual range: keep to the usual gap below it */
+  unsigned span = lo - 1 - 10000; /* ports 10000 .. lo-1 */
+  if (next == 0)
+    next = (unsigned)getpid() * 7919u + (unsigned)time(NULL);
+  for (unsigned tries = 0; tries < span; tries++) {
+    int port = (int)(10000 + (next++ % span));
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (fd < 0) {
+      perror("harness_free_port");
+      abort();
+    }
+    bool ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    close(fd);
+    if (ok)
+      return port;
+  }
+  fprintf(stderr, "harness_free_port: no free port below %u\n", lo);
+  abort();
 }
 
 static inline double harness_now(void) {

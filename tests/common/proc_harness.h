@@ -75,9 +75,11 @@ static inline int proc_spawn(proc *p, const char *log, char *const argv[]) {
     return -1;
   if (pid == 0)
     proc_child(log, argv);
+  char path[sizeof p->log]; /* log may point into *p, which is cleared next */
+  snprintf(path, sizeof path, "%s", log ? log : "/dev/null");
   memset(p, 0, sizeof *p);
   p->pid = pid;
-  snprintf(p->log, sizeof p->log, "%s", log ? log : "/dev/null");
+  memcpy(p->log, path, sizeof path);
   return 0;
 }
 
