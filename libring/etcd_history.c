@@ -179,18 +179,12 @@ bool ring_etcd_history_settle(ring_etcd *c, uint64_t recovered_version, uint64_t
   return ok;
 }
 
-/* The value of a version key: a decimal in 1 .. RING_VERSION_MAX, else 0. */
+/* The value of a version key (ring__parse_version), else 0. */
 static uint64_t version_value(const ring_kvs *r) {
   uint64_t v = 0;
-  if (r->n != 1 || r->kvs[0].value_len == 0 || r->kvs[0].value_len > 16)
+  if (r->n != 1 || !ring__parse_version(r->kvs[0].value, r->kvs[0].value_len, &v))
     return 0;
-  for (size_t i = 0; i < r->kvs[0].value_len; i++) {
-    uint8_t ch = r->kvs[0].value[i];
-    if (ch < '0' || ch > '9')
-      return 0;
-    v = v * 10 + (uint64_t)(ch - '0');
-  }
-  return v <= RING_VERSION_MAX ? v : 0;
+  return v;
 }
 
 int ring_etcd_history_resume(ring_etcd *c, const char *cluster, bool *settled, ring_error *err) {

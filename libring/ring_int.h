@@ -71,6 +71,11 @@ static inline const char *ring__label_value(const ring__node *n, uint32_t i) {
 int ring__err(ring_error *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* The `version` key's value: a decimal in 1 .. RING_VERSION_MAX and nothing
+ * else. True with *out set, else false (*out untouched). The watcher and
+ * the history marks read the key through this one rule. */
+bool ring__parse_version(const uint8_t *p, size_t len, uint64_t *out);
+
 /* A cluster's etcd key, "/ringkeeper/<cluster>/<dir><name>" (proto/etcd.md),
  * into key (cap bytes): the one spelling of the prefix, for libring's
  * watcher and history and for proto's key builders. Returns its length, or

@@ -53,3 +53,19 @@ int ring__key(char *key, size_t cap, const char *cluster, const char *dir, const
   int n = snprintf(key, cap, "/ringkeeper/%s/%s%s", cluster, dir, name);
   return n < 0 || (size_t)n >= cap ? RING_EINVAL : n;
 }
+
+/* Parses a decimal version, 1 .. RING_VERSION_MAX, nothing else. */
+bool ring__parse_version(const uint8_t *p, size_t len, uint64_t *out) {
+  uint64_t v = 0;
+  if (p == NULL || len == 0 || len > 16)
+    return false;
+  for (size_t i = 0; i < len; i++) {
+    if (p[i] < '0' || p[i] > '9')
+      return false;
+    v = v * 10 + (uint64_t)(p[i] - '0');
+  }
+  if (v < 1 || v > RING_VERSION_MAX)
+    return false;
+  *out = v;
+  return true;
+}

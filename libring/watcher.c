@@ -118,22 +118,6 @@ static void refuse(ring_watcher *w, uint64_t version, const char *source, const 
 
 /* ---------------------------------------------------- 2. reading etcd */
 
-/* Parses a decimal version, 1 .. RING_VERSION_MAX, nothing else. */
-static bool parse_version(const uint8_t *p, size_t len, uint64_t *out) {
-  uint64_t v = 0;
-  if (p == NULL || len == 0 || len > 16)
-    return false;
-  for (size_t i = 0; i < len; i++) {
-    if (p[i] < '0' || p[i] > '9')
-      return false;
-    v = v * 10 + (uint64_t)(p[i] - '0');
-  }
-  if (v < 1 || v > RING_VERSION_MAX)
-    return false;
-  *out = v;
-  return true;
-}
-
 /* Reads the version key: *version is 0 when it is absent or refused, and
  * *revision (if not NULL) the store revision read. */
 static int read_version(ring_watcher *w, uint64_t *version, int64_t *revision, ring_error *err) {
@@ -143,7 +127,7 @@ static int read_version(ring_watcher *w, uint64_t *version, int64_t *revision, r
   if (rc != RING_OK)
     return rc;
   *version = 0;
-  if (kvs.n == 1 && parse_version(kvs.kvs[0].value, kvs.kvs[0].value_len, version))
+  if (kvs.n == 1 && ring__parse_version(kvs.kvs[0].value, kvs.kvs[0].value_len, version))
     ring_etcd_note_version(w->c, *version, kvs.revision);
   else if (kvs.n == 1) {
     ring_error bad;
@@ -487,7 +471,7 @@ static int on_watch(void *ud, const ring_event *events, uint32_t n, int64_t revi
     uint64_t v;
     if (events[i].type != RING_EVENT_PUT)
       continue; /* a deleted version key: keep serving what we have */
-    if (parse_version(events[i].kv.value, events[i].kv.value_len, &v)) {
+    if (ring__parse_version(events[i].kv.value, events[i].kv.value_len, &v)) {
       newest = v > newest ? v : newest;
       ring_etcd_note_version(w->c, v, events[i].kv.mod_revision); /* the history's rule */
     } else {
