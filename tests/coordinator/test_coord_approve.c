@@ -99,7 +99,7 @@ START_TEST(proposals_wait_for_apply) {
   uint64_t v2 = env_version();
   ck_assert_uint_gt(v2, v1);
   ring_table_free(env_verify_clean());
-  ck_assert(env_node_is("a5", "active"));
+  WAIT_UNTIL(env_node_is("a5", "active"), 10, "nodes/a5 never became active");
 
   /* another join, approved with `ringctl apply` (no argument) */
   env_agent("a6", "z2");

@@ -91,7 +91,7 @@ START_TEST(pause_resume_cancel) {
   ck_assert_uint_eq(env_replicas(t, "a5"), (uint32_t)(last.moves_total + cancelled.moves_done));
   ring_table_free(t);
   ck_assert_uint_eq(env_replay(v1, v2, true), (uint32_t)(last.moves_total + cancelled.moves_done));
-  ck_assert(env_node_is("a5", "active"));
+  WAIT_UNTIL(env_node_is("a5", "active"), 10, "nodes/a5 never became active");
   env_pass();
 }
 END_TEST

@@ -135,7 +135,7 @@ START_TEST(first_placement_then_join) {
                    RING_NODE_ACTIVE);
   ck_assert_uint_eq(ring_table_pending_count(t), 0);
   ring_table_free(t);
-  ck_assert(env_node_is("a5", "active"));
+  WAIT_UNTIL(env_node_is("a5", "active"), 10, "nodes/a5 never became active");
   ck_assert_uint_eq(env_replay(v1, v2, true), (uint32_t)join.moves_total);
   WAIT_UNTIL(env_all_acked(v2), 10, "not every agent acked v%llu", (unsigned long long)v2);
   /* nothing left to propose once the table matches the membership */
@@ -174,7 +174,7 @@ START_TEST(join_without_migration) {
   ring_table *t = env_verify_clean();
   env_assert_balanced(t);
   ring_table_free(t);
-  ck_assert(env_node_is("a5", "active"));
+  WAIT_UNTIL(env_node_is("a5", "active"), 10, "nodes/a5 never became active");
   ck_assert_uint_eq(fake_agent_progress_version(env_agent_find("a5")), 0);
   env_pass();
 }

@@ -56,7 +56,7 @@ START_TEST(drain_and_undrain) {
                 env_replicas(t, "a1"));
   env_assert_balanced(t);
   ring_table_free(t);
-  ck_assert(env_node_is("a1", "active"));
+  WAIT_UNTIL(env_node_is("a1", "active"), 10, "nodes/a1 never became active");
   env_pass();
 }
 END_TEST
