@@ -106,7 +106,8 @@ pick_port() {
 bin() {
   local sub
   case $1 in
-  ringctl | ring-coordinator) sub=coordinator ;;
+  ringctl) sub=coordinator/ringctl ;;
+  ring-coordinator) sub=coordinator/coord ;;
   ring-agent) sub=agent ;;
   ring-kv | ring-kv-load) sub=examples/kv ;;
   esac
