@@ -133,7 +133,7 @@ void agent_follow_config(agent *a) {
     rc = rk_config_decode((const char *)r.kvs[0].value, r.kvs[0].value_len, &c, &err);
   if (rc == RING_OK && r.n == 1)
     apply_config(a, &c);
-  ring_kvs_free(&r);
+  ring_kvs_clear(&r);
   if (rc != RING_OK) {
     atomic_store(&a->config_changed, true); /* read again at the next pass */
     atomic_fetch_add(&a->m.errors, 1);
@@ -188,7 +188,7 @@ static void read_alive(agent *a, alive_set *out) {
   out->known = out->h != NULL;
   if (out->n > 1)
     qsort(out->h, out->n, sizeof *out->h, by_id);
-  ring_kvs_free(&r);
+  ring_kvs_clear(&r);
 }
 
 static const alive_host *alive_find(const alive_set *s, const char *id) {
@@ -462,7 +462,7 @@ static void read_loss(agent *a) {
   int rc = ring_etcd_range(a->etcd, key, (size_t)len, NULL, &r, &err);
   if (rc == RING_OK && r.n == 1)
     rc = rk_loss_decode((const char *)r.kvs[0].value, r.kvs[0].value_len, &l, &err);
-  ring_kvs_free(&r);
+  ring_kvs_clear(&r);
   if (rc != RING_OK) {
     atomic_fetch_add(&a->m.errors, 1);
     rd_log(RD_WARN, "reading the loss key failed: no loss counts as accepted", "err", err.message,

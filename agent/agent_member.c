@@ -99,7 +99,7 @@ static int take_back(agent *a, const char *key, const char *json, size_t len, in
 /* Creates alive/<id> under `lease` if it is absent, or takes it back if it
  * is ours: our create revision and still our last lease (a key someone put
  * over ours under another lease is theirs). RING_EBUSY when another holds
- * it: *holder gets its key-value (ring_kv_free it). */
+ * it: *holder gets its key-value (ring_kv_clear it). */
 static int put_alive(agent *a, const char *json, size_t len, int64_t lease, ring_kv *holder,
                      ring_error *err) {
   char key[RK_KEY_MAX];
@@ -107,11 +107,11 @@ static int put_alive(agent *a, const char *json, size_t len, int64_t lease, ring
   ring_leadership won = {0};
   int rc = ring_etcd_campaign(a->etcd, key, json, len, lease, &won, holder, err);
   if (rc == RING_OK) {
-    ring_leadership_free(&a->own_key);
+    ring_leadership_clear(&a->own_key);
     a->own_key = won;
   } else if (rc == RING_EBUSY && a->own_key.key && holder->create_revision == a->own_key.create_revision &&
              holder->lease == a->own_key.lease) {
-    ring_kv_free(holder);
+    ring_kv_clear(holder);
     rc = take_back(a, key, json, len, lease, err);
     if (rc == RING_OK)
       a->own_key.lease = lease;
@@ -123,7 +123,7 @@ static int put_alive(agent *a, const char *json, size_t len, int64_t lease, ring
 
 /* One attempt: grants a lease, puts alive/<id> under it (put_alive) and
  * keeps it alive. RING_OK: a->lease is set. RING_EBUSY: another agent
- * holds the key, *holder has it (ring_kv_free it). On any failure the
+ * holds the key, *holder has it (ring_kv_clear it). On any failure the
  * granted lease is revoked and a->lease stays 0. */
 static int register_host(agent *a, ring_kv *holder, ring_error *err) {
   char *json = NULL;
@@ -206,7 +206,7 @@ int agent_member_start(agent *a, char *msg, size_t cap) {
       rd_logf(RD_WARN, "%s: waiting up to %" PRIu64 " ms for its lease to expire", msg,
               deadline - now);
     }
-    ring_kv_free(&holder);
+    ring_kv_clear(&holder);
     if (now >= deadline) {
       size_t n = strlen(msg);
       snprintf(msg + n, cap - n, ": refusing to start");
@@ -258,7 +258,7 @@ uint64_t agent_member_tick(agent *a) {
   if (rc == RING_EBUSY) { /* a twin took the id while we had no lease: never fight it */
     char who[400];
     describe_holder(a, &holder, who, sizeof who);
-    ring_kv_free(&holder);
+    ring_kv_clear(&holder);
     snprintf(err.message, sizeof err.message, "%.200s: not taking it over, retrying every %d s",
              who, REGISTER_RETRY_MS / 1000);
     agent_trouble(a, "id taken", err.message);
@@ -280,7 +280,7 @@ void agent_member_leave(agent *a) {
            err.message, NULL);
   else if (a->lease == 0 && a->own_key.key) /* ours may still sit under the lost lease */
     ring_etcd_resign(a->etcd, &a->own_key, NULL);
-  ring_leadership_free(&a->own_key);
+  ring_leadership_clear(&a->own_key);
   a->lease = 0;
   atomic_store(&a->m.registered, 0);
 }

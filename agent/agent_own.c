@@ -151,7 +151,7 @@ static int64_t acked_before(agent *a) {
   if (r.n == 1 && rk_ack_decode((const char *)r.kvs[0].value, r.kvs[0].value_len, &v, NULL) !=
                       RING_OK)
     v = 1; /* something is there: the id has been in the cluster */
-  ring_kvs_free(&r);
+  ring_kvs_clear(&r);
   return (int64_t)v;
 }
 

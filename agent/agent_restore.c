@@ -123,7 +123,7 @@ static void probe(agent *a) {
   if (r.n == 1 &&
       rk_ack_decode((const char *)r.kvs[0].value, r.kvs[0].value_len, &v, NULL) == RING_OK)
     ring_etcd_note_version(a->etcd, v, r.revision);
-  ring_kvs_free(&r);
+  ring_kvs_clear(&r);
 }
 
 /* Saves the marks when the state or the version mark moved, or the
@@ -181,7 +181,7 @@ static int report_table(agent *a, ring_error *err) {
   ring_txn_result r;
   rc = ring_etcd_txn(a->etcd, &absent, 1, &put, 1, NULL, 0, &r, err);
   if (rc == RING_OK)
-    ring_txn_result_free(&r);
+    ring_txn_result_clear(&r);
   free(json);
   return rc;
 }

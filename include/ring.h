@@ -15,7 +15,10 @@
  * hands the caller an object it must release with the matching *_free();
  * pointers returned directly (const char *, const ring_table *) are borrowed
  * and live as long as the object they came from. Output parameters are
- * written only on success. Every *_free(NULL) is a no-op.
+ * written only on success. Every *_free(NULL) is a no-op. A struct the
+ * caller owns (ring_kvs, ring_kv, ring_txn_result, ring_leadership) is
+ * filled in place; its *_clear() frees what it holds, not the struct, and
+ * leaves it empty (clearing twice is safe).
  *
  * Errors: functions return RING_OK (0) or a negative ring_errno value. Where
  * detail helps (decoding, validation) they also fill a caller-supplied

@@ -137,7 +137,7 @@ typedef struct ring_kvs {
   int64_t revision;        /* the store revision the read saw */
 } ring_kvs;
 
-RING_EXTERN void ring_kvs_free(ring_kvs *r); /* frees the contents, not r */
+RING_EXTERN void ring_kvs_clear(ring_kvs *r); /* frees the contents, not r */
 
 typedef struct ring_range_opts {
   bool prefix;             /* every key starting with key */
@@ -147,7 +147,7 @@ typedef struct ring_range_opts {
   bool count_only;
 } ring_range_opts;
 
-/* Reads a key or a prefix. opts may be NULL. Fills *out (ring_kvs_free it). */
+/* Reads a key or a prefix. opts may be NULL. Fills *out (ring_kvs_clear it). */
 RING_EXTERN int ring_etcd_range(ring_etcd *c, const void *key, size_t key_len,
                                 const ring_range_opts *opts, ring_kvs *out, ring_error *err);
 
@@ -157,7 +157,7 @@ RING_EXTERN int ring_etcd_range(ring_etcd *c, const void *key, size_t key_len,
 RING_EXTERN int ring_etcd_put(ring_etcd *c, const void *key, size_t key_len, const void *value,
                               size_t value_len, int64_t lease, int64_t *revision, ring_kv *prev,
                               ring_error *err);
-RING_EXTERN void ring_kv_free(ring_kv *kv); /* frees the contents, not kv */
+RING_EXTERN void ring_kv_clear(ring_kv *kv); /* frees the contents, not kv */
 
 /* Deletes a key or a prefix; *deleted receives how many went. */
 RING_EXTERN int ring_etcd_delete(ring_etcd *c, const void *key, size_t key_len, bool prefix,
@@ -201,7 +201,7 @@ typedef struct ring_txn_result {
   uint32_t n_ranges;
 } ring_txn_result;
 
-RING_EXTERN void ring_txn_result_free(ring_txn_result *r);
+RING_EXTERN void ring_txn_result_clear(ring_txn_result *r);
 
 /* One atomic transaction: if every compare holds, the success ops run,
  * else the failure ops. out may be NULL. RING_EUNKNOWN when the request
@@ -289,7 +289,7 @@ RING_EXTERN int ring_etcd_campaign(ring_etcd *c, const char *key, const void *va
 RING_EXTERN int ring_etcd_leader(ring_etcd *c, const char *key, ring_kv *out, ring_error *err);
 /* Gives up leadership: deletes the key if it is still ours. */
 RING_EXTERN int ring_etcd_resign(ring_etcd *c, const ring_leadership *l, ring_error *err);
-RING_EXTERN void ring_leadership_free(ring_leadership *l);
+RING_EXTERN void ring_leadership_clear(ring_leadership *l);
 
 /* A txn that commits only while l is still the leader (the leader key's
  * create revision is unchanged), so a paused ex-leader can never write.

@@ -61,7 +61,7 @@ static int campaign_reread(ring_etcd *c, const char *key, const void *value, siz
     if (current)
       take_first(&kvs, current);
   }
-  ring_kvs_free(&kvs);
+  ring_kvs_clear(&kvs);
   return rc;
 }
 
@@ -107,7 +107,7 @@ int ring_etcd_campaign(ring_etcd *c, const char *key, const void *value, size_t 
     rc = ring_etcd_txn(c, &absent, 1, &put, 1, &get, 1, &r, err);
     if (rc == RING_OK) {
       rc = campaign_outcome(&r, key, &token, current, err);
-      ring_txn_result_free(&r);
+      ring_txn_result_clear(&r);
     } else if (rc == RING_EUNKNOWN) {
       rc = campaign_reread(c, key, value, value_len, lease, &token, current, &again, err);
     }
@@ -134,7 +134,7 @@ int ring_etcd_leader(ring_etcd *c, const char *key, ring_kv *out, ring_error *er
     rc = ring__err(err, RING_ENOTFOUND, "%s: nobody leads", key);
   else
     take_first(&kvs, out);
-  ring_kvs_free(&kvs);
+  ring_kvs_clear(&kvs);
   return rc;
 }
 
@@ -156,12 +156,12 @@ int ring_etcd_resign(ring_etcd *c, const ring_leadership *l, ring_error *err) {
       continue;
     if (!r.succeeded && i == 0)
       rc = ring__err(err, RING_ENOTLEADER, "%s: no longer ours to resign", l->key);
-    ring_txn_result_free(&r);
+    ring_txn_result_clear(&r);
   }
   return rc;
 }
 
-void ring_leadership_free(ring_leadership *l) {
+void ring_leadership_clear(ring_leadership *l) {
   if (l == NULL)
     return;
   free(l->key);
@@ -213,7 +213,7 @@ static int deliver(ring_txn_result *r, ring_txn_result *out, int rc) {
   if (out)
     *out = *r;
   else
-    ring_txn_result_free(r);
+    ring_txn_result_clear(r);
   return rc;
 }
 
@@ -240,7 +240,7 @@ static int fenced_failure(ring_etcd *c, const ring_leadership *l, ring_cmp *guar
     return deliver(&r2, out, ring__err(err, RING_ECONFLICT, "fenced txn: a compare did not hold"));
   }
   *again = still_leader(&r2, l);
-  ring_txn_result_free(&r2);
+  ring_txn_result_clear(&r2);
   return *again ? RING_EBUSY
                 : ring__err(err, RING_ENOTLEADER, "%s: leadership lost; nothing written", l->key);
 }
@@ -259,18 +259,18 @@ static int fenced_round(ring_etcd *c, const ring_leadership *l, ring_cmp *guard,
     return deliver(&r1, out, RING_OK);
   bool leads = still_leader(&r1, l), complete = r1.n_ranges == 1 + n_cmps;
   if (!leads || !complete) {
-    ring_txn_result_free(&r1);
+    ring_txn_result_clear(&r1);
     return !leads ? ring__err(err, RING_ENOTLEADER, "%s: leadership lost; nothing written", l->key)
                   : ring__err(err, RING_EPROTO, "fenced txn: %u ranges in the reply", r1.n_ranges);
   }
   if (n_failure == 0) {
     ring_txn_result none = {.succeeded = false, .revision = r1.revision};
-    ring_txn_result_free(&r1);
+    ring_txn_result_clear(&r1);
     return deliver(&none, out,
                    ring__err(err, RING_ECONFLICT, "fenced txn: a compare did not hold"));
   }
   rc = fenced_failure(c, l, guard, cmps, n_cmps, &r1, probes, failure, n_failure, out, again, err);
-  ring_txn_result_free(&r1);
+  ring_txn_result_clear(&r1);
   return rc;
 }
 

@@ -212,7 +212,7 @@ int ring_etcd_history_resume(ring_etcd *c, const char *cluster, bool *settled, r
     if (settled)
       *settled = done;
   }
-  ring_txn_result_free(&r);
+  ring_txn_result_clear(&r);
   return RING_OK;
 }
 

@@ -93,13 +93,13 @@ int ring__json_bytes(const cJSON *o, const char *name, uint8_t **out, size_t *le
  * these very functions. Each returns RING_OK, RING_EPROTO for any shape it
  * does not expect, or RING_ENOMEM; on failure the output holds nothing
  * that needs freeing.
- * ring__kv_parse: one key-value object into *kv (ring_kv_free it).
+ * ring__kv_parse: one key-value object into *kv (ring_kv_clear it).
  * ring__kvs_parse: a range reply (header, kvs array, count, more) into
- * *out (ring_kvs_free it). */
+ * *out (ring_kvs_clear it). */
 int ring__kv_parse(const cJSON *o, ring_kv *kv);
 int ring__kvs_parse(const cJSON *resp, ring_kvs *out);
 /* A put reply: *revision from the header and, when prev is not NULL, the
- * prev_kv into *prev (zeroed when absent; ring_kv_free it). Writes
+ * prev_kv into *prev (zeroed when absent; ring_kv_clear it). Writes
  * *revision only on success. */
 int ring__put_reply_parse(const cJSON *resp, int64_t *revision, ring_kv *prev);
 /* A delete reply: the count deleted (>= 0) and the header's revision,
@@ -111,7 +111,7 @@ int ring__delete_reply_parse(const cJSON *resp, int64_t *deleted, int64_t *revis
  * of that op's kind. Anything else (responses not an array, a count other
  * than the branch's, a wrong kind, a malformed range) is RING_EPROTO with
  * err naming the field; RING_EINVAL for an op of unknown type; RING_ENOMEM.
- * Writes *out only on success (ring_txn_result_free it). */
+ * Writes *out only on success (ring_txn_result_clear it). */
 int ring__txn_parse(const cJSON *resp, const ring_op *success, uint32_t n_success,
                     const ring_op *failure, uint32_t n_failure, ring_txn_result *out,
                     ring_error *err);

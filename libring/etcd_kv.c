@@ -89,7 +89,7 @@ int ring__prefix_end(const void *key, size_t len, uint8_t **out, size_t *out_len
   return RING_OK;
 }
 
-void ring_kv_free(ring_kv *kv) {
+void ring_kv_clear(ring_kv *kv) {
   if (kv == NULL)
     return;
   free(kv->key);
@@ -97,11 +97,11 @@ void ring_kv_free(ring_kv *kv) {
   memset(kv, 0, sizeof *kv);
 }
 
-void ring_kvs_free(ring_kvs *r) {
+void ring_kvs_clear(ring_kvs *r) {
   if (r == NULL)
     return;
   for (uint32_t i = 0; i < r->n; i++)
-    ring_kv_free(&r->kvs[i]);
+    ring_kv_clear(&r->kvs[i]);
   free(r->kvs);
   memset(r, 0, sizeof *r);
 }
@@ -119,7 +119,7 @@ int ring__kv_parse(const cJSON *o, ring_kv *kv) {
                          ring__json_i64(o, "lease", &kv->lease)))
     rc = RING_EPROTO;
   if (rc != RING_OK)
-    ring_kv_free(kv);
+    ring_kv_clear(kv);
   return rc;
 }
 
@@ -153,7 +153,7 @@ int ring__kvs_parse(const cJSON *resp, ring_kvs *out) {
   if (rc == RING_OK)
     rc = header_revision(resp, &out->revision);
   if (rc != RING_OK)
-    ring_kvs_free(out);
+    ring_kvs_clear(out);
   return rc;
 }
 
@@ -356,11 +356,11 @@ static cJSON *txn_request(const ring_cmp *cmps, uint32_t n_cmps, const ring_op *
   return body;
 }
 
-void ring_txn_result_free(ring_txn_result *r) {
+void ring_txn_result_clear(ring_txn_result *r) {
   if (r == NULL)
     return;
   for (uint32_t i = 0; i < r->n_ranges; i++)
-    ring_kvs_free(&r->ranges[i]);
+    ring_kvs_clear(&r->ranges[i]);
   free(r->ranges);
   memset(r, 0, sizeof *r);
 }
@@ -421,7 +421,7 @@ int ring__txn_parse(const cJSON *resp, const ring_op *success, uint32_t n_succes
   for (const cJSON *e = rs ? rs->child : NULL; e && r.n_ranges < n_ops; e = e->next) {
     int rc = txn_response(e, r.n_ranges, &ops[r.n_ranges], &r.ranges[r.n_ranges], err);
     if (rc != RING_OK) {
-      ring_txn_result_free(&r);
+      ring_txn_result_clear(&r);
       return rc;
     }
     r.n_ranges++;
@@ -459,6 +459,6 @@ int ring_etcd_txn(ring_etcd *c, const ring_cmp *cmps, uint32_t n_cmps, const rin
   if (out)
     *out = r;
   else
-    ring_txn_result_free(&r);
+    ring_txn_result_clear(&r);
   return RING_OK;
 }

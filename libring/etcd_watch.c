@@ -131,7 +131,7 @@ static int parse_event(const cJSON *e, ring_event *ev, ring_error *err) {
   if (rc != RING_OK)
     return malformed(err, "events[].kv");
   if (ev->kv.mod_revision < 1) {
-    ring_kv_free(&ev->kv);
+    ring_kv_clear(&ev->kv);
     return malformed(err, "events[].kv.mod_revision");
   }
   return RING_OK;
@@ -202,7 +202,7 @@ void ring__watch_resp_free(ring__watch_resp *r) {
   if (r == NULL)
     return;
   for (uint32_t i = 0; i < r->n_events; i++)
-    ring_kv_free(&r->events[i].kv);
+    ring_kv_clear(&r->events[i].kv);
   free(r->events);
   r->events = NULL;
   r->n_events = 0;
@@ -322,7 +322,7 @@ static int behind(ring_watch *w, const ring__watch_resp *r) {
   ring_kvs kvs;
   ring_range_opts ro = {.keys_only = true, .limit = 1};
   if (ring_etcd_range(w->c, w->key, w->key_len, &ro, &kvs, NULL) == RING_OK)
-    ring_kvs_free(&kvs);
+    ring_kvs_clear(&kvs);
   ring_etcd_history_get(w->c, &h);
   if (!h.went_back)
     return 0;

@@ -137,7 +137,7 @@ static int read_version(ring_watcher *w, uint64_t *version, int64_t *revision, r
   }
   if (revision)
     *revision = kvs.revision;
-  ring_kvs_free(&kvs);
+  ring_kvs_clear(&kvs);
   return RING_OK;
 }
 
@@ -191,7 +191,7 @@ static void flight_fly(flight *f) {
     if (f->value == NULL && (f->value = calloc(1, 1)) == NULL) /* an empty value */
       f->rc = ring__err(&f->err, RING_ENOMEM, "%s", f->key);
   }
-  ring_kvs_free(&kvs);
+  ring_kvs_clear(&kvs);
 }
 
 /* Reads key "<what><v>" of w's cluster. On RING_OK *out holds the value

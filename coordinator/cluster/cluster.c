@@ -131,7 +131,7 @@ static int fetch_span(ring_etcd *c, const ring_kvs *keys, span sp, bool exact, i
     all->kvs[sp.lo + i] = *kv;
     memset(kv, 0, sizeof *kv);
   }
-  ring_kvs_free(&r);
+  ring_kvs_clear(&r);
   return rc;
 }
 
@@ -185,9 +185,9 @@ static int host_pages(ring_etcd *c, const char *prefix, size_t plen, int64_t rev
       rc = split_span(c, &keys, sp, rev, cap, &all, st, &top, err);
   }
   free(st);
-  ring_kvs_free(&keys);
+  ring_kvs_clear(&keys);
   if (rc != RING_OK) {
-    ring_kvs_free(&all);
+    ring_kvs_clear(&all);
     return rc;
   }
   *out = all;
@@ -214,7 +214,7 @@ static int read_txn(ring_etcd *c, char keys[][RK_KEY_MAX], unsigned what, rk_sta
     int rc = ring_etcd_range(c, keys[0], strlen(keys[0]), &o, &r, err);
     if (rc == RING_OK) {
       s->revision = r.revision;
-      ring_kvs_free(&r);
+      ring_kvs_clear(&r);
     }
     return rc;
   }
@@ -225,7 +225,7 @@ static int read_txn(ring_etcd *c, char keys[][RK_KEY_MAX], unsigned what, rk_sta
   s->revision = r.revision;
   for (uint32_t k = 0; k < n && k < r.n_ranges && rc == RING_OK; k++)
     rc = parsers[idx[k]](s, &r.ranges[k], strlen(keys[idx[k]]), err);
-  ring_txn_result_free(&r);
+  ring_txn_result_clear(&r);
   return rc;
 }
 
@@ -253,7 +253,7 @@ static int read_once(ring_etcd *c, const char *cluster, unsigned what, rk_state 
                     &r, err);
     if (rc == RING_OK) {
       rc = parsers[i](&s, &r, plen, err);
-      ring_kvs_free(&r);
+      ring_kvs_clear(&r);
     }
   }
   if (rc != RING_OK) {
@@ -789,7 +789,7 @@ int rk_table_read(ring_etcd *c, const char *cluster, uint64_t version, ring_tabl
     rc = rk_fail(err, RING_EVERSION, "tables/%" PRIu64 ": holds version %" PRIu64, version,
                  ring_table_version(*out));
   }
-  ring_kvs_free(&r);
+  ring_kvs_clear(&r);
   return rc;
 }
 

@@ -51,7 +51,7 @@ static uint32_t trim_versions(coord *c, const char *dir, uint64_t keep_from, uin
     if (v != 0 && v < keep_from && v != pinned)
       snprintf(keys[n++], RK_KEY_MAX, "%s", (const char *)r.kvs[i].key);
   }
-  ring_kvs_free(&r);
+  ring_kvs_clear(&r);
   uint32_t gone = keys ? delete_keys(c, keys, n) : 0;
   free(keys);
   return gone;
@@ -98,7 +98,7 @@ static uint32_t trim_history(coord *c, uint32_t keep) {
     } /* an unreadable entry sorts as oldest: it goes first */
   }
   uint32_t n = r.n;
-  ring_kvs_free(&r);
+  ring_kvs_clear(&r);
   uint32_t gone = a ? trim_oldest(c, a, n, keep) : 0;
   free(a);
   return gone;
@@ -119,7 +119,7 @@ static uint32_t trim_journal(coord *c) {
     a[i].age = (uint64_t)r.kvs[i].create_revision;
   }
   uint32_t n = r.n;
-  ring_kvs_free(&r);
+  ring_kvs_clear(&r);
   uint32_t gone = a ? trim_oldest(c, a, n, RK_JOURNAL_KEEP) : 0;
   free(a);
   return gone;

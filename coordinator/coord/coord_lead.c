@@ -30,7 +30,7 @@ static void on_lease_lost(void *ud, int64_t lease) {
 
 /* Drops the caches a term built: the next leader step reads everything. */
 static void forget_term(coord *c) {
-  ring_leadership_free(&c->lead);
+  ring_leadership_clear(&c->lead);
   memset(&c->lead, 0, sizeof c->lead);
   c->leading = false;
   atomic_store(&c->m.leader, 0);

@@ -320,7 +320,7 @@ static void refresh_history(coord *c, const rk_state *s, uint64_t now_ms) {
   for (uint32_t i = 0; i < r.n; i++)
     newest = r.kvs[i].mod_revision > newest ? r.kvs[i].mod_revision : newest;
   uint32_t count = r.n;
-  ring_kvs_free(&r);
+  ring_kvs_clear(&r);
   if (st->history != NULL && count == st->history_keys && newest == st->history_mod &&
       now_ms - st->history_ms < STATUS_HISTORY_EVERY_MS)
     return;
@@ -328,7 +328,7 @@ static void refresh_history(coord *c, const rk_state *s, uint64_t now_ms) {
   if (ring_etcd_range(c->etcd, prefix, (size_t)len, &o, &r, NULL) != RING_OK)
     return;
   history_from(st, &r);
-  ring_kvs_free(&r);
+  ring_kvs_clear(&r);
   st->history_keys = count;
   st->history_mod = newest;
   st->history_ms = now_ms;
@@ -391,7 +391,7 @@ void coord_status_follow(coord *c) {
   bool known = false;
   if (len >= 0 && ring_etcd_leader(c->etcd, key, &kv, NULL) == RING_OK) {
     known = rk_leader_decode((const char *)kv.value, kv.value_len, &leader, NULL) == RING_OK;
-    ring_kv_free(&kv);
+    ring_kv_clear(&kv);
   }
   publish(c, head(c, "follower", known ? &leader : NULL));
   st->leading = false;

@@ -331,7 +331,7 @@ static int accept(ringctl_ctx *ctx, const rk_state *st, const uint32_t *tok, uin
            st->version, rec.n_tokens, rec.n_tokens == 1 ? "" : "s");
   rk_loss_free(&rec);
   if (found)
-    ring_kv_free(&kv);
+    ring_kv_clear(&kv);
   return rc;
 }
 

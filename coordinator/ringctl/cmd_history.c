@@ -53,7 +53,7 @@ static int journal_read(ringctl_ctx *ctx, journal *j, ring_error *err) {
   if (rc != RING_OK)
     return rc;
   if ((j->at = malloc((j->r.n ? j->r.n : 1) * sizeof *j->at)) == NULL) {
-    ring_kvs_free(&j->r);
+    ring_kvs_clear(&j->r);
     return RING_ENOMEM;
   }
   for (uint32_t i = 0; i < j->r.n; i++)
@@ -63,7 +63,7 @@ static int journal_read(ringctl_ctx *ctx, journal *j, ring_error *err) {
 }
 
 static void journal_free(journal *j) {
-  ring_kvs_free(&j->r);
+  ring_kvs_clear(&j->r);
   free(j->at);
 }
 

@@ -142,7 +142,7 @@ static int create_config(ringctl_ctx *ctx, const char *json, size_t len) {
   if (rc != RING_OK)
     return ringctl_fail(ctx, rc, &err, "writing the config");
   bool created = r.succeeded;
-  ring_txn_result_free(&r);
+  ring_txn_result_clear(&r);
   if (!created)
     return ringctl_say(ctx, RINGCTL_EXIT_CONFLICT, "cluster \"%s\" is already initialised",
                        ctx->cluster);

@@ -126,7 +126,7 @@ static int read_base(ringctl_ctx *ctx, recover_input *in) {
     rc = rk_fail(&err, RING_ETOOBIG, "%zu bytes over the %u cap", kv.value_len, TABLE_VALUE_MAX);
   else
     rc = ring_table_decode((const char *)kv.value, kv.value_len, &in->base, &err);
-  ring_kv_free(&kv);
+  ring_kv_clear(&kv);
   if (rc == RING_OK && (ring_table_version(in->base) != in->base_version ||
                         strcmp(ring_table_cluster(in->base), ctx->cluster) != 0))
     rc = rk_fail(&err, RING_EVERSION, "it holds table %" PRIu64 " of cluster %s",

@@ -189,7 +189,7 @@ int ringctl_get(ringctl_ctx *ctx, const char *key, ring_kv *kv, bool *found) {
     *kv = r.kvs[0];
     memset(&r.kvs[0], 0, sizeof r.kvs[0]); /* ownership moves to kv */
   }
-  ring_kvs_free(&r);
+  ring_kvs_clear(&r);
   return RINGCTL_EXIT_OK;
 }
 
@@ -210,7 +210,7 @@ int ringctl_txn(ringctl_ctx *ctx, const ring_cmp *cmps, uint32_t n_cmps, const r
   if (rc != RING_OK)
     return ringctl_fail(ctx, rc, &err, what);
   *won = r.succeeded;
-  ring_txn_result_free(&r);
+  ring_txn_result_clear(&r);
   return RINGCTL_EXIT_OK;
 }
 
@@ -239,7 +239,7 @@ static int cas_once(ringctl_ctx *ctx, const char *key, const char *missing, ring
   if (rc == RINGCTL_EXIT_OK && value != NULL)
     rc = put_if_unchanged(ctx, key, kv.mod_revision, value, len, won);
   free(value);
-  ring_kv_free(&kv);
+  ring_kv_clear(&kv);
   return rc;
 }
 

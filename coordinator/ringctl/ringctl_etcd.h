@@ -75,10 +75,10 @@ typedef int (*ringctl_table_fn)(ringctl_ctx *ctx, const rk_state *st, const ring
 int ringctl_with_table(ringctl_ctx *ctx, const char *none, ringctl_table_fn fn, void *ud);
 
 /* Reads one key: *found false when absent; on success with found, *kv holds
- * the key-value (ring_kv_free it). */
+ * the key-value (ring_kv_clear it). */
 int ringctl_get(ringctl_ctx *ctx, const char *key, ring_kv *kv, bool *found);
 
-/* Reads every key under a prefix (ring_kvs_free *out). */
+/* Reads every key under a prefix (ring_kvs_clear *out). */
 int ringctl_get_prefix(ringctl_ctx *ctx, const char *prefix, ring_kvs *out);
 
 /* ------------------------------------------------------------------ writing */

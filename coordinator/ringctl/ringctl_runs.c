@@ -49,11 +49,11 @@ int ringctl_history_read(ring_etcd *c, const char *cluster, rk_run **runs, uint3
     return rc;
   rk_run *out = calloc(r.n ? r.n : 1, sizeof *out);
   if (out == NULL) {
-    ring_kvs_free(&r);
+    ring_kvs_clear(&r);
     return RING_ENOMEM;
   }
   *n = decode_runs(&r, out);
-  ring_kvs_free(&r);
+  ring_kvs_clear(&r);
   qsort(out, *n, sizeof *out, newest_first);
   *runs = out;
   return RING_OK;

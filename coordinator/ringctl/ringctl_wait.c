@@ -41,7 +41,7 @@ static int read_run(ringctl_ctx *ctx, const char *key, const char *id, rk_run *r
     return rc;
   ring_error err = {RING_OK, ""};
   int ring_rc = rk_run_decode((const char *)kv.value, kv.value_len, run, &err);
-  ring_kv_free(&kv);
+  ring_kv_clear(&kv);
   if (ring_rc != RING_OK)
     return ringctl_fail(ctx, ring_rc, &err, key);
   *found = strcmp(run->plan.id, id) == 0;
@@ -152,7 +152,7 @@ static int reported_stuck(ringctl_ctx *ctx, const rk_run *r, uint32_t *n) {
       *n = k.n_moves + k.more;
     rk_stuck_free(&k);
   } /* a value that does not parse is the leader's to rewrite: nothing reported */
-  ring_kv_free(&kv);
+  ring_kv_clear(&kv);
   return RINGCTL_EXIT_OK;
 }
 

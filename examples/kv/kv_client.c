@@ -94,7 +94,7 @@ static int svc_load(kv_client *c, int64_t *rev) {
   for (uint32_t i = 0; i < r.n; i++)
     svc_apply(c, &r.kvs[i], false);
   *rev = r.revision;
-  ring_kvs_free(&r);
+  ring_kvs_clear(&r);
   return RING_OK;
 }
 

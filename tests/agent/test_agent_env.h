@@ -401,7 +401,7 @@ static inline char *env_get(const char *what) {
   ck_assert_msg(ring_etcd_range(env.c, key, strlen(key), NULL, &r, &err) == RING_OK, "%s",
                 err.message);
   char *v = r.n ? strdup((const char *)r.kvs[0].value) : NULL;
-  ring_kvs_free(&r);
+  ring_kvs_clear(&r);
   return v;
 }
 

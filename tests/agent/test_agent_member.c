@@ -50,7 +50,7 @@ static int64_t alive_lease(const char *id) {
   ring_kvs r = {0};
   ck_assert_int_eq(ring_etcd_range(env.c, key, strlen(key), NULL, &r, NULL), RING_OK);
   int64_t lease = r.n ? r.kvs[0].lease : 0;
-  ring_kvs_free(&r);
+  ring_kvs_clear(&r);
   return lease;
 }
 

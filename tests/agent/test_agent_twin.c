@@ -23,7 +23,7 @@ static void alive_addr_lease(const char *id, char *addr, size_t cap, int64_t *le
   if (cJSON_IsString(a))
     snprintf(addr, cap, "%s", a->valuestring);
   cJSON_Delete(j);
-  ring_kvs_free(&r);
+  ring_kvs_clear(&r);
 }
 
 /* Starts agent 0 as id "a" and waits until it is registered. */

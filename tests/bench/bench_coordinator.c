@@ -259,7 +259,7 @@ static int history_done(bench *b) {
   int done = 0;
   for (uint32_t i = 0; i < kv.n; i++)
     done += strstr((char *)kv.kvs[i].value, "\"state\":\"done\"") != NULL;
-  ring_kvs_free(&kv);
+  ring_kvs_clear(&kv);
   return done;
 }
 
@@ -272,7 +272,7 @@ static bool exists(bench *b, const char *what) {
   if (ring_etcd_range(b->c, key, strlen(key), &ro, &kv, &err) != RING_OK)
     die("reading", &err);
   bool e = kv.count > 0;
-  ring_kvs_free(&kv);
+  ring_kvs_clear(&kv);
   return e;
 }
 
@@ -419,7 +419,7 @@ static void history_figures(bench *b, double *moves, double *bound, double *wave
       *moves = m, *bound = lb, *waves = w;
     }
   }
-  ring_kvs_free(&kv);
+  ring_kvs_clear(&kv);
 }
 
 static const char *mb(double bytes, char *buf, size_t cap) {

@@ -279,7 +279,7 @@ static inline char *env_get(const char *what, int64_t *mod) {
   char *v = kv.n ? strdup((char *)kv.kvs[0].value) : NULL;
   if (mod)
     *mod = kv.n ? kv.kvs[0].mod_revision : 0;
-  ring_kvs_free(&kv);
+  ring_kvs_clear(&kv);
   return v;
 }
 
@@ -437,7 +437,7 @@ static inline int env_history(env_run *out, int max) {
     env_run_from(o, &out[n++]);
     cJSON_Delete(o);
   }
-  ring_kvs_free(&kv);
+  ring_kvs_clear(&kv);
   return n;
 }
 
@@ -695,7 +695,7 @@ static inline cJSON *env_history_json(const char *id) {
     else
       cJSON_Delete(o);
   }
-  ring_kvs_free(&kv);
+  ring_kvs_clear(&kv);
   ck_assert_msg(found != NULL, "no plan %s in history", id);
   return found;
 }

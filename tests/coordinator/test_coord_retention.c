@@ -17,7 +17,7 @@ static uint32_t count_keys(const char *dir) {
   ck_assert_msg(ring_etcd_range(env.c, prefix, (size_t)len, &ro, &r, &err) == RING_OK, "%s",
                 err.message);
   uint32_t n = (uint32_t)r.count;
-  ring_kvs_free(&r);
+  ring_kvs_clear(&r);
   return n;
 }
 
@@ -37,7 +37,7 @@ static bool revision_readable(int64_t revision) {
   ring_kvs r;
   int rc = ring_etcd_range(env.c, key, (size_t)len, &ro, &r, NULL);
   if (rc == RING_OK)
-    ring_kvs_free(&r);
+    ring_kvs_clear(&r);
   return rc == RING_OK;
 }
 

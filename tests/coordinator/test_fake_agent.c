@@ -105,7 +105,7 @@ static char *get(ring_etcd *c, const char *what, int64_t *lease) {
   char *v = kv.n ? strdup((char *)kv.kvs[0].value) : NULL;
   if (lease)
     *lease = kv.n ? kv.kvs[0].lease : 0;
-  ring_kvs_free(&kv);
+  ring_kvs_clear(&kv);
   return v;
 }
 

@@ -40,7 +40,7 @@ static void expect_value(ring_etcd *c, const char *k, const char *v) {
   ck_assert_msg(ring_etcd_range(c, k, strlen(k), NULL, &kv, &err) == RING_OK, "%s", err.message);
   ck_assert_uint_eq(kv.n, 1);
   ck_assert_str_eq((char *)kv.kvs[0].value, v);
-  ring_kvs_free(&kv);
+  ring_kvs_clear(&kv);
 }
 
 START_TEST(right_password_works) {
@@ -54,7 +54,7 @@ START_TEST(right_password_works) {
   ck_assert_msg(ring_etcd_txn(c, &is_v1, 1, &put_v2, 1, NULL, 0, &r, &err) == RING_OK, "%s",
                 err.message);
   ck_assert(r.succeeded);
-  ring_txn_result_free(&r);
+  ring_txn_result_clear(&r);
   expect_value(c, "/a/k", "v2");
   int64_t lease;
   ck_assert_int_eq(ring_etcd_lease_grant(c, 10, &lease, &err), RING_OK);
@@ -65,7 +65,7 @@ START_TEST(right_password_works) {
   ck_assert_int_eq(ring_etcd_fenced_txn(c, &l, NULL, 0, &put_v3, 1, NULL, 0, NULL, &err), RING_OK);
   expect_value(c, "/a/k", "v3");
   ck_assert_int_eq(ring_etcd_resign(c, &l, &err), RING_OK);
-  ring_leadership_free(&l);
+  ring_leadership_clear(&l);
   ck_assert_int_eq(ring_etcd_lease_revoke(c, lease, &err), RING_OK);
   int64_t deleted;
   ck_assert_int_eq(ring_etcd_delete(c, "/a/k", 4, false, &deleted, NULL, &err), RING_OK);

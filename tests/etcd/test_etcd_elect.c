@@ -43,7 +43,7 @@ static const char *value_of(ring_etcd *c, const char *k) {
   ring_error err;
   ck_assert_msg(ring_etcd_range(c, k, strlen(k), NULL, &kv, &err) == RING_OK, "%s", err.message);
   snprintf(v, sizeof v, "%s", kv.n ? (char *)kv.kvs[0].value : "");
-  ring_kvs_free(&kv);
+  ring_kvs_clear(&kv);
   return v;
 }
 
@@ -54,7 +54,7 @@ static int fenced_put(ring_etcd *c, const ring_leadership *l, const char *k, con
   int rc = ring_etcd_fenced_txn(c, l, NULL, 0, &put, 1, NULL, 0, &r, &err);
   if (rc == RING_OK) {
     ck_assert(r.succeeded);
-    ring_txn_result_free(&r);
+    ring_txn_result_clear(&r);
   }
   return rc;
 }
@@ -105,9 +105,9 @@ START_TEST(exactly_one_of_two_wins) {
     ck_assert_int_eq(ring_etcd_leader(ca, key, &seen, NULL), RING_OK);
     ck_assert_str_eq((char *)seen.value, won->value);
     ck_assert_int_eq(seen.create_revision, won->l.create_revision);
-    ring_kv_free(&seen);
-    ring_kv_free(&lost->current);
-    ring_leadership_free(&won->l);
+    ring_kv_clear(&seen);
+    ring_kv_clear(&lost->current);
+    ring_leadership_clear(&won->l);
   }
   ring_etcd_lease_revoke(ca, la, NULL);
   ring_etcd_lease_revoke(cb, lb, NULL);
@@ -125,7 +125,7 @@ START_TEST(resign_hands_over) {
   ck_assert_int_eq(campaign(c, "/e/r", "A", la, &a, NULL), RING_OK);
   ck_assert_int_eq(campaign(c, "/e/r", "B", lb, &b, &cur), RING_EBUSY);
   ck_assert_str_eq((char *)cur.value, "A");
-  ring_kv_free(&cur);
+  ring_kv_clear(&cur);
   /* campaigning again while leading is refused too: the key exists */
   ck_assert_int_eq(campaign(c, "/e/r", "A", la, &b, NULL), RING_EBUSY);
   ck_assert_int_eq(ring_etcd_resign(c, &a, NULL), RING_OK);
@@ -136,11 +136,11 @@ START_TEST(resign_hands_over) {
   ck_assert_int_eq(ring_etcd_resign(c, &a, NULL), RING_ENOTLEADER);
   ck_assert_int_eq(ring_etcd_leader(c, "/e/r", &seen, NULL), RING_OK);
   ck_assert_str_eq((char *)seen.value, "B");
-  ring_kv_free(&seen);
+  ring_kv_clear(&seen);
   ck_assert_int_eq(ring_etcd_resign(c, &b, NULL), RING_OK);
-  ring_leadership_free(&a);
-  ring_leadership_free(&b);
-  ring_leadership_free(NULL);
+  ring_leadership_clear(&a);
+  ring_leadership_clear(&b);
+  ring_leadership_clear(NULL);
   ring_etcd_lease_revoke(c, la, NULL);
   ring_etcd_lease_revoke(c, lb, NULL);
   ring_etcd_close(c);
@@ -158,7 +158,7 @@ START_TEST(lease_expiry_hands_over) {
     ring_kv cur;
     if ((rc = campaign(c, "/e/x", "B", lb, &b, &cur)) == RING_EBUSY) {
       ck_assert_str_eq((char *)cur.value, "A");
-      ring_kv_free(&cur);
+      ring_kv_clear(&cur);
       harness_sleep_ms(100);
     }
   }
@@ -169,8 +169,8 @@ START_TEST(lease_expiry_hands_over) {
   /* a campaign under a lease that is gone fails plainly */
   ring_error err;
   ck_assert_int_eq(ring_etcd_campaign(c, "/e/x2", "A", 1, la, &a, NULL, &err), RING_ENOTFOUND);
-  ring_leadership_free(&a);
-  ring_leadership_free(&b);
+  ring_leadership_clear(&a);
+  ring_leadership_clear(&b);
   ring_etcd_lease_revoke(c, lb, NULL);
   ring_etcd_close(c);
 }
@@ -198,20 +198,20 @@ START_TEST(fenced_txn_writes_only_while_leading) {
   ck_assert_int_eq(ring_etcd_fenced_txn(ca, &a, &is_a1, 1, &put_a2, 1, on_fail, 2, &r, &err),
                    RING_OK);
   ck_assert(r.succeeded);
-  ring_txn_result_free(&r);
+  ring_txn_result_clear(&r);
   ck_assert_str_eq(value_of(cb, "/e/f-data"), "A2");
   ck_assert_int_eq(ring_etcd_fenced_txn(ca, &a, &is_zz, 1, &put_a2, 1, on_fail, 2, &r, &err),
                    RING_ECONFLICT);
   ck_assert(!r.succeeded);
   ck_assert_uint_eq(r.n_ranges, 2);
   ck_assert_str_eq((char *)r.ranges[0].kvs[0].value, "A2"); /* the failure branch's range */
-  ring_txn_result_free(&r);
+  ring_txn_result_clear(&r);
   ck_assert_str_eq(value_of(cb, "/e/f-mark"), "A"); /* and its put ran */
   /* no failure ops: a plain conflict */
   ck_assert_int_eq(ring_etcd_fenced_txn(ca, &a, &is_zz, 1, &put_a2, 1, NULL, 0, &r, &err),
                    RING_ECONFLICT);
   ck_assert_uint_eq(r.n_ranges, 0);
-  ring_txn_result_free(&r);
+  ring_txn_result_clear(&r);
   /* an absent compared key counts as unchanged between the two txns */
   ring_cmp absent = {"/e/f-none", 9, RING_CMP_VALUE, RING_CMP_EQ, 0, "x", 1};
   ck_assert_int_eq(ring_etcd_fenced_txn(ca, &a, &absent, 1, &put_a2, 1, on_fail, 2, NULL, &err),
@@ -247,9 +247,9 @@ START_TEST(fenced_txn_writes_only_while_leading) {
   ck_assert_int_eq(fenced_put(ca, &a2, "/e/f-data", "A-new"), RING_OK);
   ck_assert_str_eq(value_of(cb, "/e/f-data"), "A-new");
   ck_assert_int_eq(ring_etcd_resign(ca, &a2, NULL), RING_OK);
-  ring_leadership_free(&a);
-  ring_leadership_free(&a2);
-  ring_leadership_free(&b);
+  ring_leadership_clear(&a);
+  ring_leadership_clear(&a2);
+  ring_leadership_clear(&b);
   ring_etcd_lease_revoke(ca, la2, NULL);
   ring_etcd_lease_revoke(cb, lb, NULL);
   ring_etcd_close(ca);
@@ -285,8 +285,8 @@ START_TEST(paused_ex_leader_is_refused) {
   /* A wakes up */
   ck_assert_int_eq(fenced_put(ca, &a, "/e/p-data", "A3"), RING_ENOTLEADER);
   ck_assert_str_eq(value_of(ca, "/e/p-data"), "B1");
-  ring_leadership_free(&a);
-  ring_leadership_free(&b);
+  ring_leadership_clear(&a);
+  ring_leadership_clear(&b);
   ring_etcd_lease_revoke(cb, lb, NULL);
   ring_etcd_close(ca);
   ring_etcd_close(cb);
@@ -405,18 +405,18 @@ START_TEST(campaign_with_a_lost_reply_rereads) {
   ck_assert_int_eq(ring_etcd_leader(plain, "/e/u1", &seen, NULL), RING_OK);
   ck_assert_int_eq(l.create_revision, seen.create_revision);
   ck_assert_int_eq(seen.version, 1); /* written once */
-  ring_kv_free(&seen);
+  ring_kv_clear(&seen);
   ck_assert_int_eq(fenced_put(plain, &l, "/e/u1-data", "ok"), RING_OK);
-  ring_leadership_free(&l);
+  ring_leadership_clear(&l);
   ring_etcd_close(c);
 
   /* forwarded, somebody else leads: the re-read says busy */
   ck_assert_int_eq(campaign(plain, "/e/u2", "them", other, &l, NULL), RING_OK);
-  ring_leadership_free(&l);
+  ring_leadership_clear(&l);
   c = client_via(&d);
   ck_assert_int_eq(campaign(c, "/e/u2", "me", lease, &l, &cur), RING_EBUSY);
   ck_assert_str_eq((char *)cur.value, "them");
-  ring_kv_free(&cur);
+  ring_kv_clear(&cur);
   ck_assert_int_eq(atomic_load(&d.served), 2);
   ring_etcd_close(c);
   dropper_stop(&d);
@@ -428,8 +428,8 @@ START_TEST(campaign_with_a_lost_reply_rereads) {
   ck_assert_int_eq(atomic_load(&d.served), 1);
   ck_assert_int_eq(ring_etcd_leader(plain, "/e/u3", &seen, NULL), RING_OK);
   ck_assert_int_eq(l.create_revision, seen.create_revision);
-  ring_kv_free(&seen);
-  ring_leadership_free(&l);
+  ring_kv_clear(&seen);
+  ring_leadership_clear(&l);
   ring_etcd_close(c);
   dropper_stop(&d);
 

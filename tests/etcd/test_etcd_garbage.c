@@ -264,7 +264,7 @@ START_TEST(kv_calls_refuse_garbage) {
     int rc = ring_etcd_range(c, "a", 1, NULL, &kv, &err);
     ck_assert_msg(rc == k->range_rc, "%s: range %d (%s)", k->name, rc, err.message);
     if (rc == RING_OK)
-      ring_kvs_free(&kv);
+      ring_kvs_clear(&kv);
     else
       ck_assert_msg(err.code == rc && err.message[0], "%s: range message", k->name);
     ring_kv prev;
@@ -274,14 +274,14 @@ START_TEST(kv_calls_refuse_garbage) {
     ck_assert_msg(rc == k->put_rc || (k->put_rc == RING_EPROTO && rc == RING_EUNKNOWN),
                   "%s: put %d (%s)", k->name, rc, err.message);
     if (rc == RING_OK)
-      ring_kv_free(&prev);
+      ring_kv_clear(&prev);
     ring_op op = {RING_OP_PUT, "a", 1, "v", 1, 0, false};
     ring_txn_result res;
     rc = ring_etcd_txn(c, NULL, 0, &op, 1, NULL, 0, &res, &err);
     ck_assert_msg(rc == k->txn_rc || (k->txn_rc == RING_EPROTO && rc == RING_EUNKNOWN),
                   "%s: txn %d (%s)", k->name, rc, err.message);
     if (rc == RING_OK)
-      ring_txn_result_free(&res);
+      ring_txn_result_clear(&res);
     ring_etcd_close(c);
     fake_stop(f);
   }
@@ -352,7 +352,7 @@ START_TEST(txn_refuses_unexpected_shapes) {
         ck_assert_uint_eq(res.ranges[0].n, 1);
         ck_assert_uint_eq(res.ranges[1].n, 0);
       }
-      ring_txn_result_free(&res);
+      ring_txn_result_clear(&res);
     } else {
       ck_assert_msg(rc == RING_EPROTO, "%s: %d (%s)", k->name, rc, err.message);
       ck_assert_int_eq(err.code, rc);

@@ -53,7 +53,7 @@ static void *hammer(void *arg) {
     ring_kvs r;
     put(c, key, "x");
     if (ring_etcd_range(c, "/h/", 3, &(ring_range_opts){.prefix = true}, &r, NULL) == RING_OK)
-      ring_kvs_free(&r);
+      ring_kvs_clear(&r);
   }
   return NULL;
 }
@@ -175,7 +175,7 @@ static uint64_t ack_of(ring_etcd *c) {
   ck_assert_int_eq(ring_etcd_range(c, PREFIX "acks/w1", strlen(PREFIX "acks/w1"), NULL, &r, NULL),
                    RING_OK);
   uint64_t v = r.n ? strtoull((const char *)r.kvs[0].value, NULL, 10) : 0;
-  ring_kvs_free(&r);
+  ring_kvs_clear(&r);
   return v;
 }
 

@@ -39,23 +39,23 @@ START_TEST(put_get_delete) {
   ck_assert_int_eq(kv.kvs[0].mod_revision, r2);
   ck_assert_int_eq(kv.kvs[0].create_revision, r1);
   ck_assert_int_ge(kv.revision, r2);
-  ring_kvs_free(&kv);
+  ring_kvs_clear(&kv);
   /* prev_kv, and a read at an older revision */
   ring_kv prev;
   ring_error err;
   ck_assert_int_eq(ring_etcd_put(c, "/t/a", 4, "3", 1, 0, NULL, &prev, &err), RING_OK);
   ck_assert_str_eq((char *)prev.value, "2");
-  ring_kv_free(&prev);
+  ring_kv_clear(&prev);
   ring_range_opts at = {.revision = r1};
   ck_assert_int_eq(ring_etcd_range(c, "/t/a", 4, &at, &kv, &err), RING_OK);
   ck_assert_str_eq((char *)kv.kvs[0].value, "1");
-  ring_kvs_free(&kv);
+  ring_kvs_clear(&kv);
   int64_t deleted;
   ck_assert_int_eq(ring_etcd_delete(c, "/t/a", 4, false, &deleted, NULL, &err), RING_OK);
   ck_assert_int_eq(deleted, 1);
   get_one(c, "/t/a", &kv);
   ck_assert_uint_eq(kv.n, 0);
-  ring_kvs_free(&kv);
+  ring_kvs_clear(&kv);
   ring_etcd_close(c);
 }
 END_TEST
@@ -71,7 +71,7 @@ START_TEST(binary_keys_and_prefixes) {
   ck_assert_uint_eq(kv.n, 1);
   ck_assert_uint_eq(kv.kvs[0].value_len, sizeof val);
   ck_assert(memcmp(kv.kvs[0].value, val, sizeof val) == 0);
-  ring_kvs_free(&kv);
+  ring_kvs_clear(&kv);
   for (int i = 0; i < 10; i++) {
     char k[32];
     snprintf(k, sizeof k, "/p/%02d", i);
@@ -82,19 +82,19 @@ START_TEST(binary_keys_and_prefixes) {
   ck_assert_int_eq(ring_etcd_range(c, "/p/", 3, &pre, &kv, &err), RING_OK);
   ck_assert_uint_eq(kv.n, 10);
   ck_assert_str_eq((char *)kv.kvs[9].key, "/p/09");
-  ring_kvs_free(&kv);
+  ring_kvs_clear(&kv);
   ring_range_opts lim = {.prefix = true, .limit = 3, .keys_only = true};
   ck_assert_int_eq(ring_etcd_range(c, "/p/", 3, &lim, &kv, &err), RING_OK);
   ck_assert_uint_eq(kv.n, 3);
   ck_assert(kv.more);
   ck_assert_int_eq(kv.count, 10);
   ck_assert_ptr_null(kv.kvs[0].value);
-  ring_kvs_free(&kv);
+  ring_kvs_clear(&kv);
   ring_range_opts cnt = {.prefix = true, .count_only = true};
   ck_assert_int_eq(ring_etcd_range(c, "/p/", 3, &cnt, &kv, &err), RING_OK);
   ck_assert_uint_eq(kv.n, 0);
   ck_assert_int_eq(kv.count, 10);
-  ring_kvs_free(&kv);
+  ring_kvs_clear(&kv);
   int64_t deleted;
   ck_assert_int_eq(ring_etcd_delete(c, "/p/", 3, true, &deleted, NULL, &err), RING_OK);
   ck_assert_int_eq(deleted, 10);
@@ -131,17 +131,17 @@ START_TEST(txn_compares_and_branches) {
     ck_assert_msg(r.succeeded == cases[i].holds, "case %zu", i);
     ck_assert_uint_eq(r.n_ranges, 1);
     ck_assert_str_eq((char *)r.ranges[0].kvs[0].value, "v1");
-    ring_txn_result_free(&r);
+    ring_txn_result_clear(&r);
   }
   ring_cmp guard = {"/x/k", 4, RING_CMP_MOD, RING_CMP_EQ, rev, NULL, 0};
   ring_txn_result r;
   ck_assert_int_eq(ring_etcd_txn(c, &guard, 1, &then_put, 1, NULL, 0, &r, NULL), RING_OK);
   ck_assert(r.succeeded);
   ck_assert_int_gt(r.revision, rev);
-  ring_txn_result_free(&r);
+  ring_txn_result_clear(&r);
   ck_assert_int_eq(ring_etcd_txn(c, &guard, 1, &then_put, 1, NULL, 0, &r, NULL), RING_OK);
   ck_assert(!r.succeeded); /* mod revision moved on */
-  ring_txn_result_free(&r);
+  ring_txn_result_clear(&r);
   ring_etcd_close(c);
 }
 END_TEST
@@ -181,7 +181,7 @@ START_TEST(three_members_survive_a_kill) {
   ring_kvs kv; /* the read fails over to a live member */
   get_one(c, "/k", &kv);
   ck_assert_str_eq((char *)kv.kvs[0].value, "before");
-  ring_kvs_free(&kv);
+  ring_kvs_clear(&kv);
   ck_assert_str_ne(ring_etcd_endpoint(c), first);
   for (int i = 0; i < 50; i++) { /* and writes carry on */
     char v[16];
@@ -190,7 +190,7 @@ START_TEST(three_members_survive_a_kill) {
   }
   get_one(c, "/k", &kv);
   ck_assert_str_eq((char *)kv.kvs[0].value, "after-49");
-  ring_kvs_free(&kv);
+  ring_kvs_clear(&kv);
   /* every other operation on the surviving members too */
   ring_error err;
   ring_cmp cmp = {"/k", 2, RING_CMP_VALUE, RING_CMP_EQ, 0, "after-49", 8};
@@ -199,7 +199,7 @@ START_TEST(three_members_survive_a_kill) {
   ck_assert_msg(ring_etcd_txn(c, &cmp, 1, &op, 1, NULL, 0, &r, &err) == RING_OK, "%s",
                 err.message);
   ck_assert(r.succeeded);
-  ring_txn_result_free(&r);
+  ring_txn_result_clear(&r);
   int64_t lease = 0, ttl = 0, deleted = 0;
   ck_assert_msg(ring_etcd_lease_grant(c, 10, &lease, &err) == RING_OK, "%s", err.message);
   ck_assert_int_eq(ring_etcd_lease_refresh(c, lease, &ttl, &err), RING_OK);
@@ -211,7 +211,7 @@ START_TEST(three_members_survive_a_kill) {
   ck_assert_int_eq(ring_etcd_fenced_txn(c, &lead, NULL, 0, &fenced, 1, NULL, 0, NULL, &err),
                    RING_OK);
   ck_assert_int_eq(ring_etcd_resign(c, &lead, &err), RING_OK);
-  ring_leadership_free(&lead);
+  ring_leadership_clear(&lead);
   ck_assert_int_eq(ring_etcd_lease_revoke(c, lease, &err), RING_OK);
   ck_assert_int_eq(ring_etcd_delete(c, "/fenced", 7, false, &deleted, NULL, &err), RING_OK);
   ck_assert_int_eq(deleted, 1);

@@ -53,7 +53,7 @@ static bool key_exists(ring_etcd *c, const char *k) {
   ring_error err;
   ck_assert_msg(ring_etcd_range(c, k, strlen(k), NULL, &kv, &err) == RING_OK, "%s", err.message);
   bool there = kv.n == 1;
-  ring_kvs_free(&kv);
+  ring_kvs_clear(&kv);
   return there;
 }
 

@@ -175,7 +175,7 @@ static int64_t put_surely(ring_etcd *c, const char *k, const char *v) {
     ring_kvs kv;
     if (ring_etcd_range(c, k, strlen(k), NULL, &kv, &err) == RING_OK) {
       rev = kv.n == 1 && strcmp((char *)kv.kvs[0].value, v) == 0 ? kv.kvs[0].mod_revision : 0;
-      ring_kvs_free(&kv);
+      ring_kvs_clear(&kv);
       if (rev)
         return rev;
     }
@@ -430,7 +430,7 @@ START_TEST(start_at_a_compacted_revision) {
   ring_kvs kv;
   ck_assert_int_eq(ring_etcd_range(c, "/cs/k", 5, NULL, &kv, &err), RING_OK);
   ck_assert_str_eq((char *)kv.kvs[0].value, "5");
-  ring_kvs_free(&kv);
+  ring_kvs_clear(&kv);
   /* and the watch goes on from the compact revision */
   put(c, "/cs/k", "6");
   ck_assert(wait_value(r, 6, 10));
@@ -505,7 +505,7 @@ START_TEST(compaction_while_cut_off) {
   ring_kvs kv; /* re-reading gives the latest value */
   ck_assert_int_eq(ring_etcd_range(wc, "/cd/k", 5, NULL, &kv, &err), RING_OK);
   ck_assert_str_eq((char *)kv.kvs[0].value, "5");
-  ring_kvs_free(&kv);
+  ring_kvs_clear(&kv);
   put_surely(c, "/cd/k", "6");
   ck_assert(wait_value(r, 6, 10));
   ring_watch_cancel(w);
@@ -542,16 +542,16 @@ static void *write_versions(void *arg) {
       ring_error err;
       int rc = ring_etcd_txn(wr->c, v == 1 ? &absent : &cmp, 1, &op, 1, NULL, 0, &res, &err);
       if (rc == RING_OK && res.succeeded) {
-        ring_txn_result_free(&res);
+        ring_txn_result_clear(&res);
         break;
       }
       if (rc == RING_OK)
-        ring_txn_result_free(&res);
+        ring_txn_result_clear(&res);
       ring_kvs kv; /* unknown outcome or compare failed: did it land? */
       bool landed = false;
       if (ring_etcd_range(wr->c, key, strlen(key), NULL, &kv, &err) == RING_OK) {
         landed = kv.n == 1 && strcmp((char *)kv.kvs[0].value, cur) == 0;
-        ring_kvs_free(&kv);
+        ring_kvs_clear(&kv);
       }
       if (landed)
         break;

@@ -109,7 +109,7 @@ static int publish_table(writer *w, const ring_table *t, int flags) {
     if (ring_etcd_range(w->c, vkey, strlen(vkey), NULL, &kv, &err) == RING_OK) {
       if (kv.n == 1 && strcmp((char *)kv.kvs[0].value, vval) == 0)
         rc = RING_OK;
-      ring_kvs_free(&kv);
+      ring_kvs_clear(&kv);
     }
   }
   free(tj);
@@ -248,7 +248,7 @@ static void assert_ack(ring_etcd *c, const char *id, uint64_t v) {
     ring_error err;
     ck_assert_int_eq(ring_etcd_range(c, key, strlen(key), NULL, &kv, &err), RING_OK);
     bool ok = kv.n == 1 && strcmp((char *)kv.kvs[0].value, want) == 0;
-    ring_kvs_free(&kv);
+    ring_kvs_clear(&kv);
     if (ok)
       return;
     ck_assert_msg(harness_now() < end, "acks/%s is not %s", id, want);
@@ -723,7 +723,7 @@ static void *publisher_main(void *arg) {
       if (ring_etcd_range(p->w->c, vkey, strlen(vkey), NULL, &kv, &err) == RING_OK) {
         if (ring_etcd_compact(p->w->c, kv.revision, &err) != RING_OK)
           fprintf(stderr, "compact: %s\n", err.message);
-        ring_kvs_free(&kv);
+        ring_kvs_clear(&kv);
       }
     }
     harness_sleep_ms(p->every_ms);
@@ -761,7 +761,7 @@ START_TEST(etcd_killed_while_publishing) {
   const char *vkey = "/ringkeeper/" CLUSTER "/version";
   if (ring_etcd_range(wc, vkey, strlen(vkey), NULL, &kv, &err) == RING_OK) {
     ring_etcd_compact(wc, kv.revision, &err);
-    ring_kvs_free(&kv);
+    ring_kvs_clear(&kv);
   }
   pthread_join(pt, NULL);
   ck_assert(!atomic_load(&pub.failed));
@@ -842,7 +842,7 @@ START_TEST(partition_then_compaction) {
   const char *vkey = "/ringkeeper/" CLUSTER "/version";
   ck_assert_int_eq(ring_etcd_range(wc, vkey, strlen(vkey), NULL, &kv, &err), RING_OK);
   ck_assert_msg(ring_etcd_compact(wc, kv.revision, &err) == RING_OK, "%s", err.message);
-  ring_kvs_free(&kv);
+  ring_kvs_clear(&kv);
   harness_sleep_ms(500);
   for (int i = 0; i < FEW; i++) /* still serving the last table they had */
     ck_assert_uint_eq(ring_live_version(f[i].live), 5);

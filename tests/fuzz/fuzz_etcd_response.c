@@ -37,7 +37,7 @@ static void range(const cJSON *o) {
     abort(); /* only an array's elements are key-values, all of them */
   for (uint32_t i = 0; i < r.n; i++)
     check_kv(&r.kvs[i]);
-  ring_kvs_free(&r);
+  ring_kvs_clear(&r);
 }
 
 static void kv(const cJSON *o) {
@@ -49,7 +49,7 @@ static void kv(const cJSON *o) {
     return;
   }
   check_kv(&k);
-  ring_kv_free(&k);
+  ring_kv_clear(&k);
 }
 
 static void put_and_delete(const cJSON *o) {
@@ -59,7 +59,7 @@ static void put_and_delete(const cJSON *o) {
   if (rc == RING_OK) {
     if (prev.key != NULL)
       check_kv(&prev);
-    ring_kv_free(&prev);
+    ring_kv_clear(&prev);
   } else if (rev != -7 || prev.key != NULL || prev.value != NULL) {
     abort(); /* output written only on success */
   }

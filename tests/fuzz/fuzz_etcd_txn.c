@@ -68,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       abort(); /* and is named */
   } else {
     check(&r, r.succeeded ? ops : ops + n_success, r.succeeded ? n_success : n_failure);
-    ring_txn_result_free(&r);
+    ring_txn_result_clear(&r);
   }
   cJSON_Delete(resp);
   return 0;

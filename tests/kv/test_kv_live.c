@@ -126,7 +126,7 @@ static void wait_registered(int i) {
     ring_kvs r;
     if (ring_etcd_range(etcd, key, strlen(key), NULL, &r, NULL) == RING_OK) {
       uint32_t n = r.n;
-      ring_kvs_free(&r);
+      ring_kvs_clear(&r);
       if (n == 1)
         return;
     }

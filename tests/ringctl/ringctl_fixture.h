@@ -210,7 +210,7 @@ static inline char *fx_value(const char *cluster, const char *what) {
   ring_error err = {0};
   ck_assert_int_eq(ring_etcd_range(fx_client, key, strlen(key), NULL, &r, &err), RING_OK);
   char *s = strdup(r.n ? (const char *)r.kvs[0].value : "");
-  ring_kvs_free(&r);
+  ring_kvs_clear(&r);
   return s;
 }
 

@@ -77,7 +77,7 @@ static char *get(const char *what) {
   if (ring_etcd_range(etcd, key, strlen(key), NULL, &r, NULL) != RING_OK)
     return NULL;
   char *v = r.n ? strdup((const char *)r.kvs[0].value) : NULL;
-  ring_kvs_free(&r);
+  ring_kvs_clear(&r);
   return v;
 }
 
@@ -97,7 +97,7 @@ static uint32_t count(const char *what) {
   if (ring_etcd_range(etcd, key, strlen(key), &ro, &r, NULL) != RING_OK)
     return 0;
   uint32_t n = (uint32_t)r.count;
-  ring_kvs_free(&r);
+  ring_kvs_clear(&r);
   return n;
 }
 
