@@ -6,6 +6,7 @@ set -euo pipefail
 pkgs=(
   build-essential cmake pkg-config git ca-certificates
   clang libclang-rt-14-dev          # libFuzzer, ASan/UBSan/TSan runtimes
+  clang-format-14                   # tests/check_format.sh: the tree stays formatted
   libxxhash-dev                     # XXH3, the ring hash
   libcjson-dev                      # JSON codec for tables, plans, etcd gateway
   libcurl4-openssl-dev              # etcd gateway and arc client
