@@ -390,7 +390,7 @@ cmd_up() {
     --tokens) tokens=$2; shift ;;
     --replicas) replicas=$2; shift ;;
     --migration) migration=$2; shift ;;
-    --auto-apply) auto=--auto-apply ;;
+    --auto-apply) auto="--auto-apply all" ;;
     --throttle) throttle=$2; shift ;;
     --no-kv) KV=0 ;;
     --base-port) BASE_PORT=$2; shift ;;

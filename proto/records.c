@@ -131,11 +131,44 @@ const char *rk_migration_name(rk_migration m) {
   return ring__enum_name(migration_names, N_KEYS(migration_names), (unsigned)m);
 }
 
+static const char *const auto_apply_names[] = {"none", "repair", "all"};
+
+const char *rk_auto_apply_name(rk_auto_apply a) {
+  return ring__enum_name(auto_apply_names, N_KEYS(auto_apply_names), (unsigned)a);
+}
+
+int rk_auto_apply_parse(const char *s) {
+  int v = ring__enum_parse(auto_apply_names, N_KEYS(auto_apply_names), s);
+  return v < 0 ? RING_EINVAL : v;
+}
+
+/* auto_apply is false (none), true (all) or "repair": the booleans are the
+ * field's first form, so a config without repairs reads the same to a
+ * reader that predates the policy. */
+static int decode_auto_apply(const cJSON *root, rk_auto_apply *out, ring_error *err) {
+  const cJSON *it = ring__json_field(root, "auto_apply");
+  if (cJSON_IsBool(it)) {
+    *out = cJSON_IsTrue(it) ? RK_AUTO_ALL : RK_AUTO_NONE;
+    return RING_OK;
+  }
+  if (cJSON_IsString(it) && strcmp(it->valuestring, "repair") == 0) {
+    *out = RK_AUTO_REPAIR;
+    return RING_OK;
+  }
+  return ring__err(err, RING_EFIELD, "auto_apply: %s",
+                   it ? "must be false, true or \"repair\"" : "missing");
+}
+
+static const char *encode_auto_apply(rk_auto_apply a) {
+  return a == RK_AUTO_ALL ? "true" : a == RK_AUTO_REPAIR ? "\"repair\"" : "false";
+}
+
 void rk_config_defaults(rk_config *c) {
   *c = (rk_config){.tokens = 16384,
                    .replicas = 3,
                    .migration = RK_MIGRATE_STREAM,
                    .down_after_ms = 60000,
+                   .auto_apply = RK_AUTO_REPAIR,
                    .throttle = {.moves_per_node = 4, .moves_per_wave = 256},
                    .keep_versions = 16,
                    .keep_plans = 32};
@@ -166,6 +199,8 @@ int rk_config_validate(const rk_config *c, ring_error *err) {
                      c->best_effort);
   if ((unsigned)c->migration >= N_KEYS(migration_names))
     return ring__err(err, RING_EFIELD, "migration: unknown mode %d", (int)c->migration);
+  if ((unsigned)c->auto_apply >= N_KEYS(auto_apply_names))
+    return ring__err(err, RING_EFIELD, "auto_apply: unknown policy %d", (int)c->auto_apply);
   if (c->down_after_ms < 1000 || c->down_after_ms > 86400000)
     return ring__err(err, RING_EFIELD, "down_after_ms: %" PRIu64 " not in [1000, 86400000]",
                      c->down_after_ms);
@@ -227,7 +262,7 @@ static int decode_config(const cJSON *root, rk_config *c, ring_error *err) {
     rc = ring__json_uint(root, "down_after_ms", 0, RING_VERSION_MAX, RING_EFIELD, &c->down_after_ms,
                          err);
   if (rc == RING_OK)
-    rc = ring__json_bool(root, "", "auto_apply", &c->auto_apply, err);
+    rc = decode_auto_apply(root, &c->auto_apply, err);
   if (rc == RING_OK)
     rc = decode_throttle(root, c, err);
   if (rc == RING_OK)
@@ -262,7 +297,7 @@ int rk_config_encode(const rk_config *c, char **json, size_t *len) {
                   "\"migration\":\"%s\",\"down_after_ms\":%" PRIu64 ",\"auto_apply\":%s,",
                   c->tokens, c->replicas, c->seed, c->failure_domain, c->best_effort,
                   rk_migration_name(c->migration), c->down_after_ms,
-                  c->auto_apply ? "true" : "false");
+                  encode_auto_apply(c->auto_apply));
   ring__sb_printf(&b,
                   "\"throttle\":{\"moves_per_node\":%u,\"moves_per_domain\":%u,"
                   "\"moves_per_wave\":%u,\"bytes_per_sec\":%" PRIu64 "},"

@@ -39,6 +39,11 @@ int rk_key_version(char key[RK_KEY_MAX], const char *cluster, const char *dir, u
 
 typedef enum rk_migration { RK_MIGRATE_STREAM = 0, RK_MIGRATE_NONE } rk_migration;
 
+/* Which proposed plans the coordinator approves itself (proto/etcd.md,
+ * config.auto_apply): none; repairs only (every move takes a replica off a
+ * down node and has a live source); or all. */
+typedef enum rk_auto_apply { RK_AUTO_NONE = 0, RK_AUTO_REPAIR, RK_AUTO_ALL } rk_auto_apply;
+
 typedef struct rk_throttle {
   uint32_t moves_per_node;   /* 0 = no limit */
   uint32_t moves_per_domain; /* 0 = no limit */
@@ -54,13 +59,13 @@ typedef struct rk_config {
   char best_effort[RING_ID_MAX + 1];    /* "" for none */
   rk_migration migration;
   uint64_t down_after_ms;
-  bool auto_apply;
+  rk_auto_apply auto_apply;
   rk_throttle throttle;
   uint32_t keep_versions; /* retention.versions, >= 2 */
   uint32_t keep_plans;    /* retention.plans, >= 1 */
 } rk_config;
 
-/* T 16384, R 3, seed 0, no domains, stream, down_after 60 s, no auto-apply,
+/* T 16384, R 3, seed 0, no domains, stream, down_after 60 s, auto-apply repairs,
  * throttle 4 per node / none per domain / 256 per wave / no byte limit,
  * keep 16 versions and 32 plans. */
 void rk_config_defaults(rk_config *c);
@@ -69,6 +74,9 @@ int rk_config_validate(const rk_config *c, ring_error *err);
 int rk_config_decode(const char *json, size_t len, rk_config *out, ring_error *err);
 int rk_config_encode(const rk_config *c, char **json, size_t *len);
 const char *rk_migration_name(rk_migration m);
+const char *rk_auto_apply_name(rk_auto_apply a); /* "none", "repair", "all" */
+/* Parses one of those names; returns the value or RING_EINVAL. */
+int rk_auto_apply_parse(const char *s);
 
 /* ------------------------------------------------------- node records */
 

@@ -28,7 +28,7 @@ typedef struct coord_opts {
   char *id;            /* this instance's name in the leader key */
   char *listen;        /* /metrics, /healthz, the status page; NULL: none */
   char *log_level;
-  bool auto_apply;     /* approve own plans even if config says no */
+  bool auto_apply;     /* approve every plan (policy all), whatever config says */
   uint64_t lease_ttl_ms;
   uint64_t tick_ms;    /* the loop's longest sleep */
   uint64_t compact_every_ms;
@@ -106,6 +106,7 @@ typedef struct coord {
   char run_plan_id[RK_PLAN_ID_LEN + 1];
   ring_table *run_base;        /* its base table (NULL for a first placement) */
   uint64_t input_hash;         /* the last proposal's input and base */
+  bool input_repair;           /* that proposal only re-replicates down nodes' tokens */
   uint64_t last_gc_ms;
   int64_t compact_at;          /* revision to compact to at the next pass */
 

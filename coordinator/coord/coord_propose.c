@@ -2,8 +2,8 @@
  * coord_propose.c: plan/proposed. Whenever the desired membership (node
  * records, config) differs from the table and no run is active, the plan
  * for it is computed and stored, replacing one made for an older
- * membership or base version. With auto-apply the run starts in the same
- * txn. The planner runs only when its input changed (a hash of it), so an
+ * membership or base version. When the auto-apply policy approves the
+ * plan (every plan, or repairs only) the run starts in the same txn. The planner runs only when its input changed (a hash of it), so an
  * idle cluster costs one read per tick and no CPU.
  */
 #include "coord.h"
@@ -57,8 +57,27 @@ static int withdraw(coord *c, const rk_state *s) {
   return rc == RING_OK ? 1 : rc == RING_ECONFLICT ? 0 : rc;
 }
 
+/* A repair only restores redundancy: every move takes a replica off a down
+ * node and streams it from a live one. Anything else (a join, a drain, a
+ * weight, or a move whose data is gone) is a change an operator approves. */
+static bool is_repair(const ring_plan *p) {
+  const ring_table *target = ring_plan_target(p);
+  const ring_move *m = ring_plan_moves(p);
+  uint32_t n = ring_plan_move_count(p);
+  for (uint32_t i = 0; i < n; i++)
+    if (ring_table_node_state(target, m[i].from) != RING_NODE_DOWN ||
+        m[i].source == RING_NODE_NONE)
+      return false;
+  return n > 0;
+}
+
+/* Whether the plan for the current input runs without `ringctl apply`:
+ * the cluster's policy, raised to all by the daemon's --auto-apply. */
 static bool auto_apply(const coord *c, const rk_state *s, const rk_plan_doc *d) {
-  return (c->o.auto_apply || s->config.auto_apply) && d->n_violations == 0;
+  rk_auto_apply policy = c->o.auto_apply ? RK_AUTO_ALL : s->config.auto_apply;
+  if (d->n_violations != 0 || policy == RK_AUTO_NONE)
+    return false;
+  return policy == RK_AUTO_ALL || c->input_repair;
 }
 
 /* Writes the proposal, and with auto-apply the run of it too, in one txn
@@ -97,8 +116,8 @@ static int store(coord *c, const rk_state *s, const rk_plan_doc *d) {
   free(run_value);
   if (rc == RING_OK)
     rd_log(RD_INFO, auto_apply(c, s, d) ? "plan approved (auto-apply)" : "plan proposed", "plan",
-           d->id[0] ? d->id : "refused", "violations", d->n_violations ? d->violations[0] : "none",
-           NULL);
+           d->id[0] ? d->id : "refused", "kind", c->input_repair ? "repair" : "change",
+           "violations", d->n_violations ? d->violations[0] : "none", NULL);
   else if (rc != RING_ECONFLICT && rc != RING_ENOTLEADER)
     coord_trouble(c, "storing the plan", &err);
   return rc == RING_OK ? 1 : rc == RING_ECONFLICT ? 0 : rc;
@@ -131,6 +150,7 @@ int coord_propose(coord *c, const rk_state *s) {
     coord_trouble(c, "planning", &err);
     return rc;
   }
+  c->input_repair = is_repair(p);
   ring_plan_free(p); /* the run recomputes it from the document */
   c->input_hash = h;
   bool same = fresh && strcmp(s->proposed.id, d.id) == 0 &&

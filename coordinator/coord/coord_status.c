@@ -19,7 +19,7 @@
  *   and while leading also
  *    "revision":N (the etcd revision shown), "health":"ok"|REASON,
  *    "config":null|{"tokens","replicas","failure_domain","migration",
- *                   "auto_apply","throttle":{"moves_per_node",
+ *                   "auto_apply" ("none"|"repair"|"all"),"throttle":{"moves_per_node",
  *                   "moves_per_domain","moves_per_wave","bytes_per_sec"}},
  *    "version":N (0: no table yet),
  *    "nodes":[{"id","addr","state","desired","labels":{K:V},"weight",
@@ -122,7 +122,7 @@ static cJSON *config_json(const rk_state *s) {
   cJSON_AddNumberToObject(o, "replicas", k->replicas);
   cJSON_AddStringToObject(o, "failure_domain", k->failure_domain);
   cJSON_AddStringToObject(o, "migration", rk_migration_name(k->migration));
-  cJSON_AddBoolToObject(o, "auto_apply", k->auto_apply);
+  cJSON_AddStringToObject(o, "auto_apply", rk_auto_apply_name(k->auto_apply));
   cJSON *t = cJSON_AddObjectToObject(o, "throttle");
   cJSON_AddNumberToObject(t, "moves_per_node", k->throttle.moves_per_node);
   cJSON_AddNumberToObject(t, "moves_per_domain", k->throttle.moves_per_domain);

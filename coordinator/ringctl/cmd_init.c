@@ -32,7 +32,7 @@ static const ringctl_opt init_opts[] = {
     {"migration", OPT_MIGRATION, true},
     {"seed", OPT_SEED, true},
     {"down-after", OPT_DOWN_AFTER, true},
-    {"auto-apply", OPT_AUTO_APPLY, false},
+    {"auto-apply", OPT_AUTO_APPLY, true},
     RINGCTL_THROTTLE_OPTS,
     {NULL, 0, false},
 };
@@ -51,7 +51,9 @@ static const char help[] =
     "  --migration MODE        stream (copy arcs before each cutover) or none (default stream)\n"
     "  --seed S                the hash seed (default 0)\n"
     "  --down-after DUR        a node whose lease is gone this long is down (default 60s)\n"
-    "  --auto-apply            the coordinator applies its own plans\n" RINGCTL_THROTTLE_HELP;
+    "  --auto-apply POLICY     plans the coordinator approves itself: repair (a down node's\n"
+    "                          replicas re-made, nothing lost), all, or none (default repair)\n"
+    RINGCTL_THROTTLE_HELP;
 
 typedef struct init_settings {
   rk_config config;
@@ -119,8 +121,7 @@ static int apply(const ringctl_args *a, int id, const char *value, void *ud) {
   case OPT_MIGRATION:
     return set_migration(a, value, &s->config);
   case OPT_AUTO_APPLY:
-    s->config.auto_apply = true;
-    return RINGCTL_EXIT_OK;
+    return ringctl_auto_apply_opt(a, value, &s->config.auto_apply);
   case RINGCTL_ARG_POSITIONAL:
     return ringctl_usage_error(a, "unexpected argument \"%s\"", value);
   default: {

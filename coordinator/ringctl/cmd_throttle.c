@@ -100,30 +100,18 @@ static int show(ringctl_ctx *ctx) {
   return rc;
 }
 
-/* The CAS edit: the config as read with the changes replayed. */
-static int edit(ringctl_ctx *ctx, const ring_kv *kv, char **out, size_t *len, void *ud) {
+/* The changes replayed onto the config as read (validated when given). */
+static void change(const ringctl_args *a, rk_config *config, const void *ud) {
   const throttle_changes *c = ud;
-  rk_config config;
-  ring_error err = {RING_OK, ""};
-  int rc = rk_config_decode((const char *)kv->value, kv->value_len, &config, &err);
-  if (rc != RING_OK)
-    return ringctl_fail(ctx, rc, &err, "reading the config");
   for (uint32_t i = 0; i < c->n; i++)
-    ringctl_throttle_opt(ctx->a, c->id[i], c->value[i], &config.throttle);
-  if (rk_config_encode(&config, out, len) != RING_OK)
-    return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "out of memory");
-  return RINGCTL_EXIT_OK;
+    ringctl_throttle_opt(a, c->id[i], c->value[i], &config->throttle);
 }
 
 static int run(ringctl_ctx *ctx, void *ud) {
   const throttle_changes *c = ud;
   if (c->n == 0)
     return show(ctx);
-  char key[RK_KEY_MAX], missing[128];
-  ringctl_key(ctx, "config", key);
-  snprintf(missing, sizeof missing, "cluster \"%s\" is not initialised (see ringctl init)",
-           ctx->cluster);
-  int rc = ringctl_cas(ctx, key, missing, edit, ud);
+  int rc = ringctl_config_cas(ctx, change, c);
   return rc == RINGCTL_EXIT_OK ? show(ctx) : rc;
 }
 

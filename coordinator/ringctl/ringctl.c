@@ -39,6 +39,8 @@ static const command commands[] = {
     {"undrain", ringctl_cmd_undrain, "let a drained node take its share again"},
     {"weight", ringctl_cmd_weight, "change a node's weight (capacity)"},
     {"throttle", ringctl_cmd_throttle, "show or change the migration limits"},
+    {"auto-apply", ringctl_cmd_auto_apply,
+     "show or change which plans run without apply: none, repair or all"},
     {"lookup", ringctl_cmd_lookup, "which nodes own a key"},
     {"history", ringctl_cmd_history, "finished, failed and cancelled plans"},
     {"verify", ringctl_cmd_verify, "check every placement invariant on the live table"},

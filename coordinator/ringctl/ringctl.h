@@ -126,6 +126,7 @@ int ringctl_cmd_drain(ringctl_args *a);
 int ringctl_cmd_undrain(ringctl_args *a);
 int ringctl_cmd_weight(ringctl_args *a);
 int ringctl_cmd_throttle(ringctl_args *a);
+int ringctl_cmd_auto_apply(ringctl_args *a);
 int ringctl_cmd_lookup(ringctl_args *a);
 int ringctl_cmd_history(ringctl_args *a);
 int ringctl_cmd_verify(ringctl_args *a);

@@ -255,6 +255,42 @@ int ringctl_cas(ringctl_ctx *ctx, const char *key, const char *missing, ringctl_
                      key, CAS_ATTEMPTS);
 }
 
+/* ringctl_config_cas's edit: decode, change, encode. */
+typedef struct config_edit {
+  ringctl_config_change_fn change;
+  const void *ud;
+} config_edit;
+
+static int edit_config(ringctl_ctx *ctx, const ring_kv *kv, char **out, size_t *len, void *ud) {
+  const config_edit *e = ud;
+  rk_config config;
+  ring_error err = {RING_OK, ""};
+  int rc = rk_config_decode((const char *)kv->value, kv->value_len, &config, &err);
+  if (rc != RING_OK)
+    return ringctl_fail(ctx, rc, &err, "reading the config");
+  e->change(ctx->a, &config, e->ud);
+  if (rk_config_encode(&config, out, len) != RING_OK)
+    return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "out of memory");
+  return RINGCTL_EXIT_OK;
+}
+
+int ringctl_config_cas(ringctl_ctx *ctx, ringctl_config_change_fn change, const void *ud) {
+  char key[RK_KEY_MAX], missing[128];
+  ringctl_key(ctx, "config", key);
+  snprintf(missing, sizeof missing, "cluster \"%s\" is not initialised (see ringctl init)",
+           ctx->cluster);
+  config_edit e = {change, ud};
+  return ringctl_cas(ctx, key, missing, edit_config, &e);
+}
+
+int ringctl_auto_apply_opt(const ringctl_args *a, const char *value, rk_auto_apply *out) {
+  int v = rk_auto_apply_parse(value);
+  if (v < 0)
+    return ringctl_usage_error(a, "auto-apply: \"%s\" is not none, repair or all", value);
+  *out = (rk_auto_apply)v;
+  return RINGCTL_EXIT_OK;
+}
+
 uint64_t ringctl_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);

@@ -188,6 +188,17 @@ enum {
   "  --moves-per-wave N    moves in flight cluster-wide (0: no limit)\n"                           \
   "  --bytes-per-sec N     each agent's incoming arc byte rate (0: no limit)\n"
 
+/* Changes the cluster's config: change() is replayed onto the config as
+ * read (so a concurrent change of another field is kept) and the result
+ * written with ringctl_cas. An uninitialised cluster is exit 1. */
+typedef void (*ringctl_config_change_fn)(const ringctl_args *a, rk_config *config,
+                                         const void *ud);
+int ringctl_config_cas(ringctl_ctx *ctx, ringctl_config_change_fn change, const void *ud);
+
+/* Parses an auto-apply policy (none, repair, all) into *out. Returns
+ * RINGCTL_EXIT_OK or the usage exit code after a message. */
+int ringctl_auto_apply_opt(const ringctl_args *a, const char *value, rk_auto_apply *out);
+
 /* Applies throttle option id to *t. Returns RINGCTL_EXIT_OK, the usage
  * exit code after a message, or -1 when id is not a throttle option. */
 int ringctl_throttle_opt(const ringctl_args *a, int id, const char *value, rk_throttle *t);

@@ -13,7 +13,7 @@
 START_TEST(init_once_then_conflict) {
   FX_EXPECT(0, "a-init",
             "init --tokens 64 --replicas 2 --failure-domain zone --best-effort rack"
-            " --migration none --seed 7 --down-after 30s --auto-apply"
+            " --migration none --seed 7 --down-after 30s --auto-apply all"
             " --moves-per-node 2");
   char *v = fx_value("a-init", "config");
   rk_config c;
@@ -26,7 +26,7 @@ START_TEST(init_once_then_conflict) {
   ck_assert_str_eq(c.best_effort, "rack");
   ck_assert_int_eq(c.migration, RK_MIGRATE_NONE);
   ck_assert_uint_eq(c.down_after_ms, 30000);
-  ck_assert(c.auto_apply);
+  ck_assert_int_eq(c.auto_apply, RK_AUTO_ALL);
   ck_assert_uint_eq(c.throttle.moves_per_node, 2);
   free(v);
   FX_EXPECT_IN(3, err, "already initialised", "a-init",

@@ -246,7 +246,7 @@ static void check_json(const cJSON *s, const ring_table *t) {
   ck_assert_double_eq(jnum(k, "replicas"), 3);
   ck_assert_str_eq(jstr(k, "failure_domain"), "zone");
   ck_assert_str_eq(jstr(k, "migration"), "stream");
-  ck_assert(cJSON_IsTrue(jobj(k, "auto_apply")));
+  ck_assert_str_eq(jstr(k, "auto_apply"), "all");
   ck_assert(cJSON_IsNumber(jobj(jobj(k, "throttle"), "bytes_per_sec")));
   ck_assert_double_eq(jnum(s, "version"), (double)ring_table_version(t));
 

@@ -134,7 +134,7 @@ static void config_eq(const rk_config *a, const rk_config *b) {
 static const char config_doc[] =
     "{\"format\":\"ringkeeper.config.v1\",\"tokens\":16384,\"replicas\":3,\"seed\":0,"
     "\"failure_domain\":\"zone\",\"best_effort\":\"rack\",\"migration\":\"stream\","
-    "\"down_after_ms\":60000,\"auto_apply\":false,"
+    "\"down_after_ms\":60000,\"auto_apply\":\"repair\","
     "\"throttle\":{\"moves_per_node\":4,\"moves_per_domain\":0,\"moves_per_wave\":256,"
     "\"bytes_per_sec\":0},"
     "\"retention\":{\"versions\":16,\"plans\":32}}";
@@ -166,7 +166,7 @@ START_TEST(config_round_trip) {
   c.seed = 9007199254740991ull;
   c.migration = RK_MIGRATE_NONE;
   c.down_after_ms = 86400000;
-  c.auto_apply = true;
+  c.auto_apply = RK_AUTO_ALL;
   c.throttle = (rk_throttle){1, 2, 0, 9007199254740991ull};
   c.keep_versions = 2;
   c.keep_plans = 1;
@@ -184,6 +184,33 @@ START_TEST(config_round_trip) {
   ck_assert_str_eq(rk_migration_name(RK_MIGRATE_STREAM), "stream");
   free(a);
   free(b);
+}
+END_TEST
+
+/* The policy's three values: none and all keep the field's first (boolean)
+ * form, so older readers read them unchanged; repair is a string. */
+START_TEST(config_auto_apply_policy) {
+  static const char *const want[] = {"\"auto_apply\":false", "\"auto_apply\":\"repair\"",
+                                     "\"auto_apply\":true"};
+  for (int p = RK_AUTO_NONE; p <= RK_AUTO_ALL; p++) {
+    rk_config c, d;
+    rk_config_defaults(&c);
+    c.auto_apply = (rk_auto_apply)p;
+    char *a;
+    size_t alen;
+    ck_assert_int_eq(rk_config_encode(&c, &a, &alen), RING_OK);
+    ck_assert_msg(strstr(a, want[p]) != NULL, "%s lacks %s", a, want[p]);
+    ck_assert_int_eq(rk_config_decode(a, alen, &d, NULL), RING_OK);
+    ck_assert_int_eq(d.auto_apply, p);
+    ck_assert_int_eq(rk_auto_apply_parse(rk_auto_apply_name((rk_auto_apply)p)), p);
+    free(a);
+  }
+  rk_config c;
+  rk_config_defaults(&c);
+  ck_assert_int_eq(c.auto_apply, RK_AUTO_REPAIR); /* ringctl init's default */
+  c.auto_apply = (rk_auto_apply)3;
+  ck_assert_int_eq(rk_config_validate(&c, NULL), RING_EFIELD);
+  ck_assert_int_eq(rk_auto_apply_parse("some"), RING_EINVAL);
 }
 END_TEST
 
@@ -211,6 +238,9 @@ START_TEST(config_errors) {
   expect_edit(f, config_doc, "down_after_ms", "86400001", RING_EFIELD, "down_after_ms");
   expect_edit(f, config_doc, "auto_apply", "\"yes\"", RING_EFIELD, "auto_apply");
   expect_edit(f, config_doc, "auto_apply", "0", RING_EFIELD, "auto_apply");
+  expect_edit(f, config_doc, "auto_apply", "\"none\"", RING_EFIELD, "auto_apply");
+  expect_edit(f, config_doc, "auto_apply", "\"Repair\"", RING_EFIELD, "auto_apply");
+  expect_edit(f, config_doc, "auto_apply", NULL, RING_EFIELD, "auto_apply: missing");
   expect_edit(f, config_doc, "throttle", NULL, RING_EFIELD, "throttle: missing");
   expect_edit(f, config_doc, "throttle", "[]", RING_EFIELD, "throttle");
   expect_edit(f, config_doc, "throttle.burst", "1", RING_EFIELD, "throttle: unknown field");
@@ -1082,6 +1112,7 @@ static Suite *records_suite(void) {
   tcase_add_test(tc, keys);
   tcase_add_test(tc, config_example_and_defaults);
   tcase_add_test(tc, config_round_trip);
+  tcase_add_test(tc, config_auto_apply_policy);
   tcase_add_test(tc, config_errors);
   tcase_add_test(tc, config_validate);
   tcase_add_test(tc, node_example_round_trip);
