@@ -5,6 +5,7 @@
  * terminal: they are held to printable ASCII so that no entry can carry a
  * control sequence to the reader's screen.
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "journal.h"
 
 #include "proto_int.h"
@@ -13,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 #define EVENT_FORMAT "ringkeeper.event.v1"
 
@@ -120,4 +123,21 @@ int rk_journal_key(char key[RK_KEY_MAX], const char *cluster, uint64_t at_ms, ui
   char name[RK_JOURNAL_NAME_LEN + 1];
   snprintf(name, sizeof name, "%013" PRIu64 "-%016" PRIx64, at_ms % 10000000000000u, nonce);
   return rk_key2(key, cluster, "journal/", name);
+}
+
+int rk_journal_entry(const char *cluster, uint64_t at_ms, const char *by, const char *what,
+                     const char *node, const char *detail, char key[RK_KEY_MAX], char **value,
+                     size_t *len) {
+  uint64_t nonce = 0;
+  if (getrandom(&nonce, sizeof nonce, 0) != (ssize_t)sizeof nonce) {
+    struct timespec ts; /* unique enough for a name: entries are ordered by revision */
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    nonce = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30);
+  }
+  rk_event e;
+  int klen = rk_journal_key(key, cluster, at_ms, nonce);
+  if (klen < 0 || rk_event_make(&e, at_ms, by, what, node, detail) != RING_OK)
+    return RING_EINVAL;
+  int rc = rk_event_encode(&e, value, len);
+  return rc == RING_OK ? klen : rc;
 }

@@ -50,4 +50,12 @@ int rk_event_make(rk_event *e, uint64_t at_ms, const char *by, const char *what,
  * length or RING_EINVAL. */
 int rk_journal_key(char key[RK_KEY_MAX], const char *cluster, uint64_t at_ms, uint64_t nonce);
 
+/* A new entry, ready to put: its key (as rk_journal_key, with a random
+ * nonce) and its encoded value (malloc()'ed, *value free()d by the
+ * caller). Returns the key's length, or RING_EINVAL when what or node is
+ * not an id (rk_event_make), RING_ENOMEM. */
+int rk_journal_entry(const char *cluster, uint64_t at_ms, const char *by, const char *what,
+                     const char *node, const char *detail, char key[RK_KEY_MAX], char **value,
+                     size_t *len);
+
 #endif /* RING_PROTO_JOURNAL_H */

@@ -337,6 +337,31 @@ int rk_labels_set(rk_labels *l, const char *key, const char *value, ring_error *
   return RING_OK;
 }
 
+bool rk_labels_del(rk_labels *l, const char *key) {
+  uint32_t i = 0;
+  while (i < l->n && strcmp(l->key[i], key) != 0)
+    i++;
+  if (i == l->n)
+    return false;
+  for (; i + 1 < l->n; i++) {
+    memcpy(l->key[i], l->key[i + 1], sizeof l->key[i]);
+    memcpy(l->value[i], l->value[i + 1], sizeof l->value[i]);
+  }
+  l->n--;
+  return true;
+}
+
+bool rk_labels_equal(const rk_labels *a, const rk_labels *b) {
+  if (a->n != b->n)
+    return false;
+  for (uint32_t i = 0; i < a->n; i++) {
+    const char *v = rk_labels_get(b, a->key[i]);
+    if (v == NULL || strcmp(v, a->value[i]) != 0)
+      return false; /* keys are unique: equal counts and every one found = equal sets */
+  }
+  return true;
+}
+
 static const char *const desired_names[] = {"active", "drained", "removed"};
 
 const char *rk_desired_name(rk_desired d) {

@@ -90,6 +90,10 @@ typedef struct rk_labels {
 const char *rk_labels_get(const rk_labels *l, const char *key);
 /* Adds or replaces a label (key and value validated as in table.md). */
 int rk_labels_set(rk_labels *l, const char *key, const char *value, ring_error *err);
+/* Removes label `key`; false when it was absent. Order of the rest kept. */
+bool rk_labels_del(rk_labels *l, const char *key);
+/* Same keys with the same values, in any order. */
+bool rk_labels_equal(const rk_labels *a, const rk_labels *b);
 
 typedef enum rk_desired { RK_WANT_ACTIVE = 0, RK_WANT_DRAINED, RK_WANT_REMOVED } rk_desired;
 

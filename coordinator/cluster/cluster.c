@@ -795,8 +795,13 @@ int rk_table_read(ring_etcd *c, const char *cluster, uint64_t version, ring_tabl
 
 /* ------------------------------------------- 4. the planner's input */
 
-/* The state the planner is given for a node record (cluster.h). */
-static ring_node_state planned_state(const rk_node *n) {
+/* The state the planner is given for a node record (cluster.h). A removed
+ * node that owns nothing leaves the table even while down: nothing of it
+ * needs streaming. One that still owns replicas and is down stays down, so
+ * the planner streams them from live replicas rather than from it. */
+static ring_node_state planned_state(const rk_node *n, bool owns) {
+  if (n->desired == RK_WANT_REMOVED && !owns)
+    return RING_NODE_REMOVED;
   if (n->state == RING_NODE_DOWN)
     return RING_NODE_DOWN;
   if (n->desired == RK_WANT_REMOVED)
@@ -842,15 +847,15 @@ int rk_desired_input(const rk_state *s, const ring_table *table, rk_plan_input *
       continue;
     }
     *n = *rec;
-    n->state = planned_state(rec);
+    n->state = planned_state(rec, ring_table_node_replicas(table, i) > 0);
   }
   for (uint32_t i = 0; i < s->n_nodes; i++) {
     const rk_node *rec = &s->nodes[i];
     bool known = table && ring_table_find_node(table, rec->id) >= 0;
-    if (known || rec->state == RING_NODE_REMOVED || planned_state(rec) == RING_NODE_REMOVED)
+    if (known || rec->state == RING_NODE_REMOVED || planned_state(rec, false) == RING_NODE_REMOVED)
       continue; /* a node that never held anything and is gone needs no plan */
     r.nodes[r.n_nodes] = *rec;
-    r.nodes[r.n_nodes++].state = planned_state(rec);
+    r.nodes[r.n_nodes++].state = planned_state(rec, false);
   }
   *in = r;
   return RING_OK;

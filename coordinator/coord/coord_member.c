@@ -32,8 +32,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <unistd.h>
 
 #define BATCH 64 /* records per txn: well under etcd's 128 ops per txn */
 
@@ -127,19 +125,15 @@ static void add_put(batch *b, int klen, char *value, size_t vlen) {
 
 /* The journal entry of a node record whose address changes. */
 static int queue_addr_event(coord *c, batch *b, const rk_node *n, const char *from) {
-  rk_event e;
   char by[RK_EVENT_BY_MAX + 1], detail[2 * RING_ADDR_MAX + 64];
   snprintf(by, sizeof by, "coordinator/%.100s", c->o.id);
   /* rk_event_make cuts it to RK_EVENT_DETAIL_MAX: two addresses fit unless both are huge */
   snprintf(detail, sizeof detail, "address %s -> %s (followed its alive/ key)", from, n->addr);
-  uint64_t now = rd_wall_ms(), nonce = 0;
-  if (getrandom(&nonce, sizeof nonce, 0) != (ssize_t)sizeof nonce)
-    nonce = rd_now_ms() ^ ((uint64_t)getpid() << 32); /* unique enough for a name */
   char *v = NULL;
   size_t vlen;
-  int klen = rk_journal_key(b->keys[b->n_ops], c->o.cluster, now, nonce);
-  if (klen < 0 || rk_event_make(&e, now, by, "node.addr", n->id, detail) != RING_OK ||
-      rk_event_encode(&e, &v, &vlen) != RING_OK)
+  int klen = rk_journal_entry(c->o.cluster, rd_wall_ms(), by, "node.addr", n->id, detail,
+                              b->keys[b->n_ops], &v, &vlen);
+  if (klen < 0)
     return -1;
   add_put(b, klen, v, vlen);
   return 0;

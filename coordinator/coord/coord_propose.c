@@ -58,8 +58,10 @@ static int withdraw(coord *c, const rk_state *s) {
 }
 
 /* A repair only restores redundancy: every move takes a replica off a down
- * node and streams it from a live one. Anything else (a join, a drain, a
- * weight, or a move whose data is gone) is a change an operator approves. */
+ * node and streams it from a live one; a plan that moves nothing (a
+ * removed node leaving the table) is one too. Anything else (a join, a
+ * drain, a weight, or a move whose data is gone) is a change an operator
+ * approves. */
 static bool is_repair(const ring_plan *p) {
   const ring_table *target = ring_plan_target(p);
   const ring_move *m = ring_plan_moves(p);
@@ -68,7 +70,7 @@ static bool is_repair(const ring_plan *p) {
     if (ring_table_node_state(target, m[i].from) != RING_NODE_DOWN ||
         m[i].source == RING_NODE_NONE)
       return false;
-  return n > 0;
+  return true;
 }
 
 /* Whether the plan for the current input runs without `ringctl apply`:

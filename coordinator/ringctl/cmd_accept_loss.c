@@ -63,10 +63,10 @@ static const char help[] =
     "  --yes        write the record (one txn; exit 3 if the version moved meanwhile)\n";
 
 typedef struct loss_settings {
-  const char *list; /* TOKENS as given; NULL with --stuck */
+  const char *list;      /* TOKENS as given; NULL with --stuck */
   bool stuck, lost, yes; /* --lost: every token whose every owner reports it missing */
-  uint64_t version; /* --version; 0: whatever is current */
-  uint8_t *bits;    /* the tokens asked for, BITS_BYTES */
+  uint64_t version;      /* --version; 0: whatever is current */
+  uint8_t *bits;         /* the tokens asked for, BITS_BYTES */
 } loss_settings;
 
 /* Digits only, below RING_TOKENS_MAX. */
@@ -302,6 +302,8 @@ static int write_record(ringctl_ctx *ctx, const rk_state *st, int64_t loss_mod,
       {kl, strlen(kl), loss_mod ? RING_CMP_MOD : RING_CMP_CREATE, RING_CMP_EQ, loss_mod, NULL, 0}};
   ring_op put = {RING_OP_PUT, kl, strlen(kl), json, len, 0, false};
   bool won = false;
+  ringctl_audit(ctx, "loss.accept", NULL, "version %llu: %u tokens written off (first %u)",
+                (unsigned long long)rec->version, rec->n_tokens, rec->tokens[0]);
   int rc = ringctl_txn(ctx, cmps, 2, &put, 1, "writing loss", &won);
   free(json);
   if (rc != RINGCTL_EXIT_OK)
@@ -337,8 +339,8 @@ static int accept(ringctl_ctx *ctx, const rk_state *st, const uint32_t *tok, uin
 
 /* ------------------------------------------------------------- the command */
 
-static int decide(ringctl_ctx *ctx, const loss_settings *s, const rk_state *st,
-                  const ring_table *t, const rk_missing_view *mv) {
+static int decide(ringctl_ctx *ctx, const loss_settings *s, const rk_state *st, const ring_table *t,
+                  const rk_missing_view *mv) {
   uint32_t n = 0;
   uint32_t *tok = tokens_of(s->bits, &n);
   if (tok == NULL)

@@ -175,6 +175,8 @@ static int approve(ringctl_ctx *ctx, const rk_state *st, const rk_plan_doc *d, b
   uint32_t n = approval_cmps(ctx, st, proposed, keys, base, cmps);
   ring_op put = {RING_OP_PUT, keys[0], strlen(keys[0]), json, len, 0, false};
   bool won = false;
+  ringctl_audit(ctx, "plan.approve", NULL, "plan %s: %u moves in %u waves from version %s%s", d->id,
+                d->moves_total, d->waves, base, proposed ? "" : " (from a saved file)");
   int rc = ringctl_txn(ctx, cmps, n, &put, 1, "writing plan/active", &won);
   free(json);
   if (rc != RINGCTL_EXIT_OK)

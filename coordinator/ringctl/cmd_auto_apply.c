@@ -61,6 +61,8 @@ static void change(const ringctl_args *a, rk_config *config, const void *ud) {
 
 static int run(ringctl_ctx *ctx, void *ud) {
   const policy_arg *p = ud;
+  if (p->given)
+    ringctl_audit(ctx, "config.auto_apply", NULL, "auto-apply %s", rk_auto_apply_name(p->policy));
   int rc = p->given ? ringctl_config_cas(ctx, change, p) : RINGCTL_EXIT_OK;
   return rc == RINGCTL_EXIT_OK ? show(ctx) : rc;
 }

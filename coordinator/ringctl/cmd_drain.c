@@ -26,6 +26,8 @@ static int set_desired(ringctl_ctx *ctx, rk_node *n, void *ud) {
 
 static int run(ringctl_ctx *ctx, void *ud) {
   const desire_args *d = ud;
+  ringctl_audit(ctx, d->want == RK_WANT_DRAINED ? "node.drain" : "node.undrain", d->id,
+                "desired %s", rk_desired_name(d->want));
   int rc = ringctl_node_cas(ctx, d->id, set_desired, ud);
   if (rc == RINGCTL_EXIT_OK)
     printf("node %s: desired state %s (the coordinator proposes the plan: ringctl plan)\n", d->id,

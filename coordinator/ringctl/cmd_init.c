@@ -52,8 +52,8 @@ static const char help[] =
     "  --seed S                the hash seed (default 0)\n"
     "  --down-after DUR        a node whose lease is gone this long is down (default 60s)\n"
     "  --auto-apply POLICY     plans the coordinator approves itself: repair (a down node's\n"
-    "                          replicas re-made, nothing lost), all, or none (default repair)\n"
-    RINGCTL_THROTTLE_HELP;
+    "                          replicas re-made, nothing lost), all, or none (default "
+    "repair)\n" RINGCTL_THROTTLE_HELP;
 
 typedef struct init_settings {
   rk_config config;
@@ -137,13 +137,11 @@ static int create_config(ringctl_ctx *ctx, const char *json, size_t len) {
   ringctl_key(ctx, "config", key);
   ring_cmp absent = {key, strlen(key), RING_CMP_CREATE, RING_CMP_EQ, 0, NULL, 0};
   ring_op put = {RING_OP_PUT, key, strlen(key), json, len, 0, false};
-  ring_txn_result r;
-  ring_error err = {RING_OK, ""};
-  int rc = ring_etcd_txn(ctx->etcd, &absent, 1, &put, 1, NULL, 0, &r, &err);
-  if (rc != RING_OK)
-    return ringctl_fail(ctx, rc, &err, "writing the config");
-  bool created = r.succeeded;
-  ring_txn_result_clear(&r);
+  bool created = false;
+  ringctl_audit(ctx, "config.init", NULL, "%.*s", RK_EVENT_DETAIL_MAX, json);
+  int rc = ringctl_txn(ctx, &absent, 1, &put, 1, "writing the config", &created);
+  if (rc != RINGCTL_EXIT_OK)
+    return rc;
   if (!created)
     return ringctl_say(ctx, RINGCTL_EXIT_CONFLICT, "cluster \"%s\" is already initialised",
                        ctx->cluster);

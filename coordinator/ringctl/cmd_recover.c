@@ -276,8 +276,8 @@ static int ops_make(ringctl_ctx *ctx, const rk_state *st, const recover_input *i
   char *table = NULL, *rec = NULL, *ver = malloc(24);
   size_t tlen = 0, rlen = 0;
   ring__recovered r = {.version = in->version,
-                    .seen_version = in->seen < in->version ? in->seen : 0,
-                    .at_ms = ringctl_now_ms()};
+                       .seen_version = in->seen < in->version ? in->seen : 0,
+                       .at_ms = ringctl_now_ms()};
   snprintf(r.by, sizeof r.by, "%s", RECOVERED_BY);
   if (!p->ops || !p->keys || !p->values || !ver || ring_table_encode(t, &table, &tlen) != RING_OK ||
       ring__recovered_encode(&r, &rec, &rlen) != RING_OK) {
@@ -329,6 +329,9 @@ static int publish(ringctl_ctx *ctx, const rk_state *st, const recover_input *in
                   NULL,
                   0};
   bool won = false;
+  ringctl_audit(ctx, "recover", NULL, "version %llu from %u host reports (base table %llu)",
+                (unsigned long long)in->version, in->n_reports,
+                (unsigned long long)in->base_version);
   if (rc == RINGCTL_EXIT_OK)
     rc = ringctl_txn(ctx, &cmp, 1, p.ops, p.n, "publishing the recovered table", &won);
   ops_free(&p);

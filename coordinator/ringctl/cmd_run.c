@@ -20,6 +20,7 @@ typedef struct transition {
   rk_run_state from[2];
   uint32_t n_from;
   const char *verb;            /* for messages: "paused" */
+  const char *what;            /* the journal's kind: "plan.pause" */
   char id[RK_PLAN_ID_LEN + 1]; /* out: the run's plan id */
   bool changed;                /* out: written (false: already there) */
 } transition;
@@ -44,6 +45,8 @@ static int edit(ringctl_ctx *ctx, const ring_kv *kv, char **out, size_t *len, vo
     rc = ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "plan %s is %s: it cannot be %s", r.plan.id,
                      rk_run_state_name(r.state), t->verb);
   else if (t->changed) {
+    ringctl_audit(ctx, t->what, NULL, "plan %s: %s -> %s", r.plan.id, rk_run_state_name(r.state),
+                  rk_run_state_name(t->to));
     r.state = t->to;
     r.updated_ms = ringctl_now_ms();
     rc = rk_run_encode(&r, out, len) == RING_OK
@@ -69,13 +72,13 @@ int ringctl_cmd_pause(ringctl_args *a) {
   static const char help[] = "Usage: ringctl pause\n\n"
                              "Pauses the active plan: moves in flight complete, no new ones "
                              "start.\n";
-  transition t = {RK_RUN_PAUSED, {RK_RUN_ACTIVE}, 1, "paused", "", false};
+  transition t = {RK_RUN_PAUSED, {RK_RUN_ACTIVE}, 1, "paused", "plan.pause", "", false};
   return ringctl_run_plain(a, help, run, &t);
 }
 
 int ringctl_cmd_resume(ringctl_args *a) {
   static const char help[] = "Usage: ringctl resume\n\nResumes a paused plan.\n";
-  transition t = {RK_RUN_ACTIVE, {RK_RUN_PAUSED}, 1, "resumed", "", false};
+  transition t = {RK_RUN_ACTIVE, {RK_RUN_PAUSED}, 1, "resumed", "plan.resume", "", false};
   return ringctl_run_plain(a, help, run, &t);
 }
 
@@ -84,6 +87,7 @@ int ringctl_cmd_cancel(ringctl_args *a) {
       "Usage: ringctl cancel\n\n"
       "Cancels the active or paused plan: moves in flight are dropped (their owners\n"
       "never changed), moves done stay done, and the coordinator proposes anew.\n";
-  transition t = {RK_RUN_CANCELLING, {RK_RUN_ACTIVE, RK_RUN_PAUSED}, 2, "cancelled", "", false};
+  transition t = {
+      RK_RUN_CANCELLING, {RK_RUN_ACTIVE, RK_RUN_PAUSED}, 2, "cancelled", "plan.cancel", "", false};
   return ringctl_run_plain(a, help, run, &t);
 }

@@ -108,8 +108,8 @@ int ringctl_cmd_simulate(ringctl_args *a) {
   else if (ring_rc == RING_OK)
     sim_report_text(&r, stdout);
   if (ring_rc != RING_OK) {
-    fprintf(stderr, "%s: %s\n", a->prog, err.code != RING_OK ? err.message
-                                                              : ring_strerror(ring_rc));
+    fprintf(stderr, "%s: %s\n", a->prog,
+            err.code != RING_OK ? err.message : ring_strerror(ring_rc));
     return RINGCTL_EXIT_FAILURE;
   }
   return RINGCTL_EXIT_OK;

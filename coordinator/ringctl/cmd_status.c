@@ -35,7 +35,8 @@ static const char help[] =
     "owned against its weighted target), the plan in progress or proposed, the\n"
     "moves the coordinator reports stuck and the fetches receivers report failing\n"
     "(deploy/STUCK.md), the token-replicas owners report missing (a wiped or\n"
-    "replaced disk; tokens no owner holds are lost), and the bad records: host values ignored as over their\n"
+    "replaced disk; tokens no owner holds are lost), and the bad records: host values ignored as "
+    "over their\n"
     "size cap or malformed.\n";
 
 /* What the status shows of the plans. */
@@ -93,6 +94,11 @@ static int print_json(ringctl_ctx *ctx, const rk_state *st, const ringctl_node_r
   cJSON_AddItemToObject(o, "missing", rk_missing_json(mv));
   if (st->n_bad > 0) /* only then: scripts checking the shape above see it unchanged */
     cJSON_AddItemToObject(o, "bad_records", rk_bad_json(st, st->n_bad));
+  cJSON *labels = ringctl_label_mismatch_json(st);
+  if (cJSON_GetArraySize(labels) > 0) /* only then, as bad_records */
+    cJSON_AddItemToObject(o, "label_mismatch", labels);
+  else
+    cJSON_Delete(labels);
   return ringctl_json_emit(o);
 }
 
@@ -103,8 +109,8 @@ static void print_plan(const plan_view *v) {
   else if (v->run != NULL)
     printf("plan:     %s %s, %u of %u moves done (wave %u of %u)%s%s\n", v->run->plan.id,
            rk_run_state_name(v->run->state), v->run->cursor.moves_done, v->run->plan.moves_total,
-           rk_run_wave_shown(v->run), v->run->plan.waves,
-           v->run->reason[0] ? ": " : "", v->run->reason);
+           rk_run_wave_shown(v->run), v->run->plan.waves, v->run->reason[0] ? ": " : "",
+           v->run->reason);
   else
     puts("plan:     none");
 }
@@ -130,6 +136,7 @@ static void print_text(const ringctl_ctx *ctx, const rk_state *st, const ringctl
   ringctl_stuck_text(stdout, st);
   ringctl_missing_text(stdout, mv);
   ringctl_bad_text(stdout, st);
+  ringctl_label_mismatch_text(stdout, st);
 }
 
 static int show(ringctl_ctx *ctx, const rk_state *st, const ring_table *table) {

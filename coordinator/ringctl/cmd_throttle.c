@@ -107,10 +107,23 @@ static void change(const ringctl_args *a, rk_config *config, const void *ud) {
     ringctl_throttle_opt(a, c->id[i], c->value[i], &config->throttle);
 }
 
+/* "moves-per-node=32 bytes-per-sec=0": the changes as given. */
+static void audit(ringctl_ctx *ctx, const throttle_changes *c) {
+  static const char *const names[] = {"moves-per-node", "moves-per-domain", "moves-per-wave",
+                                      "bytes-per-sec"};
+  char detail[RK_EVENT_DETAIL_MAX + 1] = "";
+  size_t at = 0;
+  for (uint32_t i = 0; i < c->n && at < sizeof detail; i++)
+    at += (size_t)snprintf(detail + at, sizeof detail - at, "%s%s=%s", i ? " " : "",
+                           names[c->id[i] - RINGCTL_OPT_MOVES_PER_NODE], c->value[i]);
+  ringctl_audit(ctx, "config.throttle", NULL, "%s", detail);
+}
+
 static int run(ringctl_ctx *ctx, void *ud) {
   const throttle_changes *c = ud;
   if (c->n == 0)
     return show(ctx);
+  audit(ctx, c);
   int rc = ringctl_config_cas(ctx, change, c);
   return rc == RINGCTL_EXIT_OK ? show(ctx) : rc;
 }

@@ -108,6 +108,7 @@ static int check(ringctl_ctx *ctx, const rk_state *st, const ring_table *t, void
     check_agreement(st, t, v);
     counted = check_invariants(st, t, v);
     int missing = counted >= 0 ? check_missing(st, t, v) : 0;
+    missing += missing >= 0 ? ringctl_label_violations(st, v) : 0;
     counted = missing < 0 ? missing : counted > 0 ? counted + missing : counted;
   }
   if (counted >= 0)
@@ -119,7 +120,8 @@ static int check(ringctl_ctx *ctx, const rk_state *st, const ring_table *t, void
 static int run(ringctl_ctx *ctx, void *ud) {
   rk_state st;
   ring_table *t = NULL;
-  int rc = ringctl_read_live(ctx, RK_READ_VERSION | RK_READ_MISSING, &st, &t);
+  int rc = ringctl_read_live(ctx, RK_READ_VERSION | RK_READ_MISSING | RK_READ_NODES | RK_READ_ALIVE,
+                             &st, &t);
   if (rc != RINGCTL_EXIT_OK)
     return rc;
   rc = check(ctx, &st, t, ud);

@@ -26,7 +26,7 @@ typedef struct weight_args {
 
 static int set_weight(ringctl_ctx *ctx, rk_node *n, void *ud) {
   weight_args *w = ud;
-  (void)ctx;
+  ringctl_audit(ctx, "node.weight", n->id, "weight %g -> %g", n->weight, w->weight);
   w->old = n->weight;
   n->weight = w->weight;
   return RINGCTL_EXIT_OK;

@@ -38,11 +38,14 @@ static const command commands[] = {
     {"drain", ringctl_cmd_drain, "move every replica off a node"},
     {"undrain", ringctl_cmd_undrain, "let a drained node take its share again"},
     {"weight", ringctl_cmd_weight, "change a node's weight (capacity)"},
+    {"label", ringctl_cmd_label, "set or remove a node's labels (its failure domains)"},
+    {"remove", ringctl_cmd_remove, "forget a drained or down node that owns nothing"},
     {"throttle", ringctl_cmd_throttle, "show or change the migration limits"},
     {"auto-apply", ringctl_cmd_auto_apply,
      "show or change which plans run without apply: none, repair or all"},
     {"lookup", ringctl_cmd_lookup, "which nodes own a key"},
-    {"history", ringctl_cmd_history, "finished, failed and cancelled plans"},
+    {"history", ringctl_cmd_history, "finished plans, then the journal of operators' changes"},
+    {"diff", ringctl_cmd_diff, "what changed between two table versions, per node and move"},
     {"verify", ringctl_cmd_verify, "check every placement invariant on the live table"},
     {"render", ringctl_cmd_render, "draw the ring as an SVG picture"},
     {"simulate", ringctl_cmd_simulate,
@@ -91,6 +94,7 @@ static void print_usage(FILE *f) {
         "  --cert FILE           TLS client certificate (with --key)\n"
         "  --key FILE            TLS client key\n"
         "  --timeout DUR         per etcd request, e.g. 2s (default 5s)\n"
+        "  --as NAME             who the journal names for a change (default login@host)\n"
         "  -h, --help            this help; `ringctl COMMAND --help` for a command's\n"
         "\n"
         "Exit codes: 0 success, 1 runtime failure, 2 usage error, 3 conflict.\n",

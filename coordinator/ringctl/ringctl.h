@@ -39,6 +39,7 @@ typedef struct ringctl_globals {
   const char *cert;          /* --cert FILE: TLS client certificate */
   const char *key;           /* --key FILE: TLS client key */
   const char *timeout;       /* --timeout DUR: per etcd request; parsed on connect */
+  const char *as;            /* --as NAME: who the journal says made a change */
 } ringctl_globals;
 
 /* ----------------------------------------------------- the option reader */
@@ -127,6 +128,9 @@ int ringctl_cmd_undrain(ringctl_args *a);
 int ringctl_cmd_weight(ringctl_args *a);
 int ringctl_cmd_throttle(ringctl_args *a);
 int ringctl_cmd_auto_apply(ringctl_args *a);
+int ringctl_cmd_label(ringctl_args *a);
+int ringctl_cmd_remove(ringctl_args *a);
+int ringctl_cmd_diff(ringctl_args *a);
 int ringctl_cmd_lookup(ringctl_args *a);
 int ringctl_cmd_history(ringctl_args *a);
 int ringctl_cmd_verify(ringctl_args *a);

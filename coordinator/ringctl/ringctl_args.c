@@ -32,7 +32,8 @@ enum {
   GLOBAL_CACERT,
   GLOBAL_CERT,
   GLOBAL_KEY,
-  GLOBAL_TIMEOUT
+  GLOBAL_TIMEOUT,
+  GLOBAL_AS
 };
 
 static const ringctl_opt global_opts[] = {
@@ -45,6 +46,7 @@ static const ringctl_opt global_opts[] = {
     {"cert", GLOBAL_CERT, true},
     {"key", GLOBAL_KEY, true},
     {"timeout", GLOBAL_TIMEOUT, true},
+    {"as", GLOBAL_AS, true},
     {NULL, 0, false},
 };
 
@@ -67,6 +69,8 @@ static const char **global_slot(ringctl_globals *g, int id) {
     return &g->key;
   case GLOBAL_TIMEOUT:
     return &g->timeout;
+  case GLOBAL_AS:
+    return &g->as;
   default:
     return NULL;
   }

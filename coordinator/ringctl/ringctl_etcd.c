@@ -64,7 +64,18 @@ static void secret_free(char *s) {
 
 /* ------------------------------------------------------------ the session */
 
+/* --as: 1 .. 127 bytes of printable ASCII (proto/etcd.md, journal `by`). */
+static bool valid_as(const char *as) {
+  size_t n = strlen(as);
+  for (size_t i = 0; i < n; i++)
+    if (as[i] < 0x20 || as[i] > 0x7e)
+      return false;
+  return n >= 1 && n <= RK_EVENT_BY_MAX;
+}
+
 int ringctl_with_etcd(ringctl_args *a, ringctl_body_fn body, void *ud) {
+  if (a->globals->as != NULL && !valid_as(a->globals->as))
+    return ringctl_usage_error(a, "--as: 1 to %d printable ASCII characters", RK_EVENT_BY_MAX);
   ring_etcd_opts o;
   char *pw = NULL;
   int rc = client_opts(a, &o, &pw);
@@ -72,7 +83,7 @@ int ringctl_with_etcd(ringctl_args *a, ringctl_body_fn body, void *ud) {
     secret_free(pw);
     return rc;
   }
-  ringctl_ctx ctx = {a, NULL, a->globals->cluster};
+  ringctl_ctx ctx = {.a = a, .etcd = NULL, .cluster = a->globals->cluster};
   ring_error err = {RING_OK, ""};
   int ring_rc = ring_etcd_open(&o, &ctx.etcd, &err);
   secret_free(pw);
@@ -204,12 +215,25 @@ int ringctl_get_prefix(ringctl_ctx *ctx, const char *prefix, ring_kvs *out) {
 
 int ringctl_txn(ringctl_ctx *ctx, const ring_cmp *cmps, uint32_t n_cmps, const ring_op *ops,
                 uint32_t n_ops, const char *what, bool *won) {
+  ring_op *all = NULL;
+  char *entry = NULL;
+  if (ctx->audit.pending) {
+    int rc = ringctl_audit_ops(ctx, ops, n_ops, &all, &entry);
+    if (rc != RINGCTL_EXIT_OK)
+      return rc;
+    ops = all;
+    n_ops++;
+  }
   ring_txn_result r;
   ring_error err = {RING_OK, ""};
   int rc = ring_etcd_txn(ctx->etcd, cmps, n_cmps, ops, n_ops, NULL, 0, &r, &err);
+  free(all);
+  free(entry);
   if (rc != RING_OK)
     return ringctl_fail(ctx, rc, &err, what);
   *won = r.succeeded;
+  if (*won)
+    ctx->audit.pending = false;
   ring_txn_result_clear(&r);
   return RINGCTL_EXIT_OK;
 }

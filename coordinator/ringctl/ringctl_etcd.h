@@ -13,15 +13,25 @@
 #define RINGCTL_ETCD_H
 
 #include "cluster.h"
+#include "journal.h"
 #include "ringctl.h"
 
 /* ------------------------------------------------------------ the session */
 
 /* One command's connection to one cluster. */
+typedef struct ringctl_audit_entry {
+  bool pending;                          /* set by ringctl_audit, cleared once written */
+  char what[RING_ID_MAX + 1];            /* "plan.approve", "node.drain", ... */
+  char node[RING_ID_MAX + 1];            /* the node concerned, or "" */
+  char detail[RK_EVENT_DETAIL_MAX + 1];  /* one line */
+  char key[RK_KEY_MAX];                  /* journal/<name>, made at the write */
+} ringctl_audit_entry;
+
 typedef struct ringctl_ctx {
-  ringctl_args *a;     /* the command's arguments: prog for messages, globals */
-  ring_etcd *etcd;     /* open client */
-  const char *cluster; /* the cluster name (validated) */
+  ringctl_args *a;           /* the command's arguments: prog for messages, globals */
+  ring_etcd *etcd;           /* open client */
+  const char *cluster;       /* the cluster name (validated) */
+  ringctl_audit_entry audit; /* the change being written, for the journal */
 } ringctl_ctx;
 
 /* A command body that runs with an open session; returns an exit code. */
@@ -90,11 +100,26 @@ int ringctl_get_prefix(ringctl_ctx *ctx, const char *prefix, ring_kvs *out);
 typedef int (*ringctl_edit_fn)(ringctl_ctx *ctx, const ring_kv *kv, char **out, size_t *len,
                                void *ud);
 
+/* The journal entry of the change this command is about to write
+ * (proto/etcd.md, `journal/`): who (--as NAME, else login@host), what,
+ * the node and a detail line. The next ringctl_txn that wins writes it in
+ * the same txn as the change, so the journal holds exactly the changes
+ * that happened, each once. A later call before the write replaces it. */
+void ringctl_audit(ringctl_ctx *ctx, const char *what, const char *node, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* One txn of puts or deletes under compares: *won says whether the
- * compares held (and the ops were applied). A failed request prints "PROG:
+ * compares held (and the ops were applied). A pending audit entry is
+ * put in the same txn. A failed request prints "PROG:
  * WHAT: why" and returns RINGCTL_EXIT_FAILURE. */
 int ringctl_txn(ringctl_ctx *ctx, const ring_cmp *cmps, uint32_t n_cmps, const ring_op *ops,
                 uint32_t n_ops, const char *what, bool *won);
+
+/* ringctl_txn's helper (ringctl_audit.c): ops plus the journal put, in a
+ * malloc()'ed *all (n + 1 ops) whose last op points at *entry and at
+ * ctx->audit.key. Both are free()d by the caller after the txn. */
+int ringctl_audit_ops(ringctl_ctx *ctx, const ring_op *ops, uint32_t n, ring_op **all,
+                      char **entry);
 
 /* Compare-and-swap of one existing key: reads it, calls edit, writes the
  * result if the key's mod revision is unchanged; retries a few times when

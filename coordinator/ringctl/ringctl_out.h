@@ -134,6 +134,16 @@ bool ringctl_missing_text(FILE *f, const rk_missing_view *v);
  * the lost tokens. Returns how many it appended. */
 int ringctl_missing_violations(const rk_missing_view *v, cJSON *arr);
 
+/* ------------------------------------------------------ labels that differ */
+
+/* Hosts whose alive/ key reports other labels than their node record
+ * (ringctl_labels.c): [{"node","record":{K:V},"host":{K:V}}]. */
+cJSON *ringctl_label_mismatch_json(const rk_state *st);
+/* The section "labels that differ", after a blank line; nothing if none. */
+void ringctl_label_mismatch_text(FILE *f, const rk_state *st);
+/* Appends one verify violation per such host to arr; returns how many. */
+int ringctl_label_violations(const rk_state *st, cJSON *arr);
+
 /* ----------------------------------------------------------------- pictures */
 
 /* Draws table t as SVG on f (render_svg.c): R concentric rings of tokens

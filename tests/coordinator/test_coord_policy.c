@@ -4,6 +4,8 @@
  *   - none: a dead host's re-replication is proposed and waits;
  *   - switched to repair, that same proposal runs with no `ringctl apply`,
  *     every move off the down host and streamed from a live replica;
+ *   - `ringctl remove` of the down host (it owns nothing now): the table
+ *     without it moves nothing, so it too runs by itself;
  *   - under repair, a join is proposed and waits for `ringctl apply`;
  *   - the policy shows in `ringctl auto-apply --json`; a bad policy is a
  *     usage error that changes nothing.
@@ -92,13 +94,25 @@ START_TEST(repair_runs_changes_wait) {
   ring_table_free(t);
   WAIT_UNTIL(env_all_acked(v2), 10, "not every agent acked v%llu", (unsigned long long)v2);
 
+  /* remove: the down a3 owns nothing; the table that drops it moves
+   * nothing, so it runs by itself too */
+  ck_assert_int_eq(env_ringctl(out, sizeof out, "remove a3"), 0);
+  env_run drop = env_wait_done(3, 60);
+  ck_assert_double_eq(drop.moves_total, 0);
+  v2 = env_version();
+  t = env_verify_clean();
+  ck_assert_int_lt(ring_table_find_node(t, "a3"), 0);
+  ring_table_free(t);
+  WAIT_UNTIL(env_node_is("a3", "removed"), 10, "nodes/a3 never became removed");
+  WAIT_UNTIL(env_all_acked(v2), 10, "not every agent acked v%llu", (unsigned long long)v2);
+
   /* repair: a join is a change, and waits for apply */
   env_agent("a7", "z2");
   WAIT_UNTIL(env_exists("plan/proposed"), 20, "no plan/proposed for a7's join");
   assert_nothing_runs(v2, 2500);
   ck_assert(env_node_is("a7", "joining"));
   ck_assert_int_eq(env_ringctl(NULL, 0, "apply"), 0);
-  env_run join = env_wait_done(3, 60);
+  env_run join = env_wait_done(4, 60);
   ck_assert_double_gt(join.moves_total, 0);
   ring_table_free(env_verify_clean());
   WAIT_UNTIL(env_node_is("a7", "active"), 10, "nodes/a7 never became active");
