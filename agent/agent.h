@@ -123,6 +123,7 @@ typedef struct agent_metrics {
   _Atomic uint64_t fetched;           /* arcs installed */
   _Atomic uint64_t fetch_failures;    /* attempts that failed */
   _Atomic uint64_t source_switches;   /* a dead source replaced by another */
+  _Atomic uint64_t busy_waits;        /* fetches put back because every source was busy */
   _Atomic uint64_t checksum_failures; /* files refetched after a mismatch */
   _Atomic uint64_t resumed_files;     /* files continued after a restart or a break */
   _Atomic uint64_t stale_removed;     /* unverified arcs taken out of service to be rechecked */

@@ -162,8 +162,8 @@ static void note_answer(agent *a, const fetch_work *w, uint32_t i, const arc_fet
   snprintf(token, sizeof token, "%" PRIu32, w->token);
   if (res->not_held) {
     atomic_fetch_add(&a->m.not_held, 1);
-    rd_log(RD_ERROR, "a source the table names does not hold the arc: not taken as empty",
-           "token", token, "node", w->ids[i], "addr", w->sources[i], NULL);
+    rd_log(RD_ERROR, "a source the table names does not hold the arc: not taken as empty", "token",
+           token, "node", w->ids[i], "addr", w->sources[i], NULL);
   }
   if (res->bad_signature) {
     atomic_fetch_add(&a->m.bad_signatures, 1);
@@ -177,7 +177,8 @@ static void note_answer(agent *a, const fetch_work *w, uint32_t i, const arc_fet
  * arc. Returns RING_OK (installed) or the last source's error, with err
  * filled; *from the index of the source. */
 static int fetch_from_sources(agent *a, arc_fetcher *fx, const fetch_work *w,
-                              const atomic_bool *stop, uint32_t *from, ring_error *err) {
+                              const atomic_bool *stop, uint32_t *from, bool *all_busy,
+                              ring_error *err) {
   arc_fetch_opts fo = {.keys = a->keys,
                        .self_id = a->o.id,
                        .fetcher = fx,
@@ -185,6 +186,8 @@ static int fetch_from_sources(agent *a, arc_fetcher *fx, const fetch_work *w,
                        .limiter = a->limiter,
                        .stop = stop};
   int rc = RING_EUNAVAIL;
+  bool any_busy = false; /* a busy source may hold the arc: never written off while one is */
+  *all_busy = w->n > 0;
   snprintf(err->message, sizeof err->message, "no source: no other owner of the token");
   for (uint32_t i = 0; i < w->n && !atomic_load(stop); i++) {
     char source[RING_ADDR_MAX + 16];
@@ -194,6 +197,8 @@ static int fetch_from_sources(agent *a, arc_fetcher *fx, const fetch_work *w,
     arc_fetch_result res = {0};
     rc = fetch_one(a, source, w, &fo, &res, err);
     note_answer(a, w, i, &res, err);
+    *all_busy = *all_busy && rc != RING_OK && res.busy;
+    any_busy = any_busy || res.busy;
     if (rc == RING_OK || atomic_load(stop) || !try_next_source(rc) ||
         (rc == RING_EEXIST && w->refill))
       break;
@@ -205,15 +210,19 @@ static int fetch_from_sources(agent *a, arc_fetcher *fx, const fetch_work *w,
       atomic_fetch_add(&a->m.source_switches, 1);
     }
   }
-  if (rc != RING_OK && !(w->refill && rc == RING_EEXIST) && try_next_source(rc) &&
+  if (rc != RING_OK && !(w->refill && rc == RING_EEXIST) && try_next_source(rc) && !any_busy &&
       !atomic_load(stop) && loss_accepted(a, w))
     rc = install_lost(a, w, err);
   return rc;
 }
 
+/* How long a job waits when every source was busy: short, jittered, and
+ * not a failure (the sources are pacing, not failing). */
+#define BUSY_WAIT_MS 200
+
 /* Records the outcome of a fetch of job j. Caller holds jobs_mu. */
 static void finish(agent *a, agent_job *j, const fetch_work *w, int rc, uint64_t bytes,
-                   uint32_t from, const ring_error *err) {
+                   uint32_t from, bool busy, const ring_error *err) {
   char token[16], version[24];
   snprintf(token, sizeof token, "%" PRIu32, w->token);
   snprintf(version, sizeof version, "%" PRIu64, w->version);
@@ -239,6 +248,11 @@ static void finish(agent *a, agent_job *j, const fetch_work *w, int rc, uint64_t
   j->state = AGENT_JOB_RETRY;
   if (atomic_load(&j->stop)) { /* abandoned: not a failure of the source */
     j->retry_at_ms = rd_now_ms();
+    return;
+  }
+  if (busy) { /* every source at its limit: come back soon, counted, not failing */
+    j->retry_at_ms = rd_now_ms() + BUSY_WAIT_MS + (uint64_t)(rd_now_ms() % BUSY_WAIT_MS);
+    atomic_fetch_add(&a->m.busy_waits, 1);
     return;
   }
   j->failures++;
@@ -291,13 +305,14 @@ static void *worker(void *ud) {
 
     ring_error err = {0};
     uint32_t from = 0;
-    int rc = fetch_from_sources(a, fx, &w, &j->stop, &from, &err);
+    bool busy = false;
+    int rc = fetch_from_sources(a, fx, &w, &j->stop, &from, &busy, &err);
     uint64_t bytes = rc == RING_OK ? agent_arc_bytes(a, w.token) : 0;
 
     pthread_mutex_lock(&a->jobs_mu);
     a->running--;
     atomic_store(&a->m.in_flight, a->running);
-    finish(a, j, &w, rc, bytes, from, &err);
+    finish(a, j, &w, rc, bytes, from, busy, &err);
     /* The slot this fetch frees is this worker's own next job (it loops
      * with the lock held), on the connection it has. No other worker is
      * woken: waking the idle pool on every arc cost each fetch a crowd of

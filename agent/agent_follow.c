@@ -111,6 +111,7 @@ static void apply_config(agent *a, const rk_config *c) {
   arc_limiter_set_rate(a->limiter, now->bytes_per_sec);
   atomic_store(&a->m.rate_limit, now->bytes_per_sec);
   agent_fetchers_limit(a, now->moves_per_node);
+  arc_server_limit(a->server, now->moves_per_node); /* the source side of the same limit */
   bool mode = first || a->config.migration != c->migration;
   a->config = *c;
   a->has_config = true;

@@ -53,6 +53,9 @@ void agent_metrics_text(void *ud, rd_text *t) {
       (double)m->fetched);
   one(t, "ring_agent_fetch_failures_total", "counter", "fetch attempts that failed",
       (double)m->fetch_failures);
+  one(t, "ring_agent_busy_waits_total", "counter",
+      "fetches put back for a moment because every source streamed at its limit",
+      (double)m->busy_waits);
   one(t, "ring_agent_source_switches_total", "counter",
       "fetches moved to another replica after a source failed", (double)m->source_switches);
   one(t, "ring_agent_checksum_failures_total", "counter",
@@ -104,6 +107,11 @@ void agent_metrics_text(void *ud, rd_text *t) {
       (double)ss.replayed);
   one(t, "ring_agent_server_busy_total", "counter",
       "requests refused with 503: no room to remember their nonce", (double)ss.busy);
+  one(t, "ring_agent_server_serve_busy_total", "counter",
+      "arc file requests answered 503 busy: throttle.moves_per_node files were streaming",
+      (double)ss.serve_busy);
+  one(t, "ring_agent_server_streaming", "gauge", "arc files being streamed to fetchers now",
+      (double)ss.serving);
   one(t, "ring_agent_server_not_held_total", "counter",
       "manifest requests for arcs this host does not hold", (double)ss.not_held);
   one(t, "ring_agent_server_store_missing_total", "counter",

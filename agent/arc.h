@@ -188,6 +188,10 @@ uint16_t arc_server_port(const arc_server *srv);
  * how many entries were skipped (malformed, unresolved), or < 0 on no
  * memory. Connections already open stay. */
 int arc_server_allow(arc_server *srv, const char *const *addrs, uint32_t n);
+/* At most n arc files streamed at once (throttle.moves_per_node; 0: no
+ * limit); a request past it is answered 503 "busy", signed, and counted
+ * (stats.serve_busy). Takes effect for the next request. */
+void arc_server_limit(arc_server *srv, uint32_t n);
 /* The server's admission counters as Prometheus lines named prefix_... */
 struct rd_text;
 void arc_server_admit_metrics(arc_server *srv, const char *prefix, struct rd_text *t);
@@ -202,6 +206,8 @@ typedef struct arc_server_stats {
   uint64_t busy;         /* 503: the replay cache had no room */
   uint64_t not_held;     /* 404 for a manifest: an arc this host does not hold */
   uint64_t store_missing; /* 503: arcs/ is not there (a data disk not mounted?) */
+  uint64_t serve_busy;    /* 503: already streaming throttle.moves_per_node arc files */
+  uint64_t serving;       /* arc files being streamed now */
   uint64_t bad_requests;
   uint64_t connections; /* accepted */
 } arc_server_stats;
@@ -253,6 +259,9 @@ typedef struct arc_fetch_result {
   bool empty;                /* installed from a signed manifest that lists no files */
   bool bad_signature;        /* an answer the receiver would act on was not signed by the
                                 expected node for this request: refused */
+  bool busy;                 /* the source answered 503 busy: it streams as many arcs as
+                                throttle.moves_per_node allows. Only a pause: even unsigned,
+                                it can delay a fetch, never change what is installed */
 } arc_fetch_result;
 
 /* Fetches arc `token` from the arc server at `source` (host:port, or a

@@ -228,6 +228,8 @@ static int request_error(fetch *f, const char *what, CURLcode rc, long status, r
     return ring__err(err, RING_ENOTFOUND, "arc %" PRIu32 ": %s: not held by %s (%s)", t, what,
                      src, base);
   if (status == 503) /* the source says why: "arc store unavailable", "busy" */
+    f->res.busy = strncmp(answer_text(f), "busy", 4) == 0;
+  if (status == 503)
     return ring__err(err, RING_EUNAVAIL, "arc %" PRIu32 ": %s: %s (%s): %.*s", t, what, src, base,
                      answer_line(f), answer_text(f));
   if (rc == CURLE_OPERATION_TIMEDOUT)

@@ -17,7 +17,7 @@
  * bytes is signed with this node's id and the request's nonce: a receiver
  * acts on nothing else.
  */
-#define _GNU_SOURCE /* O_NOFOLLOW, O_CLOEXEC, getaddrinfo */
+#define _GNU_SOURCE     /* O_NOFOLLOW, O_CLOEXEC, getaddrinfo */
 #include <microhttpd.h> /* before daemon.h: rd_admit's libmicrohttpd side */
 
 #include "arc_int.h"
@@ -66,13 +66,15 @@ struct arc_server {
   char node[RING_ID_MAX + 1];
   int64_t skew_ms;
   arc_replay *replay;
-  rd_admit *admit;  /* who may connect, how many, how fast their headers must come */
+  rd_admit *admit;     /* who may connect, how many, how fast their headers must come */
   atomic_bool started; /* mhd is up: its complaints are counted, not kept as the start error */
-  char *cert, *key; /* PEM contents for TLS, or NULL; live as long as mhd */
+  char *cert, *key;    /* PEM contents for TLS, or NULL; live as long as mhd */
   uint16_t port;
   atomic_uint_fast64_t bytes_out, requests, unauthorized, bad_requests, connections;
-  atomic_uint_fast64_t skewed, replayed, busy, not_held, store_missing;
-  char error[256]; /* libmicrohttpd's last complaint, for a failed start */
+  atomic_uint_fast64_t skewed, replayed, busy, not_held, store_missing, serve_busy;
+  atomic_uint serve_limit; /* arc files streamed at once; 0: no limit */
+  atomic_uint serving;     /* streams holding a slot; released when their request completes */
+  char error[256];         /* libmicrohttpd's last complaint, for a failed start */
 };
 
 /* ------------------------------------------------ the listen address, TLS */
@@ -299,8 +301,24 @@ static mhd_result unsatisfiable(struct MHD_Connection *c, uint64_t size) {
 /* The file (a range of it with 206), sent from its descriptor. It is
  * opened under the arc's directory, itself opened without following a
  * symbolic link, so a link at arcs/<token> or at the name serves nothing. */
+/* Takes a streaming slot for this request (released by completed()), or
+ * false when throttle.moves_per_node files are streaming already. */
+static bool take_slot(arc_server *srv, void **req) {
+  unsigned limit = atomic_load(&srv->serve_limit);
+  if (atomic_fetch_add(&srv->serving, 1) >= limit && limit != 0) {
+    atomic_fetch_sub(&srv->serving, 1);
+    atomic_fetch_add(&srv->serve_busy, 1);
+    return false;
+  }
+  *req = &srv->serving; /* marks the request as holding a slot */
+  return true;
+}
+
 static mhd_result serve_file(arc_server *srv, struct MHD_Connection *c, const answer_ctx *a,
-                             const char *name) {
+                             const char *name, void **req) {
+  if (!take_slot(srv, req))
+    return reply_text(srv, c, a, MHD_HTTP_SERVICE_UNAVAILABLE,
+                      "busy: streaming as many arc files as throttle.moves_per_node allows\n");
   ring_error err;
   int dfd = arc__store_open_arc(srv->store, a->token, &err);
   if (dfd == RING_EUNAVAIL)
@@ -406,7 +424,17 @@ static mhd_result route(void *cls, struct MHD_Connection *c, const char *url, co
     return reply_text(srv, c, &a, MHD_HTTP_NOT_FOUND, "not found\n");
   if (!arc__valid_name(slash + 7))
     return bad_request(srv, c, &a, "bad file name: [A-Za-z0-9._-], no leading '.'\n");
-  return serve_file(srv, c, &a, slash + 7);
+  return serve_file(srv, c, &a, slash + 7, req);
+}
+
+/* A request ended (sent, failed or cut): its streaming slot, if any, is free. */
+static void completed(void *cls, struct MHD_Connection *c, void **req,
+                      enum MHD_RequestTerminationCode toe) {
+  arc_server *srv = cls;
+  (void)c, (void)toe;
+  if (*req == &srv->serving)
+    atomic_fetch_sub(&srv->serving, 1);
+  *req = NULL;
 }
 
 /* ---------------------------------------------------------- start and stop */
@@ -454,14 +482,14 @@ static struct MHD_Daemon *start_mhd(arc_server *srv, const arc_server_opts *o,
       {MHD_OPTION_HTTPS_MEM_KEY, 0, srv->key},
       {MHD_OPTION_END, 0, NULL},
   };
-  return MHD_start_daemon(flags, 0, rd_admit_accept, srv->admit, route, srv,
-                          MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv, MHD_OPTION_UNESCAPE_CALLBACK,
-                          unescape, NULL, MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_THREAD_POOL_SIZE,
-                          (unsigned)ARC_SERVER_THREADS, MHD_OPTION_CONNECTION_TIMEOUT, timeout,
-                          MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ARC_SERVER_MEMORY,
-                          MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_ARRAY, admit,
-                          MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_ARRAY,
-                          tls, MHD_OPTION_END);
+  return MHD_start_daemon(
+      flags, 0, rd_admit_accept, srv->admit, route, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
+      MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_SOCK_ADDR, addr,
+      MHD_OPTION_THREAD_POOL_SIZE, (unsigned)ARC_SERVER_THREADS, MHD_OPTION_CONNECTION_TIMEOUT,
+      timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ARC_SERVER_MEMORY,
+      MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_ARRAY, admit, MHD_OPTION_NOTIFY_CONNECTION,
+      on_connection, srv, MHD_OPTION_NOTIFY_COMPLETED, completed, srv, MHD_OPTION_ARRAY, tls,
+      MHD_OPTION_END);
 }
 
 static void server_free(arc_server *srv) {
@@ -532,6 +560,11 @@ int arc_server_start(arc_store *s, const arc_server_opts *o, arc_server **out, r
 
 uint16_t arc_server_port(const arc_server *srv) { return srv ? srv->port : 0; }
 
+void arc_server_limit(arc_server *srv, uint32_t n) {
+  if (srv != NULL)
+    atomic_store(&srv->serve_limit, n);
+}
+
 int arc_server_allow(arc_server *srv, const char *const *addrs, uint32_t n) {
   return srv ? rd_admit_set_allowed(srv->admit, addrs, n) : -1;
 }
@@ -559,6 +592,8 @@ void arc_server_stats_get(arc_server *srv, arc_server_stats *out) {
   out->busy = atomic_load(&srv->busy);
   out->not_held = atomic_load(&srv->not_held);
   out->store_missing = atomic_load(&srv->store_missing);
+  out->serve_busy = atomic_load(&srv->serve_busy);
+  out->serving = atomic_load(&srv->serving);
   out->bad_requests = atomic_load(&srv->bad_requests);
   out->connections = atomic_load(&srv->connections);
 }

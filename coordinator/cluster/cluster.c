@@ -819,15 +819,18 @@ static void node_from_table(const ring_table *t, uint16_t i, rk_node *n) {
   snprintf(n->addr, sizeof n->addr, "%s", ring_table_node_addr(t, i));
 }
 
+/* The throttle is not the planner's: its waves are the dependency layers
+ * alone (at most one replica of a token per wave), and the limits apply
+ * live, at each step of the run (coord_run.c) and where the bytes flow
+ * (the agents), so changing them never changes a plan or its digest. The
+ * plan document keeps the fields (0) so that documents made with limits
+ * still compute to their digest. */
 static void input_settings(const rk_config *c, rk_plan_input *in) {
   in->tokens = c->tokens;
   in->replicas = c->replicas;
   in->seed = c->seed;
   snprintf(in->failure_domain, sizeof in->failure_domain, "%s", c->failure_domain);
   snprintf(in->best_effort, sizeof in->best_effort, "%s", c->best_effort);
-  in->moves_per_node = c->throttle.moves_per_node;
-  in->moves_per_domain = c->throttle.moves_per_domain;
-  in->moves_per_wave = c->throttle.moves_per_wave;
 }
 
 int rk_desired_input(const rk_state *s, const ring_table *table, rk_plan_input *in,

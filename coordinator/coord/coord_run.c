@@ -4,7 +4,8 @@
  *
  * Sections:
  *   1. the run's plan: recomputed from its document once per term
- *   2. choosing the in-flight set under the live throttle
+ *   2. choosing the in-flight set under the live throttle (cluster-wide and
+ *      per domain; the per-node limit is the agents', where bytes flow)
  *   3. waiting: acks and progress
  *   4. writing the next cursor, finishing a run
  *   5. the step
@@ -53,11 +54,16 @@ static bool fatal(int rc) {
 
 #define DOMAINS_MAX 256
 
+/* The limits a pending set obeys, read from config at each step. Not
+ * moves_per_node: a version may name many pending moves for one node while
+ * its agent fetches at most that many at once, and each source serves at
+ * most that many (agent_fetchers.c, arc_server.c). So a join's versions do
+ * not grow with moves / limit, and a raised limit speeds up the current
+ * set at once. */
 typedef struct budget {
   const rk_throttle *th;
-  const ring_table *t;       /* the target: node ids and domains */
-  const char *level;         /* hard failure-domain label, "" for none */
-  uint32_t *per_node;        /* indexed by target node */
+  const ring_table *t; /* the target: node ids and domains */
+  const char *level;   /* hard failure-domain label, "" for none */
   const char *dom[DOMAINS_MAX];
   uint32_t per_dom[DOMAINS_MAX];
   uint32_t n_dom, total;
@@ -65,9 +71,8 @@ typedef struct budget {
 
 /* The counter of a node's hard domain, NULL when domains are not limited. */
 static uint32_t *domain_slot(budget *b, uint16_t node) {
-  const char *v = b->level[0] && node != RING_NODE_NONE
-                      ? ring_table_node_label(b->t, node, b->level)
-                      : NULL;
+  const char *v =
+      b->level[0] && node != RING_NODE_NONE ? ring_table_node_label(b->t, node, b->level) : NULL;
   if (v == NULL || b->th->moves_per_domain == 0)
     return NULL;
   for (uint32_t i = 0; i < b->n_dom; i++)
@@ -79,22 +84,14 @@ static uint32_t *domain_slot(budget *b, uint16_t node) {
   return &b->per_dom[b->n_dom++];
 }
 
-static bool node_fits(const budget *b, uint16_t n) {
-  return n == RING_NODE_NONE || b->th->moves_per_node == 0 ||
-         b->per_node[n] < b->th->moves_per_node;
-}
-
 /* Takes a move if every limit allows it. */
 static bool take(budget *b, const ring_move *m) {
   uint32_t *df = domain_slot(b, m->from), *dt = domain_slot(b, m->to);
   uint32_t lim = b->th->moves_per_domain;
-  if ((b->th->moves_per_wave && b->total >= b->th->moves_per_wave) || !node_fits(b, m->from) ||
-      !node_fits(b, m->to) || (df && *df >= lim) || (dt && *dt + (dt == df) >= lim))
+  if ((b->th->moves_per_wave && b->total >= b->th->moves_per_wave) || (df && *df >= lim) ||
+      (dt && *dt + (dt == df) >= lim))
     return false;
   b->total++;
-  if (m->from != RING_NODE_NONE)
-    b->per_node[m->from]++;
-  b->per_node[m->to]++;
   if (df)
     (*df)++;
   if (dt && dt != df)
@@ -108,8 +105,6 @@ static uint32_t choose(const ring_plan *p, const rk_run *run, const rk_config *c
                        uint8_t *pick) {
   const ring_table *t = ring_plan_target(p);
   budget b = {.th = &cfg->throttle, .t = t, .level = ring_table_failure_domain(t)};
-  if ((b.per_node = calloc(ring_table_node_count(t) + 1u, sizeof *b.per_node)) == NULL)
-    return 0;
   const ring_move *m = ring_plan_moves(p);
   uint32_t n = 0;
   for (uint32_t i = 0; i < ring_plan_move_count(p); i++) {
@@ -120,7 +115,6 @@ static uint32_t choose(const ring_plan *p, const rk_run *run, const rk_config *c
       n++;
     }
   }
-  free(b.per_node);
   return n;
 }
 
@@ -173,8 +167,7 @@ static int receivers_in(const rk_state *s, const ring_plan *p, const rk_run *run
     if (n != NULL && n->state == RING_NODE_DOWN)
       return -1;
     const rk_progress *pr = rk_state_progress(s, id);
-    if (pr == NULL || pr->version != run->cursor.version ||
-        !rk_progress_covers(pr, &m[i].token, 1))
+    if (pr == NULL || pr->version != run->cursor.version || !rk_progress_covers(pr, &m[i].token, 1))
       return 0;
   }
   return 1;
@@ -227,8 +220,8 @@ static int run_ops_make(coord *c, const rk_run *r, run_ops *o) {
   rk_key2(o->khist, c->o.cluster, "plan/history/", r->plan.id[0] ? r->plan.id : "refused");
   bool terminal = r->state >= RK_RUN_DONE;
   const char *k = terminal ? o->khist : o->kact;
-  o->ops[0] = (ring_op){.type = RING_OP_PUT, .key = k, .key_len = strlen(k), .value = o->value,
-                        .value_len = len};
+  o->ops[0] = (ring_op){
+      .type = RING_OP_PUT, .key = k, .key_len = strlen(k), .value = o->value, .value_len = len};
   o->ops[1] = (ring_op){.type = RING_OP_DELETE, .key = o->kact, .key_len = strlen(o->kact)};
   o->n = terminal ? 2 : 1;
   return RING_OK;
@@ -260,8 +253,11 @@ static int commit(coord *c, const rk_state *s, next_run *n, ring_table *table) {
   } else {
     char kact[RK_KEY_MAX];
     int len = coord_key(c, kact, "plan/active");
-    ring_cmp cmp = {.key = kact, .key_len = (size_t)len, .target = RING_CMP_MOD,
-                    .op = RING_CMP_EQ, .number = s->active_mod};
+    ring_cmp cmp = {.key = kact,
+                    .key_len = (size_t)len,
+                    .target = RING_CMP_MOD,
+                    .op = RING_CMP_EQ,
+                    .number = s->active_mod};
     rc = coord_txn(c, &cmp, 1, o.ops, o.n, &err);
   }
   free(o.value);

@@ -191,13 +191,12 @@ START_TEST(slow_loris) {
 }
 END_TEST
 
-
 /* The X-Ring-Auth value of a GET of path from TEST_DST_ID to `to`, at ts_ms. */
 static void signed_value(char *v, size_t cap, const char *path, const char *to, int64_t ts_ms,
                          unsigned char nonce[ARC_NONCE_LEN]) {
-  ck_assert_int_eq(arc_auth_sign_request(test_keys(), TEST_DST_ID, to, "GET", path, "", ts_ms,
-                                         nonce, v, cap),
-                   RING_OK);
+  ck_assert_int_eq(
+      arc_auth_sign_request(test_keys(), TEST_DST_ID, to, "GET", path, "", ts_ms, nonce, v, cap),
+      RING_OK);
 }
 
 /* A signed request sent twice is refused the second time; a time beyond
@@ -224,10 +223,10 @@ START_TEST(replays_and_skew_refused) {
   ck_assert_int_eq(http_get(env.source, m, v, NULL, NULL).status, 401); /* meant for another */
   char range[512];
   signed_line(range, sizeof range, "GET", "/v1/arcs/5/files/f0", "bytes=0-9", now);
-  ck_assert_int_eq(http_get(env.source, "/v1/arcs/5/files/f0", range + strlen(ARC_AUTH_HEADER) + 2,
-                            "0-99", NULL)
-                       .status,
-                   401); /* signed for another range */
+  ck_assert_int_eq(
+      http_get(env.source, "/v1/arcs/5/files/f0", range + strlen(ARC_AUTH_HEADER) + 2, "0-99", NULL)
+          .status,
+      401); /* signed for another range */
   arc_server_stats st;
   arc_server_stats_get(env.srv, &st);
   ck_assert_uint_eq(st.replayed, 1);
@@ -303,6 +302,59 @@ START_TEST(store_missing_is_not_not_held) {
 }
 END_TEST
 
+/* Opens a connection and sends a signed GET of a large file without
+ * reading the answer: the server streams into a full socket, holding its
+ * slot until the connection goes. Returns the socket. */
+static int hold_stream(const char *path) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int small = 4096;
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(arc_server_port(env.srv))};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+  char auth[512], req[1024];
+  signed_line(auth, sizeof auth, "GET", path, "", arc__wall_ms());
+  int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\n%s\r\n\r\n", path, auth);
+  ck_assert_int_eq(send(fd, req, (size_t)n, 0), n);
+  return fd;
+}
+
+static arc_server_stats stats(void) {
+  arc_server_stats st;
+  arc_server_stats_get(env.srv, &st);
+  return st;
+}
+
+/* throttle.moves_per_node on the source side: past the limit a file
+ * request is answered 503 busy, signed and counted; the slot comes back
+ * when the stream's connection ends; 0 lifts the limit. */
+START_TEST(streams_limited) {
+  make_arc(env.src_dir, 7, 1, 32u << 20);
+  arc_server_limit(env.srv, 1);
+  int fd = hold_stream("/v1/arcs/7/files/f0");
+  double end = now_s() + 5;
+  while (stats().serving < 1 && now_s() < end)
+    usleep(10000);
+  ck_assert_uint_eq(stats().serving, 1);
+  http_reply r = http_get(env.source, "/v1/arcs/5/files/f1", BEARER, NULL, NULL);
+  ck_assert_int_eq(r.status, 503);
+  ck_assert_ptr_nonnull(strstr(r.text, "busy"));
+  ck_assert_uint_eq(stats().serve_busy, 1);
+  ck_assert_int_eq(http_get(env.source, "/v1/arcs/5/manifest", BEARER, NULL, NULL).status, 200);
+  close(fd);
+  end = now_s() + 10;
+  while (stats().serving > 0 && now_s() < end)
+    usleep(10000);
+  ck_assert_uint_eq(stats().serving, 0);
+  ck_assert_int_eq(http_get(env.source, "/v1/arcs/5/files/f1", BEARER, NULL, NULL).status, 200);
+  arc_server_limit(env.srv, 0);
+  fd = hold_stream("/v1/arcs/7/files/f0");
+  ck_assert_int_eq(http_get(env.source, "/v1/arcs/5/files/f1", BEARER, NULL, NULL).status, 200);
+  close(fd);
+  ck_assert_uint_eq(stats().serve_busy, 1);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("arc_server");
   TCase *tc = tcase_create("server");
@@ -320,6 +372,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, answers_are_signed);
   tcase_add_test(tc, symlinks_not_served);
   tcase_add_test(tc, store_missing_is_not_not_held);
+  tcase_add_test(tc, streams_limited);
   suite_add_tcase(s, tc);
   return s;
 }

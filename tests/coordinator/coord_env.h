@@ -37,7 +37,7 @@
 #define ENV_CLUSTER "ck"
 #define ENV_PREFIX "/ringkeeper/" ENV_CLUSTER "/"
 #define ENV_COORDS 3
-#define ENV_AGENTS 16
+#define ENV_AGENTS 112 /* test_coord_versions runs 101 */
 #define RK_KEY_MAX_TEST 256
 
 /* ------------------------------------------------------- the environment */

@@ -52,7 +52,7 @@ static void wait_settled(const char *id, int replicas) {
 }
 
 START_TEST(tables_history_and_revisions_stay_bounded) {
-  env_config k = {.tokens = 256, .replicas = 3, .auto_apply = true, .per_node = 2,
+  env_config k = {.tokens = 256, .replicas = 3, .auto_apply = true, .per_wave = 8,
                   .keep_versions = 3, .keep_plans = 2};
   uint64_t v1 = env_bootstrap(&k, 4, 3, 1, "--auto-apply --compact-every 1s");
   ck_assert(revision_readable(1));
