@@ -60,9 +60,11 @@ static int withdraw(coord *c, const rk_state *s) {
 /* A repair only restores redundancy: every move takes a replica off a down
  * node and streams it from a live one; a plan that moves nothing (a
  * removed node leaving the table) is one too. Anything else (a join, a
- * drain, a weight, or a move whose data is gone) is a change an operator
- * approves. */
+ * drain, a weight, a move whose data is gone, the first placement) is a
+ * change an operator approves. */
 static bool is_repair(const ring_plan *p) {
+  if (ring_plan_base_version(p) == 0)
+    return false;
   const ring_table *target = ring_plan_target(p);
   const ring_move *m = ring_plan_moves(p);
   uint32_t n = ring_plan_move_count(p);

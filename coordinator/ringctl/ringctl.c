@@ -40,6 +40,7 @@ static const command commands[] = {
     {"weight", ringctl_cmd_weight, "change a node's weight (capacity)"},
     {"label", ringctl_cmd_label, "set or remove a node's labels (its failure domains)"},
     {"remove", ringctl_cmd_remove, "forget a drained or down node that owns nothing"},
+    {"replace", ringctl_cmd_replace, "a new node takes an old one's token-replicas one for one"},
     {"throttle", ringctl_cmd_throttle, "show or change the migration limits"},
     {"auto-apply", ringctl_cmd_auto_apply,
      "show or change which plans run without apply: none, repair or all"},

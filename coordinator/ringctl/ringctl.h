@@ -131,6 +131,7 @@ int ringctl_cmd_auto_apply(ringctl_args *a);
 int ringctl_cmd_label(ringctl_args *a);
 int ringctl_cmd_remove(ringctl_args *a);
 int ringctl_cmd_diff(ringctl_args *a);
+int ringctl_cmd_replace(ringctl_args *a);
 int ringctl_cmd_lookup(ringctl_args *a);
 int ringctl_cmd_history(ringctl_args *a);
 int ringctl_cmd_verify(ringctl_args *a);
