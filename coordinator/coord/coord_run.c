@@ -10,6 +10,7 @@
  *   5. the step
  */
 #include "coord.h"
+#include "ring_int.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -55,9 +56,9 @@ static bool fatal(int rc) {
 
 typedef struct budget {
   const rk_throttle *th;
-  const ring_table *t;       /* the target: node ids and domains */
-  const char *level;         /* hard failure-domain label, "" for none */
-  uint32_t *per_node;        /* indexed by target node */
+  const ring_table *t; /* the target: node ids and domains */
+  const char *level;   /* hard failure-domain label, "" for none */
+  uint32_t *per_node;  /* indexed by target node */
   const char *dom[DOMAINS_MAX];
   uint32_t per_dom[DOMAINS_MAX];
   uint32_t n_dom, total;
@@ -65,9 +66,8 @@ typedef struct budget {
 
 /* The counter of a node's hard domain, NULL when domains are not limited. */
 static uint32_t *domain_slot(budget *b, uint16_t node) {
-  const char *v = b->level[0] && node != RING_NODE_NONE
-                      ? ring_table_node_label(b->t, node, b->level)
-                      : NULL;
+  const char *v =
+      b->level[0] && node != RING_NODE_NONE ? ring_table_node_label(b->t, node, b->level) : NULL;
   if (v == NULL || b->th->moves_per_domain == 0)
     return NULL;
   for (uint32_t i = 0; i < b->n_dom; i++)
@@ -173,8 +173,7 @@ static int receivers_in(const rk_state *s, const ring_plan *p, const rk_run *run
     if (n != NULL && n->state == RING_NODE_DOWN)
       return -1;
     const rk_progress *pr = rk_state_progress(s, id);
-    if (pr == NULL || pr->version != run->cursor.version ||
-        !rk_progress_covers(pr, &m[i].token, 1))
+    if (pr == NULL || pr->version != run->cursor.version || !rk_progress_covers(pr, &m[i].token, 1))
       return 0;
   }
   return 1;
@@ -227,8 +226,8 @@ static int run_ops_make(coord *c, const rk_run *r, run_ops *o) {
   rk_key2(o->khist, c->o.cluster, "plan/history/", r->plan.id[0] ? r->plan.id : "refused");
   bool terminal = r->state >= RK_RUN_DONE;
   const char *k = terminal ? o->khist : o->kact;
-  o->ops[0] = (ring_op){.type = RING_OP_PUT, .key = k, .key_len = strlen(k), .value = o->value,
-                        .value_len = len};
+  o->ops[0] = (ring_op){
+      .type = RING_OP_PUT, .key = k, .key_len = strlen(k), .value = o->value, .value_len = len};
   o->ops[1] = (ring_op){.type = RING_OP_DELETE, .key = o->kact, .key_len = strlen(o->kact)};
   o->n = terminal ? 2 : 1;
   return RING_OK;
@@ -254,14 +253,17 @@ static int commit(coord *c, const rk_state *s, next_run *n, ring_table *table) {
   int rc = run_ops_make(c, &n->r, &o);
   if (rc != RING_OK) {
     ring_table_free(table);
-    rk_fail(&err, rc, "encoding the run: %s", ring_strerror(rc));
+    ring__err(&err, rc, "encoding the run: %s", ring_strerror(rc));
   } else if (table) {
     rc = coord_publish(c, s, table, o.ops, o.n, &err);
   } else {
     char kact[RK_KEY_MAX];
     int len = coord_key(c, kact, "plan/active");
-    ring_cmp cmp = {.key = kact, .key_len = (size_t)len, .target = RING_CMP_MOD,
-                    .op = RING_CMP_EQ, .number = s->active_mod};
+    ring_cmp cmp = {.key = kact,
+                    .key_len = (size_t)len,
+                    .target = RING_CMP_MOD,
+                    .op = RING_CMP_EQ,
+                    .number = s->active_mod};
     rc = coord_txn(c, &cmp, 1, o.ops, o.n, &err);
   }
   free(o.value);
@@ -424,8 +426,8 @@ int coord_run_step(coord *c, const rk_state *s) {
     if (in == 1 && lag == NULL)
       return cut_over(c, s, run);
     if (lag != NULL && waiting_for(c, run) > ACK_PATIENCE_MS) {
-      rk_fail(&err, RING_ETIMEDOUT, "%s has not acked version %" PRIu64 " (the wave waits for it)",
-              lag, s->version);
+      ring__err(&err, RING_ETIMEDOUT,
+                "%s has not acked version %" PRIu64 " (the wave waits for it)", lag, s->version);
       coord_trouble(c, "waiting for acks", &err); /* named in the log and /healthz */
     }
     return 0;

@@ -22,6 +22,7 @@
 #define _GNU_SOURCE /* strdup, strtok_r */
 #include "ringctl_etcd.h"
 #include "ringctl_out.h"
+#include "ring_int.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -123,14 +124,14 @@ static int read_base(ringctl_ctx *ctx, recover_input *in) {
                        in->base_version);
   ring_error err = {RING_OK, ""};
   if (kv.value_len > TABLE_VALUE_MAX)
-    rc = rk_fail(&err, RING_ETOOBIG, "%zu bytes over the %u cap", kv.value_len, TABLE_VALUE_MAX);
+    rc = ring__err(&err, RING_ETOOBIG, "%zu bytes over the %u cap", kv.value_len, TABLE_VALUE_MAX);
   else
     rc = ring_table_decode((const char *)kv.value, kv.value_len, &in->base, &err);
   ring_kv_clear(&kv);
   if (rc == RING_OK && (ring_table_version(in->base) != in->base_version ||
                         strcmp(ring_table_cluster(in->base), ctx->cluster) != 0))
-    rc = rk_fail(&err, RING_EVERSION, "it holds table %" PRIu64 " of cluster %s",
-                 ring_table_version(in->base), ring_table_cluster(in->base));
+    rc = ring__err(&err, RING_EVERSION, "it holds table %" PRIu64 " of cluster %s",
+                   ring_table_version(in->base), ring_table_cluster(in->base));
   if (rc != RING_OK)
     return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "recovery-table/%" PRIu64 " is unusable: %s",
                        in->base_version, err.message);
@@ -276,8 +277,8 @@ static int ops_make(ringctl_ctx *ctx, const rk_state *st, const recover_input *i
   char *table = NULL, *rec = NULL, *ver = malloc(24);
   size_t tlen = 0, rlen = 0;
   ring__recovered r = {.version = in->version,
-                    .seen_version = in->seen < in->version ? in->seen : 0,
-                    .at_ms = ringctl_now_ms()};
+                       .seen_version = in->seen < in->version ? in->seen : 0,
+                       .at_ms = ringctl_now_ms()};
   snprintf(r.by, sizeof r.by, "%s", RECOVERED_BY);
   if (!p->ops || !p->keys || !p->values || !ver || ring_table_encode(t, &table, &tlen) != RING_OK ||
       ring__recovered_encode(&r, &rec, &rlen) != RING_OK) {
