@@ -133,9 +133,9 @@ bool agent_health_text(void *ud, rd_text *t) {
   if (atomic_load(&a->m.registered) == 0) {
     rd_text why = {0};
     bool told = !rd_health_text(&a->health, &why); /* say why, when a step said so */
-    rd_text_printf(t, "not registered%s%.*s", told ? ": " : " yet\n", told ? (int)why.len : 0,
-                   told && why.data ? why.data : "");
-    free(why.data);
+    ring__sb_printf(t, "not registered%s%.*s", told ? ": " : " yet\n", told ? (int)why.len : 0,
+                    told && why.p ? why.p : "");
+    free(why.p);
     return false;
   }
   return rd_health_text(&a->health, t);

@@ -137,13 +137,13 @@ static mhd_result reply_static(struct MHD_Connection *c, unsigned status, const 
  * becomes a 500. */
 static mhd_result reply_body(struct MHD_Connection *c, unsigned status, const char *type,
                              rd_text *t, bool page) {
-  if (t->failed) {
-    free(t->data);
+  if (t->oom) {
+    free(t->p);
     return reply_static(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
   }
-  if (t->data == NULL)
+  if (t->p == NULL)
     return reply_page(c, status, type, (char *)"", 0, NULL, page);
-  return reply_page(c, status, type, t->data, t->len, free, page);
+  return reply_page(c, status, type, t->p, t->len, free, page);
 }
 
 static mhd_result reply_text(struct MHD_Connection *c, unsigned status, const char *type,
@@ -166,9 +166,9 @@ static mhd_result serve_health(const rd_http *h, struct MHD_Connection *c) {
   if (h->health != NULL)
     ok = h->health(h->ud, &t);
   if (t.len == 0)
-    rd_text_printf(&t, "%s", ok ? "ok" : "unhealthy");
-  if (!t.failed && t.data[t.len - 1] != '\n')
-    rd_text_printf(&t, "\n");
+    ring__sb_printf(&t, "%s", ok ? "ok" : "unhealthy");
+  if (!t.oom && t.p[t.len - 1] != '\n')
+    ring__sb_printf(&t, "\n");
   return reply_text(c, ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, PLAIN_TYPE, &t);
 }
 

@@ -157,13 +157,13 @@ bool coord_health_text(void *ud, rd_text *t) {
   bool ok = rd_health_text(&c->health, &trouble);
   bool calm = coord_stuck_health(c, t);
   calm = coord_missing_health(t, !calm) && calm; /* missing replicas: after the stuck moves */
-  const char *line = trouble.data != NULL ? trouble.data : "ok\n";
+  const char *line = trouble.p != NULL ? trouble.p : "ok\n";
   if (calm)
-    rd_text_printf(t, "%s", line);
+    ring__sb_printf(t, "%s", line);
   else if (ok)
-    rd_text_printf(t, "\n");
+    ring__sb_printf(t, "\n");
   else
-    rd_text_printf(t, "; %s", line);
-  free(trouble.data);
+    ring__sb_printf(t, "; %s", line);
+  free(trouble.p);
   return calm && ok;
 }

@@ -73,7 +73,7 @@ bool coord_missing_health(rd_text *t, bool after) {
   pthread_mutex_lock(&mu);
   bool calm = health[0] == '\0';
   if (!calm)
-    rd_text_printf(t, "%s%s", after ? "; " : "", health);
+    ring__sb_printf(t, "%s%s", after ? "; " : "", health);
   pthread_mutex_unlock(&mu);
   return calm;
 }

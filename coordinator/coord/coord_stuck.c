@@ -284,7 +284,7 @@ bool coord_stuck_health(coord *c, rd_text *t) {
   pthread_mutex_lock(&c->stuck.mu);
   bool calm = c->stuck.health[0] == '\0';
   if (!calm)
-    rd_text_printf(t, "%s", c->stuck.health);
+    ring__sb_printf(t, "%s", c->stuck.health);
   pthread_mutex_unlock(&c->stuck.mu);
   return calm;
 }

@@ -250,11 +250,11 @@ static mhd_result do_metrics(kv_server *s, struct MHD_Connection *c) {
          (double)s->adopted);
   metric(&t, "ringkv_staging_dropped_total", "counter", "staging dirs dropped", "",
          (double)s->dropped);
-  if (t.failed) {
-    free(t.data);
+  if (t.oom) {
+    free(t.p);
     return text_reply(s, c, 500, 0, "out of memory\n");
   }
-  reply r = {.status = 200, .body = t.data, .len = t.len};
+  reply r = {.status = 200, .body = t.p, .len = t.len};
   if (r.body == NULL)
     r.text = "";
   return send_reply(s, c, &r);
