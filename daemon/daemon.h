@@ -74,6 +74,11 @@ void rd_log(rd_level l, const char *msg, ...);
 void rd_log(rd_level l, const char *msg, ...) __attribute__((sentinel));
 /* The same with printf formatting of the message; no key=value pairs. */
 void rd_logf(rd_level l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A ring_log_cb (ring_etcd.h) for ring_watcher_opts.log: the watcher's
+ * events become this logger's lines, with cluster, version, source and err
+ * as keys. log_ud is unused. */
+struct ring_log_event;
+void rd_ring_log(void *log_ud, const struct ring_log_event *ev);
 
 /* ------------------------------------------------------------------ HTTP */
 
