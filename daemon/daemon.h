@@ -87,10 +87,16 @@ void rd_ring_log(void *log_ud, const struct ring_log_event *ev);
  * the server answers 500, so handlers need no error paths. */
 typedef ring__sbuf rd_text;
 
-/* Prometheus text exposition helpers: a "# HELP" and "# TYPE" header once
- * per metric family, then samples. labels is "" or `a="x",b="y"`. */
+/* The Prometheus text exposition writer every daemon uses: a "# HELP" and
+ * "# TYPE" header once per metric family (help escaped), then its samples.
+ * rd_metric_sample's labels is NULL, "" or `a="x",b="y"` already escaped;
+ * rd_metric_labeled writes one label and escapes its value (backslash,
+ * double quote, newline). rd_metric: a family of one unlabelled sample. */
 void rd_metric_head(rd_text *t, const char *name, const char *type, const char *help);
 void rd_metric_sample(rd_text *t, const char *name, const char *labels, double value);
+void rd_metric_labeled(rd_text *t, const char *name, const char *label, const char *label_value,
+                       double value);
+void rd_metric(rd_text *t, const char *name, const char *type, const char *help, double value);
 
 /* /metrics: fills t with the exposition. /healthz: returns true when
  * healthy, writing a one-line reason to t either way ("ok", "etcd

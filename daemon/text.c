@@ -12,20 +12,24 @@
 
 /* ----------------------------------------------------------------- metrics */
 
-/* HELP text escapes backslash and newline (the exposition format's rule). */
-static void put_help(rd_text *t, const char *help) {
-  for (const char *p = help; *p != '\0';) {
-    size_t run = strcspn(p, "\\\n");
+/* s with each byte of `special` backslash-escaped (a newline as \n): the
+ * exposition format escapes backslash and newline in HELP text, and
+ * backslash, double quote and newline in a label value. */
+static void put_escaped(rd_text *t, const char *s, const char *special) {
+  for (const char *p = s; *p != '\0';) {
+    size_t run = strcspn(p, special);
     ring__sb_printf(t, "%.*s", (int)run, p);
     p += run;
-    if (*p != '\0')
-      ring__sb_printf(t, "%s", *p++ == '\\' ? "\\\\" : "\\n");
+    if (*p != '\0') {
+      char c = *p++;
+      ring__sb_printf(t, "\\%c", c == '\n' ? 'n' : c);
+    }
   }
 }
 
 void rd_metric_head(rd_text *t, const char *name, const char *type, const char *help) {
   ring__sb_printf(t, "# HELP %s ", name);
-  put_help(t, help != NULL ? help : "");
+  put_escaped(t, help != NULL ? help : "", "\\\n");
   ring__sb_printf(t, "\n# TYPE %s %s\n", name, type);
 }
 
@@ -47,4 +51,18 @@ void rd_metric_sample(rd_text *t, const char *name, const char *labels, double v
     ring__sb_printf(t, "%s{%s} %s\n", name, labels, v);
   else
     ring__sb_printf(t, "%s %s\n", name, v);
+}
+
+void rd_metric(rd_text *t, const char *name, const char *type, const char *help, double value) {
+  rd_metric_head(t, name, type, help);
+  rd_metric_sample(t, name, NULL, value);
+}
+
+void rd_metric_labeled(rd_text *t, const char *name, const char *label, const char *label_value,
+                       double value) {
+  char v[40];
+  format_value(value, v, sizeof v);
+  ring__sb_printf(t, "%s{%s=\"", name, label);
+  put_escaped(t, label_value != NULL ? label_value : "", "\\\"\n");
+  ring__sb_printf(t, "\"} %s\n", v);
 }
