@@ -17,7 +17,7 @@
  * bytes is signed with this node's id and the request's nonce: a receiver
  * acts on nothing else.
  */
-#define _GNU_SOURCE /* O_NOFOLLOW, O_CLOEXEC, getaddrinfo */
+#define _GNU_SOURCE     /* O_NOFOLLOW, O_CLOEXEC, getaddrinfo */
 #include <microhttpd.h> /* before daemon.h: rd_admit's libmicrohttpd side */
 
 #include "arc_int.h"
@@ -66,9 +66,9 @@ struct arc_server {
   char node[RING_ID_MAX + 1];
   int64_t skew_ms;
   arc_replay *replay;
-  rd_admit *admit;  /* who may connect, how many, how fast their headers must come */
+  rd_admit *admit;     /* who may connect, how many, how fast their headers must come */
   atomic_bool started; /* mhd is up: its complaints are counted, not kept as the start error */
-  char *cert, *key; /* PEM contents for TLS, or NULL; live as long as mhd */
+  char *cert, *key;    /* PEM contents for TLS, or NULL; live as long as mhd */
   uint16_t port;
   atomic_uint_fast64_t bytes_out, requests, unauthorized, bad_requests, connections;
   atomic_uint_fast64_t skewed, replayed, busy, not_held, store_missing;
@@ -77,33 +77,11 @@ struct arc_server {
 
 /* ------------------------------------------------ the listen address, TLS */
 
-/* "HOST:PORT" or "[V6]:PORT" (empty host: every IPv4 address) into addr. */
+/* The listen address by the daemons' one rule (daemon/listen.c). */
 static int resolve_listen(const char *listen, struct sockaddr_storage *addr, ring_error *err) {
-  const char *colon = listen ? strrchr(listen, ':') : NULL;
-  if (colon == NULL || colon[1] == '\0')
-    return ring__err(err, RING_EINVAL, "listen: \"%.64s\" is not HOST:PORT", listen ? listen : "");
-  char host[256];
-  const char *h = listen;
-  size_t hn = (size_t)(colon - listen);
-  if (hn >= 2 && h[0] == '[' && h[hn - 1] == ']')
-    h++, hn -= 2;
-  if (hn >= sizeof host)
-    return ring__err(err, RING_EINVAL, "listen: host too long");
-  memcpy(host, h, hn);
-  host[hn] = '\0';
-  struct addrinfo hints = {
-      .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-  struct addrinfo *res = NULL;
-  int gai = getaddrinfo(hn ? host : "0.0.0.0", colon + 1, &hints, &res);
-  if (gai != 0 || res == NULL || res->ai_addrlen > sizeof *addr) {
-    if (res)
-      freeaddrinfo(res);
-    return ring__err(err, RING_EINVAL, "listen: %.64s: %s", listen,
-                     gai ? gai_strerror(gai) : "no address");
-  }
-  memset(addr, 0, sizeof *addr);
-  memcpy(addr, res->ai_addr, res->ai_addrlen);
-  freeaddrinfo(res);
+  char why[RING_ERROR_MESSAGE_MAX - 16];
+  if (rd_listen_resolve(listen, addr, why, sizeof why) != 0)
+    return ring__err(err, RING_EINVAL, "listen: %s", why);
   return RING_OK;
 }
 
@@ -454,14 +432,13 @@ static struct MHD_Daemon *start_mhd(arc_server *srv, const arc_server_opts *o,
       {MHD_OPTION_HTTPS_MEM_KEY, 0, srv->key},
       {MHD_OPTION_END, 0, NULL},
   };
-  return MHD_start_daemon(flags, 0, rd_admit_accept, srv->admit, route, srv,
-                          MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv, MHD_OPTION_UNESCAPE_CALLBACK,
-                          unescape, NULL, MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_THREAD_POOL_SIZE,
-                          (unsigned)ARC_SERVER_THREADS, MHD_OPTION_CONNECTION_TIMEOUT, timeout,
-                          MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ARC_SERVER_MEMORY,
-                          MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_ARRAY, admit,
-                          MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_ARRAY,
-                          tls, MHD_OPTION_END);
+  return MHD_start_daemon(
+      flags, 0, rd_admit_accept, srv->admit, route, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
+      MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_SOCK_ADDR, addr,
+      MHD_OPTION_THREAD_POOL_SIZE, (unsigned)ARC_SERVER_THREADS, MHD_OPTION_CONNECTION_TIMEOUT,
+      timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ARC_SERVER_MEMORY,
+      MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_ARRAY, admit, MHD_OPTION_NOTIFY_CONNECTION,
+      on_connection, srv, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
 }
 
 static void server_free(arc_server *srv) {

@@ -121,6 +121,20 @@ typedef struct rd_http_route {
 
 typedef struct rd_http rd_http;
 
+/* Listen addresses (listen.c, where the rule is written): HOST:PORT or
+ * [IPV6]:PORT, the host never empty (":PORT" is refused as ambiguous; say
+ * 0.0.0.0:PORT or [::]:PORT), the port 0..65535. rd_listen_split: the
+ * host (brackets off) into host[cap] and the port; rd_listen_resolve: the
+ * first address it names, into *addr. Both return 0, or -1 with err set
+ * (and the outputs unspecified). rd_listen_advertise: the HOST:PORT others
+ * reach a server on listen at: its host, the host name in place of a
+ * wildcard (or of a listen address that does not parse), with port. */
+struct sockaddr_storage;
+int rd_listen_split(const char *listen, char *host, size_t cap, uint16_t *port, char *err,
+                    size_t errcap);
+int rd_listen_resolve(const char *listen, struct sockaddr_storage *addr, char *err, size_t errcap);
+void rd_listen_advertise(const char *listen, unsigned port, char *out, size_t cap);
+
 /* Listens on "HOST:PORT" (IPv4, [IPv6] or a name; port 0 picks one) and
  * serves GET /metrics (200, text/plain; version=0.0.4), GET /healthz (200 or
  * 503) and 404 / 405 otherwise, from a thread of its own, with a bounded

@@ -362,26 +362,17 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
 }
 
 int kv_http_start(kv_server *s, char *msg, size_t cap) {
-  const char *colon = strrchr(s->o.listen, ':');
-  char host[256];
-  snprintf(host, sizeof host, "%.*s", (int)(colon - s->o.listen), s->o.listen);
-  if (host[0] == '[')
-    memmove(host, host + 1, strlen(host)), host[strcspn(host, "]")] = '\0';
-  struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                           .ai_socktype = SOCK_STREAM,
-                           .ai_flags = AI_PASSIVE},
-                  *res = NULL;
-  int g = getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &res);
-  if (g != 0)
-    return snprintf(msg, cap, "--listen %s: %s", s->o.listen, gai_strerror(g)), -1;
+  struct sockaddr_storage addr;
+  char why[256];
+  if (rd_listen_resolve(s->o.listen, &addr, why, sizeof why) != 0)
+    return snprintf(msg, cap, "--listen: %s", why), -1;
   unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                   MHD_USE_ERROR_LOG | (res->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+                   MHD_USE_ERROR_LOG | (addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
   s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-                            MHD_OPTION_SOCK_ADDR, res->ai_addr, MHD_OPTION_NOTIFY_COMPLETED,
-                            completed, s, MHD_OPTION_CONNECTION_LIMIT,
+                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+                            MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_CONNECTION_LIMIT,
                             (unsigned)KV_HTTP_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, 60u,
                             MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
-  freeaddrinfo(res);
   if (s->mhd == NULL)
     return snprintf(msg, cap, "cannot listen on %s", s->o.listen), -1;
   const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);

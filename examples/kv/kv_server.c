@@ -149,14 +149,7 @@ static void advertised_addr(kv_server *s) {
     snprintf(s->addr, sizeof s->addr, "%s", s->o.advertise);
     return;
   }
-  const char *colon = strrchr(s->o.listen, ':');
-  char host[200];
-  snprintf(host, sizeof host, "%.*s", (int)(colon - s->o.listen), s->o.listen);
-  if (host[0] == '\0' || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "[::]") == 0) {
-    gethostname(host, sizeof host - 1);
-    host[sizeof host - 1] = '\0';
-  }
-  snprintf(s->addr, sizeof s->addr, "%s:%u", host, (unsigned)s->port);
+  rd_listen_advertise(s->o.listen, s->port, s->addr, sizeof s->addr);
 }
 
 /* -------------------------------------------------------- following the ring */

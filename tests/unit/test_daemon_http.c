@@ -210,8 +210,10 @@ END_TEST
 START_TEST(start_errors) {
   char err[256], want[128];
   ck_assert_ptr_null(rd_http_start("127.0.0.1:0:", NULL, NULL, NULL, err, sizeof err));
-  ck_assert_str_eq(err,
-                   "bad listen address '127.0.0.1:0:' (expected HOST:PORT, [IPV6]:PORT or :PORT)");
+  ck_assert_ptr_nonnull(strstr(err, "bad listen address '127.0.0.1:0:': "));
+  ck_assert_ptr_nonnull(strstr(err, "(expected HOST:PORT or [IPV6]:PORT)"));
+  ck_assert_ptr_null(rd_http_start(":0", NULL, NULL, NULL, err, sizeof err)); /* ambiguous */
+  ck_assert_ptr_nonnull(strstr(err, "no host (say 0.0.0.0 or [::] for every address)"));
   ck_assert_ptr_null(rd_http_start("127.0.0.1", NULL, NULL, NULL, err, sizeof err));
   ck_assert_ptr_null(rd_http_start("127.0.0.1:65536", NULL, NULL, NULL, err, sizeof err));
   ck_assert_ptr_null(rd_http_start("[::1", NULL, NULL, NULL, err, sizeof err));
