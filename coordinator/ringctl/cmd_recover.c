@@ -112,16 +112,15 @@ typedef struct recover_input {
 static int read_base(ringctl_ctx *ctx, recover_input *in) {
   char key[RK_KEY_MAX];
   rk_key_version(key, ctx->cluster, "recovery-table/", in->base_version);
+  char missing[160];
+  snprintf(missing, sizeof missing,
+           "recovery-table/%" PRIu64 " is missing: no host put the table it had in service; "
+           "wait for the agents' reports",
+           in->base_version);
   ring_kv kv;
-  bool found = false;
-  int rc = ringctl_get(ctx, key, &kv, &found);
+  int rc = ringctl_get_required(ctx, key, &kv, missing);
   if (rc != RINGCTL_EXIT_OK)
     return rc;
-  if (!found)
-    return ringctl_say(ctx, RINGCTL_EXIT_FAILURE,
-                       "recovery-table/%" PRIu64 " is missing: no host put the table it had in "
-                       "service; wait for the agents' reports",
-                       in->base_version);
   ring_error err = {RING_OK, ""};
   if (kv.value_len > TABLE_VALUE_MAX)
     rc = ring__err(&err, RING_ETOOBIG, "%zu bytes over the %u cap", kv.value_len, TABLE_VALUE_MAX);
