@@ -61,8 +61,11 @@ static int on_config(void *ud, const ring_event *ev, uint32_t n, int64_t rev, bo
 }
 
 static int start_watcher(agent *a, ring_error *err) {
-  ring_watcher_opts wo = {
-      .cluster = a->o.cluster, .ack_id = a->o.id, .on_table = on_table, .ud = a};
+  ring_watcher_opts wo = {.cluster = a->o.cluster,
+                          .ack_id = a->o.id,
+                          .on_table = on_table,
+                          .ud = a,
+                          .log = rd_ring_log};
   return ring_watcher_start(a->etcd, &wo, a->live, &a->watcher, err);
 }
 
@@ -474,7 +477,7 @@ static void read_loss(agent *a) {
     memset(a->loss_ok, 0, (a->tokens + 7) / 8);
     a->loss_version = rc == RING_OK && l.version == a->seen_version ? l.version : 0;
     for (uint32_t i = 0; a->loss_version && i < l.n_tokens; i++) /* pending, or owned and */
-      if (l.tokens[i] < a->tokens &&                                 /* missing (a refill) */
+      if (l.tokens[i] < a->tokens &&                             /* missing (a refill) */
           (agent_bit(a->pending, l.tokens[i]) || agent_bit(a->owned, l.tokens[i])))
         agent_bit_set(a->loss_ok, l.tokens[i], true);
   }

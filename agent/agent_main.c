@@ -120,14 +120,7 @@ static void advertised_addr(agent *a) {
     snprintf(a->addr, sizeof a->addr, "%s", a->o.advertise);
     return;
   }
-  const char *colon = strrchr(a->o.listen, ':');
-  char host[RING_ADDR_MAX + 1];
-  snprintf(host, sizeof host, "%.*s", (int)(colon - a->o.listen), a->o.listen);
-  if (host[0] == '\0' || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "[::]") == 0) {
-    gethostname(host, sizeof host - 8);
-    host[sizeof host - 8] = '\0';
-  }
-  snprintf(a->addr, sizeof a->addr, "%.240s:%u", host, (unsigned)arc_server_port(a->server));
+  rd_listen_advertise(a->o.listen, arc_server_port(a->server), a->addr, sizeof a->addr);
 }
 
 /* The arc store, limiter and server. */
@@ -242,9 +235,11 @@ static void agent_close(agent *a, rd_http *http) {
 
 static int parse(agent *a, rd_opt **tablep, int argc, char **argv) {
   char msg[512] = "";
-  a->o = (agent_opts){
-      .weight = 1.0, .lease_ttl_ms = 10000, .drop_grace_ms = 60000, .clock_skew_ms = 30000,
-      .etcd = {.timeout_ms = 5000}};
+  a->o = (agent_opts){.weight = 1.0,
+                      .lease_ttl_ms = 10000,
+                      .drop_grace_ms = 60000,
+                      .clock_skew_ms = 30000,
+                      .etcd = {.timeout_ms = 5000}};
   rd_opt *table = *tablep = opts_table(&a->o);
   if (table == NULL) {
     fprintf(stderr, "ring-agent: out of memory\n");

@@ -38,6 +38,7 @@
  */
 #define _GNU_SOURCE
 #include "agent.h"
+#include "arc_dir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -49,12 +50,11 @@
 #include <unistd.h>
 
 #define CHECK_EVERY_MS 5000
-#define PLACED "placed" /* <data-dir>/placed: this data dir has owned tokens in the cluster */
 
 /* --------------------------------------------------------- the marker */
 
 static void marker_path(const agent *a, char *path, size_t cap) {
-  snprintf(path, cap, "%s/" PLACED, arc_store_dir(a->store));
+  snprintf(path, cap, "%s/" ARC_DIR_PLACED, arc_store_dir(a->store));
 }
 
 static bool placed(const agent *a) {
@@ -130,7 +130,7 @@ void agent_own_check(agent *a) {
   if (first && owned > 0 && n == 0) { /* decided, new, and now holding what it owns */
     int e = write_marker(a, a->seen_version, false);
     if (e != 0)
-      rd_logf(RD_ERROR, "%s/" PLACED ": %s", arc_store_dir(a->store), strerror(-e));
+      rd_logf(RD_ERROR, "%s/" ARC_DIR_PLACED ": %s", arc_store_dir(a->store), strerror(-e));
   }
   a->own_missing = n;
   a->own_missing_first = n ? missing[0] : 0;
@@ -148,8 +148,8 @@ static int64_t acked_before(agent *a) {
   if (ring_etcd_range(a->etcd, key, (size_t)klen, NULL, &r, &err) != RING_OK)
     return -1;
   uint64_t v = 0;
-  if (r.n == 1 && rk_ack_decode((const char *)r.kvs[0].value, r.kvs[0].value_len, &v, NULL) !=
-                      RING_OK)
+  if (r.n == 1 &&
+      rk_ack_decode((const char *)r.kvs[0].value, r.kvs[0].value_len, &v, NULL) != RING_OK)
     v = 1; /* something is there: the id has been in the cluster */
   ring_kvs_clear(&r);
   return (int64_t)v;
@@ -170,7 +170,7 @@ void agent_own_start(agent *a) {
             arc_store_dir(a->store), a->o.id, v);
     int e = write_marker(a, (uint64_t)v, true);
     if (e != 0) {
-      rd_logf(RD_ERROR, "%s/" PLACED ": %s", arc_store_dir(a->store), strerror(-e));
+      rd_logf(RD_ERROR, "%s/" ARC_DIR_PLACED ": %s", arc_store_dir(a->store), strerror(-e));
       return; /* undecided: adopt nothing */
     }
   }

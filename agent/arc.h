@@ -193,8 +193,8 @@ int arc_server_allow(arc_server *srv, const char *const *addrs, uint32_t n);
  * (stats.serve_busy). Takes effect for the next request. */
 void arc_server_limit(arc_server *srv, uint32_t n);
 /* The server's admission counters as Prometheus lines named prefix_... */
-struct rd_text;
-void arc_server_admit_metrics(arc_server *srv, const char *prefix, struct rd_text *t);
+struct ring__sbuf; /* rd_text (daemon.h) */
+void arc_server_admit_metrics(arc_server *srv, const char *prefix, struct ring__sbuf *t);
 void arc_server_stop(arc_server *srv);
 
 typedef struct arc_server_stats {

@@ -79,33 +79,11 @@ struct arc_server {
 
 /* ------------------------------------------------ the listen address, TLS */
 
-/* "HOST:PORT" or "[V6]:PORT" (empty host: every IPv4 address) into addr. */
+/* The listen address by the daemons' one rule (daemon/listen.c). */
 static int resolve_listen(const char *listen, struct sockaddr_storage *addr, ring_error *err) {
-  const char *colon = listen ? strrchr(listen, ':') : NULL;
-  if (colon == NULL || colon[1] == '\0')
-    return ring__err(err, RING_EINVAL, "listen: \"%.64s\" is not HOST:PORT", listen ? listen : "");
-  char host[256];
-  const char *h = listen;
-  size_t hn = (size_t)(colon - listen);
-  if (hn >= 2 && h[0] == '[' && h[hn - 1] == ']')
-    h++, hn -= 2;
-  if (hn >= sizeof host)
-    return ring__err(err, RING_EINVAL, "listen: host too long");
-  memcpy(host, h, hn);
-  host[hn] = '\0';
-  struct addrinfo hints = {
-      .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-  struct addrinfo *res = NULL;
-  int gai = getaddrinfo(hn ? host : "0.0.0.0", colon + 1, &hints, &res);
-  if (gai != 0 || res == NULL || res->ai_addrlen > sizeof *addr) {
-    if (res)
-      freeaddrinfo(res);
-    return ring__err(err, RING_EINVAL, "listen: %.64s: %s", listen,
-                     gai ? gai_strerror(gai) : "no address");
-  }
-  memset(addr, 0, sizeof *addr);
-  memcpy(addr, res->ai_addr, res->ai_addrlen);
-  freeaddrinfo(res);
+  char why[RING_ERROR_MESSAGE_MAX - 16];
+  if (rd_listen_resolve(listen, addr, why, sizeof why) != 0)
+    return ring__err(err, RING_EINVAL, "listen: %s", why);
   return RING_OK;
 }
 

@@ -11,6 +11,7 @@
  * the checksum cache, under `lock`.
  */
 #define _GNU_SOURCE /* O_NOFOLLOW, O_DIRECTORY, O_CLOEXEC, st_mtim */
+#include "arc_dir.h"
 #include "arc_int.h"
 #include "ring_int.h"
 
@@ -152,7 +153,7 @@ int arc_store_open(const char *data_dir, arc_store **out, ring_error *err) {
     return ring__err(err, RING_ENOMEM, "arc_store_open: out of memory");
   int rc = RING_OK;
   s->dir = strdup(data_dir);
-  s->arcs = join(data_dir, "arcs");
+  s->arcs = join(data_dir, ARC_DIR_ARCS);
   s->tmp = join(data_dir, "tmp");
   if (s->dir == NULL || s->arcs == NULL || s->tmp == NULL)
     rc = ring__err(err, RING_ENOMEM, "arc_store_open: out of memory");

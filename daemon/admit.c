@@ -581,19 +581,12 @@ void rd_admit_note_error(rd_admit *adm) {
     atomic_fetch_add(&adm->server_errors, 1);
 }
 
-/* Writes prefix_suffix into name and its HELP and TYPE lines. */
-static void family(rd_text *t, char *name, size_t cap, const char *prefix, const char *suffix,
-                   const char *type, const char *help) {
-  snprintf(name, cap, "%s_%s", prefix, suffix);
-  rd_metric_head(t, name, type, help);
-}
-
-/* A family with one unlabelled sample. */
+/* The family prefix_suffix with one unlabelled sample. */
 static void one(rd_text *t, const char *prefix, const char *suffix, const char *type,
                 const char *help, uint64_t v) {
   char name[256];
-  family(t, name, sizeof name, prefix, suffix, type, help);
-  rd_metric_sample(t, name, "", (double)v);
+  snprintf(name, sizeof name, "%s_%s", prefix, suffix);
+  rd_metric(t, name, type, help, (double)v);
 }
 
 void rd_admit_metrics_text(const rd_admit *adm, const char *prefix, rd_text *t) {
@@ -605,12 +598,13 @@ void rd_admit_metrics_text(const rd_admit *adm, const char *prefix, rd_text *t) 
   one(t, prefix, "connections_open", "gauge", "HTTP connections admitted and not yet closed",
       s.open);
   char name[256];
-  family(t, name, sizeof name, prefix, "connections_refused_total", "counter",
-         "HTTP connections refused at accept: address not allowed, the total cap reached, the "
-         "cap per client address reached");
-  rd_metric_sample(t, name, "reason=\"not_allowed\"", (double)s.refused_not_allowed);
-  rd_metric_sample(t, name, "reason=\"total\"", (double)s.refused_total);
-  rd_metric_sample(t, name, "reason=\"per_addr\"", (double)s.refused_per_addr);
+  snprintf(name, sizeof name, "%s_connections_refused_total", prefix);
+  rd_metric_head(t, name, "counter",
+                 "HTTP connections refused at accept: address not allowed, the total cap "
+                 "reached, the cap per client address reached");
+  rd_metric_labeled(t, name, "reason", "not_allowed", (double)s.refused_not_allowed);
+  rd_metric_labeled(t, name, "reason", "total", (double)s.refused_total);
+  rd_metric_labeled(t, name, "reason", "per_addr", (double)s.refused_per_addr);
   one(t, prefix, "header_deadline_cuts_total", "counter",
       "HTTP connections shut down because a request's headers were not complete in time",
       s.header_deadline_cut);

@@ -10,6 +10,8 @@
 #ifndef RING_DAEMON_H
 #define RING_DAEMON_H
 
+#include "ring_int.h" /* ring__sbuf */
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -26,15 +28,15 @@ typedef enum rd_opt_type {
   RD_OPT_BOOL,   /* bool: true/false/yes/no/on/off/1/0 */
   RD_OPT_UINT,   /* uint64_t: decimal, within [min, max] */
   RD_OPT_DOUBLE, /* double: within [min, max] */
-  RD_OPT_MS      /* uint64_t milliseconds: "500ms", "5s", "2m", "1h" or bare ms; within [min, max] */
+  RD_OPT_MS /* uint64_t milliseconds: "500ms", "5s", "2m", "1h" or bare ms; within [min, max] */
 } rd_opt_type;
 
 typedef struct rd_opt {
-  const char *name;  /* without "--" */
+  const char *name; /* without "--" */
   rd_opt_type type;
-  void *target;      /* where the value goes; holds the default on entry */
-  double min, max;   /* for UINT, DOUBLE, MS */
-  const char *help;  /* one line for --help */
+  void *target;     /* where the value goes; holds the default on entry */
+  double min, max;  /* for UINT, DOUBLE, MS */
+  const char *help; /* one line for --help */
 } rd_opt;
 /* min == max == 0 leaves a number unbounded. On RD_OPTS_ERROR every target
  * holds what it held on entry. */
@@ -46,8 +48,8 @@ typedef struct rd_opt {
  * `--help` prints usage (prog, a one-line summary, every option) to stdout
  * and returns RD_OPTS_HELP. RD_OPTS_OK otherwise. */
 enum { RD_OPTS_OK = 0, RD_OPTS_HELP = 1, RD_OPTS_ERROR = -1 };
-int rd_opts_parse(int argc, char **argv, const char *summary, const rd_opt *opts,
-                  char *errbuf, size_t errcap);
+int rd_opts_parse(int argc, char **argv, const char *summary, const rd_opt *opts, char *errbuf,
+                  size_t errcap);
 /* Frees the strings rd_opts_parse stored (string targets reset to NULL
  * only if they were set by the parser; defaults are never freed). */
 void rd_opts_free(const rd_opt *opts);
@@ -72,21 +74,29 @@ void rd_log(rd_level l, const char *msg, ...);
 void rd_log(rd_level l, const char *msg, ...) __attribute__((sentinel));
 /* The same with printf formatting of the message; no key=value pairs. */
 void rd_logf(rd_level l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A ring_log_cb (ring_etcd.h) for ring_watcher_opts.log: the watcher's
+ * events become this logger's lines, with cluster, version, source and err
+ * as keys. log_ud is unused. */
+struct ring_log_event;
+void rd_ring_log(void *log_ud, const struct ring_log_event *ev);
 
 /* ------------------------------------------------------------------ HTTP */
 
-/* A growing text buffer for handlers. */
-typedef struct rd_text {
-  char *data;
-  size_t len, cap;
-  bool failed; /* an allocation failed: the response becomes a 500 */
-} rd_text;
-void rd_text_printf(rd_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A growing text buffer for handlers: libring's ring__sbuf, filled with
+ * ring__sb_printf / ring__sb_puts. An allocation failure marks it oom and
+ * the server answers 500, so handlers need no error paths. */
+typedef ring__sbuf rd_text;
 
-/* Prometheus text exposition helpers: a "# HELP" and "# TYPE" header once
- * per metric family, then samples. labels is "" or `a="x",b="y"`. */
+/* The Prometheus text exposition writer every daemon uses: a "# HELP" and
+ * "# TYPE" header once per metric family (help escaped), then its samples.
+ * rd_metric_sample's labels is NULL, "" or `a="x",b="y"` already escaped;
+ * rd_metric_labeled writes one label and escapes its value (backslash,
+ * double quote, newline). rd_metric: a family of one unlabelled sample. */
 void rd_metric_head(rd_text *t, const char *name, const char *type, const char *help);
 void rd_metric_sample(rd_text *t, const char *name, const char *labels, double value);
+void rd_metric_labeled(rd_text *t, const char *name, const char *label, const char *label_value,
+                       double value);
+void rd_metric(rd_text *t, const char *name, const char *type, const char *help, double value);
 
 /* /metrics: fills t with the exposition. /healthz: returns true when
  * healthy, writing a one-line reason to t either way ("ok", "etcd
@@ -106,10 +116,24 @@ typedef unsigned (*rd_page_fn)(void *ud, const char *path, rd_text *t, const cha
 typedef struct rd_http_route {
   const char *path; /* "/status.json"; NULL ends the table */
   rd_page_fn page;
-  void *ud;         /* the page's argument */
+  void *ud; /* the page's argument */
 } rd_http_route;
 
 typedef struct rd_http rd_http;
+
+/* Listen addresses (listen.c, where the rule is written): HOST:PORT or
+ * [IPV6]:PORT, the host never empty (":PORT" is refused as ambiguous; say
+ * 0.0.0.0:PORT or [::]:PORT), the port 0..65535. rd_listen_split: the
+ * host (brackets off) into host[cap] and the port; rd_listen_resolve: the
+ * first address it names, into *addr. Both return 0, or -1 with err set
+ * (and the outputs unspecified). rd_listen_advertise: the HOST:PORT others
+ * reach a server on listen at: its host, the host name in place of a
+ * wildcard (or of a listen address that does not parse), with port. */
+struct sockaddr_storage;
+int rd_listen_split(const char *listen, char *host, size_t cap, uint16_t *port, char *err,
+                    size_t errcap);
+int rd_listen_resolve(const char *listen, struct sockaddr_storage *addr, char *err, size_t errcap);
+void rd_listen_advertise(const char *listen, unsigned port, char *out, size_t cap);
 
 /* Listens on "HOST:PORT" (IPv4, [IPv6] or a name; port 0 picks one) and
  * serves GET /metrics (200, text/plain; version=0.0.4), GET /healthz (200 or

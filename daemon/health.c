@@ -46,7 +46,7 @@ void rd_health_ok(rd_health *h) {
 bool rd_health_text(rd_health *h, rd_text *t) {
   pthread_mutex_lock(&h->mu);
   bool ok = h->reason[0] == '\0';
-  rd_text_printf(t, "%s\n", ok ? "ok" : h->reason);
+  ring__sb_printf(t, "%s\n", ok ? "ok" : h->reason);
   pthread_mutex_unlock(&h->mu);
   return ok;
 }
@@ -69,4 +69,3 @@ char *rd_read_secret(const char *path, char *msg, size_t cap) {
     snprintf(msg, cap, "%s: out of memory", path);
   return s;
 }
-

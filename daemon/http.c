@@ -49,54 +49,6 @@ struct rd_http {
   char error[256];             /* the last complaint before serving, for a failed start */
 };
 
-/* ------------------------------------------------------- the listen address */
-
-/* Splits "HOST:PORT" or "[V6]:PORT" into host (empty: every IPv4 address)
- * and port. Returns 0 or -1 with err set. */
-static int split_listen(const char *listen, char *host, size_t hostcap, char *port, size_t portcap,
-                        char *err, size_t errcap) {
-  const char *colon = strrchr(listen, ':');
-  const char *h = listen, *h_end = colon;
-  if (listen[0] == '[') {
-    h = listen + 1;
-    h_end = strchr(listen, ']');
-    if (h_end == NULL || h_end[1] != ':')
-      h_end = NULL;
-  }
-  size_t hlen = h_end != NULL ? (size_t)(h_end - h) : 0;
-  const char *p = colon != NULL ? colon + 1 : "";
-  if (h_end == NULL || hlen >= hostcap || p[0] == '\0' || strlen(p) >= portcap ||
-      strspn(p, "0123456789") != strlen(p) || atol(p) > 65535) {
-    snprintf(err, errcap, "bad listen address '%s' (expected HOST:PORT, [IPV6]:PORT or :PORT)",
-             listen);
-    return -1;
-  }
-  memcpy(host, h, hlen);
-  host[hlen] = '\0';
-  strcpy(port, p);
-  return 0;
-}
-
-/* Resolves listen into addr. Returns 0 or -1 with err set. */
-static int resolve(const char *listen, struct sockaddr_storage *addr, char *err, size_t errcap) {
-  char host[256], port[8];
-  if (split_listen(listen, host, sizeof host, port, sizeof port, err, errcap) != 0)
-    return -1;
-  struct addrinfo hints, *res;
-  memset(&hints, 0, sizeof hints);
-  hints.ai_family = host[0] != '\0' ? AF_UNSPEC : AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV | (host[0] != '\0' ? 0 : AI_PASSIVE);
-  int rc = getaddrinfo(host[0] != '\0' ? host : NULL, port, &hints, &res);
-  if (rc != 0) {
-    snprintf(err, errcap, "cannot resolve '%s': %s", listen, gai_strerror(rc));
-    return -1;
-  }
-  memcpy(addr, res->ai_addr, res->ai_addrlen); /* the first answer, as a client would */
-  freeaddrinfo(res);
-  return 0;
-}
-
 /* ----------------------------------------------------------------- responses */
 
 /* Queues body (freed by libmicrohttpd through free_body, which may be NULL
@@ -137,13 +89,13 @@ static mhd_result reply_static(struct MHD_Connection *c, unsigned status, const 
  * becomes a 500. */
 static mhd_result reply_body(struct MHD_Connection *c, unsigned status, const char *type,
                              rd_text *t, bool page) {
-  if (t->failed) {
-    free(t->data);
+  if (t->oom) {
+    free(t->p);
     return reply_static(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
   }
-  if (t->data == NULL)
+  if (t->p == NULL)
     return reply_page(c, status, type, (char *)"", 0, NULL, page);
-  return reply_page(c, status, type, t->data, t->len, free, page);
+  return reply_page(c, status, type, t->p, t->len, free, page);
 }
 
 static mhd_result reply_text(struct MHD_Connection *c, unsigned status, const char *type,
@@ -166,9 +118,9 @@ static mhd_result serve_health(const rd_http *h, struct MHD_Connection *c) {
   if (h->health != NULL)
     ok = h->health(h->ud, &t);
   if (t.len == 0)
-    rd_text_printf(&t, "%s", ok ? "ok" : "unhealthy");
-  if (!t.failed && t.data[t.len - 1] != '\n')
-    rd_text_printf(&t, "\n");
+    ring__sb_printf(&t, "%s", ok ? "ok" : "unhealthy");
+  if (!t.oom && t.p[t.len - 1] != '\n')
+    ring__sb_printf(&t, "\n");
   return reply_text(c, ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, PLAIN_TYPE, &t);
 }
 
@@ -276,7 +228,7 @@ rd_http *rd_http_start_admit(const char *listen, rd_metrics_fn metrics, rd_healt
   if (errbuf == NULL || errcap == 0)
     errbuf = scratch, errcap = sizeof scratch;
   struct sockaddr_storage addr;
-  if (resolve(listen != NULL ? listen : "", &addr, errbuf, errcap) != 0)
+  if (rd_listen_resolve(listen, &addr, errbuf, errcap) != 0)
     return NULL;
   rd_http *h = calloc(1, sizeof *h);
   if (h == NULL) {

@@ -2,6 +2,7 @@
  * log.c: logfmt lines (`ts=... level=info comp=coordinator msg="..." k=v`).
  *
  * Sections: settings; building a line; values; writing; the entry points.
+ * How a value is quoted and escaped is libring's rule (libring/logfmt.c).
  *
  * A line is built in a fixed buffer on the caller's stack and written with
  * one write(2): writes of at most PIPE_BUF bytes to a pipe are atomic, and
@@ -12,8 +13,10 @@
  */
 #define _POSIX_C_SOURCE 200809L /* gmtime_r */
 #include "daemon.h"
+#include "ring_etcd.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -95,70 +98,15 @@ static void put_key(line *l, const char *key) {
 
 /* ------------------------------------------------------------------ values */
 
-static bool is_control(unsigned char c) { return c < 0x20 || c == 0x7f; }
-
-/* Empty values are quoted too, so `k=""` is not read as a bare key. */
-static bool needs_quotes(const char *v) {
-  if (*v == '\0')
-    return true;
-  for (const unsigned char *p = (const unsigned char *)v; *p != '\0'; p++)
-    if (*p == ' ' || *p == '"' || *p == '=' || is_control(*p))
-      return true;
-  return false;
-}
-
-/* c as it appears inside quotes; returns the length written to out. */
-static size_t escape(unsigned char c, char out[8]) {
-  static const char hex[] = "0123456789abcdef";
-  const char *named = c == '"'    ? "\\\""
-                      : c == '\\' ? "\\\\"
-                      : c == '\n' ? "\\n"
-                      : c == '\r' ? "\\r"
-                      : c == '\t' ? "\\t"
-                                  : NULL;
-  if (named != NULL)
-    return memcpy(out, named, 2), 2;
-  if (!is_control(c))
-    return out[0] = (char)c, 1;
-  memcpy(out, "\\u00", 4);
-  out[4] = hex[c >> 4];
-  out[5] = hex[c & 15];
-  return 6;
-}
-
-/* Appends the bytes of v (escaped when quoted) while they fit below room;
- * a cut never splits an escape or a UTF-8 sequence. */
-static void put_bytes(line *l, const char *v, bool quoted, size_t room) {
-  size_t seq = l->len; /* where the current UTF-8 sequence began */
-  for (const unsigned char *p = (const unsigned char *)v; *p != '\0'; p++) {
-    char out[8];
-    size_t n = quoted ? escape(*p, out) : (out[0] = (char)*p, 1);
-    bool continuation = (*p & 0xC0) == 0x80;
-    if (!continuation)
-      seq = l->len;
-    if (l->len + n > room) {
-      l->len = continuation ? seq : l->len;
-      l->cut = true;
-      return;
-    }
-    memcpy(l->buf + l->len, out, n);
-    l->len += n;
-  }
-}
-
-/* A value, quoted and escaped if it needs it; NULL logs as "". */
+/* A value by libring's logfmt rule (libring/logfmt.c: quoted and escaped
+ * when it needs it, cut at a character boundary); NULL logs as "". The NUL
+ * it writes lands at most at limit, inside buf. */
 static void put_value(line *l, const char *v) {
-  v = v != NULL ? v : "";
-  bool quoted = needs_quotes(v);
-  if (!quoted) {
-    put_bytes(l, v, false, l->limit);
-    return;
-  }
-  put_raw(l, "\"", 1);
   if (l->cut)
     return;
-  put_bytes(l, v, true, l->limit - 1); /* room for the closing quote */
-  l->buf[l->len++] = '"';
+  bool cut;
+  l->len += ring__logfmt_value(v, l->buf + l->len, l->limit - l->len + 1, &cut);
+  l->cut = cut;
 }
 
 /* ------------------------------------------------------------------ writing */
@@ -240,4 +188,15 @@ void rd_logf(rd_level lv, const char *fmt, ...) {
   put_header(&l, lv, n >= 0 ? msg : fmt);
   l.cut = l.cut || n >= (int)sizeof msg;
   finish(&l);
+}
+
+void rd_ring_log(void *log_ud, const ring_log_event *ev) {
+  (void)log_ud;
+  rd_level lv = ev->level == RING_LOG_ERROR  ? RD_ERROR
+                : ev->level == RING_LOG_WARN ? RD_WARN
+                                             : RD_INFO;
+  char version[24];
+  snprintf(version, sizeof version, "%" PRIu64, ev->version);
+  rd_log(lv, ev->msg, "cluster", ev->cluster, "version", version, "source", ev->source, "err",
+         ev->error, NULL);
 }

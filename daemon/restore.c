@@ -40,7 +40,7 @@ bool rd_restore_health(rd_restore *r, rd_text *t) {
   if (!atomic_load(&r->restored))
     return true;
   pthread_mutex_lock(&r->mu);
-  rd_text_printf(t, "degraded: %s (run `ringctl recover`)\n", r->why);
+  ring__sb_printf(t, "degraded: %s (run `ringctl recover`)\n", r->why);
   pthread_mutex_unlock(&r->mu);
   return false;
 }

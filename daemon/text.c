@@ -1,12 +1,7 @@
 /*
- * text.c: rd_text, the growing buffer HTTP handlers fill, and the
- * Prometheus text exposition helpers written over it.
- *
- * Sections: the buffer; metrics.
- *
- * An allocation failure does not stop the handler: the buffer remembers it
- * (rd_text.failed), ignores what follows, and the server answers 500. That
- * keeps every handler free of error paths.
+ * text.c: the Prometheus text exposition helpers, written over rd_text
+ * (libring's ring__sbuf: an allocation failure marks it oom, later appends
+ * are ignored, and the server answers 500).
  */
 #include "daemon.h"
 
@@ -15,62 +10,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ------------------------------------------------------------------ the buffer */
-
-/* Makes room for need more bytes plus a NUL. Returns false (and marks the
- * buffer failed) when it cannot. */
-static bool reserve(rd_text *t, size_t need) {
-  if (t->cap - t->len > need)
-    return true;
-  size_t cap = t->cap > 0 ? t->cap : 256;
-  while (cap - t->len <= need) {
-    if (cap > SIZE_MAX / 2)
-      return t->failed = true, false;
-    cap *= 2;
-  }
-  char *data = realloc(t->data, cap);
-  if (data == NULL)
-    return t->failed = true, false;
-  t->data = data;
-  t->cap = cap;
-  return true;
-}
-
-void rd_text_printf(rd_text *t, const char *fmt, ...) {
-  if (t->failed)
-    return;
-  va_list ap, again;
-  va_start(ap, fmt);
-  va_copy(again, ap);
-  size_t room = t->cap - t->len;
-  int n = vsnprintf(room > 0 ? t->data + t->len : NULL, room, fmt, ap);
-  if (n < 0)
-    t->failed = true;
-  else if ((size_t)n >= room && reserve(t, (size_t)n))
-    vsnprintf(t->data + t->len, t->cap - t->len, fmt, again);
-  if (n >= 0 && !t->failed)
-    t->len += (size_t)n;
-  va_end(again);
-  va_end(ap);
-}
-
 /* ----------------------------------------------------------------- metrics */
 
-/* HELP text escapes backslash and newline (the exposition format's rule). */
-static void put_help(rd_text *t, const char *help) {
-  for (const char *p = help; *p != '\0';) {
-    size_t run = strcspn(p, "\\\n");
-    rd_text_printf(t, "%.*s", (int)run, p);
+/* s with each byte of `special` backslash-escaped (a newline as \n): the
+ * exposition format escapes backslash and newline in HELP text, and
+ * backslash, double quote and newline in a label value. */
+static void put_escaped(rd_text *t, const char *s, const char *special) {
+  for (const char *p = s; *p != '\0';) {
+    size_t run = strcspn(p, special);
+    ring__sb_printf(t, "%.*s", (int)run, p);
     p += run;
-    if (*p != '\0')
-      rd_text_printf(t, "%s", *p++ == '\\' ? "\\\\" : "\\n");
+    if (*p != '\0') {
+      char c = *p++;
+      ring__sb_printf(t, "\\%c", c == '\n' ? 'n' : c);
+    }
   }
 }
 
 void rd_metric_head(rd_text *t, const char *name, const char *type, const char *help) {
-  rd_text_printf(t, "# HELP %s ", name);
-  put_help(t, help != NULL ? help : "");
-  rd_text_printf(t, "\n# TYPE %s %s\n", name, type);
+  ring__sb_printf(t, "# HELP %s ", name);
+  put_escaped(t, help != NULL ? help : "", "\\\n");
+  ring__sb_printf(t, "\n# TYPE %s %s\n", name, type);
 }
 
 /* The shortest decimal that reads back as v; Prometheus spells the
@@ -88,7 +48,21 @@ void rd_metric_sample(rd_text *t, const char *name, const char *labels, double v
   char v[40];
   format_value(value, v, sizeof v);
   if (labels != NULL && labels[0] != '\0')
-    rd_text_printf(t, "%s{%s} %s\n", name, labels, v);
+    ring__sb_printf(t, "%s{%s} %s\n", name, labels, v);
   else
-    rd_text_printf(t, "%s %s\n", name, v);
+    ring__sb_printf(t, "%s %s\n", name, v);
+}
+
+void rd_metric(rd_text *t, const char *name, const char *type, const char *help, double value) {
+  rd_metric_head(t, name, type, help);
+  rd_metric_sample(t, name, NULL, value);
+}
+
+void rd_metric_labeled(rd_text *t, const char *name, const char *label, const char *label_value,
+                       double value) {
+  char v[40];
+  format_value(value, v, sizeof v);
+  ring__sb_printf(t, "%s{%s=\"", name, label);
+  put_escaped(t, label_value != NULL ? label_value : "", "\\\"\n");
+  ring__sb_printf(t, "\"} %s\n", v);
 }

@@ -315,11 +315,33 @@ typedef struct ring_watcher ring_watcher;
 
 typedef void (*ring_table_cb)(void *ud, const ring_table *t);
 
+/* What the watcher has to say (a table refused, etcd refusing it, its
+ * history going back): one event, for the embedder's log. The strings live
+ * for the call only. */
+typedef enum ring_log_level { RING_LOG_INFO = 1, RING_LOG_WARN, RING_LOG_ERROR } ring_log_level;
+typedef struct ring_log_event {
+  ring_log_level level;
+  const char *msg;     /* what happened, e.g. "table refused" */
+  const char *cluster; /* the watcher's cluster */
+  uint64_t version;    /* the table version concerned (0: none) */
+  const char *source;  /* where it came from: "version", "table", "delta", "etcd", "history" */
+  const char *error;   /* the detail, never NULL */
+} ring_log_event;
+/* Called from the watcher's thread (or from ring_watcher_start's). */
+typedef void (*ring_log_cb)(void *log_ud, const ring_log_event *ev);
+
+/* Zero-initialise (`ring_watcher_opts o = {.cluster = "c"};`): every field
+ * left out has a working default, and fields are only ever added at the
+ * end. */
 typedef struct ring_watcher_opts {
   const char *cluster;     /* [a-z0-9._-]{1,63} */
   const char *ack_id;      /* when set, writes acks/<id> = version after each swap */
   ring_table_cb on_table;  /* called after each swap from the watcher's thread, or NULL */
   void *ud;
+  ring_log_cb log;         /* NULL: one logfmt line per event on stderr,
+                            * `ts=... level=warn msg="table refused" cluster=c
+                            * version=7 source=table err="..."` */
+  void *log_ud;            /* passed to log */
 } ring_watcher_opts;
 
 /* Starts following. Reads the current table before returning (a cluster

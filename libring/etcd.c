@@ -192,9 +192,9 @@ void ring__etcd_release(ring_etcd *c, CURL *h) {
 
 /* What one HTTP exchange came to. */
 typedef enum outcome {
-  OUT_DONE,      /* a reply: success or an error etcd stated */
-  OUT_REFUSED,   /* never reached a server: safe to retry anywhere */
-  OUT_UNCERTAIN  /* sent, no reply: a read may retry, a write's fate is unknown */
+  OUT_DONE,     /* a reply: success or an error etcd stated */
+  OUT_REFUSED,  /* never reached a server: safe to retry anywhere */
+  OUT_UNCERTAIN /* sent, no reply: a read may retry, a write's fate is unknown */
 } outcome;
 
 static outcome classify(CURLcode rc) {
@@ -211,8 +211,8 @@ static outcome classify(CURLcode rc) {
 }
 
 /* One POST to endpoint ep; the reply body lands in b. */
-static outcome post(ring_etcd *c, uint32_t ep, const char *path, bool with_token,
-                    const char *body, ring__buf *b, long *status, CURLcode *crc) {
+static outcome post(ring_etcd *c, uint32_t ep, const char *path, bool with_token, const char *body,
+                    ring__buf *b, long *status, CURLcode *crc) {
   struct curl_slist *hdr = NULL;
   CURL *h = ring__etcd_handle(c, ep, path, with_token, &hdr);
   if (h == NULL || hdr == NULL) {
@@ -235,29 +235,56 @@ static outcome post(ring_etcd *c, uint32_t ep, const char *path, bool with_token
 }
 
 /* gRPC status codes the gateway reports. */
-enum { GRPC_DEADLINE = 4, GRPC_NOT_FOUND = 5, GRPC_UNAVAILABLE = 14, GRPC_UNAUTHENTICATED = 16 };
+enum {
+  GRPC_DEADLINE = 4,
+  GRPC_NOT_FOUND = 5,
+  GRPC_PERMISSION_DENIED = 7,
+  GRPC_UNAVAILABLE = 14,
+  GRPC_UNAUTHENTICATED = 16
+};
 
-/* Maps an error reply to a ring_errno; *transient says a read may retry
- * elsewhere (the member is unavailable, the leader changed). */
-static int reply_error(const cJSON *resp, long status, bool *transient, ring_error *err) {
-  const cJSON *msg = cJSON_GetObjectItemCaseSensitive(resp, "message");
-  if (!cJSON_IsString(msg))
-    msg = cJSON_GetObjectItemCaseSensitive(resp, "error");
-  const char *m = cJSON_IsString(msg) ? msg->valuestring : "no message";
-  const cJSON *code = cJSON_GetObjectItemCaseSensitive(resp, "code");
-  int g = cJSON_IsNumber(code) ? code->valueint : 0;
-  *transient = g == GRPC_UNAVAILABLE || g == GRPC_DEADLINE || status == 503;
-  if (g == GRPC_UNAUTHENTICATED || strstr(m, "auth") != NULL)
-    return ring__err(err, RING_EAUTH, "etcd: %s", m);
-  if (g == GRPC_NOT_FOUND)
-    return ring__err(err, RING_ENOTFOUND, "etcd: %s", m);
-  if (*transient)
-    return ring__err(err, RING_EUNKNOWN, "etcd: %s", m);
-  return ring__err(err, RING_ESERVER, "etcd: %s (HTTP %ld)", m, status);
+/* Messages that name an auth failure whatever the code beside them (a
+ * watch's cancel reason has none): "user name is empty" is the
+ * InvalidArgument a request without a token gets. */
+static bool names_auth(const char *m) {
+  return strstr(m, "auth") != NULL || strstr(m, "permission denied") != NULL ||
+         strstr(m, "user name is empty") != NULL;
 }
 
-int ring__etcd_parse_reply(const char *body, size_t len, long status, cJSON **resp,
-                           bool *transient, ring_error *err) {
+int ring__etcd_errno(double grpc_code, long status, const char *msg, bool *transient) {
+  bool busy = grpc_code == GRPC_UNAVAILABLE || grpc_code == GRPC_DEADLINE || status == 503;
+  if (transient != NULL)
+    *transient = busy;
+  if (grpc_code == GRPC_UNAUTHENTICATED || grpc_code == GRPC_PERMISSION_DENIED || names_auth(msg))
+    return RING_EAUTH;
+  if (grpc_code == GRPC_NOT_FOUND)
+    return RING_ENOTFOUND;
+  return busy ? RING_EUNKNOWN : RING_ESERVER;
+}
+
+static const cJSON *field(const cJSON *o, const char *name) {
+  return cJSON_GetObjectItemCaseSensitive(o, name);
+}
+
+int ring__etcd_error(const cJSON *j, long status, const char *what, bool *transient,
+                     ring_error *err) {
+  const cJSON *e = field(j, "error"), *from = cJSON_IsObject(e) ? e : j;
+  const cJSON *msg = field(from, "message"), *code = field(from, "grpc_code");
+  if (!cJSON_IsNumber(code))
+    code = field(from, "code");
+  const cJSON *http = field(from, "http_code");
+  if (status == 0 && cJSON_IsNumber(http) && http->valuedouble >= 0 && http->valuedouble < 1000)
+    status = (long)http->valuedouble; /* a status; anything else is noise, never cast */
+  const char *m = cJSON_IsString(msg) ? msg->valuestring
+                  : cJSON_IsString(e) ? e->valuestring
+                                      : "no message";
+  double g = cJSON_IsNumber(code) ? code->valuedouble : 0;
+  int rc = ring__etcd_errno(g, status, m, transient);
+  return ring__err(err, rc, "%s: %.180s (HTTP %ld)", what, m, status);
+}
+
+int ring__etcd_parse_reply(const char *body, size_t len, long status, cJSON **resp, bool *transient,
+                           ring_error *err) {
   *transient = false;
   cJSON *j = body && len ? cJSON_ParseWithLength(body, len) : NULL;
   if (j == NULL || !cJSON_IsObject(j)) {
@@ -270,7 +297,7 @@ int ring__etcd_parse_reply(const char *body, size_t len, long status, cJSON **re
     *resp = j;
     return RING_OK;
   }
-  int rc = reply_error(j, status, transient, err);
+  int rc = ring__etcd_error(j, status, "etcd", transient, err);
   cJSON_Delete(j);
   return rc;
 }
@@ -360,8 +387,8 @@ static int call(ring_etcd *c, const char *path, const char *text, ring__retry re
   return rc;
 }
 
-int ring__etcd_call(ring_etcd *c, const char *path, cJSON *body, ring__retry retry,
-                    cJSON **resp, ring_error *err) {
+int ring__etcd_call(ring_etcd *c, const char *path, cJSON *body, ring__retry retry, cJSON **resp,
+                    ring_error *err) {
   char *text = cJSON_PrintUnformatted(body);
   if (text == NULL)
     return ring__err(err, RING_ENOMEM, "request body");
@@ -373,20 +400,15 @@ int ring__etcd_call(ring_etcd *c, const char *path, cJSON *body, ring__retry ret
 /* ------------------------------------------------------------------ auth */
 
 /* etcd refuses a request that lacks a token with InvalidArgument ("user
- * name is empty"), and one whose user may not do it with PermissionDenied:
- * both are auth failures to the caller, not server errors. */
+ * name is empty"), which ring__etcd_errno calls RING_EAUTH: the message
+ * then says which endpoint wants a user, and whether one is configured. */
 static int auth_refusal(ring_etcd *c, uint32_t ep, int rc, ring_error *e) {
-  if (rc != RING_ESERVER)
+  if (rc != RING_EAUTH || strstr(e->message, "user name is empty") == NULL)
     return rc;
-  if (strstr(e->message, "user name is empty") != NULL) {
-    char why[RING_ERROR_MESSAGE_MAX];
-    snprintf(why, sizeof why, "%s", e->message);
-    return ring__err(e, RING_EAUTH, "etcd %s requires authentication%s (%s)", c->endpoints[ep],
-                     c->user ? "" : " and no user is configured", why);
-  }
-  if (strstr(e->message, "permission denied") != NULL)
-    e->code = rc = RING_EAUTH;
-  return rc;
+  char why[RING_ERROR_MESSAGE_MAX];
+  snprintf(why, sizeof why, "%s", e->message);
+  return ring__err(e, RING_EAUTH, "etcd %s requires authentication%s (%s)", c->endpoints[ep],
+                   c->user ? "" : " and no user is configured", why);
 }
 
 static int authenticate(ring_etcd *c, ring_error *err) {

@@ -13,32 +13,32 @@
 #include <stdatomic.h>
 #include <time.h>
 
-#define ETCD_POOL_MAX 8                   /* idle connections kept for reuse */
+#define ETCD_POOL_MAX 8 /* idle connections kept for reuse */
 #ifndef RING_ETCD_RESPONSE_MAX
 #define RING_ETCD_RESPONSE_MAX (128u << 20) /* a reply larger than this is refused */
 #endif
 
 struct ring_etcd {
-  char **endpoints;            /* n_endpoints base URLs, no trailing '/' */
+  char **endpoints; /* n_endpoints base URLs, no trailing '/' */
   uint32_t n_endpoints;
-  _Atomic uint32_t current;    /* index of the endpoint requests go to */
-  char *user, *password;       /* NULL without auth */
+  _Atomic uint32_t current; /* index of the endpoint requests go to */
+  char *user, *password;    /* NULL without auth */
   char *ca_file, *cert_file, *key_file;
   long timeout_ms, connect_timeout_ms;
-  pthread_mutex_t lock;        /* guards token, token_gen and pool */
-  char *token;                 /* auth token, NULL before authenticating */
-  uint64_t token_gen;          /* bumps on each re-authentication */
-  CURL *pool[ETCD_POOL_MAX];   /* idle easy handles (their connections stay open) */
+  pthread_mutex_t lock;      /* guards token, token_gen and pool */
+  char *token;               /* auth token, NULL before authenticating */
+  uint64_t token_gen;        /* bumps on each re-authentication */
+  CURL *pool[ETCD_POOL_MAX]; /* idle easy handles (their connections stay open) */
   uint32_t n_pool;
-  _Atomic uint64_t requests;   /* HTTP requests sent */
-  pthread_mutex_t hist_lock;   /* guards hist */
-  ring_etcd_history hist;      /* high-water marks of what etcd said (etcd_history.c) */
+  _Atomic uint64_t requests; /* HTTP requests sent */
+  pthread_mutex_t hist_lock; /* guards hist */
+  ring_etcd_history hist;    /* high-water marks of what etcd said (etcd_history.c) */
 };
 
 /* How a request may be retried on another endpoint. */
 typedef enum ring__retry {
-  RING__READ,  /* idempotent: retry on any transport failure */
-  RING__WRITE  /* retry only when it certainly never reached a server */
+  RING__READ, /* idempotent: retry on any transport failure */
+  RING__WRITE /* retry only when it certainly never reached a server */
 } ring__retry;
 
 /* A growable byte buffer with a hard cap, for response bodies. */
@@ -55,16 +55,37 @@ size_t ring__buf_write(char *data, size_t size, size_t n, void *ud); /* curl wri
  * ring_errno (RING_ESERVER with etcd's message, RING_EAUTH, ...), fails
  * over between endpoints per `retry`, re-authenticates once on an
  * expired token. */
-int ring__etcd_call(ring_etcd *c, const char *path, cJSON *body, ring__retry retry,
-                    cJSON **resp, ring_error *err);
+int ring__etcd_call(ring_etcd *c, const char *path, cJSON *body, ring__retry retry, cJSON **resp,
+                    ring_error *err);
 /* Turns one reply body (body[0..len), not NUL-terminated) with its HTTP
  * status into *resp (RING_OK: a JSON object from a 200 without "error"; the
  * caller cJSON_Deletes it) or the error it states: RING_EPROTO for a body
- * that is not a JSON object, else the gateway's error mapped as above.
+ * that is not a JSON object, else the gateway's error (ring__etcd_error).
  * *transient: a read may retry on another member. *resp is written only
  * on success. */
-int ring__etcd_parse_reply(const char *body, size_t len, long status, cJSON **resp,
-                           bool *transient, ring_error *err);
+int ring__etcd_parse_reply(const char *body, size_t len, long status, cJSON **resp, bool *transient,
+                           ring_error *err);
+
+/* The one rule for an error etcd states, whatever the call (unary reply,
+ * watch stream, keep-alive); grpc_code 0 when none was given:
+ *   RING_EAUTH     gRPC Unauthenticated (16) or PermissionDenied (7), or a
+ *                  message naming auth ("auth", "permission denied", "user
+ *                  name is empty"): a new token or other credentials may help;
+ *   RING_ENOTFOUND gRPC NotFound (5): the lease or key is gone;
+ *   RING_EUNKNOWN  gRPC Unavailable (14) or DeadlineExceeded (4), or HTTP
+ *                  503: the member cannot serve now and a write may or may
+ *                  not have applied;
+ *   RING_ESERVER   anything else.
+ * *transient (when not NULL): the member was busy (the RING_EUNKNOWN
+ * cases), so a read may retry on another one. */
+int ring__etcd_errno(double grpc_code, long status, const char *msg, bool *transient);
+/* The error object j states, in either of the gateway's shapes (a whole
+ * reply {"error":"..","message":"..","code":N}, or inside a stream
+ * {"error":{"grpc_code":N,"http_code":H,"message":".."}}), mapped by
+ * ring__etcd_errno into err as "<what>: <message> (HTTP <status>)". A
+ * status of 0 takes the stream's http_code. Returns the ring_errno. */
+int ring__etcd_error(const cJSON *j, long status, const char *what, bool *transient,
+                     ring_error *err);
 
 /* A curl handle set up for c's endpoint `ep` and path, with auth and TLS;
  * the caller adds body and callbacks. Returns NULL on ENOMEM. The headers

@@ -183,11 +183,10 @@ static int json_depth(const char *p, size_t n) {
   return max;
 }
 
-/* Maps a keep-alive reply to a status: RING_OK with *ttl_s, RING_ENOTFOUND
- * when the lease is gone, RING_EAUTH when the token was refused; anything
- * else is worth another try before the deadline. The gateway states errors
- * either as {"error":"..","message":"..","code":N} or, inside the stream,
- * as {"error":{"grpc_code":N,"message":".."}}. */
+/* Maps a keep-alive reply to a status: RING_OK with *ttl_s, or the error
+ * etcd states (ring__etcd_error): RING_ENOTFOUND when the lease is gone,
+ * RING_EAUTH when the token was refused; anything else is worth another
+ * try before the deadline. */
 static int keeper_reply(ring_keeper *k, const ring__buf *b, long status, int64_t *ttl_s,
                         ring_error *err) {
   if (b->p == NULL || json_depth(b->p, b->len) > KEEPER_JSON_DEPTH)
@@ -201,15 +200,7 @@ static int keeper_reply(ring_keeper *k, const ring__buf *b, long status, int64_t
   if (status == 200 && cJSON_HasObjectItem(j, "result")) {
     rc = keepalive_result(j, k->lease, ttl_s, err);
   } else {
-    const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
-    const cJSON *o = cJSON_IsObject(e) ? e : j;
-    const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "message");
-    const cJSON *code =
-        cJSON_GetObjectItemCaseSensitive(o, cJSON_IsObject(e) ? "grpc_code" : "code");
-    const char *msg = cJSON_IsString(m) ? m->valuestring : "no message";
-    int g = cJSON_IsNumber(code) ? code->valueint : 0;
-    rc = g == 16 || strstr(msg, "auth") ? RING_EAUTH : g == 5 ? RING_ENOTFOUND : RING_ESERVER;
-    rc = ring__err(err, rc, "etcd keep-alive: %s (HTTP %ld)", msg, status);
+    rc = ring__etcd_error(j, status, "etcd keep-alive", NULL, err);
   }
   cJSON_Delete(j);
   return rc;

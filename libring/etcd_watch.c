@@ -86,32 +86,6 @@ static bool get_bool(const cJSON *o, const char *name, bool *out) {
   return it == NULL || cJSON_IsBool(it);
 }
 
-/* The ring_errno for a message from etcd: auth trouble or anything else. */
-static int server_code(double grpc_code, const char *msg) {
-  if (grpc_code == 16 || grpc_code == 7 || strstr(msg, "auth") || strstr(msg, "Unauthenticated") ||
-      strstr(msg, "permission denied"))
-    return RING_EAUTH;
-  return RING_ESERVER;
-}
-
-/* An error object from the gateway: inside a stream
- * {"error":{"grpc_code":N,"http_code":H,"message":"..."}}, as a whole reply
- * {"error":"...","message":"...","code":N}. */
-static int gateway_error(const cJSON *j, long status, ring_error *err) {
-  const cJSON *e = field(j, "error"), *from = cJSON_IsObject(e) ? e : j;
-  const cJSON *msg = field(from, "message"), *code = field(from, "grpc_code");
-  if (!cJSON_IsNumber(code))
-    code = field(from, "code");
-  const cJSON *http = field(from, "http_code");
-  if (status == 0 && cJSON_IsNumber(http) && http->valuedouble >= 0 && http->valuedouble < 1000)
-    status = (long)http->valuedouble; /* a status; anything else is noise, never cast */
-  const char *m = cJSON_IsString(msg) ? msg->valuestring
-                  : cJSON_IsString(e) ? e->valuestring
-                                      : "no message";
-  double g = cJSON_IsNumber(code) ? code->valuedouble : 0;
-  return ring__err(err, server_code(g, m), "etcd watch: %.180s (HTTP %ld)", m, status);
-}
-
 static int parse_event(const cJSON *e, ring_event *ev, ring_error *err) {
   memset(ev, 0, sizeof *ev);
   if (!cJSON_IsObject(e))
@@ -187,7 +161,7 @@ int ring__watch_parse(const char *msg, size_t len, ring__watch_resp *out, ring_e
   if (!cJSON_IsObject(j))
     rc = malformed(err, j ? "not an object" : "not JSON");
   else if (field(j, "result") == NULL && field(j, "error") != NULL)
-    rc = gateway_error(j, 0, err);
+    rc = ring__etcd_error(j, 0, "etcd watch", NULL, err);
   else if (!cJSON_IsObject(field(j, "result")))
     rc = malformed(err, "no result object");
   else
@@ -275,7 +249,8 @@ static int deliver(ring_watch *w, const ring_event *ev, uint32_t n, int64_t rev,
 /* The server ended the watch for a reason other than compaction. */
 static int canceled(ring_watch *w, const ring__watch_resp *r) {
   const char *why = r->reason[0] ? r->reason : "no reason given";
-  return ring__err(&w->stream_err, server_code(0, why), "etcd watch canceled: %s", why);
+  return ring__err(&w->stream_err, ring__etcd_errno(0, 0, why, NULL), "etcd watch canceled: %s",
+                   why);
 }
 
 /* etcd cancelled the watch because history it asked for is gone. */
@@ -415,7 +390,7 @@ static int stream_outcome(ring_watch *w, uint32_t ep, CURLcode crc) {
   if (w->status != 0 && w->status != 200) {
     cJSON *j = w->errbody.p ? cJSON_ParseWithLength(w->errbody.p, w->errbody.len) : NULL;
     int rc = cJSON_IsObject(j)
-                 ? gateway_error(j, w->status, &w->stream_err)
+                 ? ring__etcd_error(j, w->status, "etcd watch", NULL, &w->stream_err)
                  : ring__err(&w->stream_err, RING_EPROTO, "etcd watch %s: HTTP %ld with %s body",
                              url, w->status, w->errbody.len ? "a non-JSON" : "an empty");
     cJSON_Delete(j);

@@ -27,10 +27,10 @@ typedef struct ring__node {
   uint32_t strings_len;
   ring__label labels[RING_LABELS_MAX];
   uint32_t n_labels;
-  double weight;                /* capacity, > 0 */
+  double weight; /* capacity, > 0 */
   ring_node_state state;
-  uint64_t id_hash;             /* XXH3(id): rendezvous and sticky identity */
-  uint32_t replicas;            /* token-replicas owned; set by seal */
+  uint64_t id_hash;  /* XXH3(id): rendezvous and sticky identity */
+  uint32_t replicas; /* token-replicas owned; set by seal */
 } ring__node;
 
 typedef struct ring__pending {
@@ -42,21 +42,21 @@ typedef struct ring__pending {
 /* The view comes first so that ring_table_view is a cast in spirit and the
  * fields a lookup touches share one cache line. */
 struct ring_table {
-  ring_view view;                 /* owners, seed, T, shift, R */
-  uint16_t *owners;               /* T*R, writable alias of view.owners */
-  uint64_t version;               /* 1 .. RING_VERSION_MAX */
+  ring_view view;   /* owners, seed, T, shift, R */
+  uint16_t *owners; /* T*R, writable alias of view.owners */
+  uint64_t version; /* 1 .. RING_VERSION_MAX */
   char cluster[RING_ID_MAX + 1];
   char failure_domain[RING_ID_MAX + 1]; /* "" if none */
-  ring__node *nodes;              /* n_nodes entries */
+  ring__node *nodes;                    /* n_nodes entries */
   uint32_t n_nodes;
   uint32_t cap_nodes;
-  ring__pending *pending;         /* sorted by (token, slot), unique */
+  ring__pending *pending; /* sorted by (token, slot), unique */
   uint32_t n_pending;
   uint32_t cap_pending;
-  uint32_t *index;                /* id hash -> node index + 1, open addressing */
-  uint32_t cap_index;             /* power of two, >= 2 * n_nodes, or 0 */
-  uint32_t n_serving;             /* nodes owning a token, not down/removed; set by seal */
-  bool sealed;                    /* validated and frozen */
+  uint32_t *index;    /* id hash -> node index + 1, open addressing */
+  uint32_t cap_index; /* power of two, >= 2 * n_nodes, or 0 */
+  uint32_t n_serving; /* nodes owning a token, not down/removed; set by seal */
+  bool sealed;        /* validated and frozen */
 };
 
 static inline const char *ring__node_addr(const ring__node *n) { return n->strings; }
@@ -134,6 +134,17 @@ typedef struct ring__sbuf {
 void ring__sb_reserve(ring__sbuf *b, size_t more);
 void ring__sb_puts(ring__sbuf *b, const char *s);
 void ring__sb_printf(ring__sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* logfmt values (logfmt.c, where the quoting rule is written): whether v
+ * must be quoted; one byte as it appears inside quotes (returns the bytes
+ * written to out, 1 to 6); and v written to out (cap bytes with the NUL),
+ * quoted when `quoted`, or when needed for ring__logfmt_value. Both return
+ * the length written; *cut is true when v did not fit whole (the value is
+ * then cut at a character boundary, its quote closed). */
+bool ring__logfmt_needs_quotes(const char *v);
+size_t ring__logfmt_escape(unsigned char c, char out[8]);
+size_t ring__logfmt_put(const char *v, bool quoted, char *out, size_t cap, bool *cut);
+size_t ring__logfmt_value(const char *v, char *out, size_t cap, bool *cut);
 
 uint64_t ring__hash(const void *key, size_t len, uint64_t seed);
 

@@ -3,6 +3,7 @@
  */
 #include "ring_int.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,10 @@
 void ring__sb_reserve(ring__sbuf *b, size_t more) {
   if (b->oom || b->len + more + 1 <= b->cap)
     return;
+  if (more > SIZE_MAX / 4 - b->len) { /* doubling below would wrap */
+    b->oom = true;
+    return;
+  }
   size_t cap = b->cap ? b->cap : 256;
   while (cap < b->len + more + 1)
     cap *= 2;

@@ -64,6 +64,8 @@ struct ring_watcher {
   char ack_id[RING_ID_MAX + 1]; /* "" without acks */
   ring_table_cb on_table;
   void *ud;
+  ring_log_cb log; /* never NULL: the embedder's, or stderr_line */
+  void *log_ud;
   ring_watch *watch;    /* NULL until started */
   uint64_t acked;       /* highest version acked; watch thread */
   uint64_t refused;     /* last version refused, never fetched again; watch thread */
@@ -83,36 +85,34 @@ static size_t make_key(const ring_watcher *w, char *key, const char *what, uint6
   return len > 0 ? (size_t)len : 0; /* the cluster name was checked to fit at creation */
 }
 
-/* Copies s into a logfmt quoted value: quotes and backslashes escaped,
- * control characters blanked, cut to fit. */
-static void logfmt_quote(const char *s, char *out, size_t cap) {
-  size_t o = 0;
-  for (; *s && o + 3 < cap; s++) {
-    char ch = *s;
-    if (ch == '"' || ch == '\\')
-      out[o++] = '\\';
-    out[o++] = (unsigned char)ch < 0x20 ? ' ' : ch;
-  }
-  out[o] = '\0';
-}
-
-/* One logfmt line on stderr. */
-static void log_line(const char *level, const char *msg, const ring_watcher *w, uint64_t version,
-                     const char *source, const char *error) {
+/* The default log: one logfmt line on stderr, for an embedder that gave
+ * no callback. */
+static void stderr_line(void *ud, const ring_log_event *ev) {
+  static const char *const names[] = {"info", "info", "warn", "error"};
   struct timespec ts;
   struct tm tm;
   char when[32], quoted[2 * RING_ERROR_MESSAGE_MAX];
+  bool cut;
+  (void)ud;
   clock_gettime(CLOCK_REALTIME, &ts);
   gmtime_r(&ts.tv_sec, &tm);
   strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-  logfmt_quote(error, quoted, sizeof quoted);
+  ring__logfmt_put(ev->error, true, quoted, sizeof quoted, &cut);
   fprintf(stderr,
-          "ts=%s.%03ldZ level=%s msg=\"%s\" cluster=%s version=%" PRIu64 " source=%s err=\"%s\"\n",
-          when, ts.tv_nsec / 1000000L, level, msg, w->cluster, version, source, quoted);
+          "ts=%s.%03ldZ level=%s msg=\"%s\" cluster=%s version=%" PRIu64 " source=%s err=%s\n",
+          when, ts.tv_nsec / 1000000L, names[ev->level <= RING_LOG_ERROR ? ev->level : 3], ev->msg,
+          ev->cluster, ev->version, ev->source, quoted);
+}
+
+/* One event to the embedder's log (ring_watcher_opts.log). */
+static void log_line(ring_log_level level, const char *msg, const ring_watcher *w, uint64_t version,
+                     const char *source, const char *error) {
+  ring_log_event ev = {level, msg, w->cluster, version, source, error ? error : ""};
+  w->log(w->log_ud, &ev);
 }
 
 static void refuse(ring_watcher *w, uint64_t version, const char *source, const ring_error *err) {
-  log_line("warn", "table refused", w, version, source, err->message);
+  log_line(RING_LOG_WARN, "table refused", w, version, source, err->message);
   atomic_fetch_add(&w->rejected, 1); /* after the line: whoever sees the count finds it logged */
 }
 
@@ -412,7 +412,7 @@ static bool held_back(ring_watcher *w) {
   if (h.went_back != w->held_back) {
     char why[RING_HISTORY_WHY_MAX];
     ring_etcd_history_text(&h, why, sizeof why);
-    log_line(h.went_back ? "error" : "info",
+    log_line(h.went_back ? RING_LOG_ERROR : RING_LOG_INFO,
              h.went_back ? "watcher stopped following: etcd history went back"
                          : "watcher follows again: the restore was settled",
              w, ring_live_version(w->live), "history", why);
@@ -449,7 +449,7 @@ static int follow(ring_watcher *w, uint64_t hint, int tries, ring_error *err) {
       continue; /* a newer version replaced the table: no backoff */
     atomic_fetch_add(&w->errors, 1);
     if (!transient(rc)) { /* auth, permissions: waiting will not help; the next event retries */
-      log_line("error", "etcd refused the watcher", w, v, "etcd", err->message);
+      log_line(RING_LOG_ERROR, "etcd refused the watcher", w, v, "etcd", err->message);
       return rc;
     }
     if ((tries > 0 && attempt >= tries) || !pause_unless_stopped(w, backoff))
@@ -524,6 +524,8 @@ int ring_watcher_start(ring_etcd *c, const ring_watcher_opts *o, ring_live *live
   strcpy(w->ack_id, o->ack_id ? o->ack_id : "");
   w->on_table = o->on_table;
   w->ud = o->ud;
+  w->log = o->log ? o->log : stderr_line;
+  w->log_ud = o->log_ud;
   /* The current table first; the watch starts right after the read, so
    * nothing published in between is missed. */
   uint64_t v = 0;

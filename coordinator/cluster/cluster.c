@@ -11,6 +11,7 @@
  *   5. a table's weighted targets
  */
 #include "cluster.h"
+#include "ring_int.h"
 
 #include <cjson/cJSON.h>
 
@@ -20,17 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int rk_fail(ring_error *err, int code, const char *fmt, ...) {
-  if (err != NULL) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
-    va_end(ap);
-    err->code = code;
-  }
-  return code;
-}
 
 /* ------------------------------------------------------------- 1. the read */
 
@@ -81,9 +71,9 @@ static int parse_recovery(rk_state *s, const ring_kvs *r, size_t prefix_len, rin
 
 /* In the order of parts[]. */
 static const part_parser parsers[N_PARTS] = {
-    parse_config,  parse_version,   parse_nodes,    parse_alive,  parse_proposed,
-    parse_active,  parse_acks,      parse_progress, parse_leader, parse_clients,
-    parse_stuck,   parse_missing,   parse_recovered, parse_recovery,
+    parse_config, parse_version, parse_nodes,     parse_alive,    parse_proposed,
+    parse_active, parse_acks,    parse_progress,  parse_leader,   parse_clients,
+    parse_stuck,  parse_missing, parse_recovered, parse_recovery,
 };
 
 /* Bytes two keys share at their start. */
@@ -114,14 +104,14 @@ static int fetch_span(ring_etcd *c, const ring_kvs *keys, span sp, bool exact, i
   if (rc != RING_OK)
     return rc;
   if (r.n != sp.hi - sp.lo)
-    rc = rk_fail(err, RING_EPROTO, "%.100s: %u keys at revision %lld, %u listed",
-                 (const char *)first->key, r.n, (long long)rev, sp.hi - sp.lo);
+    rc = ring__err(err, RING_EPROTO, "%.100s: %u keys at revision %lld, %u listed",
+                   (const char *)first->key, r.n, (long long)rev, sp.hi - sp.lo);
   for (uint32_t i = 0; rc == RING_OK && i < r.n; i++) {
     ring_kv *kv = &r.kvs[i];
     const ring_kv *want = &keys->kvs[sp.lo + i];
     if (kv->key_len != want->key_len || memcmp(kv->key, want->key, kv->key_len) != 0) {
-      rc = rk_fail(err, RING_EPROTO, "%.100s: not the key listed at revision %lld",
-                   (const char *)kv->key, (long long)rev);
+      rc = ring__err(err, RING_EPROTO, "%.100s: not the key listed at revision %lld",
+                     (const char *)kv->key, (long long)rev);
       break;
     }
     if (kv->value_len > cap) {
@@ -174,7 +164,7 @@ static int host_pages(ring_etcd *c, const char *prefix, size_t plen, int64_t rev
   span *st = calloc((size_t)keys.n + 1, sizeof *st);
   uint32_t top = 0;
   if (all.kvs == NULL || st == NULL)
-    rc = rk_fail(err, RING_ENOMEM, "out of memory reading %u keys of %.100s", keys.n, prefix);
+    rc = ring__err(err, RING_ENOMEM, "out of memory reading %u keys of %.100s", keys.n, prefix);
   else if (keys.n > 0)
     st[top++] = (span){0, keys.n, plen};
   while (rc == RING_OK && top > 0) {
@@ -204,7 +194,9 @@ static int read_txn(ring_etcd *c, char keys[][RK_KEY_MAX], unsigned what, rk_sta
   for (size_t i = 0; i < N_PARTS; i++) {
     if (!(what & parts[i].bit) || parts[i].host >= 0)
       continue;
-    ops[n] = (ring_op){.type = RING_OP_RANGE, .key = keys[i], .key_len = strlen(keys[i]),
+    ops[n] = (ring_op){.type = RING_OP_RANGE,
+                       .key = keys[i],
+                       .key_len = strlen(keys[i]),
                        .prefix = parts[i].prefix};
     idx[n++] = i;
   }
@@ -241,7 +233,7 @@ static int read_once(ring_etcd *c, const char *cluster, unsigned what, rk_state 
   char keys[N_PARTS][RK_KEY_MAX];
   for (size_t i = 0; i < N_PARTS; i++)
     if (rk_key(keys[i], cluster, parts[i].what) < 0)
-      return rk_fail(err, RING_EINVAL, "cluster name \"%.63s\" is not valid", cluster);
+      return ring__err(err, RING_EINVAL, "cluster name \"%.63s\" is not valid", cluster);
   rk_state s = {0};
   int rc = read_txn(c, keys, what, &s, err);
   for (size_t i = 0; i < N_PARTS && rc == RING_OK; i++) {
@@ -320,7 +312,7 @@ static int keyed(ring_error *err, int rc, const ring_kv *kv) {
   const char *p = (const char *)kv->key; /* "/ringkeeper/<cluster>/<what>" */
   for (int slashes = 0; *p != '\0' && slashes < 3; p++)
     slashes += *p == '/';
-  return rk_fail(err, rc, "%.64s: %s", p, inner);
+  return ring__err(err, rc, "%.64s: %s", p, inner);
 }
 
 /* The id after a prefix key ("/ringkeeper/c/nodes/" + id); false if the
@@ -364,8 +356,8 @@ static void key_rest(const ring_kv *kv, size_t prefix_len, char out[RING_ID_MAX 
   n = n < RING_ID_MAX ? n : RING_ID_MAX;
   for (size_t i = 0; i < n; i++) {
     char ch = (char)kv->key[prefix_len + i];
-    bool ok = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' ||
-              ch == '-';
+    bool ok =
+        (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-';
     out[i] = ok ? ch : '?';
   }
   out[n] = '\0';
@@ -445,7 +437,7 @@ static int parse_version(rk_state *s, const ring_kvs *r, size_t prefix_len, ring
     return RING_OK;
   const ring_kv *kv = &r->kvs[0];
   if (!parse_decimal(kv->value, kv->value_len, &s->version)) {
-    rk_fail(err, RING_EVERSION, "not a version number: \"%.32s\"", (const char *)kv->value);
+    ring__err(err, RING_EVERSION, "not a version number: \"%.32s\"", (const char *)kv->value);
     return keyed(err, RING_EVERSION, kv);
   }
   s->version_mod = kv->mod_revision;
@@ -458,7 +450,7 @@ static int parse_nodes(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_e
   s->nodes = calloc(r->n, sizeof *s->nodes);
   s->node_mod = calloc(r->n, sizeof *s->node_mod);
   if (s->nodes == NULL || s->node_mod == NULL)
-    return rk_fail(err, RING_ENOMEM, "out of memory reading %u node records", r->n);
+    return ring__err(err, RING_ENOMEM, "out of memory reading %u node records", r->n);
   for (uint32_t i = 0; i < r->n; i++) {
     const ring_kv *kv = &r->kvs[i];
     char id[RING_ID_MAX + 1];
@@ -467,7 +459,7 @@ static int parse_nodes(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_e
     if (rc != RING_OK)
       return keyed(err, rc, kv);
     if (!key_id(kv, prefix_len, id) || strcmp(id, n->id) != 0) {
-      rk_fail(err, RING_ENODEID, "the record's id \"%s\" is not its key's", n->id);
+      ring__err(err, RING_ENODEID, "the record's id \"%s\" is not its key's", n->id);
       return keyed(err, RING_ENODEID, kv);
     }
     s->node_mod[i] = kv->mod_revision;
@@ -480,7 +472,7 @@ static int parse_alive(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_e
   if (r->n == 0)
     return RING_OK;
   if ((s->alive = calloc(r->n, sizeof *s->alive)) == NULL)
-    return rk_fail(err, RING_ENOMEM, "out of memory reading %u alive keys", r->n);
+    return ring__err(err, RING_ENOMEM, "out of memory reading %u alive keys", r->n);
   for (uint32_t i = 0; i < r->n; i++) {
     const ring_kv *kv = &r->kvs[i];
     rk_alive_entry *e = &s->alive[s->n_alive];
@@ -516,7 +508,7 @@ static int parse_acks(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_er
   if (r->n == 0)
     return RING_OK;
   if ((s->acks = calloc(r->n, sizeof *s->acks)) == NULL)
-    return rk_fail(err, RING_ENOMEM, "out of memory reading %u acks", r->n);
+    return ring__err(err, RING_ENOMEM, "out of memory reading %u acks", r->n);
   for (uint32_t i = 0; i < r->n; i++) {
     const ring_kv *kv = &r->kvs[i];
     rk_ack *a = &s->acks[s->n_acks];
@@ -549,8 +541,8 @@ static int parse_host_records(rk_state *s, const ring_kvs *r, size_t prefix_len,
     return RING_OK;
   char *list = calloc(r->n, h->size);
   if ((*out = list) == NULL)
-    return rk_fail(err, RING_ENOMEM, "out of memory reading %u %s keys", r->n,
-                   rk_host_kind_name(h->kind));
+    return ring__err(err, RING_ENOMEM, "out of memory reading %u %s keys", r->n,
+                     rk_host_kind_name(h->kind));
   for (uint32_t i = 0; i < r->n; i++) {
     const ring_kv *kv = &r->kvs[i];
     char *e = list + (size_t)*n * h->size;
@@ -617,7 +609,7 @@ static int parse_clients(rk_state *s, const ring_kvs *r, size_t prefix_len, ring
   if (r->n == 0)
     return RING_OK;
   if ((s->clients = calloc(r->n, sizeof *s->clients)) == NULL)
-    return rk_fail(err, RING_ENOMEM, "out of memory reading %u clients", r->n);
+    return ring__err(err, RING_ENOMEM, "out of memory reading %u clients", r->n);
   for (uint32_t i = 0; i < r->n; i++) {
     const ring_kv *kv = &r->kvs[i];
     int ok = host_checks(s, RK_HOST_CLIENT, kv, prefix_len, s->clients[s->n_clients]);
@@ -662,7 +654,7 @@ static int parse_recovery(rk_state *s, const ring_kvs *r, size_t prefix_len, rin
   if (r->n == 0)
     return RING_OK;
   if ((s->recovery = calloc(r->n, sizeof *s->recovery)) == NULL)
-    return rk_fail(err, RING_ENOMEM, "out of memory reading %u recovery keys", r->n);
+    return ring__err(err, RING_ENOMEM, "out of memory reading %u recovery keys", r->n);
   for (uint32_t i = 0; i < r->n; i++) {
     const ring_kv *kv = &r->kvs[i];
     rk_agent_recovery *e = &s->recovery[s->n_recovery];
@@ -774,20 +766,20 @@ int rk_table_read(ring_etcd *c, const char *cluster, uint64_t version, ring_tabl
   char key[RK_KEY_MAX];
   int len = rk_key_version(key, cluster, "tables/", version);
   if (len < 0)
-    return rk_fail(err, RING_EINVAL, "cluster name \"%.63s\" is not valid", cluster);
+    return ring__err(err, RING_EINVAL, "cluster name \"%.63s\" is not valid", cluster);
   ring_kvs r;
   int rc = ring_etcd_range(c, key, (size_t)len, NULL, &r, err);
   if (rc != RING_OK)
     return rc;
   if (r.n == 0)
-    rc = rk_fail(err, RING_ENOTFOUND, "tables/%" PRIu64 ": not in etcd", version);
-  else if ((rc = ring_table_decode((const char *)r.kvs[0].value, r.kvs[0].value_len, out,
-                                   err)) != RING_OK)
+    rc = ring__err(err, RING_ENOTFOUND, "tables/%" PRIu64 ": not in etcd", version);
+  else if ((rc = ring_table_decode((const char *)r.kvs[0].value, r.kvs[0].value_len, out, err)) !=
+           RING_OK)
     keyed(err, rc, &r.kvs[0]);
   else if (ring_table_version(*out) != version) {
     ring_table_free(*out);
-    rc = rk_fail(err, RING_EVERSION, "tables/%" PRIu64 ": holds version %" PRIu64, version,
-                 ring_table_version(*out));
+    rc = ring__err(err, RING_EVERSION, "tables/%" PRIu64 ": holds version %" PRIu64, version,
+                   ring_table_version(*out));
   }
   ring_kvs_clear(&r);
   return rc;
@@ -836,12 +828,12 @@ static void input_settings(const rk_config *c, rk_plan_input *in) {
 int rk_desired_input(const rk_state *s, const ring_table *table, rk_plan_input *in,
                      ring_error *err) {
   if (!s->has_config)
-    return rk_fail(err, RING_ENOTFOUND, "the cluster is not initialised (no config)");
+    return ring__err(err, RING_ENOTFOUND, "the cluster is not initialised (no config)");
   uint32_t in_table = table ? ring_table_node_count(table) : 0;
   rk_plan_input r = {0};
   input_settings(&s->config, &r);
   if ((r.nodes = calloc((size_t)in_table + s->n_nodes + 1, sizeof *r.nodes)) == NULL)
-    return rk_fail(err, RING_ENOMEM, "out of memory building the planner's input");
+    return ring__err(err, RING_ENOMEM, "out of memory building the planner's input");
   for (uint16_t i = 0; i < in_table; i++) {
     const rk_node *rec = rk_state_node(s, ring_table_node_id(table, i));
     rk_node *n = &r.nodes[r.n_nodes++];

@@ -25,13 +25,13 @@ enum {
   RK_READ_VERSION = 1u << 1, /* the version key (not the table) */
   RK_READ_NODES = 1u << 2,
   RK_READ_ALIVE = 1u << 3,
-  RK_READ_PLANS = 1u << 4,   /* plan/proposed and plan/active */
+  RK_READ_PLANS = 1u << 4, /* plan/proposed and plan/active */
   RK_READ_ACKS = 1u << 5,
   RK_READ_PROGRESS = 1u << 6,
   RK_READ_LEADER = 1u << 7,
-  RK_READ_CLIENTS = 1u << 8, /* clients/: data-plane processes in the version barrier */
-  RK_READ_STUCK = 1u << 9,   /* the coordinator's report of stuck moves */
-  RK_READ_MISSING = 1u << 10, /* missing/: owned arcs hosts report they lack */
+  RK_READ_CLIENTS = 1u << 8,   /* clients/: data-plane processes in the version barrier */
+  RK_READ_STUCK = 1u << 9,     /* the coordinator's report of stuck moves */
+  RK_READ_MISSING = 1u << 10,  /* missing/: owned arcs hosts report they lack */
   RK_READ_RECOVERY = 1u << 11, /* recovery/ (hosts' reports of a restored etcd) and recovered */
   RK_READ_ALL = 0xFFFu
 };
@@ -43,21 +43,21 @@ typedef struct rk_ack {
 
 typedef struct rk_agent_progress {
   char id[RING_ID_MAX + 1];
-  rk_progress p;    /* version 0 and no tokens when malformed */
+  rk_progress p; /* version 0 and no tokens when malformed */
 } rk_agent_progress;
 
 typedef struct rk_agent_missing {
   char id[RING_ID_MAX + 1];
-  rk_missing m;     /* version 0 and no tokens when malformed */
+  rk_missing m; /* version 0 and no tokens when malformed */
 } rk_agent_missing;
 typedef struct rk_agent_recovery {
   char id[RING_ID_MAX + 1];
-  rk_recovery r;    /* seen_version 0 and no tokens when malformed */
+  rk_recovery r; /* seen_version 0 and no tokens when malformed */
 } rk_agent_recovery;
 
 typedef struct rk_alive_entry {
-  rk_alive a;       /* id set from the key; the rest zero when malformed */
-  bool valid;       /* the value parsed */
+  rk_alive a; /* id set from the key; the rest zero when malformed */
+  bool valid; /* the value parsed */
   int64_t lease;
 } rk_alive_entry;
 
@@ -93,20 +93,20 @@ const char *rk_bad_kind_name(rk_bad_kind k);
 const char *rk_bad_text(const rk_bad_record *b, char *buf, size_t size);
 
 typedef struct rk_state {
-  int64_t revision;          /* the store revision of the read */
+  int64_t revision; /* the store revision of the read */
 
   bool has_config;
   rk_config config;
-  int64_t config_mod;        /* mod revision, for compare-and-swap */
+  int64_t config_mod; /* mod revision, for compare-and-swap */
 
-  uint64_t version;          /* 0: no table published yet */
-  int64_t version_mod;       /* 0 when the key is absent */
+  uint64_t version;    /* 0: no table published yet */
+  int64_t version_mod; /* 0 when the key is absent */
 
-  rk_node *nodes;            /* sorted by id */
+  rk_node *nodes; /* sorted by id */
   int64_t *node_mod;
   uint32_t n_nodes;
 
-  rk_alive_entry *alive;     /* sorted by id */
+  rk_alive_entry *alive; /* sorted by id */
   uint32_t n_alive;
 
   bool has_proposed;
@@ -116,7 +116,7 @@ typedef struct rk_state {
   rk_run active;
   int64_t active_mod;
 
-  rk_ack *acks;              /* sorted by id */
+  rk_ack *acks; /* sorted by id */
   uint32_t n_acks;
   rk_agent_progress *progress; /* sorted by id */
   uint32_t n_progress;
@@ -130,13 +130,13 @@ typedef struct rk_state {
   rk_agent_missing *missing; /* sorted by id; hosts reporting owned arcs they lack */
   uint32_t n_missing;
 
-  bool has_stuck;            /* the key is there and parsed */
+  bool has_stuck; /* the key is there and parsed */
   rk_stuck stuck;
-  int64_t stuck_mod;         /* its mod revision (also when malformed); 0 when absent */
+  int64_t stuck_mod; /* its mod revision (also when malformed); 0 when absent */
 
   rk_agent_recovery *recovery; /* recovery/<id>, sorted by id (restore.c) */
   uint32_t n_recovery;
-  bool has_recovered;        /* the `recovered` key is there and parsed */
+  bool has_recovered; /* the `recovered` key is there and parsed */
   ring__recovered recovered;
 
   /* Ignored records, by kind then key. Host values over their cap or
@@ -161,9 +161,6 @@ uint32_t rk_bad_hosts(const rk_state *s);
  * deletes, NULL when out of memory. */
 struct cJSON *rk_bad_json(const rk_state *s, uint32_t max);
 
-/* Fills err (if not NULL) with code and a printf message; returns code. */
-int rk_fail(ring_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
 /* ------------------------------------------------------------ reading it */
 
 /* Pages of host-written prefixes: at most this many keys a request, so a
@@ -181,8 +178,7 @@ int rk_fail(ring_error *err, int code, const char *fmt, ...) __attribute__((form
  * described above: over its cap a value is dropped as its page arrives,
  * never parsed. RING_OK with has_config false when the cluster was never
  * initialised. On failure *out is untouched. */
-int rk_state_read(ring_etcd *c, const char *cluster, unsigned what, rk_state *out,
-                  ring_error *err);
+int rk_state_read(ring_etcd *c, const char *cluster, unsigned what, rk_state *out, ring_error *err);
 
 /* Lookups in a read state; NULL when absent. */
 rk_node *rk_state_node(const rk_state *s, const char *id);
@@ -255,7 +251,7 @@ typedef struct rk_missing_view {
   uint32_t replicas;      /* token-replicas reported missing, all hosts */
   rk_missing_host *hosts; /* those with at least one, by id; malloc()'ed */
   uint32_t n_hosts;
-  uint32_t *lost;         /* tokens every owner reports missing, ascending; malloc()'ed */
+  uint32_t *lost; /* tokens every owner reports missing, ascending; malloc()'ed */
   uint32_t n_lost;
 } rk_missing_view;
 
@@ -293,9 +289,9 @@ typedef struct rk_recover {
   ring_table *table;        /* sealed, at the version asked for */
   rk_recover_slot *missing; /* n_missing slots no holder could fill (malloc()'ed) */
   uint32_t n_missing;
-  uint32_t *lost;           /* n_lost tokens no host holds, ascending (malloc()'ed) */
+  uint32_t *lost; /* n_lost tokens no host holds, ascending (malloc()'ed) */
   uint32_t n_lost;
-  uint32_t n_moved;         /* slots whose owner differs from newest's */
+  uint32_t n_moved; /* slots whose owner differs from newest's */
 } rk_recover;
 
 /* Builds it from newest (the newest table hosts reported in service) and

@@ -13,6 +13,7 @@
  * named owner (missing).
  */
 #include "cluster.h"
+#include "ring_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,7 +57,7 @@ static int holdings(const ring_table *newest, const rk_agent_recovery *reps, uin
   char who[256] = "";
   uint32_t silent = 0;
   if (held == NULL)
-    return rk_fail(err, RING_ENOMEM, "out of memory");
+    return ring__err(err, RING_ENOMEM, "out of memory");
   for (uint16_t i = 0; i < nodes; i++) {
     const char *id = ring_table_node_id(newest, i);
     const rk_recovery *r = report_of(reps, n_reps, id);
@@ -69,11 +70,11 @@ static int holdings(const ring_table *newest, const rk_agent_recovery *reps, uin
   }
   if (silent > 0) {
     free(held);
-    return rk_fail(err, RING_ENOTFOUND,
-                   "%u owner%s of table %llu sent no recovery report: %s%s (wait for them, or "
-                   "leave them out with --without ID,...)",
-                   silent, silent == 1 ? "" : "s", (unsigned long long)ring_table_version(newest),
-                   who, silent > 8 ? ",..." : "");
+    return ring__err(err, RING_ENOTFOUND,
+                     "%u owner%s of table %llu sent no recovery report: %s%s (wait for them, or "
+                     "leave them out with --without ID,...)",
+                     silent, silent == 1 ? "" : "s", (unsigned long long)ring_table_version(newest),
+                     who, silent > 8 ? ",..." : "");
   }
   *out = held;
   return RING_OK;
@@ -181,11 +182,11 @@ int rk_recover_build(const ring_table *newest, const rk_agent_recovery *reps, ui
   r.missing = calloc((size_t)T * R, sizeof *r.missing);
   r.lost = calloc(T, sizeof *r.lost);
   if (r.missing == NULL || r.lost == NULL)
-    rc = rk_fail(err, RING_ENOMEM, "out of memory");
+    rc = ring__err(err, RING_ENOMEM, "out of memory");
   if (rc == RING_OK)
     rc = skeleton(newest, version, &r.table, err);
   if (rc == RING_OK && (rc = fill(newest, held, &r)) != RING_OK)
-    rk_fail(err, rc, "setting owners failed: %s", ring_strerror(rc));
+    ring__err(err, rc, "setting owners failed: %s", ring_strerror(rc));
   if (rc == RING_OK)
     rc = ring_table_seal(r.table, err);
   free(held);

@@ -8,6 +8,7 @@
  * so a leader that takes over rebuilds exactly the table the cursor names.
  */
 #include "cluster.h"
+#include "ring_int.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -49,8 +50,7 @@ static int set_owners(ring_table *t, const ring_table *base, const ring_plan *p,
 }
 
 int rk_run_table(const ring_table *base, const ring_plan *p, const uint8_t *done,
-                      const uint8_t *pending, uint64_t version, ring_table **out,
-                      ring_error *err) {
+                 const uint8_t *pending, uint64_t version, ring_table **out, ring_error *err) {
   const ring_table *target = ring_plan_target(p);
   ring_table *t = NULL;
   uint16_t *map = NULL;
@@ -66,8 +66,7 @@ int rk_run_table(const ring_table *base, const ring_plan *p, const uint8_t *done
   free(map);
   if (rc != RING_OK) {
     ring_table_free(t);
-    return rk_fail(err, rc, "building table version %" PRIu64 ": %s", version,
-                   ring_strerror(rc));
+    return ring__err(err, rc, "building table version %" PRIu64 ": %s", version, ring_strerror(rc));
   }
   if ((rc = ring_table_seal(t, err)) != RING_OK) {
     ring_table_free(t);

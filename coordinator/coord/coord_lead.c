@@ -10,6 +10,7 @@
  * the old term's writes can no longer commit.
  */
 #include "coord.h"
+#include "ring_int.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -115,7 +116,7 @@ bool coord_lead(coord *c) {
 int coord_txn(coord *c, const ring_cmp *cmps, uint32_t n_cmps, const ring_op *ops, uint32_t n_ops,
               ring_error *err) {
   if (!c->leading)
-    return rk_fail(err, RING_ENOTLEADER, "not the leader");
+    return ring__err(err, RING_ENOTLEADER, "not the leader");
   int rc = ring_etcd_fenced_txn(c->etcd, &c->lead, cmps, n_cmps, ops, n_ops, NULL, 0, NULL, err);
   if (rc == RING_ENOTLEADER)
     coord_step_down(c, "a write found another leader");
@@ -125,8 +126,7 @@ int coord_txn(coord *c, const ring_cmp *cmps, uint32_t n_cmps, const ring_op *op
 void coord_resign(coord *c) {
   ring_error err = {0};
   if (c->leading && ring_etcd_resign(c->etcd, &c->lead, &err) != RING_OK)
-    rd_log(RD_WARN, "resign failed: the lease expiry will end the term", "err", err.message,
-           NULL);
+    rd_log(RD_WARN, "resign failed: the lease expiry will end the term", "err", err.message, NULL);
   forget_term(c);
   int64_t lease = c->lease;
   drop_lease(c);

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE /* strdup, gethostname */
 #include "coord.h"
+#include "ring_int.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -76,8 +77,8 @@ static int open_etcd(coord *c, char *msg, size_t cap) {
   ring_error err = {0};
   char prefix[RK_KEY_MAX];
   int len = coord_key(c, prefix, "");
-  if (ring_etcd_watch(c->etcd, prefix, (size_t)len, true, 0, wake_on_change, c, &c->watch,
-                      &err) != RING_OK)
+  if (ring_etcd_watch(c->etcd, prefix, (size_t)len, true, 0, wake_on_change, c, &c->watch, &err) !=
+      RING_OK)
     rd_log(RD_WARN, "no watch yet: polling every tick until etcd answers", "err", err.message,
            NULL); /* the loop still runs on its tick; the watch is retried below */
   return 0;
@@ -129,7 +130,8 @@ static bool leader_step(coord *c) {
   if (coord_restore_step(c, &s))
     wrote = 0; /* a restored etcd: act on nothing it says (coord_restore.c) */
   else if (!s.has_config)
-    coord_trouble(c, "idle", (rk_fail(&err, RING_ENOTFOUND, "no config: run `ringctl init`"), &err));
+    coord_trouble(c, "idle",
+                  (ring__err(&err, RING_ENOTFOUND, "no config: run `ringctl init`"), &err));
   else if (sync_table(c, &s) == RING_OK && (wrote = coord_membership(c, &s)) == 0 &&
            (wrote = coord_run_step(c, &s)) == 0 && !s.has_active)
     wrote = coord_propose(c, &s);
@@ -169,8 +171,11 @@ static void run_loop(coord *c) {
 
 static int start(coord *c, rd_opt **tablep, int argc, char **argv) {
   char msg[512] = "";
-  c->o = (coord_opts){.lease_ttl_ms = 10000, .tick_ms = 1000, .compact_every_ms = 300000,
-                      .stuck_after_ms = 600000, .etcd = {.timeout_ms = 5000}};
+  c->o = (coord_opts){.lease_ttl_ms = 10000,
+                      .tick_ms = 1000,
+                      .compact_every_ms = 300000,
+                      .stuck_after_ms = 600000,
+                      .etcd = {.timeout_ms = 5000}};
   rd_opt *table = *tablep = opts_table(&c->o);
   if (table == NULL) {
     fprintf(stderr, "ring-coordinator: out of memory\n");
@@ -187,8 +192,8 @@ static int start(coord *c, rd_opt **tablep, int argc, char **argv) {
     return 2;
   }
   default_id(&c->o);
-  rd_log_init("coordinator", c->o.log_level ? (rd_level)rd_log_level_parse(c->o.log_level) : RD_INFO,
-              2);
+  rd_log_init("coordinator",
+              c->o.log_level ? (rd_level)rd_log_level_parse(c->o.log_level) : RD_INFO, 2);
   if (c->o.tick_ms > c->o.lease_ttl_ms / 3)
     c->o.tick_ms = c->o.lease_ttl_ms / 3; /* take over well within 2 TTLs */
   return -1;

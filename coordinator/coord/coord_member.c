@@ -28,6 +28,7 @@
  */
 #include "coord.h"
 #include "journal.h"
+#include "ring_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,8 +49,8 @@ typedef struct gone_entry {
 } gone_entry;
 
 static struct {
-  uint64_t term;     /* c->m.terms the entries belong to */
-  gone_entry *e;     /* malloc()'ed */
+  uint64_t term; /* c->m.terms the entries belong to */
+  gone_entry *e; /* malloc()'ed */
   uint32_t n, cap;
 } gone;
 
@@ -119,8 +120,11 @@ static int flush(coord *c, batch *b) {
 static void add_put(batch *b, int klen, char *value, size_t vlen) {
   uint32_t i = b->n_ops++;
   b->values[i] = value;
-  b->ops[i] = (ring_op){.type = RING_OP_PUT, .key = b->keys[i], .key_len = (size_t)klen,
-                        .value = value, .value_len = vlen};
+  b->ops[i] = (ring_op){.type = RING_OP_PUT,
+                        .key = b->keys[i],
+                        .key_len = (size_t)klen,
+                        .value = value,
+                        .value_len = vlen};
 }
 
 /* The journal entry of a node record whose address changes. */
@@ -150,9 +154,11 @@ static int queue(coord *c, batch *b, const rk_node *n, int64_t mod, const char *
   int klen = rk_key2(b->keys[i], c->o.cluster, "nodes/", n->id);
   if (klen < 0 || rk_node_encode(n, &v, &vlen) != RING_OK)
     return -1;
-  b->cmps[b->n++] = (ring_cmp){.key = b->keys[i], .key_len = (size_t)klen,
+  b->cmps[b->n++] = (ring_cmp){.key = b->keys[i],
+                               .key_len = (size_t)klen,
                                .target = mod ? RING_CMP_MOD : RING_CMP_CREATE,
-                               .op = RING_CMP_EQ, .number = mod};
+                               .op = RING_CMP_EQ,
+                               .number = mod};
   add_put(b, klen, v, vlen);
   if (old_addr != NULL && strcmp(old_addr, n->addr) != 0)
     return queue_addr_event(c, b, n, old_addr);
@@ -160,13 +166,16 @@ static int queue(coord *c, batch *b, const rk_node *n, int64_t mod, const char *
 }
 
 static void log_state(const rk_node *n, const char *why) {
-  rd_log(RD_INFO, "node state", "node", n->id, "state", ring_node_state_name(n->state), "why",
-         why, NULL);
+  rd_log(RD_INFO, "node state", "node", n->id, "state", ring_node_state_name(n->state), "why", why,
+         NULL);
 }
 
 static void new_record(const rk_alive *a, uint64_t now, rk_node *n) {
-  *n = (rk_node){.labels = a->labels, .weight = a->weight > 0 ? a->weight : 1.0,
-                 .state = RING_NODE_JOINING, .desired = RK_WANT_ACTIVE, .since_ms = now};
+  *n = (rk_node){.labels = a->labels,
+                 .weight = a->weight > 0 ? a->weight : 1.0,
+                 .state = RING_NODE_JOINING,
+                 .desired = RK_WANT_ACTIVE,
+                 .since_ms = now};
   memcpy(n->id, a->id, sizeof n->id);
   memcpy(n->addr, a->addr, sizeof n->addr);
 }
@@ -243,7 +252,8 @@ int coord_membership(coord *c, const rk_state *s) {
   bool down_ok = may_mark_down(s);
   if (!down_ok) {
     ring_error why;
-    rk_fail(&why, RING_EUNAVAIL, "fewer than half of the nodes are alive: holding down detection");
+    ring__err(&why, RING_EUNAVAIL,
+              "fewer than half of the nodes are alive: holding down detection");
     coord_trouble(c, "membership", &why);
   }
   gone_begin(atomic_load(&c->m.terms));

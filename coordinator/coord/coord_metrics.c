@@ -80,70 +80,67 @@ void coord_metrics_observe(coord *c, const rk_state *s) {
   }
 }
 
-static void gauge(rd_text *t, const char *name, const char *help, double v) {
-  rd_metric_head(t, name, "gauge", help);
-  rd_metric_sample(t, name, "", v);
-}
-
-static void counter(rd_text *t, const char *name, const char *help, double v) {
-  rd_metric_head(t, name, "counter", help);
-  rd_metric_sample(t, name, "", v);
-}
-
 void coord_metrics_text(void *ud, rd_text *t) {
   coord *c = ud;
   coord_metrics *m = &c->m;
   static const char *const plans[] = {"none", "proposed", "active", "paused", "cancelling"};
-  gauge(t, "ring_coordinator_leader", "1 while this instance leads", (double)m->leader);
-  counter(t, "ring_coordinator_terms_total", "times this instance was elected", (double)m->terms);
-  gauge(t, "ring_coordinator_version", "the table version in etcd", (double)m->version);
+  rd_metric(t, "ring_coordinator_leader", "gauge", "1 while this instance leads",
+            (double)m->leader);
+  rd_metric(t, "ring_coordinator_terms_total", "counter", "times this instance was elected",
+            (double)m->terms);
+  rd_metric(t, "ring_coordinator_version", "gauge", "the table version in etcd",
+            (double)m->version);
   rd_metric_head(t, "ring_coordinator_nodes", "gauge", "node records by state");
   for (int i = 0; i < 5; i++) {
-    char labels[48];
-    snprintf(labels, sizeof labels, "state=\"%s\"", ring_node_state_name((ring_node_state)i));
-    rd_metric_sample(t, "ring_coordinator_nodes", labels, (double)m->nodes[i]);
+    rd_metric_labeled(t, "ring_coordinator_nodes", "state",
+                      ring_node_state_name((ring_node_state)i), (double)m->nodes[i]);
   }
   rd_metric_head(t, "ring_coordinator_plan", "gauge", "1 for the plan state the cluster is in");
   for (int i = 0; i < 5; i++) {
-    char labels[48];
-    snprintf(labels, sizeof labels, "state=\"%s\"", plans[i]);
-    rd_metric_sample(t, "ring_coordinator_plan", labels, atomic_load(&m->plan_state) == i);
+    rd_metric_labeled(t, "ring_coordinator_plan", "state", plans[i],
+                      atomic_load(&m->plan_state) == i);
   }
-  gauge(t, "ring_coordinator_run_moves", "moves of the active run", (double)m->moves_total);
-  gauge(t, "ring_coordinator_run_moves_done", "moves of the active run done",
-        (double)m->moves_done);
-  gauge(t, "ring_coordinator_run_waves", "waves of the active run", (double)m->waves_total);
-  gauge(t, "ring_coordinator_run_wave", "the wave the active run is in", (double)m->wave);
-  counter(t, "ring_coordinator_errors_total", "failed etcd writes and steps", (double)m->errors);
-  counter(t, "ring_coordinator_etcd_requests_total", "etcd requests sent",
-          (double)ring_etcd_requests(c->etcd));
-  counter(t, "ring_coordinator_publishes_total", "table versions published", (double)m->publishes);
-  counter(t, "ring_coordinator_publish_bytes_total", "bytes of values written by publishes",
-          (double)m->publish_bytes);
-  counter(t, "ring_coordinator_runs_done_total", "runs finished", (double)m->runs_done);
-  counter(t, "ring_coordinator_runs_failed_total", "runs failed", (double)m->runs_failed);
-  counter(t, "ring_coordinator_runs_cancelled_total", "runs cancelled", (double)m->runs_cancelled);
-  gauge(t, "ring_coordinator_etcd_restored",
-        "1 while etcd's history went back (a restore from an older snapshot): nothing is "
-        "planned, published or marked down until `ringctl recover`",
-        atomic_load(&c->restore.restored) ? 1.0 : 0.0);
-  gauge(t, "ring_coordinator_stuck_moves",
-        "moves in flight whose receiver made no progress for --stuck-after",
-        (double)m->stuck_moves);
-  gauge(t, "ring_coordinator_failing_moves",
-        "moves in flight whose receiver reports failed fetches (stuck or not yet)",
-        (double)m->failing_moves);
+  rd_metric(t, "ring_coordinator_run_moves", "gauge", "moves of the active run",
+            (double)m->moves_total);
+  rd_metric(t, "ring_coordinator_run_moves_done", "gauge", "moves of the active run done",
+            (double)m->moves_done);
+  rd_metric(t, "ring_coordinator_run_waves", "gauge", "waves of the active run",
+            (double)m->waves_total);
+  rd_metric(t, "ring_coordinator_run_wave", "gauge", "the wave the active run is in",
+            (double)m->wave);
+  rd_metric(t, "ring_coordinator_errors_total", "counter", "failed etcd writes and steps",
+            (double)m->errors);
+  rd_metric(t, "ring_coordinator_etcd_requests_total", "counter", "etcd requests sent",
+            (double)ring_etcd_requests(c->etcd));
+  rd_metric(t, "ring_coordinator_publishes_total", "counter", "table versions published",
+            (double)m->publishes);
+  rd_metric(t, "ring_coordinator_publish_bytes_total", "counter",
+            "bytes of values written by publishes", (double)m->publish_bytes);
+  rd_metric(t, "ring_coordinator_runs_done_total", "counter", "runs finished",
+            (double)m->runs_done);
+  rd_metric(t, "ring_coordinator_runs_failed_total", "counter", "runs failed",
+            (double)m->runs_failed);
+  rd_metric(t, "ring_coordinator_runs_cancelled_total", "counter", "runs cancelled",
+            (double)m->runs_cancelled);
+  rd_metric(t, "ring_coordinator_etcd_restored", "gauge",
+            "1 while etcd's history went back (a restore from an older snapshot): nothing is "
+            "planned, published or marked down until `ringctl recover`",
+            atomic_load(&c->restore.restored) ? 1.0 : 0.0);
+  rd_metric(t, "ring_coordinator_stuck_moves", "gauge",
+            "moves in flight whose receiver made no progress for --stuck-after",
+            (double)m->stuck_moves);
+  rd_metric(t, "ring_coordinator_failing_moves", "gauge",
+            "moves in flight whose receiver reports failed fetches (stuck or not yet)",
+            (double)m->failing_moves);
   rd_metric_head(t, "ring_coordinator_bad_records_total", "counter",
                  "host records (and leader, stuck values) ignored as over their cap or malformed, "
                  "each value once");
   for (int i = 0; i < RK_BAD_KINDS; i++) {
-    char labels[48];
-    snprintf(labels, sizeof labels, "kind=\"%s\"", rk_bad_kind_name((rk_bad_kind)i));
-    rd_metric_sample(t, "ring_coordinator_bad_records_total", labels,
-                     (double)atomic_load(&bad_total[i]));
+    rd_metric_labeled(t, "ring_coordinator_bad_records_total", "kind",
+                      rk_bad_kind_name((rk_bad_kind)i), (double)atomic_load(&bad_total[i]));
   }
-  gauge(t, "ring_coordinator_bad_record_hosts", "hosts with a record ignored as bad now",
-        (double)atomic_load(&bad_hosts));
+  rd_metric(t, "ring_coordinator_bad_record_hosts", "gauge",
+            "hosts with a record ignored as bad now", (double)atomic_load(&bad_hosts));
   coord_missing_metrics(t);
 }
 
@@ -157,13 +154,13 @@ bool coord_health_text(void *ud, rd_text *t) {
   bool ok = rd_health_text(&c->health, &trouble);
   bool calm = coord_stuck_health(c, t);
   calm = coord_missing_health(t, !calm) && calm; /* missing replicas: after the stuck moves */
-  const char *line = trouble.data != NULL ? trouble.data : "ok\n";
+  const char *line = trouble.p != NULL ? trouble.p : "ok\n";
   if (calm)
-    rd_text_printf(t, "%s", line);
+    ring__sb_printf(t, "%s", line);
   else if (ok)
-    rd_text_printf(t, "\n");
+    ring__sb_printf(t, "\n");
   else
-    rd_text_printf(t, "; %s", line);
-  free(trouble.data);
+    ring__sb_printf(t, "; %s", line);
+  free(trouble.p);
   return calm && ok;
 }

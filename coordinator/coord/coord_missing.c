@@ -73,7 +73,7 @@ bool coord_missing_health(rd_text *t, bool after) {
   pthread_mutex_lock(&mu);
   bool calm = health[0] == '\0';
   if (!calm)
-    rd_text_printf(t, "%s%s", after ? "; " : "", health);
+    ring__sb_printf(t, "%s%s", after ? "; " : "", health);
   pthread_mutex_unlock(&mu);
   return calm;
 }
@@ -92,10 +92,10 @@ struct cJSON *coord_missing_json(void) {
 }
 
 void coord_missing_metrics(rd_text *t) {
-  rd_metric_head(t, "ring_coordinator_missing_replicas", "gauge",
-                 "token-replicas their owners report missing (missing/<id>)");
-  rd_metric_sample(t, "ring_coordinator_missing_replicas", "", (double)atomic_load(&replicas));
-  rd_metric_head(t, "ring_coordinator_lost_tokens", "gauge",
-                 "tokens every owner reports missing: no replica left to refill from");
-  rd_metric_sample(t, "ring_coordinator_lost_tokens", "", (double)atomic_load(&lost));
+  rd_metric(t, "ring_coordinator_missing_replicas", "gauge",
+            "token-replicas their owners report missing (missing/<id>)",
+            (double)atomic_load(&replicas));
+  rd_metric(t, "ring_coordinator_lost_tokens", "gauge",
+            "tokens every owner reports missing: no replica left to refill from",
+            (double)atomic_load(&lost));
 }

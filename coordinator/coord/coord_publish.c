@@ -6,6 +6,7 @@
  * plan/active mod revisions the step was computed from.
  */
 #include "coord.h"
+#include "ring_int.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -27,7 +28,7 @@ static int encode(coord *c, const ring_table *next, pub *p, ring_error *err) {
   if (rc == RING_OK && c->table)
     rc = ring_delta_encode(c->table, next, &p->delta, &p->delta_len);
   if (rc != RING_OK)
-    return rk_fail(err, rc, "encoding version %" PRIu64 ": %s", v, ring_strerror(rc));
+    return ring__err(err, rc, "encoding version %" PRIu64 ": %s", v, ring_strerror(rc));
   rk_key_version(p->ktable, c->o.cluster, "tables/", v);
   rk_key_version(p->kdelta, c->o.cluster, "deltas/", v);
   coord_key(c, p->kver, "version");
@@ -37,8 +38,8 @@ static int encode(coord *c, const ring_table *next, pub *p, ring_error *err) {
 }
 
 static ring_op put(const char *key, const void *value, size_t len) {
-  return (ring_op){.type = RING_OP_PUT, .key = key, .key_len = strlen(key), .value = value,
-                   .value_len = len};
+  return (ring_op){
+      .type = RING_OP_PUT, .key = key, .key_len = strlen(key), .value = value, .value_len = len};
 }
 
 int coord_publish(coord *c, const rk_state *s, ring_table *next, const ring_op *extra,
@@ -47,12 +48,18 @@ int coord_publish(coord *c, const rk_state *s, ring_table *next, const ring_op *
   int rc = encode(c, next, &p, err);
   enum { MAX_EXTRA = 4 };
   if (rc == RING_OK && n_extra > MAX_EXTRA)
-    rc = rk_fail(err, RING_EINVAL, "too many ops for one publish");
+    rc = ring__err(err, RING_EINVAL, "too many ops for one publish");
   if (rc == RING_OK) {
     ring_cmp cmps[2] = {
-        {.key = p.kver, .key_len = strlen(p.kver), .target = RING_CMP_MOD, .op = RING_CMP_EQ,
+        {.key = p.kver,
+         .key_len = strlen(p.kver),
+         .target = RING_CMP_MOD,
+         .op = RING_CMP_EQ,
          .number = s->version_mod},
-        {.key = p.kact, .key_len = strlen(p.kact), .target = RING_CMP_MOD, .op = RING_CMP_EQ,
+        {.key = p.kact,
+         .key_len = strlen(p.kact),
+         .target = RING_CMP_MOD,
+         .op = RING_CMP_EQ,
          .number = s->has_active ? s->active_mod : 0},
     };
     ring_op ops[3 + MAX_EXTRA];

@@ -11,6 +11,7 @@
  *   5. the step
  */
 #include "coord.h"
+#include "ring_int.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -247,7 +248,7 @@ static int commit(coord *c, const rk_state *s, next_run *n, ring_table *table) {
   int rc = run_ops_make(c, &n->r, &o);
   if (rc != RING_OK) {
     ring_table_free(table);
-    rk_fail(&err, rc, "encoding the run: %s", ring_strerror(rc));
+    ring__err(&err, rc, "encoding the run: %s", ring_strerror(rc));
   } else if (table) {
     rc = coord_publish(c, s, table, o.ops, o.n, &err);
   } else {
@@ -420,8 +421,8 @@ int coord_run_step(coord *c, const rk_state *s) {
     if (in == 1 && lag == NULL)
       return cut_over(c, s, run);
     if (lag != NULL && waiting_for(c, run) > ACK_PATIENCE_MS) {
-      rk_fail(&err, RING_ETIMEDOUT, "%s has not acked version %" PRIu64 " (the wave waits for it)",
-              lag, s->version);
+      ring__err(&err, RING_ETIMEDOUT,
+                "%s has not acked version %" PRIu64 " (the wave waits for it)", lag, s->version);
       coord_trouble(c, "waiting for acks", &err); /* named in the log and /healthz */
     }
     return 0;

@@ -338,11 +338,11 @@ static cJSON *leader_json(coord *c, const rk_state *s, const ring_table *t) {
   cJSON *o = head(c, "leader", s->has_leader ? &s->leader : NULL);
   rd_text health = {0};
   coord_health_text(c, &health);
-  if (health.len > 0 && health.data[health.len - 1] == '\n')
-    health.data[--health.len] = '\0';
+  if (health.len > 0 && health.p[health.len - 1] == '\n')
+    health.p[--health.len] = '\0';
   cJSON_AddNumberToObject(o, "revision", (double)s->revision);
-  cJSON_AddStringToObject(o, "health", health.data != NULL ? health.data : "");
-  free(health.data);
+  cJSON_AddStringToObject(o, "health", health.p != NULL ? health.p : "");
+  free(health.p);
   cJSON_AddItemToObject(o, "config", config_json(s));
   cJSON_AddNumberToObject(o, "version", (double)s->version);
   cJSON *nodes = cJSON_AddArrayToObject(o, "nodes");
@@ -604,7 +604,8 @@ static const char page[] =
     "    var h = hosts[i], tr = document.createElement(\"tr\");\n"
     "    cell(tr, h.host, \"host\");\n"
     "    cell(tr, h.count, \"num count\");\n"
-    "    cell(tr, h.tokens.join(\", \") + (h.count > h.tokens.length ? \", ...\" : \"\"), \"tokens\");\n"
+    "    cell(tr, h.tokens.join(\", \") + (h.count > h.tokens.length ? \", ...\" : \"\"), "
+    "\"tokens\");\n"
     "    body.appendChild(tr);\n"
     "  }\n"
     "  if (m && m.lost.length) {\n"
@@ -664,12 +665,12 @@ unsigned coord_status_page(void *ud, const char *path, rd_text *t, const char **
   coord *c = ud;
   if (strcmp(path, "/status.json") != 0) {
     *type = HTML_TYPE;
-    rd_text_printf(t, "%s", page);
+    ring__sb_printf(t, "%s", page);
     return 200;
   }
   *type = JSON_TYPE;
   pthread_mutex_lock(&c->status.mu);
-  rd_text_printf(t, "%s", c->status.json != NULL ? c->status.json : "{}");
+  ring__sb_printf(t, "%s", c->status.json != NULL ? c->status.json : "{}");
   pthread_mutex_unlock(&c->status.mu);
   return 200;
 }

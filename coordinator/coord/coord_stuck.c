@@ -19,6 +19,7 @@
  * (proto/etcd.md), written only when the set or a reason changes.
  */
 #include "coord.h"
+#include "ring_int.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -238,7 +239,7 @@ static int write_key(coord *c, const rk_state *s, const stuck_view *v) {
   if (rc == RING_OK)
     rc = coord_txn(c, NULL, 0, &op, 1, &err);
   else
-    rk_fail(&err, rc, "encoding the stuck record: %s", ring_strerror(rc));
+    ring__err(&err, rc, "encoding the stuck record: %s", ring_strerror(rc));
   free(json);
   if (rc == RING_OK)
     log_written(v);
@@ -283,7 +284,7 @@ bool coord_stuck_health(coord *c, rd_text *t) {
   pthread_mutex_lock(&c->stuck.mu);
   bool calm = c->stuck.health[0] == '\0';
   if (!calm)
-    rd_text_printf(t, "%s", c->stuck.health);
+    ring__sb_printf(t, "%s", c->stuck.health);
   pthread_mutex_unlock(&c->stuck.mu);
   return calm;
 }
@@ -320,7 +321,7 @@ int coord_stuck_step(coord *c, const rk_state *s) {
     rc = find_stuck(c, s, run, &v, now);
   if (rc != RING_OK) { /* out of memory: the gauges and the key stay as they were */
     ring_error err = {0};
-    coord_trouble(c, "following stuck moves", (rk_fail(&err, rc, "out of memory"), &err));
+    coord_trouble(c, "following stuck moves", (ring__err(&err, rc, "out of memory"), &err));
   } else {
     observe(c, &v);
     rc = write_key(c, s, &v);

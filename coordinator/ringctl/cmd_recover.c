@@ -22,6 +22,7 @@
 #define _GNU_SOURCE /* strdup, strtok_r */
 #include "ringctl_etcd.h"
 #include "ringctl_out.h"
+#include "ring_int.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -111,26 +112,25 @@ typedef struct recover_input {
 static int read_base(ringctl_ctx *ctx, recover_input *in) {
   char key[RK_KEY_MAX];
   rk_key_version(key, ctx->cluster, "recovery-table/", in->base_version);
+  char missing[160];
+  snprintf(missing, sizeof missing,
+           "recovery-table/%" PRIu64 " is missing: no host put the table it had in service; "
+           "wait for the agents' reports",
+           in->base_version);
   ring_kv kv;
-  bool found = false;
-  int rc = ringctl_get(ctx, key, &kv, &found);
+  int rc = ringctl_get_required(ctx, key, &kv, missing);
   if (rc != RINGCTL_EXIT_OK)
     return rc;
-  if (!found)
-    return ringctl_say(ctx, RINGCTL_EXIT_FAILURE,
-                       "recovery-table/%" PRIu64 " is missing: no host put the table it had in "
-                       "service; wait for the agents' reports",
-                       in->base_version);
   ring_error err = {RING_OK, ""};
   if (kv.value_len > TABLE_VALUE_MAX)
-    rc = rk_fail(&err, RING_ETOOBIG, "%zu bytes over the %u cap", kv.value_len, TABLE_VALUE_MAX);
+    rc = ring__err(&err, RING_ETOOBIG, "%zu bytes over the %u cap", kv.value_len, TABLE_VALUE_MAX);
   else
     rc = ring_table_decode((const char *)kv.value, kv.value_len, &in->base, &err);
   ring_kv_clear(&kv);
   if (rc == RING_OK && (ring_table_version(in->base) != in->base_version ||
                         strcmp(ring_table_cluster(in->base), ctx->cluster) != 0))
-    rc = rk_fail(&err, RING_EVERSION, "it holds table %" PRIu64 " of cluster %s",
-                 ring_table_version(in->base), ring_table_cluster(in->base));
+    rc = ring__err(&err, RING_EVERSION, "it holds table %" PRIu64 " of cluster %s",
+                   ring_table_version(in->base), ring_table_cluster(in->base));
   if (rc != RING_OK)
     return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "recovery-table/%" PRIu64 " is unusable: %s",
                        in->base_version, err.message);

@@ -204,6 +204,14 @@ int ringctl_get(ringctl_ctx *ctx, const char *key, ring_kv *kv, bool *found) {
   return RINGCTL_EXIT_OK;
 }
 
+int ringctl_get_required(ringctl_ctx *ctx, const char *key, ring_kv *kv, const char *missing) {
+  bool found = false;
+  int rc = ringctl_get(ctx, key, kv, &found);
+  if (rc == RINGCTL_EXIT_OK && !found)
+    rc = ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "%s", missing);
+  return rc;
+}
+
 int ringctl_get_prefix(ringctl_ctx *ctx, const char *prefix, ring_kvs *out) {
   ring_range_opts o = {.prefix = true};
   ring_error err = {RING_OK, ""};
@@ -250,12 +258,9 @@ static int put_if_unchanged(ringctl_ctx *ctx, const char *key, int64_t mod, cons
 static int cas_once(ringctl_ctx *ctx, const char *key, const char *missing, ringctl_edit_fn edit,
                     void *ud, bool *won) {
   ring_kv kv;
-  bool found = false;
-  int rc = ringctl_get(ctx, key, &kv, &found);
+  int rc = ringctl_get_required(ctx, key, &kv, missing);
   if (rc != RINGCTL_EXIT_OK)
     return rc;
-  if (!found)
-    return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "%s", missing);
   char *value = NULL;
   size_t len = 0;
   rc = edit(ctx, &kv, &value, &len, ud);

@@ -87,6 +87,9 @@ int ringctl_with_table(ringctl_ctx *ctx, const char *none, ringctl_table_fn fn, 
 /* Reads one key: *found false when absent; on success with found, *kv holds
  * the key-value (ring_kv_clear it). */
 int ringctl_get(ringctl_ctx *ctx, const char *key, ring_kv *kv, bool *found);
+/* Reads a key that must be there: when absent, says `missing` and fails
+ * (RINGCTL_EXIT_FAILURE). On success *kv holds it (ring_kv_clear it). */
+int ringctl_get_required(ringctl_ctx *ctx, const char *key, ring_kv *kv, const char *missing);
 
 /* Reads every key under a prefix (ring_kvs_clear *out). */
 int ringctl_get_prefix(ringctl_ctx *ctx, const char *prefix, ring_kvs *out);

@@ -214,47 +214,40 @@ static mhd_result do_write(kv_server *s, struct MHD_Connection *c, const route_i
 
 /* ------------------------------------------------------ /metrics and /healthz */
 
-static void metric(rd_text *t, const char *name, const char *type, const char *help,
-                   const char *labels, double v) {
-  rd_metric_head(t, name, type, help);
-  rd_metric_sample(t, name, labels, v);
-}
-
 static mhd_result do_metrics(kv_server *s, struct MHD_Connection *c) {
   rd_text t = {0};
   kv_store_stats st;
   kv_store_stats_get(s->store, &st);
-  metric(&t, "ringkv_version", "gauge", "ring table version in service", "",
-         (double)ring_live_version(s->live));
+  rd_metric(&t, "ringkv_version", "gauge", "ring table version in service",
+            (double)ring_live_version(s->live));
   rd_metric_head(&t, "ringkv_requests_total", "counter", "requests by method");
-  rd_metric_sample(&t, "ringkv_requests_total", "method=\"GET\"", (double)s->req_get);
-  rd_metric_sample(&t, "ringkv_requests_total", "method=\"PUT\"", (double)s->req_put);
-  rd_metric_sample(&t, "ringkv_requests_total", "method=\"DELETE\"", (double)s->req_delete);
+  rd_metric_labeled(&t, "ringkv_requests_total", "method", "GET", (double)s->req_get);
+  rd_metric_labeled(&t, "ringkv_requests_total", "method", "PUT", (double)s->req_put);
+  rd_metric_labeled(&t, "ringkv_requests_total", "method", "DELETE", (double)s->req_delete);
   rd_metric_head(&t, "ringkv_responses_total", "counter", "responses by status");
-  const char *codes[] = {"code=\"2xx\"", "code=\"404\"", "code=\"409\"",
-                         "code=\"421\"", "code=\"503\"", "code=\"other\""};
+  const char *codes[] = {"2xx", "404", "409", "421", "503", "other"};
   uint64_t vals[] = {s->st_2xx, s->st_404, s->st_409, s->st_421, s->st_503, s->st_other};
   for (int i = 0; i < 6; i++)
-    rd_metric_sample(&t, "ringkv_responses_total", codes[i], (double)vals[i]);
-  metric(&t, "ringkv_keys", "gauge", "index entries", "", (double)st.keys);
-  metric(&t, "ringkv_segments", "gauge", "segment files indexed", "", (double)st.segments);
-  metric(&t, "ringkv_commits_total", "counter", "group commits", "", (double)st.commits);
-  metric(&t, "ringkv_writes_total", "counter", "records committed", "", (double)st.writes);
-  metric(&t, "ringkv_written_bytes_total", "counter", "segment bytes", "", (double)st.bytes);
-  metric(&t, "ringkv_compactions_total", "counter", "compactions", "", (double)st.compactions);
-  metric(&t, "ringkv_rebuilds_total", "counter", "token indexes rebuilt", "", (double)st.rebuilds);
-  metric(&t, "ringkv_torn_segments_total", "counter", "torn segments", "", (double)st.torn);
-  metric(&t, "ringkv_io_errors_total", "counter", "failed commits and reads", "",
-         (double)st.io_errors);
-  metric(&t, "ringkv_staging_adopted_total", "counter", "staging dirs moved into arcs", "",
-         (double)s->adopted);
-  metric(&t, "ringkv_staging_dropped_total", "counter", "staging dirs dropped", "",
-         (double)s->dropped);
-  if (t.failed) {
-    free(t.data);
+    rd_metric_labeled(&t, "ringkv_responses_total", "code", codes[i], (double)vals[i]);
+  rd_metric(&t, "ringkv_keys", "gauge", "index entries", (double)st.keys);
+  rd_metric(&t, "ringkv_segments", "gauge", "segment files indexed", (double)st.segments);
+  rd_metric(&t, "ringkv_commits_total", "counter", "group commits", (double)st.commits);
+  rd_metric(&t, "ringkv_writes_total", "counter", "records committed", (double)st.writes);
+  rd_metric(&t, "ringkv_written_bytes_total", "counter", "segment bytes", (double)st.bytes);
+  rd_metric(&t, "ringkv_compactions_total", "counter", "compactions", (double)st.compactions);
+  rd_metric(&t, "ringkv_rebuilds_total", "counter", "token indexes rebuilt", (double)st.rebuilds);
+  rd_metric(&t, "ringkv_torn_segments_total", "counter", "torn segments", (double)st.torn);
+  rd_metric(&t, "ringkv_io_errors_total", "counter", "failed commits and reads",
+            (double)st.io_errors);
+  rd_metric(&t, "ringkv_staging_adopted_total", "counter", "staging dirs moved into arcs",
+            (double)s->adopted);
+  rd_metric(&t, "ringkv_staging_dropped_total", "counter", "staging dirs dropped",
+            (double)s->dropped);
+  if (t.oom) {
+    free(t.p);
     return text_reply(s, c, 500, 0, "out of memory\n");
   }
-  reply r = {.status = 200, .body = t.data, .len = t.len};
+  reply r = {.status = 200, .body = t.p, .len = t.len};
   if (r.body == NULL)
     r.text = "";
   return send_reply(s, c, &r);
@@ -369,26 +362,17 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
 }
 
 int kv_http_start(kv_server *s, char *msg, size_t cap) {
-  const char *colon = strrchr(s->o.listen, ':');
-  char host[256];
-  snprintf(host, sizeof host, "%.*s", (int)(colon - s->o.listen), s->o.listen);
-  if (host[0] == '[')
-    memmove(host, host + 1, strlen(host)), host[strcspn(host, "]")] = '\0';
-  struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                           .ai_socktype = SOCK_STREAM,
-                           .ai_flags = AI_PASSIVE},
-                  *res = NULL;
-  int g = getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &res);
-  if (g != 0)
-    return snprintf(msg, cap, "--listen %s: %s", s->o.listen, gai_strerror(g)), -1;
+  struct sockaddr_storage addr;
+  char why[256];
+  if (rd_listen_resolve(s->o.listen, &addr, why, sizeof why) != 0)
+    return snprintf(msg, cap, "--listen: %s", why), -1;
   unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                   MHD_USE_ERROR_LOG | (res->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+                   MHD_USE_ERROR_LOG | (addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
   s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-                            MHD_OPTION_SOCK_ADDR, res->ai_addr, MHD_OPTION_NOTIFY_COMPLETED,
-                            completed, s, MHD_OPTION_CONNECTION_LIMIT,
+                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+                            MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_CONNECTION_LIMIT,
                             (unsigned)KV_HTTP_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, 60u,
                             MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
-  freeaddrinfo(res);
   if (s->mhd == NULL)
     return snprintf(msg, cap, "cannot listen on %s", s->o.listen), -1;
   const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);

@@ -121,8 +121,7 @@ static int register_service(kv_server *s) {
   ring_error err = {0};
   int rc = s->lease ? RING_OK : join_barrier(s, &err);
   if (rc == RING_OK)
-    rc = ring_etcd_put(s->etcd, key, strlen(key), value, strlen(value), s->lease, NULL, NULL,
-                       &err);
+    rc = ring_etcd_put(s->etcd, key, strlen(key), value, strlen(value), s->lease, NULL, NULL, &err);
   free(value);
   if (rc != RING_OK) {
     rd_log(RD_WARN, "cannot register", "key", key, "err", err.message, NULL);
@@ -150,14 +149,7 @@ static void advertised_addr(kv_server *s) {
     snprintf(s->addr, sizeof s->addr, "%s", s->o.advertise);
     return;
   }
-  const char *colon = strrchr(s->o.listen, ':');
-  char host[200];
-  snprintf(host, sizeof host, "%.*s", (int)(colon - s->o.listen), s->o.listen);
-  if (host[0] == '\0' || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "[::]") == 0) {
-    gethostname(host, sizeof host - 1);
-    host[sizeof host - 1] = '\0';
-  }
-  snprintf(s->addr, sizeof s->addr, "%s:%u", host, (unsigned)s->port);
+  rd_listen_advertise(s->o.listen, s->port, s->addr, sizeof s->addr);
 }
 
 /* -------------------------------------------------------- following the ring */
@@ -279,8 +271,11 @@ static int server_open(kv_server *s, char *msg, size_t cap) {
     return -1;
   if (ring_live_new(&s->live) != RING_OK)
     return snprintf(msg, cap, "out of memory"), -1;
-  ring_watcher_opts wo = {
-      .cluster = s->o.cluster, .ack_id = s->client, .on_table = on_table, .ud = s};
+  ring_watcher_opts wo = {.cluster = s->o.cluster,
+                          .ack_id = s->client,
+                          .on_table = on_table,
+                          .ud = s,
+                          .log = rd_ring_log};
   ring_error err = {0};
   snprintf(s->client, sizeof s->client, "kv.%s", s->o.id);
   if (join_barrier(s, &err) != RING_OK)

@@ -7,6 +7,7 @@
  * under us; staging; open and close; stats.
  */
 #define _GNU_SOURCE /* syncfs, O_DIRECTORY */
+#include "arc_dir.h"
 #include "kv_store_int.h"
 #include "ring.h"
 
@@ -30,7 +31,7 @@ void kv__log(kv_store *s, int level, const char *msg, const char *path) {
 
 void kv__path(const kv_store *s, char *buf, size_t cap, uint32_t token, kv_where where,
               const char *name) {
-  snprintf(buf, cap, "%s/%s/%u%s%s", s->dir, where == KV_ARC ? "arcs" : "kv/staging", token,
+  snprintf(buf, cap, "%s/%s/%u%s%s", s->dir, where == KV_ARC ? ARC_DIR_ARCS : "kv/staging", token,
            name ? "/" : "", name ? name : "");
 }
 
@@ -330,7 +331,7 @@ bool kv_store_arc_missing(kv_store *s, uint32_t token) {
   kv__path(s, path, sizeof path, token, KV_ARC, NULL);
   if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
     return false;
-  snprintf(path, sizeof path, "%s/placed", s->dir); /* agent_own.c's marker */
+  snprintf(path, sizeof path, "%s/" ARC_DIR_PLACED, s->dir);
   return stat(path, &st) == 0;
 }
 
@@ -527,7 +528,7 @@ int kv_store_open(const kv_store_opts *o, kv_store **out, char *msg, size_t cap)
     return RING_EIO;
   }
   sweep_tmp(s);
-  int rc = index_all(s, "arcs");
+  int rc = index_all(s, ARC_DIR_ARCS);
   if (rc == RING_OK)
     rc = index_all(s, "kv/staging");
   if (rc != RING_OK) {

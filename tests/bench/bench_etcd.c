@@ -257,7 +257,7 @@ static void bench_watchers(const options *o, const etcd_cluster *ec, bool shared
       die("open", &err);
     f[i].n_versions = nv;
     f[i].swapped_at = calloc((size_t)nv, sizeof *f[i].swapped_at);
-    ring_watcher_opts wo = {CLUSTER, NULL, on_table, &f[i]};
+    ring_watcher_opts wo = {.cluster = CLUSTER, .on_table = on_table, .ud = &f[i]};
     if (ring_live_new(&f[i].live) != RING_OK ||
         ring_watcher_start(clients[i], &wo, f[i].live, &f[i].w, &err) != RING_OK)
       die("ring_watcher_start", &err);

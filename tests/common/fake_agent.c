@@ -240,7 +240,7 @@ int fake_agent_start(fake_agent *a, ring_etcd *c, const fake_agent_opts *o, ring
   rc = live_up(a, err);
   if (rc != RING_OK)
     goto fail_lease;
-  ring_watcher_opts wo = {a->cluster, a->id, on_table, a};
+  ring_watcher_opts wo = {.cluster = a->cluster, .ack_id = a->id, .on_table = on_table, .ud = a};
   rc = ring_watcher_start(c, &wo, a->live, &a->watcher, err);
   if (rc != RING_OK)
     goto fail_watcher;

@@ -442,7 +442,7 @@ static const watch_case watch_start_cases[] = {
     {"canceled", OK200 "{\"result\":{" HDR ",\"created\":true,\"canceled\":true}}", NULL, true,
      RING_ESERVER, "canceled", 0},
     {"stream error", OK200 "{\"error\":{\"grpc_code\":14,\"http_code\":503,\"message\":\"gone\"}}",
-     NULL, true, RING_ESERVER, "gone", 0},
+     NULL, true, RING_EUNKNOWN, "gone", 0},
     {"truncated", OK200 "{\"result\":{\"header\":{\"revision\":\"5\"},\"creat", NULL, false,
      RING_EPROTO, "inside a message", 0},
     {"empty", OK200, NULL, false, RING_EPROTO, "before the watch was created", 0},

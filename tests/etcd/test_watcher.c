@@ -182,7 +182,7 @@ typedef struct follower {
 static void follower_start(follower *f, ring_etcd *c, const char *ack_id) {
   memset(f, 0, sizeof *f);
   ck_assert_int_eq(ring_live_new(&f->live), RING_OK);
-  ring_watcher_opts o = {CLUSTER, ack_id, on_table, &f->s};
+  ring_watcher_opts o = {.cluster = CLUSTER, .ack_id = ack_id, .on_table = on_table, .ud = &f->s};
   ring_error err;
   ck_assert_msg(ring_watcher_start(c, &o, f->live, &f->w, &err) == RING_OK, "%s", err.message);
 }
@@ -595,16 +595,75 @@ START_TEST(refuses_wrong_cluster_and_version) {
 }
 END_TEST
 
+/* What a log callback was told (the last event, copied). */
+typedef struct heard {
+  pthread_mutex_t lock;
+  int events;
+  ring_log_level level;
+  char msg[64], cluster[64], source[64], error[RING_ERROR_MESSAGE_MAX];
+  uint64_t version;
+} heard;
+
+static void on_log(void *ud, const ring_log_event *ev) {
+  heard *h = ud;
+  pthread_mutex_lock(&h->lock);
+  h->events++;
+  h->level = ev->level;
+  h->version = ev->version;
+  snprintf(h->msg, sizeof h->msg, "%s", ev->msg);
+  snprintf(h->cluster, sizeof h->cluster, "%s", ev->cluster);
+  snprintf(h->source, sizeof h->source, "%s", ev->source);
+  snprintf(h->error, sizeof h->error, "%s", ev->error);
+  pthread_mutex_unlock(&h->lock);
+}
+
+/* With a log callback the watcher tells it, and writes nothing to stderr. */
+START_TEST(logs_through_the_callback) {
+  ring_etcd *c = client(one.endpoints);
+  wipe(c);
+  writer wr = {c, NULL, 0};
+  ck_assert_int_eq(publish_next(&wr, 0), RING_OK);
+  heard h = {.lock = PTHREAD_MUTEX_INITIALIZER};
+  ring_live *live;
+  ck_assert_int_eq(ring_live_new(&live), RING_OK);
+  ring_watcher_opts o = {.cluster = CLUSTER, .log = on_log, .log_ud = &h};
+  ring_watcher *w;
+  ring_error err;
+  ck_assert_int_eq(ring_watcher_start(c, &o, live, &w, &err), RING_OK);
+  int saved;
+  char path[] = "/tmp/test_watcher_log_XXXXXX", log[8192];
+  capture_stderr_begin(&saved, path);
+  const char *vkey = "/ringkeeper/" CLUSTER "/version";
+  ck_assert_int_eq(ring_etcd_put(c, vkey, strlen(vkey), "x", 1, 0, NULL, NULL, &err), RING_OK);
+  double end = harness_now() + 30;
+  ring_watcher_stats s = {0};
+  while ((ring_watcher_stats_get(w, &s), s.rejected) < 1 && harness_now() < end)
+    harness_sleep_ms(20);
+  ring_watcher_stop(w);
+  capture_stderr_end(saved, path, log, sizeof log);
+  ck_assert_int_ge(h.events, 1);
+  ck_assert_int_eq(h.level, RING_LOG_WARN);
+  ck_assert_str_eq(h.msg, "table refused");
+  ck_assert_str_eq(h.cluster, CLUSTER);
+  ck_assert_str_eq(h.source, "version");
+  ck_assert_ptr_nonnull(strstr(h.error, "not a version"));
+  ck_assert_msg(log[0] == '\0', "stderr: %s", log);
+  ring_live_free(live);
+  writer_free(&wr);
+  ring_etcd_close(c);
+}
+END_TEST
+
 START_TEST(start_refuses_bad_options) {
   ring_etcd *c = client(one.endpoints);
   ring_live *live;
   ck_assert_int_eq(ring_live_new(&live), RING_OK);
   ring_watcher *w = (ring_watcher *)0x1;
   ring_error err;
-  ring_watcher_opts bad = {"Bad Cluster", NULL, NULL, NULL};
+  ring_watcher_opts bad = {.cluster = "Bad Cluster"};
   ck_assert_int_eq(ring_watcher_start(c, &bad, live, &w, &err), RING_EINVAL);
   ck_assert_ptr_nonnull(strstr(err.message, "cluster"));
-  ring_watcher_opts bad_ack = {CLUSTER, "no/slash", NULL, NULL};
+  ring_watcher_opts bad_ack = {.cluster = CLUSTER, .ack_id = "no/slash"};
   ck_assert_int_eq(ring_watcher_start(c, &bad_ack, live, &w, &err), RING_EINVAL);
   ck_assert_ptr_nonnull(strstr(err.message, "ack_id"));
   ck_assert_int_eq(ring_watcher_start(NULL, &bad, live, &w, &err), RING_EINVAL);
@@ -614,7 +673,7 @@ START_TEST(start_refuses_bad_options) {
   char ep[64];
   snprintf(ep, sizeof ep, "http://127.0.0.1:%d", harness_free_port());
   c = client(ep);
-  ring_watcher_opts o = {CLUSTER, NULL, NULL, NULL};
+  ring_watcher_opts o = {.cluster = CLUSTER};
   ck_assert_int_eq(ring_watcher_start(c, &o, live, &w, &err), RING_ECONNECT);
   ck_assert_ptr_eq(w, (ring_watcher *)0x1);
   ring_watcher_stop(NULL);
@@ -879,6 +938,7 @@ int main(void) {
   tcase_add_test(tc, refuses_corrupt_tables_and_deltas);
   tcase_add_test(tc, refuses_wrong_cluster_and_version);
   tcase_add_test(tc, start_refuses_bad_options);
+  tcase_add_test(tc, logs_through_the_callback);
   tcase_add_test(tc, hundred_watchers);
   tcase_add_test(tc, compaction_while_publishing);
   tcase_add_test(tc, partition_then_compaction);

@@ -249,7 +249,7 @@ static void *drain(void *arg) {
   char buf[4096];
   ssize_t n;
   while ((n = read(s->fd, buf, sizeof buf)) > 0)
-    rd_text_printf(&s->all, "%.*s", (int)n, buf);
+    ring__sb_printf(&s->all, "%.*s", (int)n, buf);
   return NULL;
 }
 
@@ -284,15 +284,15 @@ START_TEST(threads_write_whole_lines) {
   close(p[1]);
   pthread_join(reader, NULL);
   close(p[0]);
-  ck_assert(!s.all.failed);
+  ck_assert(!s.all.oom);
   static bool seen[THREADS][LINES];
   memset(seen, 0, sizeof seen);
   int lines = 0;
-  for (char *save, *line = strtok_r(s.all.data, "\n", &save); line != NULL;
+  for (char *save, *line = strtok_r(s.all.p, "\n", &save); line != NULL;
        line = strtok_r(NULL, "\n", &save), lines++)
     check_line(line, seen);
   ck_assert_int_eq(lines, THREADS * LINES);
-  free(s.all.data);
+  free(s.all.p);
 }
 END_TEST
 
