@@ -103,7 +103,7 @@ typedef struct ring_error {
 /* Returns a static string for a ring_errno code ("unknown error" otherwise). */
 RING_EXTERN const char *ring_strerror(int code);
 
-/* The version of the library the program runs against, e.g. "0.1.0"
+/* The version of the library the program runs against, e.g. "0.2.0"
  * (static). Compare with RING_VERSION_STRING, the headers' version: while
  * libring is 0.x, a different minor version is a different ABI (the
  * SONAME is libring.so.0.<minor>). */
