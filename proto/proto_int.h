@@ -20,6 +20,16 @@ int rk__plan_node_decode(const cJSON *o, const char *where, ring_table *scratch,
                            struct rk_node *out, ring_error *err);
 void rk__plan_node_encode(ring__sbuf *b, const struct rk_node *n);
 
+/* The token array `name`: strictly ascending integers below
+ * RING_TOKENS_MAX, at least `min` of them, into a malloc()'ed *out (NULL
+ * when empty). On failure *out may hold a partial array the caller frees. */
+int rk__token_list_decode(const cJSON *root, const char *name, uint32_t min, uint32_t **out,
+                          uint32_t *n_out, ring_error *err);
+/* What rk__token_list_decode accepts, for the encoders. */
+bool rk__token_list_valid(const uint32_t *t, uint32_t n, uint32_t min);
+/* Appends "name":[t0,t1,...]. */
+void rk__token_list_encode(ring__sbuf *b, const char *name, const uint32_t *t, uint32_t n);
+
 /* ------------------------------------------ plan_doc.c, for plan_run.c */
 
 struct rk_plan_doc;

@@ -14,6 +14,7 @@
 #include "proto_int.h"
 #include "plan_doc.h" /* RK_PLAN_ID_LEN */
 #include "records.h"
+#include "sizes.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -515,7 +516,7 @@ int rk_alive_encode(const rk_alive *a, char **json, size_t *len) {
 /* The token array `name`: strictly ascending integers below
  * RING_TOKENS_MAX, at least `min` of them, into a malloc()'ed *out (NULL
  * when empty). On failure *out may hold a partial array the caller frees. */
-static int decode_token_list(const cJSON *root, const char *name, uint32_t min, uint32_t **out,
+int rk__token_list_decode(const cJSON *root, const char *name, uint32_t min, uint32_t **out,
                              uint32_t *n_out, ring_error *err) {
   const cJSON *arr = ring__json_array(root, name, err);
   if (arr == NULL)
@@ -545,7 +546,7 @@ static int decode_token_list(const cJSON *root, const char *name, uint32_t min, 
 }
 
 /* What decode_token_list accepts, for the encoders. */
-static bool token_list_valid(const uint32_t *t, uint32_t n, uint32_t min) {
+bool rk__token_list_valid(const uint32_t *t, uint32_t n, uint32_t min) {
   if (n < min || (n > 0 && t == NULL) || n > RING_TOKENS_MAX)
     return false;
   for (uint32_t i = 0; i < n; i++)
@@ -554,7 +555,7 @@ static bool token_list_valid(const uint32_t *t, uint32_t n, uint32_t min) {
   return true;
 }
 
-static void encode_token_list(ring__sbuf *b, const char *name, const uint32_t *t, uint32_t n) {
+void rk__token_list_encode(ring__sbuf *b, const char *name, const uint32_t *t, uint32_t n) {
   ring__sb_printf(b, "\"%s\":[", name);
   for (uint32_t i = 0; i < n; i++)
     ring__sb_printf(b, "%s%u", i ? "," : "", t[i]);
@@ -691,7 +692,7 @@ int rk_progress_decode(const char *json, size_t len, rk_progress *out, ring_erro
   if (rc == RING_OK)
     rc = ring__json_uint(root, "version", 0, RING_VERSION_MAX, RING_EVERSION, &p.version, err);
   if (rc == RING_OK)
-    rc = decode_token_list(root, "tokens", 0, &p.tokens, &p.n_tokens, err);
+    rc = rk__token_list_decode(root, "tokens", 0, &p.tokens, &p.n_tokens, err);
   if (rc == RING_OK)
     rc = ring__json_uint(root, "bytes", 0, RING_VERSION_MAX, RING_EFIELD, &p.bytes, err);
   failing_ctx fc = {p.tokens, p.n_tokens, false};
@@ -707,7 +708,7 @@ int rk_progress_decode(const char *json, size_t len, rk_progress *out, ring_erro
 }
 
 int rk_progress_encode(const rk_progress *p, char **json, size_t *len) {
-  if (p == NULL || json == NULL || !token_list_valid(p->tokens, p->n_tokens, 0) ||
+  if (p == NULL || json == NULL || !rk__token_list_valid(p->tokens, p->n_tokens, 0) ||
       p->version > RING_VERSION_MAX || p->bytes > RING_VERSION_MAX)
     return RING_EINVAL;
   failing_ctx fc = {p->tokens, p->n_tokens, false};
@@ -715,7 +716,7 @@ int rk_progress_encode(const rk_progress *p, char **json, size_t *len) {
     return RING_EINVAL;
   ring__sbuf b = {0};
   ring__sb_printf(&b, "{\"format\":\"" PROGRESS_FORMAT "\",\"version\":%" PRIu64 ",", p->version);
-  encode_token_list(&b, "tokens", p->tokens, p->n_tokens);
+  rk__token_list_encode(&b, "tokens", p->tokens, p->n_tokens);
   ring__sb_printf(&b, ",\"bytes\":%" PRIu64, p->bytes);
   encode_failing(&b, p->failing, p->n_failing);
   ring__sb_puts(&b, "}");
@@ -760,7 +761,7 @@ int rk_missing_decode(const char *json, size_t len, rk_missing *out, ring_error 
   if (rc == RING_OK)
     rc = ring__json_uint(root, "version", 1, RING_VERSION_MAX, RING_EVERSION, &m.version, err);
   if (rc == RING_OK)
-    rc = decode_token_list(root, "tokens", 1, &m.tokens, &m.n_tokens, err);
+    rc = rk__token_list_decode(root, "tokens", 1, &m.tokens, &m.n_tokens, err);
   failing_ctx fc = {m.tokens, m.n_tokens, true};
   if (rc == RING_OK && ring__json_field(root, "failing") != NULL) /* optional */
     rc = entries_decode(root, &failing_spec, &fc, (void **)&m.failing, &m.n_failing, err);
@@ -775,14 +776,14 @@ int rk_missing_decode(const char *json, size_t len, rk_missing *out, ring_error 
 
 int rk_missing_encode(const rk_missing *m, char **json, size_t *len) {
   if (m == NULL || json == NULL || m->version == 0 || m->version > RING_VERSION_MAX ||
-      !token_list_valid(m->tokens, m->n_tokens, 1))
+      !rk__token_list_valid(m->tokens, m->n_tokens, 1))
     return RING_EINVAL;
   failing_ctx fc = {m->tokens, m->n_tokens, true};
   if (!failing_valid(m->failing, m->n_failing, &fc))
     return RING_EINVAL;
   ring__sbuf b = {0};
   ring__sb_printf(&b, "{\"format\":\"" MISSING_FORMAT "\",\"version\":%" PRIu64 ",", m->version);
-  encode_token_list(&b, "tokens", m->tokens, m->n_tokens);
+  rk__token_list_encode(&b, "tokens", m->tokens, m->n_tokens);
   encode_failing(&b, m->failing, m->n_failing);
   ring__sb_puts(&b, "}");
   return ring__sb_finish(&b, json, len);
@@ -849,7 +850,7 @@ int rk_loss_decode(const char *json, size_t len, rk_loss *out, ring_error *err) 
   if (rc == RING_OK)
     rc = ring__json_uint(root, "version", 1, RING_VERSION_MAX, RING_EVERSION, &l.version, err);
   if (rc == RING_OK)
-    rc = decode_token_list(root, "tokens", 1, &l.tokens, &l.n_tokens, err);
+    rc = rk__token_list_decode(root, "tokens", 1, &l.tokens, &l.n_tokens, err);
   if (rc == RING_OK &&
       (rc = ring__json_string_copy(root, "", "by", l.by, sizeof l.by, err)) == RING_OK &&
       !ring_id_valid(l.by))
@@ -867,12 +868,12 @@ int rk_loss_decode(const char *json, size_t len, rk_loss *out, ring_error *err) 
 
 int rk_loss_encode(const rk_loss *l, char **json, size_t *len) {
   if (l == NULL || json == NULL || l->version < 1 || l->version > RING_VERSION_MAX ||
-      !token_list_valid(l->tokens, l->n_tokens, 1) || memchr(l->by, '\0', sizeof l->by) == NULL ||
+      !rk__token_list_valid(l->tokens, l->n_tokens, 1) || memchr(l->by, '\0', sizeof l->by) == NULL ||
       !ring_id_valid(l->by) || l->at_ms > RING_VERSION_MAX)
     return RING_EINVAL;
   ring__sbuf b = {0};
   ring__sb_printf(&b, "{\"format\":\"" LOSS_FORMAT "\",\"version\":%" PRIu64 ",", l->version);
-  encode_token_list(&b, "tokens", l->tokens, l->n_tokens);
+  rk__token_list_encode(&b, "tokens", l->tokens, l->n_tokens);
   ring__sb_printf(&b, ",\"by\":\"%s\",\"at_ms\":%" PRIu64 "}", l->by, l->at_ms);
   return ring__sb_finish(&b, json, len);
 }
@@ -1035,6 +1036,7 @@ static const struct {
     [RK_HOST_CLIENT] = {"clients", "clients/", RK_CLIENT_VALUE_MAX},
     [RK_HOST_MISSING] = {"missing", "missing/", RK_MISSING_VALUE_MAX},
     [RK_HOST_RECOVERY] = {"recovery", "recovery/", RK_RECOVERY_VALUE_MAX},
+    [RK_HOST_SIZES] = {"sizes", "sizes/", RK_SIZES_VALUE_MAX},
 };
 
 const char *rk_host_kind_name(rk_host_kind k) {
@@ -1116,7 +1118,7 @@ int rk_recovery_decode(const char *json, size_t len, rk_recovery *out, ring_erro
     rc = ring__json_uint(root, "table_version", 0, r.seen_version, RING_EVERSION, &r.table_version,
                          err);
   if (rc == RING_OK)
-    rc = decode_token_list(root, "tokens", 0, &r.tokens, &r.n_tokens, err);
+    rc = rk__token_list_decode(root, "tokens", 0, &r.tokens, &r.n_tokens, err);
   if (rc == RING_OK)
     rc = ring__json_uint(root, "at_ms", 0, RING_VERSION_MAX, RING_EFIELD, &r.at_ms, err);
   cJSON_Delete(root);
@@ -1131,14 +1133,14 @@ int rk_recovery_decode(const char *json, size_t len, rk_recovery *out, ring_erro
 int rk_recovery_encode(const rk_recovery *r, char **json, size_t *len) {
   if (r == NULL || json == NULL || r->seen_version < 1 || r->seen_version > RING_VERSION_MAX ||
       r->seen_revision > RING_VERSION_MAX || r->table_version > r->seen_version ||
-      !token_list_valid(r->tokens, r->n_tokens, 0) || r->at_ms > RING_VERSION_MAX)
+      !rk__token_list_valid(r->tokens, r->n_tokens, 0) || r->at_ms > RING_VERSION_MAX)
     return RING_EINVAL;
   ring__sbuf b = {0};
   ring__sb_printf(&b,
                   "{\"format\":\"" RECOVERY_FORMAT "\",\"seen_version\":%" PRIu64
                   ",\"seen_revision\":%" PRIu64 ",\"table_version\":%" PRIu64 ",",
                   r->seen_version, r->seen_revision, r->table_version);
-  encode_token_list(&b, "tokens", r->tokens, r->n_tokens);
+  rk__token_list_encode(&b, "tokens", r->tokens, r->n_tokens);
   ring__sb_printf(&b, ",\"at_ms\":%" PRIu64 "}", r->at_ms);
   return ring__sb_finish(&b, json, len);
 }

@@ -254,6 +254,7 @@ typedef enum rk_host_kind {
   RK_HOST_CLIENT,    /* clients/<name> */
   RK_HOST_MISSING,   /* missing/<id> */
   RK_HOST_RECOVERY,  /* recovery/<id> (a restored etcd) */
+  RK_HOST_SIZES,     /* sizes/<id> (sizes.h) */
   RK_HOST_KINDS
 } rk_host_kind;
 

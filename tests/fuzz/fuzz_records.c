@@ -1,12 +1,13 @@
 /*
  * fuzz_records.c: libFuzzer target for the etcd value decoders (config,
  * nodes/, alive/, progress/ with its failing fetches, missing/, leader, loss, stuck, recovery/,
- * recovered). Every decoder sees
+ * recovered, sizes/). Every decoder sees
  * every input (each checks "format" first). A refusal must name itself and leave the output
  * untouched; an accepted value must encode and decode again to the same
  * bytes.
  */
 #include "../../proto/records.h"
+#include "../../proto/sizes.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -52,5 +53,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FUZZ_ONE(rk_recovery, rk_recovery_decode, rk_recovery_encode,
            (rk_recovery_free(&v), rk_recovery_free(&w)));
   FUZZ_ONE(ring__recovered, ring__recovered_decode, ring__recovered_encode, (void)0);
+  FUZZ_ONE(rk_sizes, rk_sizes_decode, rk_sizes_encode, (rk_sizes_free(&v), rk_sizes_free(&w)));
   return 0;
 }
