@@ -7,6 +7,7 @@ add_executable(ring-agent
   agent_fetchers.c  # the fetch worker pool
   agent_own.c       # explicit ownership: empty arcs granted with nothing to copy; missing ones
   agent_refill.c    # missing owned arcs: refilled from the other owners; missing/<id>
+  agent_sizes.c     # sizes/<id>: the bytes of each owned arc held, for plans' estimates
   agent_report.c    # progress/<id>
   agent_gc.c        # drops after the grace; temporary leftovers
   agent_metrics.c   # /metrics and /healthz

@@ -228,6 +228,11 @@ typedef struct agent {
   int refill_written;           /* missing/<id>: 0 unknown (at start), 1 absent, 2 written */
   uint64_t refill_digest;       /* of the record last written */
   uint64_t refill_last_ms;      /* rd_now_ms of the last write attempt */
+  /* arc sizes (agent_sizes.c) */
+  uint64_t sizes_ms;            /* rd_now_ms of the last measure; 0: none yet */
+  uint64_t sizes_version;       /* the table version then */
+  int sizes_written;            /* sizes/<id>: 0 unknown (at start), 1 absent, 2 written */
+  uint64_t sizes_digest;        /* of the tokens and sizes last written */
   /* a restored etcd (agent_restore.c) */
   rd_restore restore;              /* went back: the loop's state, /healthz, the gauge */
   ring_etcd_history restore_saved; /* the marks as last written to the data dir */
@@ -334,6 +339,13 @@ void agent_refill_sync(agent *a, const uint32_t *missing, uint32_t n);
  * the set is empty; asks for a check when a refill has landed. Returns the
  * ms until a coalesced write is due (UINT64_MAX: none). */
 uint64_t agent_refill_tick(agent *a);
+/* ------------------------------------------------------------ arc sizes */
+
+/* Measures the owned arcs held (every 30 s, and 5 s after a new table at
+ * the soonest) and writes sizes/<id> when they changed, deletes it when
+ * none is held. Returns the ms until the next measure is due. */
+uint64_t agent_sizes_tick(agent *a);
+
 /* FNV-1a over what a report says (tokens, failing entries by token, error
  * and the magnitude of their attempts): tells whether it changed since the
  * last write, without rewriting at every retry (agent_report.c). */

@@ -194,6 +194,7 @@ static void run_loop(agent *a) {
       wait = min_ms(wait, agent_gc_tick(a));
       wait = min_ms(wait, agent_own_tick(a));
       wait = min_ms(wait, agent_refill_tick(a));
+      wait = min_ms(wait, agent_sizes_tick(a));
     }
     agent_metrics_tick(a);
     if (a->lease != 0)
