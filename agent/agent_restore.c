@@ -20,7 +20,7 @@
  */
 #define _GNU_SOURCE
 #include "agent.h"
-#include "cluster.h" /* rk_fail */
+#include "ring_int.h" /* ring__err */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -151,7 +151,7 @@ static int report(agent *a, const ring_etcd_history *h, ring_error *err) {
   if (r.table_version > r.seen_version)
     r.seen_version = r.table_version;
   if (arc_store_list(a->store, &r.tokens, &r.n_tokens) != 0)
-    return rk_fail(err, RING_EIO, "listing the arcs held");
+    return ring__err(err, RING_EIO, "listing the arcs held");
   char *json = NULL, key[RK_KEY_MAX];
   size_t len = 0;
   int rc = rk_recovery_encode(&r, &json, &len);
