@@ -31,7 +31,7 @@
  */
 #define _GNU_SOURCE
 #include "agent.h"
-#include "cluster.h"
+#include "barrier.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -537,17 +537,17 @@ static uint64_t barrier_tick(agent *a) {
   pthread_mutex_unlock(&a->jobs_mu);
   if (v == 0)
     return UINT64_MAX;
-  rk_state s;
+  rd_barrier b;
   ring_error err = {0};
-  if (rk_state_read(a->etcd, a->o.cluster, RK_READ_ALIVE | RK_READ_ACKS | RK_READ_CLIENTS, &s,
-                    &err) != RING_OK) {
+  if (rd_barrier_read(a->etcd, a->o.cluster, &b, &err) != RING_OK) {
     agent_trouble(a, "reading acks for the version barrier", err.message);
     return 500;
   }
+  rd_barrier_view view = rd_barrier_view_of(&b);
   const ring_table *t = ring_live_enter(a->live);
-  bool open = t != NULL && ring_table_version(t) >= v && rk_barrier_laggard(&s, t, v) == NULL;
+  bool open = t != NULL && ring_table_version(t) >= v && rd_barrier_laggard(&view, t, v) == NULL;
   ring_live_exit(a->live);
-  rk_state_free(&s);
+  rd_barrier_free(&b);
   if (!open)
     return 100; /* acks come within milliseconds of a version: poll briefly */
   pthread_mutex_lock(&a->jobs_mu);

@@ -20,8 +20,7 @@
  */
 #define _GNU_SOURCE
 #include "agent.h"
-#include "cluster.h"
-#include "ring_int.h"
+#include "ring_int.h" /* ring__err */
 
 #include <errno.h>
 #include <fcntl.h>

@@ -26,7 +26,7 @@
 
 /* One part of the state: which bit asks for it, its key, whether the key
  * is a prefix, and for a prefix hosts write, their kind (else -1): those
- * are read in spans (host_pages), the rest in one txn. */
+ * are read in spans (rd_host_pages, daemon/host_read.c), the rest in one txn. */
 typedef struct part {
   unsigned bit;
   const char *what;
@@ -75,114 +75,6 @@ static const part_parser parsers[N_PARTS] = {
     parse_active, parse_acks,    parse_progress,  parse_leader,   parse_clients,
     parse_stuck,  parse_missing, parse_recovered, parse_recovery,
 };
-
-/* Bytes two keys share at their start. */
-static size_t common_prefix(const ring_kv *a, const ring_kv *b) {
-  size_t n = a->key_len < b->key_len ? a->key_len : b->key_len, i = 0;
-  while (i < n && a->key[i] == b->key[i])
-    i++;
-  return i;
-}
-
-/* A span of a prefix's keys (keys->kvs[lo..hi)) that is exactly the set of
- * keys starting with their first `depth` bytes, at the read's revision. */
-typedef struct span {
-  uint32_t lo, hi;
-  size_t depth;
-} span;
-
-/* Fetches the values of keys[lo..hi) at rev (the keys starting with the
- * first key's first `depth` bytes; with exact, that one key) into
- * all->kvs[lo..hi). A value over cap is dropped here (value NULL,
- * value_len kept), so memory holds one span of large values at most. */
-static int fetch_span(ring_etcd *c, const ring_kvs *keys, span sp, bool exact, int64_t rev,
-                      size_t cap, ring_kvs *all, ring_error *err) {
-  const ring_kv *first = &keys->kvs[sp.lo];
-  ring_range_opts o = {.prefix = !exact, .revision = rev};
-  ring_kvs r;
-  int rc = ring_etcd_range(c, first->key, exact ? first->key_len : sp.depth, &o, &r, err);
-  if (rc != RING_OK)
-    return rc;
-  if (r.n != sp.hi - sp.lo)
-    rc = ring__err(err, RING_EPROTO, "%.100s: %u keys at revision %lld, %u listed",
-                   (const char *)first->key, r.n, (long long)rev, sp.hi - sp.lo);
-  for (uint32_t i = 0; rc == RING_OK && i < r.n; i++) {
-    ring_kv *kv = &r.kvs[i];
-    const ring_kv *want = &keys->kvs[sp.lo + i];
-    if (kv->key_len != want->key_len || memcmp(kv->key, want->key, kv->key_len) != 0) {
-      rc = ring__err(err, RING_EPROTO, "%.100s: not the key listed at revision %lld",
-                     (const char *)kv->key, (long long)rev);
-      break;
-    }
-    if (kv->value_len > cap) {
-      free(kv->value);
-      kv->value = NULL;
-    }
-    all->kvs[sp.lo + i] = *kv;
-    memset(kv, 0, sizeof *kv);
-  }
-  ring_kvs_clear(&r);
-  return rc;
-}
-
-/* Splits a span over RK_READ_PAGE_KEYS keys: its longest shared start d,
- * the key that is d bytes long (fetched alone), then one span per byte at
- * d pushed onto st. Every span it pushes is smaller than sp. */
-static int split_span(ring_etcd *c, const ring_kvs *keys, span sp, int64_t rev, size_t cap,
-                      ring_kvs *all, span *st, uint32_t *top, ring_error *err) {
-  const ring_kv *k = keys->kvs;
-  size_t d = common_prefix(&k[sp.lo], &k[sp.hi - 1]);
-  if (k[sp.lo].key_len == d) {
-    int rc = fetch_span(c, keys, (span){sp.lo, sp.lo + 1, d}, true, rev, cap, all, err);
-    if (rc != RING_OK)
-      return rc;
-    sp.lo++;
-  }
-  for (uint32_t i = sp.lo, j; i < sp.hi; i = j) {
-    for (j = i + 1; j < sp.hi && k[j].key[d] == k[i].key[d]; j++)
-      ;
-    st[(*top)++] = (span){i, j, d + 1};
-  }
-  return RING_OK;
-}
-
-/* Reads every key under prefix at revision rev, bounded: the keys alone
- * first (keys_only), then their values in spans of at most
- * RK_READ_PAGE_KEYS keys, each one prefix range at rev. (The client's
- * range has no "after this key", so a span is the set of keys sharing a
- * start.) Values over cap are dropped as they arrive. *out is sorted by
- * key like a range's reply; on failure it holds nothing. */
-static int host_pages(ring_etcd *c, const char *prefix, size_t plen, int64_t rev, size_t cap,
-                      ring_kvs *out, ring_error *err) {
-  ring_range_opts o = {.prefix = true, .keys_only = true, .revision = rev};
-  ring_kvs keys;
-  int rc = ring_etcd_range(c, prefix, plen, &o, &keys, err);
-  if (rc != RING_OK)
-    return rc;
-  ring_kvs all = {.n = keys.n, .count = keys.n, .revision = rev};
-  all.kvs = calloc(keys.n ? keys.n : 1, sizeof *all.kvs);
-  span *st = calloc((size_t)keys.n + 1, sizeof *st);
-  uint32_t top = 0;
-  if (all.kvs == NULL || st == NULL)
-    rc = ring__err(err, RING_ENOMEM, "out of memory reading %u keys of %.100s", keys.n, prefix);
-  else if (keys.n > 0)
-    st[top++] = (span){0, keys.n, plen};
-  while (rc == RING_OK && top > 0) {
-    span sp = st[--top];
-    if (sp.hi - sp.lo <= RK_READ_PAGE_KEYS)
-      rc = fetch_span(c, &keys, sp, false, rev, cap, &all, err);
-    else
-      rc = split_span(c, &keys, sp, rev, cap, &all, st, &top, err);
-  }
-  free(st);
-  ring_kvs_clear(&keys);
-  if (rc != RING_OK) {
-    ring_kvs_clear(&all);
-    return rc;
-  }
-  *out = all;
-  return RING_OK;
-}
 
 /* The control plane's keys asked for, in one txn, parsed into s; sets
  * s->revision (with no such key asked for, from a count of keys[0]). */
@@ -241,8 +133,8 @@ static int read_once(ring_etcd *c, const char *cluster, unsigned what, rk_state 
       continue;
     size_t plen = strlen(keys[i]);
     ring_kvs r;
-    rc = host_pages(c, keys[i], plen, s.revision, rk_host_value_max((rk_host_kind)parts[i].host),
-                    &r, err);
+    rc = rd_host_pages(c, keys[i], plen, s.revision, rk_host_value_max((rk_host_kind)parts[i].host),
+                       &r, err);
     if (rc == RING_OK) {
       rc = parsers[i](&s, &r, plen, err);
       ring_kvs_clear(&r);
@@ -258,17 +150,12 @@ static int read_once(ring_etcd *c, const char *cluster, unsigned what, rk_state 
   return RING_OK;
 }
 
-/* etcd compacted the revision the spans were read at. */
-static bool compacted(int rc, const ring_error *err) {
-  return rc == RING_ESERVER && strstr(err->message, "compacted") != NULL;
-}
-
 int rk_state_read(ring_etcd *c, const char *cluster, unsigned what, rk_state *out,
                   ring_error *err) {
   ring_error local = {RING_OK, ""};
   ring_error *e = err != NULL ? err : &local;
   int rc = read_once(c, cluster, what, out, e);
-  for (int again = 0; again < 3 && compacted(rc, e); again++)
+  for (int again = 0; again < 3 && rd_host_compacted(rc, e); again++)
     rc = read_once(c, cluster, what, out, e);
   return rc;
 }
@@ -315,23 +202,6 @@ static int keyed(ring_error *err, int rc, const ring_kv *kv) {
   return ring__err(err, rc, "%.64s: %s", p, inner);
 }
 
-/* The id after a prefix key ("/ringkeeper/c/nodes/" + id); false if the
- * rest is not a valid id (such keys are not ours: they are reported). */
-static bool key_id(const ring_kv *kv, size_t prefix_len, char id[RING_ID_MAX + 1]) {
-  if (kv->key_len <= prefix_len || kv->key_len - prefix_len > RING_ID_MAX)
-    return false;
-  size_t n = kv->key_len - prefix_len;
-  memcpy(id, kv->key + prefix_len, n);
-  id[n] = '\0';
-  for (size_t i = 0; i < n; i++) {
-    char ch = id[i];
-    if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' ||
-          ch == '-'))
-      return false;
-  }
-  return true;
-}
-
 /* Notes an ignored record (rk_state's bad). Out of memory it is ignored
  * all the same, just not listed. */
 static void note_bad(rk_state *s, rk_bad_kind kind, const char *host, const ring_kv *kv,
@@ -349,38 +219,17 @@ static void note_bad(rk_state *s, rk_bad_kind kind, const char *host, const ring
   snprintf(b->why, sizeof b->why, "%s", why);
 }
 
-/* The rest of a key that names no id, for the bad list: at most 63 bytes,
- * anything outside [a-z0-9._-] shown as '?'. */
-static void key_rest(const ring_kv *kv, size_t prefix_len, char out[RING_ID_MAX + 1]) {
-  size_t n = kv->key_len > prefix_len ? kv->key_len - prefix_len : 0;
-  n = n < RING_ID_MAX ? n : RING_ID_MAX;
-  for (size_t i = 0; i < n; i++) {
-    char ch = (char)kv->key[prefix_len + i];
-    bool ok =
-        (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-';
-    out[i] = ok ? ch : '?';
-  }
-  out[n] = '\0';
-}
-
 /* A host-written value's checks before its own decoder: the key names an
  * id (copied to id) and the value is within the kind's cap. Returns 1 when
  * both hold; 0 when the size does not (noted: the host's entry stays, its
  * value unused); -1 when the key names no id (noted: no entry). */
 static int host_checks(rk_state *s, rk_host_kind kind, const ring_kv *kv, size_t prefix_len,
                        char id[RING_ID_MAX + 1]) {
-  if (!key_id(kv, prefix_len, id)) {
-    char rest[RING_ID_MAX + 1];
-    key_rest(kv, prefix_len, rest);
-    note_bad(s, (rk_bad_kind)kind, rest, kv, "the key names no id");
-    return -1;
-  }
-  ring_error why = {RING_OK, ""};
-  if (rk_host_size_check(kind, kv->value_len, &why) != RING_OK || kv->value == NULL) {
-    note_bad(s, (rk_bad_kind)kind, id, kv, why.code ? why.message : "no value");
-    return 0;
-  }
-  return 1;
+  char why[RK_BAD_WHY_MAX];
+  int ok = rd_host_check(kind, kv, prefix_len, id, why, sizeof why);
+  if (ok <= 0)
+    note_bad(s, (rk_bad_kind)kind, id, kv, why);
+  return ok;
 }
 
 /* A record's decoder (records.h, plan_doc.h) behind one signature. */
@@ -458,7 +307,7 @@ static int parse_nodes(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_e
     int rc = rk_node_decode((const char *)kv->value, kv->value_len, n, err);
     if (rc != RING_OK)
       return keyed(err, rc, kv);
-    if (!key_id(kv, prefix_len, id) || strcmp(id, n->id) != 0) {
+    if (!rd_host_key_id(kv, prefix_len, id) || strcmp(id, n->id) != 0) {
       ring__err(err, RING_ENODEID, "the record's id \"%s\" is not its key's", n->id);
       return keyed(err, RING_ENODEID, kv);
     }
@@ -511,16 +360,12 @@ static int parse_acks(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_er
     return ring__err(err, RING_ENOMEM, "out of memory reading %u acks", r->n);
   for (uint32_t i = 0; i < r->n; i++) {
     const ring_kv *kv = &r->kvs[i];
-    rk_ack *a = &s->acks[s->n_acks];
-    int ok = host_checks(s, RK_HOST_ACK, kv, prefix_len, a->id);
-    if (ok < 0)
-      continue;
-    ring_error why = {RING_OK, ""};
-    a->version = 0;
-    if (ok > 0 &&
-        rk_ack_decode((const char *)kv->value, kv->value_len, &a->version, &why) != RING_OK)
-      note_bad(s, RK_BAD_ACKS, a->id, kv, why.message);
-    s->n_acks++;
+    rd_ack *a = &s->acks[s->n_acks];
+    char why[RK_BAD_WHY_MAX];
+    int ok = rd_ack_parse(kv, prefix_len, a, why, sizeof why);
+    if (ok <= 0)
+      note_bad(s, RK_BAD_ACKS, a->id, kv, why);
+    s->n_acks += ok >= 0;
   }
   return RING_OK;
 }
@@ -733,7 +578,7 @@ const rk_alive_entry *rk_state_alive(const rk_state *s, const char *id) {
 }
 
 uint64_t rk_state_ack(const rk_state *s, const char *id) {
-  const rk_ack *a = s->n_acks ? bsearch(id, s->acks, s->n_acks, sizeof *s->acks, by_id) : NULL;
+  const rd_ack *a = s->n_acks ? bsearch(id, s->acks, s->n_acks, sizeof *s->acks, by_id) : NULL;
   return a ? a->version : 0;
 }
 
@@ -750,15 +595,10 @@ const rk_missing *rk_state_missing(const rk_state *s, const char *id) {
 }
 
 const char *rk_barrier_laggard(const rk_state *s, const ring_table *t, uint64_t version) {
-  for (uint32_t i = 0; t && i < ring_table_node_count(t); i++) {
-    const char *id = ring_table_node_id(t, (uint16_t)i);
-    if (rk_state_alive(s, id) != NULL && rk_state_ack(s, id) < version)
-      return id;
-  }
-  for (uint32_t i = 0; i < s->n_clients; i++)
-    if (rk_state_ack(s, s->clients[i]) < version)
-      return s->clients[i];
-  return NULL;
+  rd_barrier_view v = {s->alive,    sizeof *s->alive, s->n_alive,
+                       s->acks,     s->n_acks,        (const char(*)[RING_ID_MAX + 1]) s->clients,
+                       s->n_clients};
+  return rd_barrier_laggard(&v, t, version);
 }
 
 int rk_table_read(ring_etcd *c, const char *cluster, uint64_t version, ring_table **out,

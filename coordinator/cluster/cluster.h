@@ -12,6 +12,8 @@
 #ifndef RING_COORD_CLUSTER_H
 #define RING_COORD_CLUSTER_H
 
+#include "barrier.h"
+#include "host_read.h"
 #include "plan_doc.h"
 #include "records.h"
 #include "ring.h"
@@ -35,11 +37,6 @@ enum {
   RK_READ_RECOVERY = 1u << 11, /* recovery/ (hosts' reports of a restored etcd) and recovered */
   RK_READ_ALL = 0xFFFu
 };
-
-typedef struct rk_ack {
-  char id[RING_ID_MAX + 1];
-  uint64_t version; /* 0 when the value is malformed */
-} rk_ack;
 
 typedef struct rk_agent_progress {
   char id[RING_ID_MAX + 1];
@@ -116,7 +113,7 @@ typedef struct rk_state {
   rk_run active;
   int64_t active_mod;
 
-  rk_ack *acks; /* sorted by id */
+  rd_ack *acks; /* sorted by id (daemon/barrier.h) */
   uint32_t n_acks;
   rk_agent_progress *progress; /* sorted by id */
   uint32_t n_progress;
@@ -163,14 +160,9 @@ struct cJSON *rk_bad_json(const rk_state *s, uint32_t max);
 
 /* ------------------------------------------------------------ reading it */
 
-/* Pages of host-written prefixes: at most this many keys a request, so a
- * reply holds at most RK_READ_PAGE_KEYS values of etcd's largest
- * (--max-request-bytes, 1.5 MiB by default; 2 MiB in the gateway's
- * base64): 64 MiB, under the client's 128 MiB reply cap. */
-#define RK_READ_PAGE_KEYS 32
-
 /* Reads `what` of the cluster: one txn for the control plane's keys, then
- * each host-written prefix asked for in pages at the txn's revision (a
+ * each host-written prefix asked for in pages at the txn's revision
+ * (rd_host_pages, daemon/host_read.h: RD_HOST_PAGE_KEYS keys a request; a
  * revision compacted meanwhile starts the read again, at most 3 times). A
  * malformed config, node record or plan fails the read (RING_EFORMAT /
  * RING_EFIELD / ..., err naming the key): the caller must not act on a
@@ -187,8 +179,8 @@ uint64_t rk_state_ack(const rk_state *s, const char *id); /* 0 when absent */
 const rk_progress *rk_state_progress(const rk_state *s, const char *id);
 const rk_missing *rk_state_missing(const rk_state *s, const char *id);
 
-/* The version barrier (proto/etcd.md): every node of t that has an alive/
- * key and every registered client has acked at least `version`. Returns
+/* The version barrier (proto/etcd.md) over a read state: rd_barrier_laggard
+ * (daemon/barrier.c, the one rule) on s's alive, acks and clients. Returns
  * NULL when it holds, else the id of one that has not (for logs). */
 const char *rk_barrier_laggard(const rk_state *s, const ring_table *t, uint64_t version);
 

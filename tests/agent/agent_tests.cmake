@@ -4,12 +4,20 @@
 # Each test starts its own etcd; they run one at a time (daemons, ports,
 # timing). Included by tests/agent/CMakeLists.txt.
 if(TARGET ring-agent)
+  # test_agent_env.h's fixtures (agent_env.c), built once; tests/e2e links
+  # them too. A benchmark that wants other ENV_TOKENS compiles agent_env.c
+  # itself (tests/e2e/CMakeLists.txt).
+  add_library(ringtest_agent STATIC ${CMAKE_CURRENT_LIST_DIR}/agent_env.c)
+  target_include_directories(ringtest_agent PUBLIC ${CMAKE_CURRENT_LIST_DIR})
+  target_compile_definitions(ringtest_agent PUBLIC RING_AGENT_BIN="$<TARGET_FILE:ring-agent>")
+  target_link_libraries(ringtest_agent PUBLIC ringtestfix)
+  add_dependencies(ringtest_agent ring-agent)
+
   file(GLOB agent_tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/test_agent_*.c)
   foreach(src ${agent_tests})
     get_filename_component(name ${src} NAME_WE)
     ring_test(${name} agent ${src})
-    target_compile_definitions(${name} PRIVATE RING_AGENT_BIN="$<TARGET_FILE:ring-agent>")
-    add_dependencies(${name} ring-agent)
+    target_link_libraries(${name} PRIVATE ringtest_agent)
     if(TARGET ring-coordinator)
       target_compile_definitions(${name} PRIVATE
         RING_COORDINATOR_BIN="$<TARGET_FILE:ring-coordinator>")

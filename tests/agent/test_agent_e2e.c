@@ -30,22 +30,6 @@ static void coord_start(void) {
   ck_assert_int_eq(proc_spawn(&coord, log, argv), 0);
 }
 
-/* The table in service (ring_table_free it), NULL before the first. */
-static ring_table *current_table(void) {
-  char *v = env_get("version");
-  if (v == NULL)
-    return NULL;
-  char what[48];
-  snprintf(what, sizeof what, "tables/%s", v);
-  free(v);
-  char *json = env_get(what);
-  ring_table *t = NULL;
-  if (json)
-    ck_assert_int_eq(ring_table_decode(json, strlen(json), &t, NULL), RING_OK);
-  free(json);
-  return t;
-}
-
 /* Whether the cluster has settled on a table of n nodes, every one owning
  * something, with no run active and nothing pending. */
 static bool settled(uint32_t n) {
@@ -53,7 +37,7 @@ static bool settled(uint32_t n) {
   free(active);
   if (active != NULL)
     return false;
-  ring_table *t = current_table();
+  ring_table *t = env_current_table();
   bool ok = t && ring_table_node_count(t) == n && ring_table_pending_count(t) == 0;
   for (uint16_t i = 0; ok && i < n; i++)
     ok = ring_table_node_replicas(t, i) > 0;
@@ -103,7 +87,7 @@ START_TEST(join_moves_arcs_byte_for_byte) {
   ck_assert_msg(ENV_WAIT(settled(3), 60), "no first placement");
 
   /* Every owner holds its arcs (the same bytes on every replica). */
-  ring_table *t = current_table();
+  ring_table *t = env_current_table();
   for (uint32_t tok = 0; tok < ENV_TOKENS; tok++)
     for (uint32_t r = 0; r < R; r++)
       env_arc_write(slot_of(t, ring_table_owner(t, tok, r)), tok, ARC_FILES, ARC_SIZE, 77);
@@ -112,7 +96,7 @@ START_TEST(join_moves_arcs_byte_for_byte) {
 
   env_agent_start(3, ids[3], NULL);
   ck_assert_msg(ENV_WAIT(settled(4), 120), "the join did not finish");
-  t = current_table();
+  t = env_current_table();
   ck_assert_uint_gt(ring_table_version(t), v1 + 1); /* pending versions, then cutovers */
   ck_assert_msg(ENV_WAIT(holdings_match(t, 4), 15), "arcs held do not match the table");
   for (uint32_t tok = 0; tok < ENV_TOKENS; tok++)

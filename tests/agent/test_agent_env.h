@@ -65,277 +65,70 @@ typedef struct agent_env {
   bool passed;
 } agent_env;
 
-static agent_env env;
+extern agent_env env;
 
-static void env_setup(void) {
-  memset(&env, 0, sizeof env);
-  etcd_cluster_start(&env.etcd, 1, NULL);
-  env.c = test_client(env.etcd.endpoints, 5000, 0);
-  snprintf(env.dir, sizeof env.dir, "/tmp/ringkeeper-agent-XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(env.dir));
-  snprintf(env.secret, sizeof env.secret, "%s/secret", env.dir);
-  FILE *f = fopen(env.secret, "w");
-  ck_assert_ptr_nonnull(f);
-  fputs("test-secret-1234\n", f);
-  fclose(f);
-}
+/* Checked fixture: etcd, a client, a directory and the arc secret per test. */
+void env_setup(void);
 
-static inline void env_pass(void) { env.passed = true; }
+/* A test's last line: what it checked held. */
+void env_pass(void);
 
 /* Stops every agent still running with SIGTERM; one that does not exit 0
  * in time, or whose log shows a sanitizer report, fails the test. */
-static void env_teardown(void) {
-  bool clean = true;
-  for (int i = 0; i < ENV_AGENTS; i++) {
-    env_agent *a = &env.a[i];
-    if (!a->used)
-      continue;
-    if (proc_running(&a->p) && proc_term(&a->p, 15) != 0) {
-      fprintf(stderr, "ring-agent %s did not stop cleanly on SIGTERM\n", a->id);
-      clean = false;
-    }
-    proc_kill(&a->p);
-    if (file_contains(a->log, "Sanitizer") || file_contains(a->log, "runtime error")) {
-      fprintf(stderr, "ring-agent %s: sanitizer report in %s\n", a->id, a->log);
-      clean = false;
-    }
-    if (!env.passed || !clean)
-      file_tail(a->log, 60);
-  }
-  env.passed = env.passed && clean;
-  ring_etcd_close(env.c);
-  etcd_cluster_stop(&env.etcd);
-  if (env.passed && getenv("RING_TEST_KEEP") == NULL) {
-    char cmd[200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", env.dir);
-    if (system(cmd) != 0)
-      fprintf(stderr, "could not remove %s\n", env.dir);
-  } else {
-    fprintf(stderr, "logs kept in %s\n", env.dir);
-  }
-  ck_assert_msg(clean, "an agent did not stop cleanly (see above)");
-}
+void env_teardown(void);
 
 /* A test case with the fixture, nofork (it holds processes). */
-static inline TCase *env_tcase(const char *name, int timeout_s) {
-  TCase *tc = tcase_create(name);
-  tcase_set_timeout(tc, timeout_s);
-  tcase_add_checked_fixture(tc, env_setup, env_teardown);
-  return tc;
-}
+TCase *env_tcase(const char *name, int timeout_s);
 
 /* Adds one test to s in a case of its own with the fixture. */
-static inline void env_add(Suite *s, const char *name, int timeout_s, const TTest *test) {
-  TCase *tc = env_tcase(name, timeout_s);
-  tcase_add_test(tc, test);
-  suite_add_tcase(s, tc);
-}
+void env_add(Suite *s, const char *name, int timeout_s, const TTest *test);
 
 /* Puts a raw value at <prefix><what>. */
-static inline void env_put(const char *what, const char *value) {
-  char key[256];
-  snprintf(key, sizeof key, ENV_PREFIX "%s", what);
-  ring_error err;
-  ck_assert_msg(ring_etcd_put(env.c, key, strlen(key), value, strlen(value), 0, NULL, NULL, &err) ==
-                    RING_OK,
-                "put %s: %s", key, err.message);
-}
+void env_put(const char *what, const char *value);
 
 /* The cluster config: T 64, the given replicas, parallel fetches and byte rate. */
-static inline void env_config(uint32_t replicas, uint32_t per_node, uint64_t bytes_per_sec) {
-  char json[600];
-  snprintf(json, sizeof json,
-           "{\"format\":\"ringkeeper.config.v1\",\"tokens\":%u,\"replicas\":%u,\"seed\":0,"
-           "\"failure_domain\":\"\",\"best_effort\":\"\",\"migration\":\"stream\","
-           "\"down_after_ms\":60000,\"auto_apply\":false,"
-           "\"throttle\":{\"moves_per_node\":%u,\"moves_per_domain\":0,\"moves_per_wave\":0,"
-           "\"bytes_per_sec\":%llu},\"retention\":{\"versions\":16,\"plans\":32}}",
-           ENV_TOKENS, replicas, per_node, (unsigned long long)bytes_per_sec);
-  env_put("config", json);
-}
+void env_config(uint32_t replicas, uint32_t per_node, uint64_t bytes_per_sec);
 
 /* ------------------------------------------------------------------ agents */
 
 /* Splits a command line at spaces into argv (PROC_ARGS_MAX entries, NULL
  * terminated), in place. */
-static inline void env_argv(char *line, char **argv) {
-  int n = 0;
-  for (char *save = NULL, *tok = strtok_r(line, " ", &save); tok && n < PROC_ARGS_MAX - 1;
-       tok = strtok_r(NULL, " ", &save))
-    argv[n++] = tok;
-  argv[n] = NULL;
-}
+void env_argv(char *line, char **argv);
 
 /* Agent slot i gets id, ports, dirs (only the first time). */
-static inline env_agent *env_agent_init(int i, const char *id) {
-  env_agent *a = &env.a[i];
-  if (a->used)
-    return a;
-  a->used = true;
-  snprintf(a->id, sizeof a->id, "%s", id);
-  snprintf(a->listen, sizeof a->listen, "127.0.0.1:%d", harness_free_port());
-  snprintf(a->metrics, sizeof a->metrics, "127.0.0.1:%d", harness_free_port());
-  snprintf(a->data, sizeof a->data, "%s/%s", env.dir, id);
-  snprintf(a->log, sizeof a->log, "%s/%s.log", env.dir, id);
-  snprintf(a->zone, sizeof a->zone, "z%d", i);
-  mkdir(a->data, 0755);
-  return a;
-}
+env_agent *env_agent_init(int i, const char *id);
 
 /* Starts (or restarts) agent i with `extra` flags (space-separated, may be
  * NULL); waits until its /healthz answers. */
-static inline void env_agent_start(int i, const char *id, const char *extra) {
-  env_agent *a = env_agent_init(i, id);
-  char line[1400], *argv[PROC_ARGS_MAX];
-  snprintf(line, sizeof line,
-           "%s --endpoints %s --cluster " ENV_CLUSTER " --id %s --listen %s --metrics %s"
-           " --data-dir %s --zone %s --secret-file %s --lease-ttl 2s --drop-grace 1s"
-           " --log-level debug %s",
-           RING_AGENT_BIN, env.etcd.endpoints, a->id, a->listen, a->metrics, a->data, a->zone,
-           env.secret, extra ? extra : "");
-  env_argv(line, argv);
-  char log[sizeof a->log];
-  memcpy(log, a->log, sizeof log); /* proc_spawn writes into a->p */
-  ck_assert_int_eq(proc_spawn(&a->p, log, argv), 0);
-  char url[64];
-  snprintf(url, sizeof url, "http://%s/healthz", a->metrics);
-  double end = harness_now() + 15;
-  while (http_get(url, NULL) == 0) {
-    ck_assert_msg(proc_running(&a->p), "ring-agent %s exited at start; see %s", id, a->log);
-    ck_assert_msg(harness_now() < end, "ring-agent %s does not listen on %s", id, a->metrics);
-    harness_sleep_ms(50);
-  }
-}
+void env_agent_start(int i, const char *id, const char *extra);
 
 /* A metric of agent i (NaN when absent or not answering). */
-static inline double env_metric(int i, const char *name) {
-  return metric_get(env.a[i].metrics, name, "");
-}
+double env_metric(int i, const char *name);
 
 /* ------------------------------------------------------------ arcs on disk */
 
 /* Byte k of file `f` of arc `token` seeded by `seed`: reproducible data. */
-static inline uint8_t env_byte(uint32_t token, int f, uint64_t k, uint32_t seed) {
-  uint64_t x =
-      (k + 1) * 0x9E3779B97F4A7C15ull ^ ((uint64_t)token << 40) ^ ((uint64_t)f << 32) ^ seed;
-  x ^= x >> 29;
-  x *= 0xBF58476D1CE4E5B9ull;
-  return (uint8_t)(x >> 56);
-}
+uint8_t env_byte(uint32_t token, int f, uint64_t k, uint32_t seed);
 
 /* Writes arc `token` into agent i's data dir: n files f0..f<n-1> of
  * `size` bytes each (the last of size / 3 + 1). */
-static inline void env_arc_write(int i, uint32_t token, int n, uint64_t size, uint32_t seed) {
-  char path[400];
-  snprintf(path, sizeof path, "%s/arcs", env.a[i].data);
-  mkdir(path, 0755);
-  snprintf(path, sizeof path, "%s/arcs/%u", env.a[i].data, token);
-  /* An owner may hold the arc already, empty (explicit ownership): a
-   * writer fills it as a data-plane service would. */
-  ck_assert_msg(mkdir(path, 0755) == 0 || errno == EEXIST, "mkdir %s: %s", path, strerror(errno));
-  uint8_t *buf = malloc(65536);
-  ck_assert_ptr_nonnull(buf);
-  for (int f = 0; f < n; f++) {
-    char file[460];
-    snprintf(file, sizeof file, "%s/f%d", path, f);
-    FILE *out = fopen(file, "w");
-    ck_assert_ptr_nonnull(out);
-    uint64_t len = f == n - 1 && n > 1 ? size / 3 + 1 : size;
-    for (uint64_t k = 0; k < len; k += 65536) {
-      size_t chunk = len - k < 65536 ? (size_t)(len - k) : 65536;
-      for (size_t b = 0; b < chunk; b++)
-        buf[b] = env_byte(token, f, k + b, seed);
-      ck_assert_uint_eq(fwrite(buf, 1, chunk, out), chunk);
-    }
-    fclose(out);
-  }
-  free(buf);
-}
+void env_arc_write(int i, uint32_t token, int n, uint64_t size, uint32_t seed);
 
-static inline bool env_arc_has(int i, uint32_t token) {
-  char path[400];
-  struct stat st;
-  snprintf(path, sizeof path, "%s/arcs/%u", env.a[i].data, token);
-  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
+bool env_arc_has(int i, uint32_t token);
 
 /* Whether two files hold the same bytes. */
-static inline bool env_same_file(const char *p, const char *q) {
-  FILE *f = fopen(p, "r"), *g = fopen(q, "r");
-  bool same = f && g;
-  char x[65536], y[65536];
-  while (same) {
-    size_t n = fread(x, 1, sizeof x, f), m = fread(y, 1, sizeof y, g);
-    same = n == m && memcmp(x, y, n) == 0;
-    if (n == 0 || !same)
-      break;
-  }
-  if (f)
-    fclose(f);
-  if (g)
-    fclose(g);
-  return same;
-}
+bool env_same_file(const char *p, const char *q);
 
 /* Whether arc `token` is byte-identical on agents i and j (same names,
  * same bytes, at least one file). */
-static inline bool env_arc_same(int i, int j, uint32_t token) {
-  char pi[400], pj[400];
-  snprintf(pi, sizeof pi, "%s/arcs/%u", env.a[i].data, token);
-  snprintf(pj, sizeof pj, "%s/arcs/%u", env.a[j].data, token);
-  DIR *d = opendir(pi), *e = opendir(pj);
-  int files_i = 0, files_j = 0;
-  bool same = d && e;
-  struct dirent *x;
-  while (same && (x = readdir(d)) != NULL) {
-    if (x->d_name[0] == '.')
-      continue;
-    char fi[700], fj[700];
-    snprintf(fi, sizeof fi, "%s/%s", pi, x->d_name);
-    snprintf(fj, sizeof fj, "%s/%s", pj, x->d_name);
-    same = env_same_file(fi, fj);
-    files_i++;
-  }
-  while (same && (x = readdir(e)) != NULL)
-    files_j += x->d_name[0] != '.';
-  if (d)
-    closedir(d);
-  if (e)
-    closedir(e);
-  return same && files_i > 0 && files_i == files_j;
-}
+bool env_arc_same(int i, int j, uint32_t token);
 
 /* Whether agent i's arc `token` holds exactly what env_arc_write(.., n,
  * size, seed) wrote. */
-static inline bool env_arc_valid(int i, uint32_t token, int n, uint64_t size, uint32_t seed) {
-  bool ok = true;
-  for (int f = 0; ok && f < n; f++) {
-    char file[460];
-    snprintf(file, sizeof file, "%s/arcs/%u/f%d", env.a[i].data, token, f);
-    FILE *in = fopen(file, "r");
-    uint64_t len = f == n - 1 && n > 1 ? size / 3 + 1 : size, k = 0;
-    int c;
-    while (in && ok && (c = fgetc(in)) != EOF)
-      ok = k < len && (uint8_t)c == env_byte(token, f, k++, seed);
-    ok = ok && in && k == len;
-    if (in)
-      fclose(in);
-  }
-  return ok;
-}
+bool env_arc_valid(int i, uint32_t token, int n, uint64_t size, uint32_t seed);
 
 /* Bytes under agent i's tmp/ (partial transfers). */
-static inline uint64_t env_tmp_bytes(int i) {
-  char cmd[300], out[64] = "";
-  snprintf(cmd, sizeof cmd, "du -sb '%s/tmp' 2>/dev/null", env.a[i].data);
-  FILE *p = popen(cmd, "r");
-  if (p) {
-    if (fgets(out, sizeof out, p) == NULL)
-      out[0] = '\0';
-    pclose(p);
-  }
-  return strtoull(out, NULL, 10);
-}
+uint64_t env_tmp_bytes(int i);
 
 /* ------------------------------------------------------------------ tables */
 
@@ -343,114 +136,35 @@ static inline uint64_t env_tmp_bytes(int i) {
  * arc server addresses and zones) and R replicas; owners round-robin:
  * owner(t, r) = (t*R + r) % n. Tests then move owners and add pending
  * entries, and seal. */
-static inline ring_table *env_table(uint64_t v, int n, uint32_t replicas) {
-  ring_table_params p = {ENV_CLUSTER, NULL, v, 0, ENV_TOKENS, replicas};
-  ring_table *t;
-  ring_error err;
-  ck_assert_msg(ring_table_new(&p, &t, &err) == RING_OK, "%s", err.message);
-  for (int i = 0; i < n; i++) {
-    env_agent *a = &env.a[i];
-    const char *keys[] = {"zone"}, *vals[] = {a->zone};
-    ring_node_spec s = {a->id, a->listen, keys, vals, 1, 1.0, RING_NODE_ACTIVE};
-    ck_assert_msg(ring_table_add_node(t, &s, NULL, &err) == RING_OK, "%s", err.message);
-  }
-  for (uint32_t tok = 0; tok < ENV_TOKENS; tok++)
-    for (uint32_t r = 0; r < replicas; r++)
-      ck_assert_int_eq(ring_table_set_owner(t, tok, r, (uint16_t)((tok * replicas + r) % n)),
-                       RING_OK);
-  return t;
-}
+ring_table *env_table(uint64_t v, int n, uint32_t replicas);
 
-static inline void env_seal(ring_table *t) {
-  ring_error err;
-  ck_assert_msg(ring_table_seal(t, &err) == RING_OK, "%s", err.message);
-}
+void env_seal(ring_table *t);
 
 /* Puts tables/<v> and version in one txn. */
-static inline void env_publish(const ring_table *t) {
-  char tkey[96], vval[24];
-  const char *vkey = ENV_PREFIX "version";
-  snprintf(tkey, sizeof tkey, ENV_PREFIX "tables/%llu", (unsigned long long)ring_table_version(t));
-  snprintf(vval, sizeof vval, "%llu", (unsigned long long)ring_table_version(t));
-  char *tj;
-  size_t tl;
-  ck_assert_int_eq(ring_table_encode(t, &tj, &tl), RING_OK);
-  ring_op ops[2] = {{RING_OP_PUT, tkey, strlen(tkey), tj, tl, 0, false},
-                    {RING_OP_PUT, vkey, strlen(vkey), vval, strlen(vval), 0, false}};
-  ring_error err;
-  int rc = ring_etcd_txn(env.c, NULL, 0, ops, 2, NULL, 0, NULL, &err);
-  free(tj);
-  ck_assert_msg(rc == RING_OK, "%s", err.message);
-}
+void env_publish(const ring_table *t);
 
 /* Seals, publishes and frees t. */
-static inline void env_publish_free(ring_table *t) {
-  env_seal(t);
-  env_publish(t);
-  ring_table_free(t);
-}
+void env_publish_free(ring_table *t);
 
 /* ------------------------------------------------------------ reading etcd */
 
 /* The value at <prefix><what> (malloc()'ed), NULL when absent. */
-static inline char *env_get(const char *what) {
-  char key[256];
-  snprintf(key, sizeof key, ENV_PREFIX "%s", what);
-  ring_kvs r = {0};
-  ring_error err;
-  ck_assert_msg(ring_etcd_range(env.c, key, strlen(key), NULL, &r, &err) == RING_OK, "%s",
-                err.message);
-  char *v = r.n ? strdup((const char *)r.kvs[0].value) : NULL;
-  ring_kvs_clear(&r);
-  return v;
-}
+char *env_get(const char *what);
+
+/* The table in service (ring_table_free it), NULL before the first. */
+ring_table *env_current_table(void);
 
 /* acks/<id> as a number, 0 when absent. */
-static inline uint64_t env_ack(const char *id) {
-  char what[64];
-  snprintf(what, sizeof what, "acks/%s", id);
-  char *v = env_get(what);
-  uint64_t n = v ? strtoull(v, NULL, 10) : 0;
-  free(v);
-  return n;
-}
+uint64_t env_ack(const char *id);
 
 /* Whether progress/<id> reports `version` with exactly tokens[0..n). */
-static inline bool env_progress_is(const char *id, uint64_t version, const uint32_t *tokens,
-                                   int n) {
-  char what[64];
-  snprintf(what, sizeof what, "progress/%s", id);
-  char *v = env_get(what);
-  cJSON *j = v ? cJSON_Parse(v) : NULL;
-  free(v);
-  const cJSON *ver = cJSON_GetObjectItemCaseSensitive(j, "version");
-  const cJSON *toks = cJSON_GetObjectItemCaseSensitive(j, "tokens");
-  bool ok = cJSON_IsNumber(ver) && (uint64_t)ver->valuedouble == version && cJSON_IsArray(toks) &&
-            cJSON_GetArraySize(toks) == n;
-  for (int k = 0; ok && k < n; k++)
-    ok = (uint32_t)cJSON_GetArrayItem(toks, k)->valuedouble == tokens[k];
-  cJSON_Delete(j);
-  return ok;
-}
+bool env_progress_is(const char *id, uint64_t version, const uint32_t *tokens, int n);
 
 /* alive/<id> parsed (cJSON_Delete it), NULL when absent. */
-static inline cJSON *env_alive(const char *id) {
-  char what[64];
-  snprintf(what, sizeof what, "alive/%s", id);
-  char *v = env_get(what);
-  cJSON *j = v ? cJSON_Parse(v) : NULL;
-  free(v);
-  return j;
-}
+cJSON *env_alive(const char *id);
 
 /* Whether alive/<id> names addr. */
-static inline bool env_alive_is(const char *id, const char *addr) {
-  cJSON *j = env_alive(id);
-  const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "addr");
-  bool ok = cJSON_IsString(a) && strcmp(a->valuestring, addr) == 0;
-  cJSON_Delete(j);
-  return ok;
-}
+bool env_alive_is(const char *id, const char *addr);
 
 /* ----------------------------------------------------------------- waiting */
 

@@ -11,7 +11,7 @@
 /* Runs ring-agent with the given arguments (after the binary) and returns
  * its exit status; out gets what it printed. */
 static int run_agent(const char *args, char *out, size_t cap) {
-  char line[1024], *argv[PROC_ARGS_MAX];
+  char line[2048], *argv[PROC_ARGS_MAX];
   snprintf(line, sizeof line, "%s %s", RING_AGENT_BIN, args);
   env_argv(line, argv);
   return proc_run(argv, 20, out, cap);

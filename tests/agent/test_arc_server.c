@@ -34,7 +34,7 @@ START_TEST(secret_required) {
                          "v2 " TEST_SECRET};
   for (size_t p = 0; p < sizeof paths / sizeof *paths; p++)
     for (size_t a = 0; a < sizeof auths / sizeof *auths; a++) {
-      http_reply r = http_get(env.source, paths[p], auths[a], NULL, NULL);
+      http_reply r = arc_http_get(env.source, paths[p], auths[a], NULL, NULL);
       ck_assert_msg(r.status == 401, "%s with %s: %ld", paths[p], auths[a] ? auths[a] : "none",
                     r.status);
       ck_assert_uint_eq(r.body, 0);
@@ -47,23 +47,23 @@ START_TEST(secret_required) {
 END_TEST
 
 START_TEST(serves_with_the_secret) {
-  http_reply r = http_get(env.source, "/v1/arcs/5/manifest", BEARER, NULL, NULL);
+  http_reply r = arc_http_get(env.source, "/v1/arcs/5/manifest", BEARER, NULL, NULL);
   ck_assert_int_eq(r.status, 200);
   ck_assert_uint_gt(r.body, 50);
-  r = http_get(env.source, "/v1/arcs/5/files/f1", BEARER, NULL, NULL);
+  r = arc_http_get(env.source, "/v1/arcs/5/files/f1", BEARER, NULL, NULL);
   ck_assert_int_eq(r.status, 200);
   ck_assert_uint_eq(r.body, 100000);
-  r = http_get(env.source, "/v1/arcs/5/files/f1", BEARER, "1000-1999", NULL);
+  r = arc_http_get(env.source, "/v1/arcs/5/files/f1", BEARER, "1000-1999", NULL);
   ck_assert_int_eq(r.status, 206);
   ck_assert_uint_eq(r.body, 1000);
   ck_assert_str_eq(r.content_range, "bytes 1000-1999/100000");
-  r = http_get(env.source, "/v1/arcs/5/files/f1", BEARER, "99990-", NULL);
+  r = arc_http_get(env.source, "/v1/arcs/5/files/f1", BEARER, "99990-", NULL);
   ck_assert_int_eq(r.status, 206);
   ck_assert_uint_eq(r.body, 10);
-  r = http_get(env.source, "/v1/arcs/5/files/f1", BEARER, "-7", NULL);
+  r = arc_http_get(env.source, "/v1/arcs/5/files/f1", BEARER, "-7", NULL);
   ck_assert_int_eq(r.status, 206);
   ck_assert_uint_eq(r.body, 7);
-  r = http_get(env.source, "/v1/arcs/5/files/f1", BEARER, "99990-200000", NULL);
+  r = arc_http_get(env.source, "/v1/arcs/5/files/f1", BEARER, "99990-200000", NULL);
   ck_assert_int_eq(r.status, 206); /* an end past the size is cut to it */
   ck_assert_uint_eq(r.body, 10);
 }
@@ -89,7 +89,7 @@ START_TEST(no_way_out) {
       "/v1/arcs//etc/files/passwd",
   };
   for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
-    http_reply r = http_get(env.source, paths[i], BEARER, NULL, NULL);
+    http_reply r = arc_http_get(env.source, paths[i], BEARER, NULL, NULL);
     ck_assert_msg(r.status == 400, "%s: %ld", paths[i], r.status);
   }
 }
@@ -101,20 +101,20 @@ START_TEST(bad_tokens_and_unknown_arcs) {
                        "/v1/arcs/5x/files/f0",    "/v1/arcs/99999999999/manifest",
                        "/v1/arcs/+5/manifest",    "/v1/arcs//manifest"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-    http_reply r = http_get(env.source, bad[i], BEARER, NULL, NULL);
+    http_reply r = arc_http_get(env.source, bad[i], BEARER, NULL, NULL);
     ck_assert_msg(r.status == 400, "%s: %ld", bad[i], r.status);
   }
-  ck_assert_int_eq(http_get(env.source, "/v1/arcs/6/manifest", BEARER, NULL, NULL).status, 404);
-  ck_assert_int_eq(http_get(env.source, "/v1/arcs/6/files/f0", BEARER, NULL, NULL).status, 404);
-  ck_assert_int_eq(http_get(env.source, "/v1/arcs/5/files/f9", BEARER, NULL, NULL).status, 404);
-  ck_assert_int_eq(http_get(env.source, "/v1/arcs/5/other", BEARER, NULL, NULL).status, 404);
-  ck_assert_int_eq(http_get(env.source, "/v2/arcs/5/manifest", BEARER, NULL, NULL).status, 404);
+  ck_assert_int_eq(arc_http_get(env.source, "/v1/arcs/6/manifest", BEARER, NULL, NULL).status, 404);
+  ck_assert_int_eq(arc_http_get(env.source, "/v1/arcs/6/files/f0", BEARER, NULL, NULL).status, 404);
+  ck_assert_int_eq(arc_http_get(env.source, "/v1/arcs/5/files/f9", BEARER, NULL, NULL).status, 404);
+  ck_assert_int_eq(arc_http_get(env.source, "/v1/arcs/5/other", BEARER, NULL, NULL).status, 404);
+  ck_assert_int_eq(arc_http_get(env.source, "/v2/arcs/5/manifest", BEARER, NULL, NULL).status, 404);
   /* an arc being fetched into tmp/ is not served */
   char p[4096];
   snprintf(p, sizeof p, "%s/tmp/6.1", env.src_dir);
   ck_assert_int_eq(mkdir(p, 0755), 0);
   write_pattern(p, "f0", 10, 1);
-  ck_assert_int_eq(http_get(env.source, "/v1/arcs/6/files/f0", BEARER, NULL, NULL).status, 404);
+  ck_assert_int_eq(arc_http_get(env.source, "/v1/arcs/6/files/f0", BEARER, NULL, NULL).status, 404);
   arc_server_stats st;
   arc_server_stats_get(env.srv, &st);
   ck_assert_uint_eq(st.bad_requests, 8);
@@ -124,7 +124,7 @@ END_TEST
 START_TEST(absurd_ranges) {
   const char *unsatisfiable[] = {"100000-", "100000-100001", "200000-300000", "5-4", "-0"};
   for (size_t i = 0; i < sizeof unsatisfiable / sizeof *unsatisfiable; i++) {
-    http_reply r = http_get(env.source, "/v1/arcs/5/files/f0", BEARER, unsatisfiable[i], NULL);
+    http_reply r = arc_http_get(env.source, "/v1/arcs/5/files/f0", BEARER, unsatisfiable[i], NULL);
     ck_assert_msg(r.status == 416, "%s: %ld", unsatisfiable[i], r.status);
     ck_assert_uint_eq(r.body, 0);
     ck_assert_str_eq(r.content_range, "bytes */100000");
@@ -132,7 +132,7 @@ START_TEST(absurd_ranges) {
   const char *malformed[] = {"Range: bytes=1-2,5-6", "Range: bytes=x-", "Range: items=0-1",
                              "Range: bytes=99999999999999999999999-", "Range: bytes=1-2-3"};
   for (size_t i = 0; i < sizeof malformed / sizeof *malformed; i++) {
-    http_reply r = http_get(env.source, "/v1/arcs/5/files/f0", BEARER, NULL, malformed[i]);
+    http_reply r = arc_http_get(env.source, "/v1/arcs/5/files/f0", BEARER, NULL, malformed[i]);
     ck_assert_msg(r.status == 400, "%s: %ld", malformed[i], r.status);
   }
 }
@@ -163,7 +163,7 @@ START_TEST(oversized_headers) {
   memset(big, 'a', 64 << 10);
   memcpy(big, "X-Big: ", 7);
   big[(64 << 10) - 1] = '\0';
-  http_reply r = http_get(env.source, "/v1/arcs/5/files/f0", BEARER, NULL, big);
+  http_reply r = arc_http_get(env.source, "/v1/arcs/5/files/f0", BEARER, NULL, big);
   ck_assert_msg(r.status == 431 || r.status == 413, "status %ld", r.status);
   ck_assert_uint_lt(r.body, 1000); /* an error text, never the file */
   free(big);
@@ -207,26 +207,26 @@ START_TEST(replays_and_skew_refused) {
   char v[ARC_AUTH_VALUE_MAX];
   int64_t now = arc__wall_ms();
   signed_value(v, sizeof v, m, TEST_SRC_ID, now, NULL);
-  ck_assert_int_eq(http_get(env.source, m, v, NULL, NULL).status, 200);
-  http_reply r = http_get(env.source, m, v, NULL, NULL);
+  ck_assert_int_eq(arc_http_get(env.source, m, v, NULL, NULL).status, 200);
+  http_reply r = arc_http_get(env.source, m, v, NULL, NULL);
   ck_assert_int_eq(r.status, 401); /* the very same request again */
   ck_assert_uint_eq(r.body, 0);
   signed_value(v, sizeof v, m, TEST_SRC_ID, now - ARC_SKEW_MS_DEFAULT - 1000, NULL);
-  ck_assert_int_eq(http_get(env.source, m, v, NULL, NULL).status, 401);
+  ck_assert_int_eq(arc_http_get(env.source, m, v, NULL, NULL).status, 401);
   signed_value(v, sizeof v, m, TEST_SRC_ID, now + ARC_SKEW_MS_DEFAULT + 1000, NULL);
-  ck_assert_int_eq(http_get(env.source, m, v, NULL, NULL).status, 401);
+  ck_assert_int_eq(arc_http_get(env.source, m, v, NULL, NULL).status, 401);
   signed_value(v, sizeof v, m, TEST_SRC_ID, now - ARC_SKEW_MS_DEFAULT / 2, NULL);
-  ck_assert_int_eq(http_get(env.source, m, v, NULL, NULL).status, 200); /* within the bound */
+  ck_assert_int_eq(arc_http_get(env.source, m, v, NULL, NULL).status, 200); /* within the bound */
   signed_value(v, sizeof v, "/v1/arcs/5/files/f0", TEST_SRC_ID, now, NULL);
-  ck_assert_int_eq(http_get(env.source, m, v, NULL, NULL).status, 401); /* another path's */
+  ck_assert_int_eq(arc_http_get(env.source, m, v, NULL, NULL).status, 401); /* another path's */
   signed_value(v, sizeof v, m, "another-node", now, NULL);
-  ck_assert_int_eq(http_get(env.source, m, v, NULL, NULL).status, 401); /* meant for another */
+  ck_assert_int_eq(arc_http_get(env.source, m, v, NULL, NULL).status, 401); /* meant for another */
   char range[512];
   signed_line(range, sizeof range, "GET", "/v1/arcs/5/files/f0", "bytes=0-9", now);
-  ck_assert_int_eq(
-      http_get(env.source, "/v1/arcs/5/files/f0", range + strlen(ARC_AUTH_HEADER) + 2, "0-99", NULL)
-          .status,
-      401); /* signed for another range */
+  ck_assert_int_eq(arc_http_get(env.source, "/v1/arcs/5/files/f0",
+                                range + strlen(ARC_AUTH_HEADER) + 2, "0-99", NULL)
+                       .status,
+                   401); /* signed for another range */
   arc_server_stats st;
   arc_server_stats_get(env.srv, &st);
   ck_assert_uint_eq(st.replayed, 1);
@@ -242,7 +242,7 @@ START_TEST(answers_are_signed) {
   char v[ARC_AUTH_VALUE_MAX];
   unsigned char nonce[ARC_NONCE_LEN], other[ARC_NONCE_LEN] = {0};
   signed_value(v, sizeof v, m, TEST_SRC_ID, arc__wall_ms(), nonce);
-  http_reply r = http_get(env.source, m, v, NULL, NULL);
+  http_reply r = arc_http_get(env.source, m, v, NULL, NULL);
   ck_assert_int_eq(r.status, 200);
   const arc_keyring *k = test_keys();
   size_t sl = strlen(r.sig);
@@ -258,7 +258,7 @@ START_TEST(answers_are_signed) {
   ck_assert_int_eq(arc_auth_verify_answer(k, r.sig, sl, TEST_SRC_ID, nonce, 200, 5, r.text, r.body),
                    RING_EAUTH); /* another body */
   signed_value(v, sizeof v, gone, TEST_SRC_ID, arc__wall_ms(), nonce);
-  r = http_get(env.source, gone, v, NULL, NULL);
+  r = arc_http_get(env.source, gone, v, NULL, NULL);
   ck_assert_int_eq(r.status, 404);
   ck_assert_int_eq(
       arc_auth_verify_answer(k, r.sig, strlen(r.sig), TEST_SRC_ID, nonce, 404, 6, r.text, r.body),
@@ -274,13 +274,13 @@ START_TEST(symlinks_not_served) {
   write_pattern(outside, "f0", 100, 9);
   snprintf(link, sizeof link, "%s/arcs/9", env.src_dir);
   ck_assert_int_eq(symlink(outside, link), 0);
-  ck_assert_int_eq(http_get(env.source, "/v1/arcs/9/files/f0", BEARER, NULL, NULL).status, 404);
-  ck_assert_int_eq(http_get(env.source, "/v1/arcs/9/manifest", BEARER, NULL, NULL).status, 404);
+  ck_assert_int_eq(arc_http_get(env.source, "/v1/arcs/9/files/f0", BEARER, NULL, NULL).status, 404);
+  ck_assert_int_eq(arc_http_get(env.source, "/v1/arcs/9/manifest", BEARER, NULL, NULL).status, 404);
   snprintf(link, sizeof link, "%s/arcs/5/ln", env.src_dir);
   char target[4200];
   snprintf(target, sizeof target, "%s/f0", outside);
   ck_assert_int_eq(symlink(target, link), 0);
-  ck_assert_int_eq(http_get(env.source, "/v1/arcs/5/files/ln", BEARER, NULL, NULL).status, 404);
+  ck_assert_int_eq(arc_http_get(env.source, "/v1/arcs/5/files/ln", BEARER, NULL, NULL).status, 404);
 }
 END_TEST
 
@@ -290,15 +290,15 @@ START_TEST(store_missing_is_not_not_held) {
   snprintf(arcs, sizeof arcs, "%s/arcs", env.src_dir);
   snprintf(away, sizeof away, "%s/arcs.away", env.src_dir);
   ck_assert_int_eq(rename(arcs, away), 0);
-  ck_assert_int_eq(http_get(env.source, "/v1/arcs/5/manifest", BEARER, NULL, NULL).status, 503);
-  ck_assert_int_eq(http_get(env.source, "/v1/arcs/5/files/f0", BEARER, NULL, NULL).status, 503);
+  ck_assert_int_eq(arc_http_get(env.source, "/v1/arcs/5/manifest", BEARER, NULL, NULL).status, 503);
+  ck_assert_int_eq(arc_http_get(env.source, "/v1/arcs/5/files/f0", BEARER, NULL, NULL).status, 503);
   ck_assert(!arc_store_usable(env.src));
   arc_server_stats st;
   arc_server_stats_get(env.srv, &st);
   ck_assert_uint_eq(st.store_missing, 2);
   ck_assert_uint_eq(st.not_held, 0);
   ck_assert_int_eq(rename(away, arcs), 0);
-  ck_assert_int_eq(http_get(env.source, "/v1/arcs/5/manifest", BEARER, NULL, NULL).status, 200);
+  ck_assert_int_eq(arc_http_get(env.source, "/v1/arcs/5/manifest", BEARER, NULL, NULL).status, 200);
 }
 END_TEST
 
@@ -336,20 +336,20 @@ START_TEST(streams_limited) {
   while (stats().serving < 1 && now_s() < end)
     usleep(10000);
   ck_assert_uint_eq(stats().serving, 1);
-  http_reply r = http_get(env.source, "/v1/arcs/5/files/f1", BEARER, NULL, NULL);
+  http_reply r = arc_http_get(env.source, "/v1/arcs/5/files/f1", BEARER, NULL, NULL);
   ck_assert_int_eq(r.status, 503);
   ck_assert_ptr_nonnull(strstr(r.text, "busy"));
   ck_assert_uint_eq(stats().serve_busy, 1);
-  ck_assert_int_eq(http_get(env.source, "/v1/arcs/5/manifest", BEARER, NULL, NULL).status, 200);
+  ck_assert_int_eq(arc_http_get(env.source, "/v1/arcs/5/manifest", BEARER, NULL, NULL).status, 200);
   close(fd);
   end = now_s() + 10;
   while (stats().serving > 0 && now_s() < end)
     usleep(10000);
   ck_assert_uint_eq(stats().serving, 0);
-  ck_assert_int_eq(http_get(env.source, "/v1/arcs/5/files/f1", BEARER, NULL, NULL).status, 200);
+  ck_assert_int_eq(arc_http_get(env.source, "/v1/arcs/5/files/f1", BEARER, NULL, NULL).status, 200);
   arc_server_limit(env.srv, 0);
   fd = hold_stream("/v1/arcs/7/files/f0");
-  ck_assert_int_eq(http_get(env.source, "/v1/arcs/5/files/f1", BEARER, NULL, NULL).status, 200);
+  ck_assert_int_eq(arc_http_get(env.source, "/v1/arcs/5/files/f1", BEARER, NULL, NULL).status, 200);
   close(fd);
   ck_assert_uint_eq(stats().serve_busy, 1);
 }

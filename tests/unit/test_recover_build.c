@@ -1,6 +1,7 @@
 /*
- * test_recover.c: a restored etcd's records and the table `ringctl
- * recover` builds (proto/etcd.md, "A restored etcd"):
+ * test_recover_build.c: a restored etcd's records and the table `ringctl
+ * recover` builds (coordinator/cluster/recover_build.c; proto/etcd.md, "A
+ * restored etcd"):
  *   records           recovery/<id> and recovered: round trip, refusals
  *                     named (table_version above seen_version, tokens out
  *                     of order, seen_version not below version)

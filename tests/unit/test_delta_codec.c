@@ -1,10 +1,10 @@
 /*
- * test_delta.c: the ringkeeper.delta.v1 codec (proto/delta.md): round trips
- * (a named pair, random pairs with dropped, reordered, changed and appended
- * nodes, and the versions a coordinator publishes while executing planner
- * plans wave by wave), the encoder's refusals, a wrong base, and one test
- * per validation error checking the code and that the message names the
- * offending field.
+ * test_delta_codec.c: the ringkeeper.delta.v1 codec (libring/delta_codec.c,
+ * proto/delta.md): round trips (a named pair, random pairs with dropped,
+ * reordered, changed and appended nodes, and the versions a coordinator
+ * publishes while executing planner plans wave by wave), the encoder's
+ * refusals, a wrong base, and one test per validation error checking the
+ * code and that the message names the offending field.
  */
 #include "ring.h"
 #include "json_edit.h"

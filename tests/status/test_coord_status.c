@@ -1,6 +1,6 @@
 /*
- * test_status_page.c: ring-coordinator's status page, end to end. Real
- * etcd, a real coordinator with --listen and --auto-apply, fake agents
+ * test_coord_status.c: ring-coordinator's status page
+ * (coordinator/coord/coord_status.c), end to end. Real etcd, a real coordinator with --listen and --auto-apply, fake agents
  * (tests/common/fake_agent.h). /status.json is checked with libcurl and
  * cJSON; the page itself is loaded in headless Chromium (--dump-dom after
  * its script ran) and what it shows is checked against the table in etcd:
@@ -495,7 +495,7 @@ END_TEST
 int main(void) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   const env_test tests[] = {{page_follows_placement_and_join, 400}, {follower_page, 300}};
-  int rc = env_main("status_page", tests, 2);
+  int rc = env_main("coord_status", tests, 2);
   curl_global_cleanup();
   return rc;
 }

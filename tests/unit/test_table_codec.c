@@ -1,7 +1,7 @@
 /*
- * test_codec.c: the ringkeeper.table.v1 codec: round trips byte for byte,
- * and one test per validation error, each checking the code and that the
- * message names the offending field.
+ * test_table_codec.c: the ringkeeper.table.v1 codec (libring/table_codec.c):
+ * round trips byte for byte, and one test per validation error, each
+ * checking the code and that the message names the offending field.
  */
 #include "ring.h"
 #include "ring_int.h"
