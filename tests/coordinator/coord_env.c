@@ -427,11 +427,24 @@ uint64_t env_bootstrap(const env_config *k, int agents, int zones, int coords, c
     snprintf(id, sizeof id, "coord-%c", 'a' + i);
     env_coord_start(i, id, extra);
   }
+  if (!k->auto_apply && strstr(extra, "--auto-apply") == NULL) {
+    WAIT_UNTIL(env_exists("plan/proposed"), 20, "no plan/proposed for the first placement");
+    ck_assert_int_eq(env_ringctl(NULL, 0, "apply"), 0);
+  }
   env_wait_done(1, 60);
   uint64_t v = env_version();
   ck_assert_uint_gt(v, 0);
   WAIT_UNTIL(env_all_acked(v), 10, "not every agent acked version %llu", (unsigned long long)v);
   return v;
+}
+
+void env_assert_nothing_runs(uint64_t v, long ms) {
+  double end = harness_now() + (double)ms / 1000.0;
+  while (harness_now() < end) {
+    ck_assert_uint_eq(env_version(), v);
+    ck_assert(!env_exists("plan/active"));
+    harness_sleep_ms(100);
+  }
 }
 
 void env_throttle(env_config *k, uint32_t per_node, uint32_t per_wave) {

@@ -235,8 +235,14 @@ bool env_all_acked(uint64_t v);
 
 /* Writes config k, starts agents a1..a<n> in zones z0..z<zones-1> (round
  * robin) and coordinators coord-a, coord-b, ... with `extra` flags, and
- * waits for the first placement to be done and acked. Returns its version. */
+ * waits for the first placement to be done and acked (approving it with
+ * `ringctl apply` when neither k nor the flags auto-apply it). Returns its
+ * version. */
 uint64_t env_bootstrap(const env_config *k, int agents, int zones, int coords, const char *extra);
+
+/* Neither the version nor plan/active moves for ms milliseconds (from
+ * version v): a proposal that waits for `ringctl apply`. */
+void env_assert_nothing_runs(uint64_t v, long ms);
 
 /* Changes the throttle in config (the next plans use it). */
 void env_throttle(env_config *k, uint32_t per_node, uint32_t per_wave);

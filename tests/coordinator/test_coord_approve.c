@@ -32,16 +32,6 @@ static void check_plan_doc(const cJSON *p, uint64_t base, char id[24]) {
   snprintf(id, 24, "%s", pid);
 }
 
-/* Version and plan/active stay as they are for ms. */
-static void assert_nothing_moves(uint64_t v, long ms) {
-  double end = harness_now() + (double)ms / 1000.0;
-  while (harness_now() < end) {
-    ck_assert_uint_eq(env_version(), v);
-    ck_assert(!env_exists("plan/active"));
-    harness_sleep_ms(100);
-  }
-}
-
 START_TEST(proposals_wait_for_apply) {
   env_config k = {.tokens = 256, .replicas = 3, .down_after_ms = 1500, .auto_apply = false};
   env_config_put(&k);
@@ -58,7 +48,7 @@ START_TEST(proposals_wait_for_apply) {
   check_plan_doc(p, 0, id0);
   ck_assert_double_eq(jnum(p, "moves_total"), 0);
   cJSON_Delete(p);
-  assert_nothing_moves(0, 2000);
+  env_assert_nothing_runs(0, 2000);
   ck_assert_double_eq(env_metric(0, "ring_coordinator_plan", "state=\"proposed\""), 1);
 
   /* `ringctl apply` approves the current proposal */
@@ -89,7 +79,7 @@ START_TEST(proposals_wait_for_apply) {
   ck_assert_str_eq(fid, id1);
   ck_assert_int_eq(cJSON_GetArraySize(jobj(f, "moves")), (int)moves1);
   cJSON_Delete(f);
-  assert_nothing_moves(v1, 2000);
+  env_assert_nothing_runs(v1, 2000);
   ck_assert(env_node_is("a5", "joining"));
 
   /* `ringctl apply FILE` of the current plan runs it */
@@ -115,7 +105,7 @@ START_TEST(proposals_wait_for_apply) {
   /* both saved plans are stale now: refused with exit 3, nothing changes */
   ck_assert_int_eq(env_ringctl(out, sizeof out, "apply %s", file2), 3);
   ck_assert_int_eq(env_ringctl(out, sizeof out, "apply %s", file1), 3);
-  assert_nothing_moves(v3, 1500);
+  env_assert_nothing_runs(v3, 1500);
   ck_assert_int_eq(env_history_count("done", NULL), 3);
   env_pass();
 }

@@ -12,16 +12,6 @@
  */
 #include "coord_env.h"
 
-/* Neither the version nor plan/active moves for ms milliseconds. */
-static void assert_nothing_runs(uint64_t v, long ms) {
-  double end = harness_now() + (double)ms / 1000.0;
-  while (harness_now() < end) {
-    ck_assert_uint_eq(env_version(), v);
-    ck_assert(!env_exists("plan/active"));
-    harness_sleep_ms(100);
-  }
-}
-
 /* `ringctl auto-apply --json`'s policy. */
 static void assert_policy(const char *want) {
   char out[512];
@@ -51,20 +41,8 @@ static void assert_repair_of(const char *id, const char *down) {
 
 START_TEST(repair_runs_changes_wait) {
   env_config k = {.tokens = 256, .replicas = 3, .down_after_ms = 1500, .auto_apply = false};
-  env_config_put(&k);
-  for (int i = 1; i <= 6; i++) {
-    char id[8], zone[8];
-    snprintf(id, sizeof id, "a%d", i);
-    snprintf(zone, sizeof zone, "z%d", (i - 1) % 3);
-    env_agent(id, zone);
-  }
-  env_coord_start(0, "coord-a", "");
-  WAIT_UNTIL(env_exists("plan/proposed"), 20, "no plan/proposed for the first placement");
+  uint64_t v1 = env_bootstrap(&k, 6, 3, 1, ""); /* policy none: the placement was applied */
   assert_policy("none");
-  ck_assert_int_eq(env_ringctl(NULL, 0, "apply"), 0);
-  env_wait_done(1, 60);
-  uint64_t v1 = env_version();
-  WAIT_UNTIL(env_all_acked(v1), 10, "not every agent acked v%llu", (unsigned long long)v1);
 
   /* none: a3 dies; its re-replication is proposed and waits */
   ring_table *t = env_table(v1);
@@ -73,7 +51,7 @@ START_TEST(repair_runs_changes_wait) {
   ck_assert_int_eq(fake_agent_kill(env_agent_find("a3")), RING_OK);
   WAIT_UNTIL(env_node_is("a3", "down"), 20, "a3 is not down 20 s after its lease went");
   WAIT_UNTIL(env_exists("plan/proposed"), 20, "no plan/proposed for a3's replicas");
-  assert_nothing_runs(v1, 2500);
+  env_assert_nothing_runs(v1, 2500);
 
   /* a bad policy is refused and changes nothing */
   char out[512];
@@ -109,7 +87,7 @@ START_TEST(repair_runs_changes_wait) {
   /* repair: a join is a change, and waits for apply */
   env_agent("a7", "z2");
   WAIT_UNTIL(env_exists("plan/proposed"), 20, "no plan/proposed for a7's join");
-  assert_nothing_runs(v2, 2500);
+  env_assert_nothing_runs(v2, 2500);
   ck_assert(env_node_is("a7", "joining"));
   ck_assert_int_eq(env_ringctl(NULL, 0, "apply"), 0);
   env_run join = env_wait_done(4, 60);

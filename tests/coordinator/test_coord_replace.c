@@ -30,17 +30,7 @@ static bool proposed_with(double moves) {
 
 START_TEST(new_takes_old_one_for_one) {
   env_config k = {.tokens = 256, .replicas = 3, .down_after_ms = 60000, .auto_apply = false};
-  env_config_put(&k);
-  for (int i = 1; i <= 6; i++) {
-    char id[8], zone[8];
-    snprintf(id, sizeof id, "a%d", i);
-    snprintf(zone, sizeof zone, "z%d", (i - 1) % 3);
-    env_agent(id, zone);
-  }
-  env_coord_start(0, "coord-a", "");
-  WAIT_UNTIL(env_exists("plan/proposed"), 20, "no plan/proposed for the first placement");
-  ck_assert_int_eq(env_ringctl(NULL, 0, "apply"), 0);
-  env_wait_done(1, 60);
+  env_bootstrap(&k, 6, 3, 1, "");
   ck_assert_int_eq(env_ringctl(NULL, 0, "auto-apply repair"), 0);
   uint64_t v1 = env_version();
   ring_table *t = env_table(v1);

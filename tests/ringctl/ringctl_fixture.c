@@ -287,3 +287,14 @@ int fx_main(const char *name, const TTest *const *tests, size_t n) {
   suite_add_tcase(s, tc);
   return run_suite_as(s, 1);
 }
+
+rk_node fx_node(const char *cluster, const char *id) {
+  char what[80];
+  snprintf(what, sizeof what, "nodes/%s", id);
+  char *v = fx_value(cluster, what);
+  rk_node n;
+  ring_error err = {0};
+  ck_assert_msg(rk_node_decode(v, strlen(v), &n, &err) == RING_OK, "%s", err.message);
+  free(v);
+  return n;
+}

@@ -106,6 +106,8 @@ void fx_put_owned(const char *cluster, const char *what, char *json, size_t len)
 
 /* The value of one key as a string ("" when absent); free() it. */
 char *fx_value(const char *cluster, const char *what);
+/* nodes/<id> of cluster, decoded (the test fails if absent or malformed). */
+rk_node fx_node(const char *cluster, const char *id);
 
 /* Checks that a key is absent. */
 void fx_assert_absent(const char *cluster, const char *what);

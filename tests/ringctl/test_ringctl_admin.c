@@ -169,27 +169,16 @@ END_TEST
 
 /* ------------------------------------------------------------ node records */
 
-static rk_node read_node(const char *cluster, const char *id) {
-  char what[64];
-  snprintf(what, sizeof what, "nodes/%s", id);
-  char *v = fx_value(cluster, what);
-  rk_node n;
-  ring_error err = {0};
-  ck_assert_msg(rk_node_decode(v, strlen(v), &n, &err) == RING_OK, "%s", err.message);
-  free(v);
-  return n;
-}
-
 START_TEST(drain_undrain_weight) {
   fx_seed_cluster("a-nodes");
   FX_EXPECT(0, "a-nodes", "drain n1");
-  ck_assert_int_eq(read_node("a-nodes", "n1").desired, RK_WANT_DRAINED);
-  ck_assert_int_eq(read_node("a-nodes", "n1").state, RING_NODE_ACTIVE); /* the coordinator's */
+  ck_assert_int_eq(fx_node("a-nodes", "n1").desired, RK_WANT_DRAINED);
+  ck_assert_int_eq(fx_node("a-nodes", "n1").state, RING_NODE_ACTIVE); /* the coordinator's */
   FX_EXPECT(0, "a-nodes", "undrain n1");
-  ck_assert_int_eq(read_node("a-nodes", "n1").desired, RK_WANT_ACTIVE);
+  ck_assert_int_eq(fx_node("a-nodes", "n1").desired, RK_WANT_ACTIVE);
   FX_EXPECT(0, "a-nodes", "weight n2 2.5");
-  ck_assert_double_eq(read_node("a-nodes", "n2").weight, 2.5);
-  ck_assert_str_eq(read_node("a-nodes", "n2").labels.value[0], "z2"); /* labels kept */
+  ck_assert_double_eq(fx_node("a-nodes", "n2").weight, 2.5);
+  ck_assert_str_eq(fx_node("a-nodes", "n2").labels.value[0], "z2"); /* labels kept */
 
   FX_EXPECT_IN(1, err, "unknown node nx", "a-nodes", "drain nx");
   FX_EXPECT(1, "a-nodes", "weight nx 2");
@@ -202,7 +191,7 @@ START_TEST(drain_undrain_weight) {
   FX_EXPECT(2, "a-nodes", "weight n2 abc");
   FX_EXPECT(2, "a-nodes", "weight n2 nan");
   FX_EXPECT(2, "a-nodes", "weight n2 2000000");
-  ck_assert_double_eq(read_node("a-nodes", "n2").weight, 2.5);
+  ck_assert_double_eq(fx_node("a-nodes", "n2").weight, 2.5);
 }
 END_TEST
 

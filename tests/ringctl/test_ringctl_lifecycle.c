@@ -7,22 +7,10 @@
  */
 #include "ringctl_fixture.h"
 
-/* nodes/<id> decoded. */
-static rk_node node_record(const char *cluster, const char *id) {
-  char what[80];
-  snprintf(what, sizeof what, "nodes/%s", id);
-  char *v = fx_value(cluster, what);
-  rk_node n;
-  ring_error err = {0};
-  ck_assert_msg(rk_node_decode(v, strlen(v), &n, &err) == RING_OK, "%s", err.message);
-  free(v);
-  return n;
-}
-
 /* Rewrites nodes/<id> with state and desired. */
 static void set_node(const char *cluster, const char *id, ring_node_state state,
                      rk_desired desired) {
-  rk_node n = node_record(cluster, id);
+  rk_node n = fx_node(cluster, id);
   n.state = state;
   n.desired = desired;
   char *json, what[80];
@@ -50,12 +38,12 @@ START_TEST(remove_only_what_owns_nothing) {
   FX_EXPECT_IN(1, err, "drain it first", "l-rm", "remove n0"); /* active */
   set_node("l-rm", "n0", RING_NODE_DRAINING, RK_WANT_DRAINED);
   FX_EXPECT_IN(1, err, "still owns", "l-rm", "remove n0"); /* drained, not yet moved */
-  ck_assert_int_eq(node_record("l-rm", "n0").desired, RK_WANT_DRAINED);
+  ck_assert_int_eq(fx_node("l-rm", "n0").desired, RK_WANT_DRAINED);
 
   /* a down node that owns nothing (not in the table) */
   char *json, what[] = "nodes/n7";
   size_t len;
-  rk_node n = node_record("l-rm", "n1");
+  rk_node n = fx_node("l-rm", "n1");
   snprintf(n.id, sizeof n.id, "n7");
   n.state = RING_NODE_DOWN;
   ck_assert_int_eq(rk_node_encode(&n, &json, &len), RING_OK);
@@ -66,7 +54,7 @@ START_TEST(remove_only_what_owns_nothing) {
   ck_assert_str_eq(fx_str(j, "state"), "down");
   ck_assert(cJSON_IsTrue(fx_get(j, "changed")));
   cJSON_Delete(j);
-  ck_assert_int_eq(node_record("l-rm", "n7").desired, RK_WANT_REMOVED);
+  ck_assert_int_eq(fx_node("l-rm", "n7").desired, RK_WANT_REMOVED);
   FX_EXPECT_IN(0, out, "already removed", "l-rm", "remove n7");
 
   cJSON *h = fx_json(0, "l-rm", "history");
@@ -91,10 +79,10 @@ START_TEST(label_set_remove_and_refuse) {
   ck_assert_str_eq(fx_str(fx_get(j, "labels"), "rack"), "r1");
   ck_assert_str_eq(fx_str(fx_get(j, "previous"), "zone"), "z0");
   cJSON_Delete(j);
-  rk_node n = node_record("l-lab", "n0");
+  rk_node n = fx_node("l-lab", "n0");
   ck_assert_str_eq(rk_labels_get(&n.labels, "zone"), "z9");
   FX_EXPECT(0, "l-lab", "label n0 rack-");
-  n = node_record("l-lab", "n0");
+  n = fx_node("l-lab", "n0");
   ck_assert_ptr_null(rk_labels_get(&n.labels, "rack"));
   ck_assert_uint_eq(n.labels.n, 1);
 
@@ -106,7 +94,7 @@ START_TEST(label_set_remove_and_refuse) {
     fx_free(&r);
   }
   FX_EXPECT_IN(1, err, "unknown node", "l-lab", "label n9 zone=z1");
-  n = node_record("l-lab", "n0"); /* nothing written by the refusals */
+  n = fx_node("l-lab", "n0"); /* nothing written by the refusals */
   ck_assert_str_eq(rk_labels_get(&n.labels, "zone"), "z9");
   ck_assert_uint_eq(n.labels.n, 1);
 
