@@ -17,8 +17,8 @@ static int decode_bytes(const cJSON *root, uint32_t n, uint64_t **out, ring_erro
   if (arr == NULL)
     return RING_EFIELD;
   if (cJSON_GetArraySize(arr) != (int)n)
-    return ring__err(err, RING_EFIELD, "bytes: %d entries, tokens has %u",
-                     cJSON_GetArraySize(arr), n);
+    return ring__err(err, RING_EFIELD, "bytes: %d entries, tokens has %u", cJSON_GetArraySize(arr),
+                     n);
   uint64_t *b = *out = malloc((size_t)n * sizeof *b);
   if (b == NULL)
     return ring__err(err, RING_ENOMEM, "bytes: out of memory");
@@ -33,8 +33,8 @@ int rk_sizes_decode(const char *json, size_t len, rk_sizes *out, ring_error *err
   static const char *const keys[] = {"format", "version", "tokens", "bytes"};
   cJSON *root = NULL;
   rk_sizes s = {0};
-  int rc = ring__record_parse(json, len, SIZES_FORMAT, keys, sizeof keys / sizeof *keys, &root,
-                              err);
+  int rc =
+      ring__record_parse(json, len, SIZES_FORMAT, keys, sizeof keys / sizeof *keys, &root, err);
   if (rc == RING_OK)
     rc = ring__json_uint(root, "version", 1, RING_VERSION_MAX, RING_EVERSION, &s.version, err);
   if (rc == RING_OK)

@@ -23,10 +23,10 @@
 #define RK_SIZE_SATURATED ((UINT64_C(1) << 40) - 1)
 
 typedef struct rk_sizes {
-  uint64_t version;  /* the table in service when measured: 1 .. 2^53-1 */
-  uint32_t n;        /* 1 .. RING_TOKENS_MAX */
-  uint32_t *tokens;  /* owned tokens whose arc is held, strictly ascending; malloc()'ed */
-  uint64_t *bytes;   /* bytes[i]: arc tokens[i]'s size, 0 .. RK_SIZE_SATURATED; malloc()'ed */
+  uint64_t version; /* the table in service when measured: 1 .. 2^53-1 */
+  uint32_t n;       /* 1 .. RING_TOKENS_MAX */
+  uint32_t *tokens; /* owned tokens whose arc is held, strictly ascending; malloc()'ed */
+  uint64_t *bytes;  /* bytes[i]: arc tokens[i]'s size, 0 .. RK_SIZE_SATURATED; malloc()'ed */
 } rk_sizes;
 
 int rk_sizes_decode(const char *json, size_t len, rk_sizes *out, ring_error *err);

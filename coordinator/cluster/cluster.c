@@ -49,6 +49,7 @@ static const part parts[] = {
     {RK_READ_MISSING, "missing/", true, RK_HOST_MISSING},
     {RK_READ_RECOVERY, "recovered", false, -1},
     {RK_READ_RECOVERY, "recovery/", true, RK_HOST_RECOVERY},
+    {RK_READ_SIZES, "sizes/", true, RK_HOST_SIZES},
 };
 #define N_PARTS (sizeof parts / sizeof parts[0])
 
@@ -68,12 +69,13 @@ static int parse_stuck(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_e
 static int parse_missing(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
 static int parse_recovered(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
 static int parse_recovery(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
+static int parse_sizes(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
 
 /* In the order of parts[]. */
 static const part_parser parsers[N_PARTS] = {
     parse_config, parse_version, parse_nodes,     parse_alive,    parse_proposed,
     parse_active, parse_acks,    parse_progress,  parse_leader,   parse_clients,
-    parse_stuck,  parse_missing, parse_recovered, parse_recovery,
+    parse_stuck,  parse_missing, parse_recovered, parse_recovery, parse_sizes,
 };
 
 /* The control plane's keys asked for, in one txn, parsed into s; sets
@@ -176,6 +178,9 @@ void rk_state_free(rk_state *s) {
   free(s->progress);
   for (uint32_t i = 0; i < s->n_missing; i++)
     rk_missing_free(&s->missing[i].m);
+  for (uint32_t i = 0; i < s->n_sizes; i++)
+    rk_sizes_free(&s->sizes[i].z);
+  free(s->sizes);
   free(s->missing);
   free(s->clients);
   rk_stuck_free(&s->stuck);
@@ -423,6 +428,17 @@ static int parse_missing(rk_state *s, const ring_kvs *r, size_t prefix_len, ring
   return parse_host_records(s, r, prefix_len, &h, (void **)&s->missing, &s->n_missing, err);
 }
 
+static int dec_sizes(const char *j, size_t n, void *out, ring_error *err) {
+  return rk_sizes_decode(j, n, out, err);
+}
+
+/* A host's arc sizes (sizes/<id>). */
+static int parse_sizes(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err) {
+  static const host_records h = {RK_HOST_SIZES, sizeof(rk_agent_sizes), offsetof(rk_agent_sizes, z),
+                                 dec_sizes};
+  return parse_host_records(s, r, prefix_len, &h, (void **)&s->sizes, &s->n_sizes, err);
+}
+
 /* A single value read tolerantly: decoded into out when it parses, else
  * noted as `kind`. Returns whether it parsed; false when absent. */
 static bool parse_tolerant(rk_state *s, const ring_kvs *r, value_decoder dec, void *out,
@@ -592,6 +608,12 @@ const rk_missing *rk_state_missing(const rk_state *s, const char *id) {
   const rk_agent_missing *m =
       s->n_missing ? bsearch(id, s->missing, s->n_missing, sizeof *s->missing, by_id) : NULL;
   return m != NULL && m->m.n_tokens > 0 ? &m->m : NULL;
+}
+
+const rk_sizes *rk_state_sizes(const rk_state *s, const char *id) {
+  const rk_agent_sizes *z =
+      s->n_sizes ? bsearch(id, s->sizes, s->n_sizes, sizeof *s->sizes, by_id) : NULL;
+  return z != NULL && z->z.n > 0 ? &z->z : NULL;
 }
 
 const char *rk_barrier_laggard(const rk_state *s, const ring_table *t, uint64_t version) {

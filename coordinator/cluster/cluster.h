@@ -17,6 +17,7 @@
 #include "plan_doc.h"
 #include "records.h"
 #include "ring.h"
+#include "sizes.h"
 #include "ring_etcd.h"
 
 /* --------------------------------------------------------- the snapshot */
@@ -35,7 +36,8 @@ enum {
   RK_READ_STUCK = 1u << 9,     /* the coordinator's report of stuck moves */
   RK_READ_MISSING = 1u << 10,  /* missing/: owned arcs hosts report they lack */
   RK_READ_RECOVERY = 1u << 11, /* recovery/ (hosts' reports of a restored etcd) and recovered */
-  RK_READ_ALL = 0xFFFu
+  RK_READ_ALL = 0xFFFu,        /* everything a step or a status needs; not sizes/: */
+  RK_READ_SIZES = 1u << 12     /* sizes/ (arc sizes), read only where a plan is sized */
 };
 
 typedef struct rk_agent_progress {
@@ -47,6 +49,11 @@ typedef struct rk_agent_missing {
   char id[RING_ID_MAX + 1];
   rk_missing m; /* version 0 and no tokens when malformed */
 } rk_agent_missing;
+typedef struct rk_agent_sizes {
+  char id[RING_ID_MAX + 1];
+  rk_sizes z; /* version 0 and no tokens when malformed */
+} rk_agent_sizes;
+
 typedef struct rk_agent_recovery {
   char id[RING_ID_MAX + 1];
   rk_recovery r; /* seen_version 0 and no tokens when malformed */
@@ -68,6 +75,7 @@ typedef enum rk_bad_kind {
   RK_BAD_CLIENTS = RK_HOST_CLIENT,
   RK_BAD_MISSING = RK_HOST_MISSING,
   RK_BAD_RECOVERY = RK_HOST_RECOVERY,
+  RK_BAD_SIZES = RK_HOST_SIZES,
   RK_BAD_LEADER = RK_HOST_KINDS,
   RK_BAD_STUCK,
   RK_BAD_KINDS
@@ -126,6 +134,8 @@ typedef struct rk_state {
 
   rk_agent_missing *missing; /* sorted by id; hosts reporting owned arcs they lack */
   uint32_t n_missing;
+  rk_agent_sizes *sizes;     /* sorted by id; RK_READ_SIZES only */
+  uint32_t n_sizes;
 
   bool has_stuck; /* the key is there and parsed */
   rk_stuck stuck;
@@ -269,6 +279,25 @@ uint64_t rk_state_seen_version(const rk_state *s);
  * restore it covers). Returns whether c's history went back: the caller
  * then acts on nothing in s. */
 bool rk_state_history(ring_etcd *c, const rk_state *s);
+
+/* ----------------------------------------------------- sizes (plan_sizes.c) */
+
+/* Host id's arc sizes (RK_READ_SIZES), NULL when it reported none. */
+const rk_sizes *rk_state_sizes(const rk_state *s, const char *id);
+
+/* The bytes of each of t's tokens (T entries, malloc()'ed into *out): the
+ * size its first owner (in slot order) reports in sizes/, else any host's
+ * report of it, else 0. *known counts the tokens some report covered; *out
+ * is NULL when s holds no sizes at all (read with RK_READ_SIZES). */
+int rk_arc_bytes(const rk_state *s, const ring_table *t, uint64_t **out, uint32_t *known);
+
+/* The bytes p's moves carry: into in[] (one entry per node of the plan's
+ * target, may be NULL) what each receives; returns the total. */
+uint64_t rk_plan_bytes_in(const ring_plan *p, const uint64_t *arc_bytes, uint64_t *in);
+
+/* How long p's data takes at a per-agent incoming rate (bytes/s): the
+ * busiest receiver's bytes over the rate, in ms; 0 when rate is 0. */
+uint64_t rk_plan_eta_ms(const ring_plan *p, const uint64_t *arc_bytes, uint64_t rate);
 
 /* The table `ringctl recover` publishes (recover_build.c): newest's nodes
  * and slots, each slot given to a host whose report holds the token. */

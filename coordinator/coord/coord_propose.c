@@ -127,6 +127,23 @@ static int store(coord *c, const rk_state *s, const rk_plan_doc *d) {
   return rc == RING_OK ? 1 : rc == RING_ECONFLICT ? 0 : rc;
 }
 
+/* The bytes p moves, from the hosts' sizes/ reports: 0 (unknown) when there
+ * are none or etcd cannot say now; an estimate is never worth failing a
+ * proposal over. Read only here, when a plan is made, not at every step. */
+static uint64_t plan_bytes(coord *c, const ring_plan *p) {
+  rk_state z;
+  ring_error err = {0};
+  if (c->table == NULL || rk_state_read(c->etcd, c->o.cluster, RK_READ_SIZES, &z, &err) != RING_OK)
+    return 0;
+  uint64_t *arc = NULL, bytes = 0;
+  uint32_t known = 0;
+  if (rk_arc_bytes(&z, c->table, &arc, &known) == RING_OK)
+    bytes = rk_plan_bytes_in(p, arc, NULL);
+  free(arc);
+  rk_state_free(&z);
+  return bytes;
+}
+
 int coord_propose(coord *c, const rk_state *s) {
   rk_plan_input in;
   ring_error err = {0};
@@ -155,6 +172,7 @@ int coord_propose(coord *c, const rk_state *s) {
     return rc;
   }
   c->input_repair = is_repair(p);
+  d.bytes = plan_bytes(c, p);
   ring_plan_free(p); /* the run recomputes it from the document */
   c->input_hash = h;
   bool same = fresh && strcmp(s->proposed.id, d.id) == 0 &&

@@ -13,6 +13,7 @@
 #include "ringctl_out.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #define WHAT_IFS_MAX 16
 
@@ -75,11 +76,17 @@ static int nothing_proposed(const ringctl_ctx *ctx, const plan_settings *s) {
 }
 
 /* Shows (and saves) the proposed plan of st. */
-static int show_proposed(ringctl_ctx *ctx, const rk_state *st, const plan_settings *s) {
+static int show_proposed(ringctl_ctx *ctx, const rk_state *st, const ring_table *live,
+                         const plan_settings *s) {
   ring_plan *plan = NULL;
+  uint64_t *arc = NULL;
+  uint32_t known = 0;
   int rc = ringctl_plan_compute(ctx, &st->proposed, &plan);
+  if (rc == RINGCTL_EXIT_OK && rk_arc_bytes(st, live, &arc, &known) != RING_OK)
+    rc = ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "out of memory");
   if (rc == RINGCTL_EXIT_OK)
-    rc = ringctl_plan_show(ctx, &st->proposed, plan, &st->config);
+    rc = ringctl_plan_show(ctx, &st->proposed, plan, &st->config, arc);
+  free(arc);
   if (rc == RINGCTL_EXIT_OK && !ctx->a->globals->json && st->proposed.base_version != st->version)
     printf("\nstale: the cluster is at version %llu; the coordinator will propose anew\n",
            (unsigned long long)st->version);
@@ -94,10 +101,12 @@ static int run(ringctl_ctx *ctx, void *ud) {
   if (s->n_what_if > 0)
     return ringctl_plan_whatif(ctx, s->what_if, s->n_what_if, s->output);
   rk_state st;
-  int rc = ringctl_read_state(ctx, RK_READ_VERSION | RK_READ_PLANS, &st);
+  ring_table *live = NULL;
+  int rc = ringctl_read_live(ctx, RK_READ_CONFIG | RK_READ_PLANS | RK_READ_SIZES, &st, &live);
   if (rc != RINGCTL_EXIT_OK)
     return rc;
-  rc = st.has_proposed ? show_proposed(ctx, &st, s) : nothing_proposed(ctx, s);
+  rc = st.has_proposed ? show_proposed(ctx, &st, live, s) : nothing_proposed(ctx, s);
+  ring_table_free(live);
   rk_state_free(&st);
   return rc;
 }

@@ -235,14 +235,14 @@ static int show(ringctl_ctx *ctx, const rk_state *st, const ring_table *table, c
     count_hurt(table, w, n, &h);
   int rc = RINGCTL_EXIT_OK;
   if (json) {
-    cJSON *o = ringctl_plan_json(d, plan), *f = cJSON_CreateObject();
+    cJSON *o = ringctl_plan_json(d, plan, &st->config, NULL), *f = cJSON_CreateObject();
     cJSON_AddItemToObject(f, "degraded", h.degraded);
     cJSON_AddItemToObject(f, "lost", h.lost);
     cJSON_AddItemToObject(o, "what_if", f);
     return ringctl_json_emit(o);
   }
   puts("what-if: nothing is written to the cluster\n");
-  ringctl_plan_text(stdout, d, plan, &st->config);
+  ringctl_plan_text(stdout, d, plan, &st->config, NULL);
   if (any_fail(w, n))
     print_hurt(&h);
   cJSON_Delete(h.degraded);

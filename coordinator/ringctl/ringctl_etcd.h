@@ -156,7 +156,7 @@ int ringctl_plan_compute(ringctl_ctx *ctx, const rk_plan_doc *d, ring_plan **pla
 
 /* Prints a plan: --json's shape or the summary (ringctl_out.h). */
 int ringctl_plan_show(const ringctl_ctx *ctx, const rk_plan_doc *d, const ring_plan *plan,
-                      const rk_config *cfg);
+                      const rk_config *cfg, const uint64_t *arc_bytes);
 
 /* Writes the document with its moves to path (through a temporary file
  * renamed into place, so a reader never sees half a plan). */

@@ -78,13 +78,18 @@ void ringctl_node_table(FILE *f, const ringctl_node_row *rows, uint32_t n, bool 
 /* ------------------------------------------------------------------- plans */
 
 /* ringctl plan --json's shape (DESIGN.md): id, base_version, moves_total,
- * lower_bound, waves, moves (from plan, [] when NULL), violations. */
-cJSON *ringctl_plan_json(const rk_plan_doc *d, const ring_plan *plan);
+ * lower_bound, waves, bytes, moves (from plan, [] when NULL), violations;
+ * with arc sizes (arc_bytes: T entries, rk_arc_bytes; NULL: none known)
+ * also "bytes_in" {node: bytes} and, with a byte rate in cfg, "eta_s". */
+cJSON *ringctl_plan_json(const rk_plan_doc *d, const ring_plan *plan, const rk_config *cfg,
+                         const uint64_t *arc_bytes);
 
-/* The readable summary: moves per node in and out, waves, bytes and time
- * at the config's byte rate, balance before and after, moves against the
- * lower bound, violations. plan NULL for a refused document. */
-void ringctl_plan_text(FILE *f, const rk_plan_doc *d, const ring_plan *plan, const rk_config *cfg);
+/* The readable summary: moves and bytes per node in and out, waves, bytes
+ * and time at the config's byte rate (the busiest receiver's bytes over
+ * it), balance before and after, moves against the lower bound,
+ * violations. plan NULL for a refused document. */
+void ringctl_plan_text(FILE *f, const rk_plan_doc *d, const ring_plan *plan, const rk_config *cfg,
+                       const uint64_t *arc_bytes);
 
 /* --------------------------------------------------------------------- runs */
 

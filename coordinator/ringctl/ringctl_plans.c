@@ -38,10 +38,10 @@ int ringctl_plan_compute(ringctl_ctx *ctx, const rk_plan_doc *d, ring_plan **pla
 /* ----------------------------------------------------------------- showing */
 
 int ringctl_plan_show(const ringctl_ctx *ctx, const rk_plan_doc *d, const ring_plan *plan,
-                      const rk_config *cfg) {
+                      const rk_config *cfg, const uint64_t *arc_bytes) {
   if (ctx->a->globals->json)
-    return ringctl_json_emit(ringctl_plan_json(d, plan));
-  ringctl_plan_text(stdout, d, plan, cfg);
+    return ringctl_json_emit(ringctl_plan_json(d, plan, cfg, arc_bytes));
+  ringctl_plan_text(stdout, d, plan, cfg, arc_bytes);
   return RINGCTL_EXIT_OK;
 }
 

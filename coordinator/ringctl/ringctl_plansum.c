@@ -42,7 +42,23 @@ static cJSON *violations_json(const rk_plan_doc *d) {
   return a;
 }
 
-cJSON *ringctl_plan_json(const rk_plan_doc *d, const ring_plan *plan) {
+/* {node: bytes received} of the plan's receivers. */
+static cJSON *bytes_in_json(const ring_plan *plan, const uint64_t *arc_bytes) {
+  const ring_table *t = ring_plan_target(plan);
+  uint32_t n = ring_table_node_count(t);
+  uint64_t *in = calloc(n + 1u, sizeof *in);
+  cJSON *o = cJSON_CreateObject();
+  if (in != NULL)
+    rk_plan_bytes_in(plan, arc_bytes, in);
+  for (uint32_t i = 0; in != NULL && i < n; i++)
+    if (in[i] > 0)
+      cJSON_AddNumberToObject(o, ring_table_node_id(t, (uint16_t)i), (double)in[i]);
+  free(in);
+  return o;
+}
+
+cJSON *ringctl_plan_json(const rk_plan_doc *d, const ring_plan *plan, const rk_config *cfg,
+                         const uint64_t *arc_bytes) {
   cJSON *o = cJSON_CreateObject();
   if (o == NULL)
     return NULL;
@@ -58,24 +74,36 @@ cJSON *ringctl_plan_json(const rk_plan_doc *d, const ring_plan *plan) {
   cJSON_AddNumberToObject(o, "lost", d->lost);
   cJSON_AddItemToObject(o, "moves", moves_json(plan));
   cJSON_AddItemToObject(o, "violations", violations_json(d));
+  if (plan != NULL && arc_bytes != NULL) { /* sizes known now: per receiver, and the time */
+    cJSON_AddNumberToObject(o, "bytes_now", (double)rk_plan_bytes_in(plan, arc_bytes, NULL));
+    cJSON_AddItemToObject(o, "bytes_in", bytes_in_json(plan, arc_bytes));
+    uint64_t rate = cfg ? cfg->throttle.bytes_per_sec : 0;
+    if (rate > 0)
+      cJSON_AddNumberToObject(o, "eta_s", (double)rk_plan_eta_ms(plan, arc_bytes, rate) / 1000.0);
+  }
   return o;
 }
 
 /* --------------------------------------------------------- per-node flows */
 
-/* Moves into and out of each node of the target table. */
+/* Moves (and, with arc sizes, bytes) into and out of each node of the
+ * target table. */
 typedef struct flows {
   uint32_t *in, *out; /* ring_table_node_count(target) entries each */
+  uint64_t *bytes_in; /* NULL without arc sizes */
   uint32_t receivers; /* nodes with moves in */
 } flows;
 
-static int count_flows(const ring_plan *plan, flows *f) {
+static int count_flows(const ring_plan *plan, const uint64_t *arc_bytes, flows *f) {
   uint32_t n = ring_table_node_count(ring_plan_target(plan));
   f->in = calloc(n + 1, sizeof *f->in);
   f->out = calloc(n + 1, sizeof *f->out);
+  f->bytes_in = arc_bytes ? calloc(n + 1, sizeof *f->bytes_in) : NULL;
   f->receivers = 0;
-  if (f->in == NULL || f->out == NULL)
+  if (f->in == NULL || f->out == NULL || (arc_bytes && f->bytes_in == NULL))
     return RING_ENOMEM;
+  if (arc_bytes)
+    rk_plan_bytes_in(plan, arc_bytes, f->bytes_in);
   const ring_move *m = ring_plan_moves(plan);
   for (uint32_t i = 0; i < ring_plan_move_count(plan); i++) {
     if (m[i].to < n && f->in[m[i].to]++ == 0)
@@ -88,37 +116,46 @@ static int count_flows(const ring_plan *plan, flows *f) {
 
 /* ------------------------------------------------------------ the summary */
 
-/* "data: ..." and "time: ..." lines: bytes and the time they take at the
- * per-agent byte rate, receivers working in parallel. */
-static void print_cost(FILE *f, const rk_plan_doc *d, const rk_config *cfg, uint32_t receivers) {
+/* "data: ..." and "time: ..." lines: the bytes (as the hosts' sizes say
+ * now, else as the plan recorded them) and the time they take at the
+ * per-agent byte rate: receivers work in parallel, so the busiest one's
+ * bytes over the rate. */
+static void print_cost(FILE *f, const rk_plan_doc *d, const ring_plan *plan, const rk_config *cfg,
+                       const uint64_t *arc_bytes, uint32_t receivers) {
   char b[32], t[32];
-  if (d->bytes == 0) {
-    fputs("data:     unknown (no arc sizes)\n", f);
+  uint64_t bytes = arc_bytes ? rk_plan_bytes_in(plan, arc_bytes, NULL) : d->bytes;
+  if (arc_bytes == NULL && d->bytes == 0) {
+    fputs("data:     unknown (no arc sizes: agents report them in sizes/)\n", f);
     fputs("time:     unknown\n", f);
     return;
   }
-  fprintf(f, "data:     %s\n", ringctl_bytes(d->bytes, b));
+  fprintf(f, "data:     %s to %u receivers\n", ringctl_bytes(bytes, b), receivers);
   uint64_t rate = cfg ? cfg->throttle.bytes_per_sec : 0;
   if (rate == 0) {
     fputs("time:     unknown (no byte rate set: throttle --bytes-per-sec)\n", f);
     return;
   }
-  uint64_t per = rate * (receivers ? receivers : 1);
-  fprintf(f, "time:     about %s at %s/s per agent, %u receiving\n",
-          ringctl_duration((d->bytes + per - 1) / per, t), ringctl_bytes(rate, b), receivers);
+  uint64_t ms = arc_bytes
+                    ? rk_plan_eta_ms(plan, arc_bytes, rate)
+                    : (bytes * 1000u + rate * receivers - 1) / (rate * (receivers ? receivers : 1));
+  fprintf(f, "time:     about %s at %s/s per agent (the busiest receiver's share)\n",
+          ringctl_duration((ms + 999) / 1000, t), ringctl_bytes(rate, b));
 }
 
 /* Per-node table: moves in and out, load before and after, target. */
 static void print_balance(FILE *f, const ring_plan *plan, const flows *fl) {
   const ring_table *t = ring_plan_target(plan);
   double worst_before = 0, worst_after = 0;
-  fprintf(f, "\n%-20s %6s %6s %8s %8s %9s\n", "NODE", "IN", "OUT", "BEFORE", "AFTER", "TARGET");
+  fprintf(f, "\n%-20s %6s %6s %10s %8s %8s %9s\n", "NODE", "IN", "OUT", "BYTES IN", "BEFORE",
+          "AFTER", "TARGET");
   for (uint32_t i = 0; i < ring_table_node_count(t); i++) {
     ring_plan_load l;
     if (ring_plan_node_load(plan, (uint16_t)i, &l) != RING_OK)
       continue;
-    fprintf(f, "%-20s %6u %6u %8u %8u %9.1f\n", ring_table_node_id(t, (uint16_t)i), fl->in[i],
-            fl->out[i], l.before, l.after, l.target);
+    char b[32];
+    fprintf(f, "%-20s %6u %6u %10s %8u %8u %9.1f\n", ring_table_node_id(t, (uint16_t)i), fl->in[i],
+            fl->out[i], fl->bytes_in ? ringctl_bytes(fl->bytes_in[i], b) : "-", l.before, l.after,
+            l.target);
     worst_before = fmax(worst_before, fabs((double)l.before - l.target));
     worst_after = fmax(worst_after, fabs((double)l.after - l.target));
   }
@@ -147,17 +184,19 @@ static void print_violations(FILE *f, const rk_plan_doc *d) {
     fprintf(f, "  - %s\n", d->violations[i]);
 }
 
-void ringctl_plan_text(FILE *f, const rk_plan_doc *d, const ring_plan *plan, const rk_config *cfg) {
+void ringctl_plan_text(FILE *f, const rk_plan_doc *d, const ring_plan *plan, const rk_config *cfg,
+                       const uint64_t *arc_bytes) {
   print_head(f, d);
   if (plan == NULL) {
     print_violations(f, d);
     return;
   }
   flows fl;
-  if (count_flows(plan, &fl) == RING_OK) {
-    print_cost(f, d, cfg, fl.receivers);
+  if (count_flows(plan, arc_bytes, &fl) == RING_OK) {
+    print_cost(f, d, plan, cfg, arc_bytes, fl.receivers);
     print_balance(f, plan, &fl);
   }
   free(fl.in);
   free(fl.out);
+  free(fl.bytes_in);
 }

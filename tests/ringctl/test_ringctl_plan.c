@@ -80,6 +80,62 @@ START_TEST(plan_nothing_proposed) {
 }
 END_TEST
 
+/* Writes sizes/<id> for every node: arc t weighs 1000 * (t + 1) bytes. */
+static void seed_sizes(const char *cluster) {
+  ring_table *t = fx_table(cluster, FX_TOKENS, FX_REPLICAS, FX_NODES, FX_ZONES, 1);
+  for (uint32_t n = 0; n < FX_NODES; n++) {
+    rk_sizes z = {.version = 1};
+    z.tokens = calloc(FX_TOKENS, sizeof *z.tokens);
+    z.bytes = calloc(FX_TOKENS, sizeof *z.bytes);
+    for (uint32_t tok = 0; tok < FX_TOKENS; tok++)
+      for (uint32_t s = 0; s < FX_REPLICAS; s++)
+        if (ring_table_owner(t, tok, s) == n) {
+          z.tokens[z.n] = tok;
+          z.bytes[z.n++] = 1000u * (tok + 1);
+        }
+    char *json, what[32];
+    size_t len;
+    ck_assert_int_eq(rk_sizes_encode(&z, &json, &len), RING_OK);
+    snprintf(what, sizeof what, "sizes/n%u", n);
+    fx_put_owned(cluster, what, json, len);
+    rk_sizes_free(&z);
+  }
+  ring_table_free(t);
+}
+
+/* With sizes/ reported, plan says the bytes each receiver gets (the sum of
+ * its moves' arcs) and the time at the byte rate: the busiest receiver's
+ * bytes over it. */
+START_TEST(plan_bytes_and_eta) {
+  fx_seed_cluster("p-bytes");
+  seed_sizes("p-bytes");
+  FX_EXPECT(0, "p-bytes", "throttle --bytes-per-sec 1000");
+  char id[RK_PLAN_ID_LEN + 1];
+  fx_propose_add("p-bytes", "n6", "z0", id);
+  cJSON *j = fx_json(0, "p-bytes", "plan");
+  double want = 0;
+  const cJSON *m;
+  cJSON_ArrayForEach(m, fx_get(j, "moves")) want += 1000.0 * (fx_num(m, "token") + 1);
+  ck_assert_double_gt(want, 0);
+  ck_assert_double_eq(fx_num(j, "bytes_now"), want);
+  double sum = 0, most = 0;
+  const cJSON *in;
+  cJSON_ArrayForEach(in, fx_get(j, "bytes_in")) {
+    sum += in->valuedouble;
+    most = in->valuedouble > most ? in->valuedouble : most;
+  }
+  ck_assert_double_eq(sum, want);
+  ck_assert_double_gt(fx_num(fx_get(j, "bytes_in"), "n6"), 0);
+  ck_assert_double_eq(fx_num(j, "eta_s"), most / 1000.0);
+  cJSON_Delete(j);
+  fx_run r = fx_ringctl("p-bytes", "plan");
+  ck_assert_int_eq(r.code, 0);
+  ck_assert_ptr_nonnull(strstr(r.out, "receivers"));
+  ck_assert_ptr_nonnull(strstr(r.out, "the busiest receiver"));
+  fx_free(&r);
+}
+END_TEST
+
 START_TEST(plan_json_and_text) {
   fx_seed_cluster("p-json");
   char id[RK_PLAN_ID_LEN + 1];
@@ -108,7 +164,7 @@ START_TEST(plan_json_and_text) {
   ck_assert_int_eq(r.code, 0);
   ck_assert_ptr_nonnull(strstr(r.out, id));
   ck_assert_ptr_nonnull(strstr(r.out, "lower bound"));
-  ck_assert_ptr_nonnull(strstr(r.out, "unknown (no arc sizes)"));
+  ck_assert_ptr_nonnull(strstr(r.out, "unknown (no arc sizes"));
   ck_assert_ptr_nonnull(strstr(r.out, "n6"));
   fx_free(&r);
 }
@@ -387,6 +443,6 @@ int main(void) {
       apply_tampered_or_garbage_file, apply_by_id,        apply_stale_proposal,
       what_if_add_and_remove,         what_if_fail_zone,  pause_resume_cancel,
       history_lists_finished_runs,    apply_wait_done,    apply_wait_failed,
-      apply_wait_progress_bar};
+      apply_wait_progress_bar,        plan_bytes_and_eta};
   return fx_main("ringctl_plan", tests, sizeof tests / sizeof tests[0]);
 }

@@ -69,7 +69,9 @@ START_TEST(rules) {
           RING_EFIELD, "x");
   refused("{\"format\":\"ringkeeper.sizes.v1\",\"version\":1,\"tokens\":[1]}", RING_EFIELD,
           "bytes");
-  rk_sizes bad = {.version = 1, .n = 1, .tokens = (uint32_t[]){1},
+  rk_sizes bad = {.version = 1,
+                  .n = 1,
+                  .tokens = (uint32_t[]){1},
                   .bytes = (uint64_t[]){RK_SIZE_SATURATED + 1}};
   char *json = NULL;
   size_t len = 0;

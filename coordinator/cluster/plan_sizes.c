@@ -1,0 +1,83 @@
+/*
+ * plan_sizes.c: how much data a plan moves and how long that takes, from
+ * the arc sizes hosts report (sizes/<id>, proto/etcd.md).
+ *
+ * A token's size is its first owner's report (slot order): the owners'
+ * copies are replicas of one arc, and an old owner still holding a copy in
+ * its drop grace may hold an older one. Failing that, any host's report.
+ * A token no one reports counts 0 and is left out of `known`, so a caller
+ * can say the estimate is partial.
+ */
+#include "cluster.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Every host's reports, the first found per token: the fallback. */
+static void any_reports(const rk_state *s, uint32_t T, uint64_t *b, uint8_t *got) {
+  for (uint32_t i = 0; i < s->n_sizes; i++) {
+    const rk_sizes *z = &s->sizes[i].z;
+    for (uint32_t k = 0; k < z->n; k++)
+      if (z->tokens[k] < T && !got[z->tokens[k]]) {
+        b[z->tokens[k]] = z->bytes[k];
+        got[z->tokens[k]] = 1;
+      }
+  }
+}
+
+int rk_arc_bytes(const rk_state *s, const ring_table *t, uint64_t **out, uint32_t *known) {
+  *out = NULL;
+  *known = 0;
+  if (s->n_sizes == 0 || t == NULL)
+    return RING_OK;
+  uint32_t T = ring_table_tokens(t), R = ring_table_replicas(t);
+  uint64_t *b = calloc(T, sizeof *b);
+  uint8_t *got = calloc(T, 1);
+  if (b == NULL || got == NULL) {
+    free(b);
+    free(got);
+    return RING_ENOMEM;
+  }
+  any_reports(s, T, b, got);
+  for (uint32_t tok = 0; tok < T; tok++) {
+    int64_t v = -1; /* the first owner's report wins over the fallback */
+    for (uint32_t slot = 0; slot < R && v < 0; slot++) {
+      uint16_t o = ring_table_owner(t, tok, slot);
+      v = o == RING_NODE_NONE ? -1 : rk_sizes_of(rk_state_sizes(s, ring_table_node_id(t, o)), tok);
+    }
+    if (v >= 0)
+      b[tok] = (uint64_t)v, got[tok] = 1;
+    *known += got[tok];
+  }
+  free(got);
+  *out = b;
+  return RING_OK;
+}
+
+uint64_t rk_plan_bytes_in(const ring_plan *p, const uint64_t *arc_bytes, uint64_t *in) {
+  const ring_move *m = ring_plan_moves(p);
+  uint32_t nodes = ring_table_node_count(ring_plan_target(p));
+  uint64_t total = 0;
+  if (in != NULL)
+    memset(in, 0, nodes * sizeof *in);
+  for (uint32_t i = 0; arc_bytes != NULL && i < ring_plan_move_count(p); i++) {
+    total += arc_bytes[m[i].token];
+    if (in != NULL && m[i].to < nodes)
+      in[m[i].to] += arc_bytes[m[i].token];
+  }
+  return total;
+}
+
+uint64_t rk_plan_eta_ms(const ring_plan *p, const uint64_t *arc_bytes, uint64_t rate) {
+  uint32_t nodes = ring_table_node_count(ring_plan_target(p));
+  uint64_t *in = calloc(nodes + 1u, sizeof *in), most = 0;
+  if (rate == 0 || in == NULL || arc_bytes == NULL) {
+    free(in);
+    return 0;
+  }
+  rk_plan_bytes_in(p, arc_bytes, in);
+  for (uint32_t i = 0; i < nodes; i++)
+    most = in[i] > most ? in[i] : most;
+  free(in);
+  return (most * 1000u + rate - 1) / rate;
+}
