@@ -69,6 +69,7 @@ typedef struct agent_opts {
   char *log_level;
   uint64_t lease_ttl_ms;
   uint64_t drop_grace_ms;
+  uint64_t sizes_every_ms; /* how often sizes/<id> is measured (agent_sizes.c) */
   char *tls_cert, *tls_key; /* the arc server's HTTPS */
   char *ca_file;            /* to verify https sources */
   rd_etcd_conf etcd; /* --endpoints, auth, TLS, --etcd-timeout */

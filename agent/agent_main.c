@@ -51,6 +51,8 @@ static rd_opt *opts_table(agent_opts *o) {
        "alive/<id> lease: the host counts as gone this long after it dies"},
       {"drop-grace", RD_OPT_MS, &o->drop_grace_ms, 0, 604800000,
        "how long an arc no longer owned is kept before it is removed"},
+      {"sizes-every", RD_OPT_MS, &o->sizes_every_ms, 1000, 3600000,
+       "how often the owned arcs' sizes are measured for sizes/<id> (plans' estimates)"},
       {"tls-cert", RD_OPT_STRING, &o->tls_cert, 0, 0,
        "PEM certificate: the arc server speaks HTTPS"},
       {"tls-key", RD_OPT_STRING, &o->tls_key, 0, 0, "PEM key of --tls-cert"},
@@ -239,6 +241,7 @@ static int parse(agent *a, rd_opt **tablep, int argc, char **argv) {
   a->o = (agent_opts){.weight = 1.0,
                       .lease_ttl_ms = 10000,
                       .drop_grace_ms = 60000,
+                      .sizes_every_ms = 30000,
                       .clock_skew_ms = 30000,
                       .etcd = {.timeout_ms = 5000}};
   rd_opt *table = *tablep = opts_table(&a->o);

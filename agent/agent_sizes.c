@@ -4,9 +4,9 @@
  * that the coordinator's plans say how much data they move and how long
  * that takes.
  *
- * Measured by the loop every SIZES_EVERY_MS, and again after a new table
- * but no sooner than SIZES_MIN_MS after the last measure (a run publishes
- * versions quickly). Each measure stats the files of every held owned arc:
+ * Measured by the loop every --sizes-every (30 s), and again after a new
+ * table but no sooner than SIZES_MIN_MS after the last measure (a run
+ * publishes versions quickly). Each measure stats the files of every held owned arc:
  * bounded by what the host holds, done at most twice a minute. Written
  * only when a size or the set changed (the record's version is when it
  * was measured, and alone does not cause a write); deleted when nothing
@@ -18,7 +18,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
-#define SIZES_EVERY_MS 30000
 #define SIZES_MIN_MS 5000
 
 enum { SIZES_UNKNOWN = 0, SIZES_ABSENT, SIZES_WRITTEN };
@@ -70,7 +69,8 @@ static int write_record(agent *a, const rk_sizes *s, ring_error *err) {
 static bool due(const agent *a, uint64_t now, uint64_t *wait) {
   uint64_t since = now - a->sizes_ms;
   bool new_table = a->sizes_version != a->seen_version;
-  uint64_t period = a->sizes_ms == 0 ? 0 : new_table ? SIZES_MIN_MS : SIZES_EVERY_MS;
+  uint64_t every = a->o.sizes_every_ms, soonest = every < SIZES_MIN_MS ? every : SIZES_MIN_MS;
+  uint64_t period = a->sizes_ms == 0 ? 0 : new_table ? soonest : every;
   *wait = since >= period ? 0 : period - since;
   return *wait == 0;
 }
@@ -78,7 +78,7 @@ static bool due(const agent *a, uint64_t now, uint64_t *wait) {
 uint64_t agent_sizes_tick(agent *a) {
   uint64_t now = rd_now_ms(), wait;
   if (a->tokens == 0 || a->seen_version == 0 || !a->own_store_ok)
-    return SIZES_EVERY_MS; /* no table or no store: nothing to measure */
+    return a->o.sizes_every_ms; /* no table or no store: nothing to measure */
   if (!due(a, now, &wait))
     return wait;
   a->sizes_ms = now;
@@ -98,5 +98,5 @@ uint64_t agent_sizes_tick(agent *a) {
     }
   }
   rk_sizes_free(&s);
-  return SIZES_EVERY_MS;
+  return a->o.sizes_every_ms;
 }
