@@ -28,6 +28,10 @@ leaked=$(nm -D --defined-only "$lib" | awk '$2 ~ /[TDB]/ {print $3}' | grep -v '
 [ -z "$leaked" ] || { echo "exported beyond the API:"; echo "$leaked"; exit 1; }
 internal=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep '^ring__' || true)
 [ -z "$internal" ] || { echo "internal symbols exported: $internal"; exit 1; }
+# The control-plane codecs (ringproto, rk_*) are the daemons', never libring's.
+control=$(nm --defined-only "$(dirname "$lib")/libring.a" 2>/dev/null | awk '$2 == "T" {print $3}' |
+  grep '^rk_' || true)
+[ -z "$control" ] || { echo "control-plane symbols in libring.a: $control"; exit 1; }
 
 export PKG_CONFIG_PATH=$(dirname "$(find "$tmp/prefix" -name libring.pc)")
 cc -std=c11 -o "$tmp/shared" "$src/examples/ring_lookup_demo.c" \
