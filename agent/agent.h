@@ -59,20 +59,20 @@ typedef struct agent_opts {
   char *region, *zone, *rack, *host; /* failure-domain labels, NULL when unset */
   double weight;
   char *secret_file; /* the cluster secret(s): one per line, the first signs (arc_keyring_load) */
-  uint64_t clock_skew_ms; /* how far a signed request's time may be from ours */
-  char *allow_from;          /* comma list: client addresses the arc server admits besides the
-                                table's hosts */
-  uint64_t max_connections;  /* the arc server's connections at once; 0: default */
-  uint64_t max_per_address;  /* from one client address; 0: default */
+  uint64_t clock_skew_ms;      /* how far a signed request's time may be from ours */
+  char *allow_from;            /* comma list: client addresses the arc server admits besides the
+                                  table's hosts */
+  uint64_t max_connections;    /* the arc server's connections at once; 0: default */
+  uint64_t max_per_address;    /* from one client address; 0: default */
   uint64_t header_deadline_ms; /* a request's headers, in total */
-  char *metrics;     /* /metrics and /healthz; NULL: none */
+  char *metrics;               /* /metrics and /healthz; NULL: none */
   char *log_level;
   uint64_t lease_ttl_ms;
   uint64_t drop_grace_ms;
-  uint64_t sizes_every_ms; /* how often sizes/<id> is measured (agent_sizes.c) */
+  uint64_t sizes_every_ms;  /* how often sizes/<id> is measured (agent_sizes.c) */
   char *tls_cert, *tls_key; /* the arc server's HTTPS */
   char *ca_file;            /* to verify https sources */
-  rd_etcd_conf etcd; /* --endpoints, auth, TLS, --etcd-timeout */
+  rd_etcd_conf etcd;        /* --endpoints, auth, TLS, --etcd-timeout */
 } agent_opts;
 
 /* ------------------------------------------------------------------- jobs */
@@ -93,14 +93,14 @@ typedef struct agent_job {
   char source_ids[RING_REPLICAS_MAX][RING_ID_MAX + 1];
   uint32_t n_sources;
   agent_job_state state;
-  atomic_bool stop;     /* set to abandon the fetch (cancel or SIGTERM); read by its worker */
-  bool cancelled;       /* no longer pending: the loop frees it once not running */
-  uint32_t failures;    /* consecutive failed attempts, for the backoff and progress */
+  atomic_bool stop;  /* set to abandon the fetch (cancel or SIGTERM); read by its worker */
+  bool cancelled;    /* no longer pending: the loop frees it once not running */
+  uint32_t failures; /* consecutive failed attempts, for the backoff and progress */
   char last_error[AGENT_ERROR_MAX + 1]; /* the last attempt's error, reported in progress */
-  uint64_t retry_at_ms; /* AGENT_JOB_RETRY: when to requeue */
-  uint64_t bytes;       /* the arc's size once installed */
-  bool refill;          /* an owned arc this host lacks, fetched from the other owners
-                           (agent_refill.c); not a pending entry, never in progress/ */
+  uint64_t retry_at_ms;                 /* AGENT_JOB_RETRY: when to requeue */
+  uint64_t bytes;                       /* the arc's size once installed */
+  bool refill; /* an owned arc this host lacks, fetched from the other owners
+                  (agent_refill.c); not a pending entry, never in progress/ */
 } agent_job;
 
 /* ------------------------------------------------------------ the daemon */
@@ -223,17 +223,17 @@ typedef struct agent {
   bool own_decided;           /* the data dir is known new, or placed: adoption may be judged */
 
   /* refilling missing arcs (agent_refill.c) */
-  uint32_t *refill_missing;     /* the owned tokens with no arc at the last check, ascending */
+  uint32_t *refill_missing; /* the owned tokens with no arc at the last check, ascending */
   uint32_t n_refill_missing;
-  uint64_t refill_version;      /* the table version of that check */
-  int refill_written;           /* missing/<id>: 0 unknown (at start), 1 absent, 2 written */
-  uint64_t refill_digest;       /* of the record last written */
-  uint64_t refill_last_ms;      /* rd_now_ms of the last write attempt */
+  uint64_t refill_version; /* the table version of that check */
+  int refill_written;      /* missing/<id>: 0 unknown (at start), 1 absent, 2 written */
+  uint64_t refill_digest;  /* of the record last written */
+  uint64_t refill_last_ms; /* rd_now_ms of the last write attempt */
   /* arc sizes (agent_sizes.c) */
-  uint64_t sizes_ms;            /* rd_now_ms of the last measure; 0: none yet */
-  uint64_t sizes_version;       /* the table version then */
-  int sizes_written;            /* sizes/<id>: 0 unknown (at start), 1 absent, 2 written */
-  uint64_t sizes_digest;        /* of the tokens and sizes last written */
+  uint64_t sizes_ms;      /* rd_now_ms of the last measure; 0: none yet */
+  uint64_t sizes_version; /* the table version then */
+  int sizes_written;      /* sizes/<id>: 0 unknown (at start), 1 absent, 2 written */
+  uint64_t sizes_digest;  /* of the tokens and sizes last written */
   /* a restored etcd (agent_restore.c) */
   rd_restore restore;              /* went back: the loop's state, /healthz, the gauge */
   ring_etcd_history restore_saved; /* the marks as last written to the data dir */

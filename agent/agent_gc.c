@@ -150,7 +150,8 @@ uint64_t agent_gc_tick(agent *a) {
       rd_log(rc == 0 ? RD_INFO : RD_WARN,
              rc == 0 ? "arc dropped after the grace" : "dropping an arc failed", "token", token,
              rc == 0 ? NULL : "err", ring_strerror(rc), NULL);
-      if (rc == 0) { /* counted at once, not after the sweep: /metrics lags the disk by one arc at most */
+      if (rc ==
+          0) { /* counted at once, not after the sweep: /metrics lags the disk by one arc at most */
         atomic_fetch_add(&a->m.dropped, 1);
         atomic_fetch_sub(&a->m.held, 1);
       }

@@ -36,7 +36,6 @@
 #define START_POLL_MS 250    /* while waiting out a holder's lease at start */
 #define START_MARGIN_MS 1000 /* past the holder's TTL: etcd expires leases every 500 ms */
 
-
 int agent_key(const agent *a, char key[RK_KEY_MAX], const char *dir) {
   return rk_key2(key, a->o.cluster, dir, a->o.id);
 }
@@ -109,7 +108,8 @@ static int put_alive(agent *a, const char *json, size_t len, int64_t lease, ring
   if (rc == RING_OK) {
     ring_leadership_clear(&a->own_key);
     a->own_key = won;
-  } else if (rc == RING_EBUSY && a->own_key.key && holder->create_revision == a->own_key.create_revision &&
+  } else if (rc == RING_EBUSY && a->own_key.key &&
+             holder->create_revision == a->own_key.create_revision &&
              holder->lease == a->own_key.lease) {
     ring_kv_clear(holder);
     rc = take_back(a, key, json, len, lease, err);

@@ -55,8 +55,7 @@ int arc_store_recheck(arc_store *s, uint32_t token, uint64_t version);
 /* Installs an empty arcs/<token>/ (through tmp/<token>.<version>/, fsynced,
  * renamed): what a receiver holds when no owner has any data for the
  * token. RING_EEXIST when the arc is already installed. */
-int arc_store_install_empty(arc_store *s, uint32_t token, uint64_t version,
-                            struct ring_error *err);
+int arc_store_install_empty(arc_store *s, uint32_t token, uint64_t version, struct ring_error *err);
 /* Creates arcs/<token>/ empty for each of tokens[0..n) not there yet, then
  * fsyncs arcs/ once: what an owner holds for a token it was given with
  * nothing to copy (a first placement, migration "none"). *made counts the
@@ -78,14 +77,14 @@ uint64_t arc_store_capacity_bytes(arc_store *s);
 /* Requests and the answers a receiver acts on are signed with HMAC-SHA-256
  * keyed by the cluster secret (proto/arc.md, "Authentication"); the secret
  * itself is never sent. */
-#define ARC_KEYS_MAX 2           /* secrets accepted at once: a rotation's old and new */
-#define ARC_MAC_LEN 32           /* HMAC-SHA-256 */
-#define ARC_NONCE_LEN 16         /* random bytes per request */
-#define ARC_AUTH_VALUE_MAX 384   /* bytes of an X-Ring-Auth or X-Ring-Sig value */
+#define ARC_KEYS_MAX 2         /* secrets accepted at once: a rotation's old and new */
+#define ARC_MAC_LEN 32         /* HMAC-SHA-256 */
+#define ARC_NONCE_LEN 16       /* random bytes per request */
+#define ARC_AUTH_VALUE_MAX 384 /* bytes of an X-Ring-Auth or X-Ring-Sig value */
 #define ARC_AUTH_HEADER "X-Ring-Auth"
 #define ARC_SIG_HEADER "X-Ring-Sig"
 #define ARC_SKEW_MS_DEFAULT 30000 /* a request's time may differ from the server's by this */
-#define ARC_NO_TOKEN UINT32_MAX  /* the token signed into an answer to a path naming none */
+#define ARC_NO_TOKEN UINT32_MAX   /* the token signed into an answer to a path naming none */
 
 /* The MAC keys derived from one or two secrets; the first signs, each
  * verifies. Immutable once made: any thread may use it. */
@@ -103,13 +102,13 @@ uint32_t arc_keyring_count(const arc_keyring *k);
 
 /* An X-Ring-Auth (request) or X-Ring-Sig (answer) value, parsed. */
 typedef struct arc_auth {
-  uint32_t kid;                        /* which key signed */
-  char node[RING_ID_MAX + 1];          /* the signer: requester, or answering server */
-  char to[RING_ID_MAX + 1];            /* requests: the server asked */
-  int64_t ts_ms;                       /* requests: the requester's wall clock, Unix ms */
-  unsigned char nonce[ARC_NONCE_LEN];  /* requests: fresh; answers: the request's */
+  uint32_t kid;                       /* which key signed */
+  char node[RING_ID_MAX + 1];         /* the signer: requester, or answering server */
+  char to[RING_ID_MAX + 1];           /* requests: the server asked */
+  int64_t ts_ms;                      /* requests: the requester's wall clock, Unix ms */
+  unsigned char nonce[ARC_NONCE_LEN]; /* requests: fresh; answers: the request's */
   unsigned char mac[ARC_MAC_LEN];
-  bool has_request_fields;             /* to, ts and nonce all present */
+  bool has_request_fields; /* to, ts and nonce all present */
   bool has_nonce;
 } arc_auth;
 
@@ -132,8 +131,8 @@ int arc_auth_verify_request(const arc_keyring *k, const arc_auth *a, const char 
 /* Writes the X-Ring-Sig value of an answer by server `self` to req (may
  * be NULL: an answer to a request whose own header did not parse). */
 int arc_auth_sign_answer(const arc_keyring *k, const char *self, const arc_auth *req,
-                         unsigned status, uint32_t token, const void *body, size_t len,
-                         char *value, size_t cap);
+                         unsigned status, uint32_t token, const void *body, size_t len, char *value,
+                         size_t cap);
 /* RING_OK when value is an answer signed by node, to the request that
  * carried nonce, with this status, token and body; else RING_EAUTH. */
 int arc_auth_verify_answer(const arc_keyring *k, const char *value, size_t value_len,
@@ -157,21 +156,21 @@ int arc_replay_check(arc_replay *r, const unsigned char nonce[ARC_NONCE_LEN], in
 typedef struct arc_server arc_server;
 
 typedef struct arc_server_opts {
-  const char *listen;       /* HOST:PORT; port 0 picks one */
-  const arc_keyring *keys;  /* verify requests, sign answers; borrowed, outlives the server */
-  const char *node_id;      /* this host's id: requests must be to it; answers are signed by it */
-  uint32_t skew_ms;         /* a request's time may be this far from ours; 0: ARC_SKEW_MS_DEFAULT */
-  uint32_t replay_slots;    /* nonces remembered (power of two); 0: 131072 */
-  const char *tls_cert;     /* PEM files for HTTPS, or NULL for HTTP */
+  const char *listen;      /* HOST:PORT; port 0 picks one */
+  const arc_keyring *keys; /* verify requests, sign answers; borrowed, outlives the server */
+  const char *node_id;     /* this host's id: requests must be to it; answers are signed by it */
+  uint32_t skew_ms;        /* a request's time may be this far from ours; 0: ARC_SKEW_MS_DEFAULT */
+  uint32_t replay_slots;   /* nonces remembered (power of two); 0: 131072 */
+  const char *tls_cert;    /* PEM files for HTTPS, or NULL for HTTP */
   const char *tls_key;
-  uint32_t max_connections; /* open at once; 0: 1024 (RD_ADMIT_TOTAL) */
-  uint32_t max_per_address; /* from one client address; 0: 64 */
-  uint32_t header_deadline_ms; /* a request's line and headers, in total; 0: 5000 */
+  uint32_t max_connections;      /* open at once; 0: 1024 (RD_ADMIT_TOTAL) */
+  uint32_t max_per_address;      /* from one client address; 0: 64 */
+  uint32_t header_deadline_ms;   /* a request's line and headers, in total; 0: 5000 */
   const char *const *allow_from; /* client addresses always admitted besides the table's */
   uint32_t n_allow_from;
-  bool open_to_all;         /* admit any address (tests, benchmarks); else the table's hosts
-                               (arc_server_allow) and allow_from only */
-  uint32_t timeout_s;       /* idle connection timeout, behind the header deadline; 0: 10 */
+  bool open_to_all;   /* admit any address (tests, benchmarks); else the table's hosts
+                         (arc_server_allow) and allow_from only */
+  uint32_t timeout_s; /* idle connection timeout, behind the header deadline; 0: 10 */
 } arc_server_opts;
 
 /* Serves GET /v1/arcs/<token>/manifest and GET /v1/arcs/<token>/files/<name>
@@ -200,11 +199,11 @@ void arc_server_stop(arc_server *srv);
 typedef struct arc_server_stats {
   uint64_t bytes_out;
   uint64_t requests;
-  uint64_t unauthorized; /* every 401, of which: */
-  uint64_t skewed;       /* the request's time out of the window */
-  uint64_t replayed;     /* a nonce seen before */
-  uint64_t busy;         /* 503: the replay cache had no room */
-  uint64_t not_held;     /* 404 for a manifest: an arc this host does not hold */
+  uint64_t unauthorized;  /* every 401, of which: */
+  uint64_t skewed;        /* the request's time out of the window */
+  uint64_t replayed;      /* a nonce seen before */
+  uint64_t busy;          /* 503: the replay cache had no room */
+  uint64_t not_held;      /* 404 for a manifest: an arc this host does not hold */
   uint64_t store_missing; /* 503: arcs/ is not there (a data disk not mounted?) */
   uint64_t serve_busy;    /* 503: already streaming throttle.moves_per_node arc files */
   uint64_t serving;       /* arc files being streamed now */
@@ -237,31 +236,31 @@ arc_fetcher *arc_fetcher_new(void);
 void arc_fetcher_free(arc_fetcher *fx);
 
 typedef struct arc_fetch_opts {
-  const arc_keyring *keys;  /* signs requests, verifies answers */
-  const char *self_id;      /* this host's node id, in every request */
-  const char *source_id;    /* the node expected at the source: answers must be signed by it */
-  arc_fetcher *fetcher;     /* the calling thread's, kept between calls; NULL: one for this call */
-  const char *ca_file;      /* for https sources, or NULL */
-  arc_limiter *limiter;     /* shared; NULL: unlimited */
-  uint32_t timeout_ms;      /* connect + low-speed timeout per request; 0: 10000 */
-  uint32_t max_retries;     /* per file, on checksum mismatch or broken transfer; 0: 3 */
-  const atomic_bool *stop;  /* set (by another thread) to abandon; the temp dir stays */
+  const arc_keyring *keys; /* signs requests, verifies answers */
+  const char *self_id;     /* this host's node id, in every request */
+  const char *source_id;   /* the node expected at the source: answers must be signed by it */
+  arc_fetcher *fetcher;    /* the calling thread's, kept between calls; NULL: one for this call */
+  const char *ca_file;     /* for https sources, or NULL */
+  arc_limiter *limiter;    /* shared; NULL: unlimited */
+  uint32_t timeout_ms;     /* connect + low-speed timeout per request; 0: 10000 */
+  uint32_t max_retries;    /* per file, on checksum mismatch or broken transfer; 0: 3 */
+  const atomic_bool *stop; /* set (by another thread) to abandon; the temp dir stays */
 } arc_fetch_opts;
 
 typedef struct arc_fetch_result {
-  uint64_t bytes;            /* bytes received in this call */
+  uint64_t bytes;             /* bytes received in this call */
   uint32_t checksum_failures; /* files refetched after a mismatch */
-  uint32_t resumed_files;    /* files continued from a partial temp file */
-  uint32_t stale_files;      /* leftover files whole but not the source's: fetched anew */
-  uint64_t reused_bytes;     /* leftover bytes verified and kept: not sent again */
-  bool not_held;             /* the source answered, signed, that it holds no such arc (a
-                                file vanishing mid-copy is not this); never means "empty" */
-  bool empty;                /* installed from a signed manifest that lists no files */
-  bool bad_signature;        /* an answer the receiver would act on was not signed by the
-                                expected node for this request: refused */
-  bool busy;                 /* the source answered 503 busy: it streams as many arcs as
-                                throttle.moves_per_node allows. Only a pause: even unsigned,
-                                it can delay a fetch, never change what is installed */
+  uint32_t resumed_files;     /* files continued from a partial temp file */
+  uint32_t stale_files;       /* leftover files whole but not the source's: fetched anew */
+  uint64_t reused_bytes;      /* leftover bytes verified and kept: not sent again */
+  bool not_held;              /* the source answered, signed, that it holds no such arc (a
+                                 file vanishing mid-copy is not this); never means "empty" */
+  bool empty;                 /* installed from a signed manifest that lists no files */
+  bool bad_signature;         /* an answer the receiver would act on was not signed by the
+                                 expected node for this request: refused */
+  bool busy;                  /* the source answered 503 busy: it streams as many arcs as
+                                 throttle.moves_per_node allows. Only a pause: even unsigned,
+                                 it can delay a fetch, never change what is installed */
 } arc_fetch_result;
 
 /* Fetches arc `token` from the arc server at `source` (host:port, or a

@@ -45,9 +45,9 @@ int64_t arc__wall_ms(void) {
 /* ------------------------------------------------------------ the keyring */
 
 struct arc_keyring {
-  uint32_t n;                                         /* 1 .. ARC_KEYS_MAX */
-  uint32_t kid[ARC_KEYS_MAX];                         /* names the key in headers */
-  unsigned char key[ARC_KEYS_MAX][ARC_MAC_LEN];       /* HMAC keys derived from the secrets */
+  uint32_t n;                                   /* 1 .. ARC_KEYS_MAX */
+  uint32_t kid[ARC_KEYS_MAX];                   /* names the key in headers */
+  unsigned char key[ARC_KEYS_MAX][ARC_MAC_LEN]; /* HMAC keys derived from the secrets */
 };
 
 static pthread_once_t sodium_once = PTHREAD_ONCE_INIT;
@@ -274,9 +274,8 @@ static void request_mac(const unsigned char *key, const arc_auth *a, const char 
   crypto_auth_hmacsha256_final(&st, mac);
 }
 
-static void answer_mac(const unsigned char *key, const arc_auth *a, unsigned status,
-                       uint32_t token, const void *body, size_t len,
-                       unsigned char mac[ARC_MAC_LEN]) {
+static void answer_mac(const unsigned char *key, const arc_auth *a, unsigned status, uint32_t token,
+                       const void *body, size_t len, unsigned char mac[ARC_MAC_LEN]) {
   crypto_auth_hmacsha256_state st;
   crypto_auth_hmacsha256_init(&st, key, ARC_MAC_LEN);
   put_str(&st, RESP_DOMAIN);
@@ -289,7 +288,9 @@ static void answer_mac(const unsigned char *key, const arc_auth *a, unsigned sta
   crypto_auth_hmacsha256_final(&st, mac);
 }
 
-static void hex(char *out, const unsigned char *p, size_t n) { sodium_bin2hex(out, 2 * n + 1, p, n); }
+static void hex(char *out, const unsigned char *p, size_t n) {
+  sodium_bin2hex(out, 2 * n + 1, p, n);
+}
 
 /* ---------------------------------------------------------------- requests */
 
@@ -329,8 +330,8 @@ int arc_auth_verify_request(const arc_keyring *k, const arc_auth *a, const char 
 /* ----------------------------------------------------------------- answers */
 
 int arc_auth_sign_answer(const arc_keyring *k, const char *self, const arc_auth *req,
-                         unsigned status, uint32_t token, const void *body, size_t len,
-                         char *value, size_t cap) {
+                         unsigned status, uint32_t token, const void *body, size_t len, char *value,
+                         size_t cap) {
   arc_auth a;
   memset(&a, 0, sizeof a);
   if (k == NULL || value == NULL || !copy_id(self, self ? strlen(self) : 0, a.node))

@@ -54,16 +54,16 @@ typedef struct fetch {
   const arc_fetch_opts *o;
   uint32_t token;
   uint32_t max_retries;
-  CURL *curl;                 /* the fetcher's */
-  struct curl_slist *headers; /* this request's X-Ring-Auth */
-  char base[1024];            /* http[s]://host:port */
+  CURL *curl;                         /* the fetcher's */
+  struct curl_slist *headers;         /* this request's X-Ring-Auth */
+  char base[1024];                    /* http[s]://host:port */
   unsigned char nonce[ARC_NONCE_LEN]; /* this request's: its answer must carry it */
-  long status;                /* the answer's status line (the last, after redirects: none) */
+  long status;                      /* the answer's status line (the last, after redirects: none) */
   char sig[ARC_AUTH_VALUE_MAX + 1]; /* its X-Ring-Sig, "" if none */
-  char errbody[512];          /* the body of an answer that is not 200/206, cut short */
+  char errbody[512];                /* the body of an answer that is not 200/206, cut short */
   size_t errlen;
-  char tmpdir[4096];          /* tmp/<token>.<version> */
-  int dfd;                    /* tmpdir, locked with flock */
+  char tmpdir[4096]; /* tmp/<token>.<version> */
+  int dfd;           /* tmpdir, locked with flock */
   char curl_error[CURL_ERROR_SIZE];
   arc_fetch_result res;
   /* the file being received */
@@ -214,8 +214,8 @@ static int answer_line(const fetch *f) {
 
 /* What a failed request means, for everything but the file's own bytes. */
 static int request_error(fetch *f, const char *what, CURLcode rc, long status, ring_error *err) {
-  const char *src = f->o->source_id, *base = f->base, *curl_says =
-      f->curl_error[0] ? f->curl_error : curl_easy_strerror(rc);
+  const char *src = f->o->source_id, *base = f->base,
+             *curl_says = f->curl_error[0] ? f->curl_error : curl_easy_strerror(rc);
   uint32_t t = f->token;
   if (f->stopped || rc == CURLE_ABORTED_BY_CALLBACK)
     return ring__err(err, RING_ETIMEDOUT, "arc %" PRIu32 ": %s: stopped", t, what);
@@ -225,8 +225,8 @@ static int request_error(fetch *f, const char *what, CURLcode rc, long status, r
                      "clock skew?)",
                      t, what, src, base, status);
   if (status == 404)
-    return ring__err(err, RING_ENOTFOUND, "arc %" PRIu32 ": %s: not held by %s (%s)", t, what,
-                     src, base);
+    return ring__err(err, RING_ENOTFOUND, "arc %" PRIu32 ": %s: not held by %s (%s)", t, what, src,
+                     base);
   if (status == 503) /* the source says why: "arc store unavailable", "busy" */
     f->res.busy = strncmp(answer_text(f), "busy", 4) == 0;
   if (status == 503)
@@ -545,8 +545,7 @@ static int fsync_files(fetch *f, const arc_manifest *m, ring_error *err) {
     if (fd >= 0)
       close(fd);
     if (rc != 0)
-      return ring__err(err, arc__errno_code(rc), "fsync %s/%s: %s", f->tmpdir, name,
-                       strerror(-rc));
+      return ring__err(err, arc__errno_code(rc), "fsync %s/%s: %s", f->tmpdir, name, strerror(-rc));
   }
   return RING_OK;
 }
@@ -626,7 +625,8 @@ int arc_fetch(arc_store *s, const char *source, uint32_t token, uint64_t version
               const arc_fetch_opts *o, arc_fetch_result *res, ring_error *err) {
   if (s == NULL || source == NULL || o == NULL || o->keys == NULL || o->self_id == NULL ||
       o->source_id == NULL || token > ARC_TOKEN_MAX)
-    return ring__err(err, RING_EINVAL, "arc_fetch: bad argument (keys, self_id and source_id are required)");
+    return ring__err(err, RING_EINVAL,
+                     "arc_fetch: bad argument (keys, self_id and source_id are required)");
   arc_fetcher *own = o->fetcher == NULL ? arc_fetcher_new() : NULL;
   arc_fetcher *fx = o->fetcher != NULL ? o->fetcher : own;
   fetch *f = fx != NULL ? calloc(1, sizeof *f) : NULL;

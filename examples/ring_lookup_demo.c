@@ -111,8 +111,8 @@ int main(int argc, char **argv) {
   }
   ring_table *t = argc > 1 ? load(argv[1]) : builtin_table(1);
   printf("table: cluster %s, version %llu, T=%u, R=%u, %u nodes\n", ring_table_cluster(t),
-         (unsigned long long)ring_table_version(t), ring_table_tokens(t),
-         ring_table_replicas(t), ring_table_node_count(t));
+         (unsigned long long)ring_table_version(t), ring_table_tokens(t), ring_table_replicas(t),
+         ring_table_node_count(t));
   const char *defaults[] = {"user:42", "session-7", "cart:9001", "img/cat.png"};
   for (int i = 0; i < (argc > 2 ? argc - 2 : 4); i++)
     show(t, argc > 2 ? argv[i + 2] : defaults[i]);

@@ -45,41 +45,41 @@ extern "C" {
 /* ---------------------------------------------------------------- 1. errors */
 
 /* XX(name, number, message). Numbers are stable: they appear in logs. */
-#define RING_ERRNO_MAP(XX)                                                     \
-  XX(EINVAL, 1, "invalid argument")                                            \
-  XX(ENOMEM, 2, "out of memory")                                               \
-  XX(ETOOBIG, 3, "input too large")                                            \
-  XX(EJSON, 4, "malformed JSON")                                               \
-  XX(EFORMAT, 5, "unknown table format")                                       \
-  XX(EFIELD, 6, "missing, unknown or mistyped field")                          \
-  XX(ETOKENS, 7, "token count is not a power of two in [64, 65536]")           \
-  XX(EREPLICAS, 8, "replica count out of range")                               \
-  XX(EHASH, 9, "unsupported hash")                                             \
-  XX(ENODEID, 10, "malformed node id")                                         \
-  XX(EDUPNODE, 11, "duplicate node id")                                        \
-  XX(ENODE, 12, "malformed node record")                                       \
-  XX(EOWNERS, 13, "malformed owners array")                                    \
-  XX(EINDEX, 14, "node index out of range")                                    \
-  XX(EDUPOWNER, 15, "a token's owners are not distinct")                       \
-  XX(ECHECKSUM, 16, "checksum mismatch")                                       \
-  XX(EPENDING, 17, "malformed pending entry")                                  \
-  XX(EVERSION, 18, "version out of range")                                     \
-  XX(ESTALE, 19, "version is not newer than the current one")                  \
-  XX(ERANGE, 20, "output buffer too small")                                    \
-  XX(ENOTFOUND, 21, "not found")                                               \
-  XX(EUNAVAIL, 22, "no eligible node")                                         \
-  XX(EBUSY, 23, "busy: held elsewhere, or called inside a read section")       \
-  XX(EPLAN, 24, "no plan can meet the placement rules")                        \
-  XX(EUNKNOWN, 25, "outcome unknown: re-read before acting")                   \
-  XX(EAUTH, 26, "authentication failed")                                       \
-  XX(ENOTLEADER, 27, "leadership lost")                                        \
-  XX(ECONFLICT, 28, "a compare did not hold")                                  \
-  XX(ECONNECT, 29, "no etcd endpoint reachable")                               \
-  XX(ETIMEDOUT, 30, "timed out")                                               \
-  XX(EPROTO, 31, "malformed response")                                         \
-  XX(ESERVER, 32, "etcd returned an error")                                   \
-  XX(EIO, 33, "I/O error")                                                     \
-  XX(EEXIST, 34, "already exists")                                             \
+#define RING_ERRNO_MAP(XX)                                                                         \
+  XX(EINVAL, 1, "invalid argument")                                                                \
+  XX(ENOMEM, 2, "out of memory")                                                                   \
+  XX(ETOOBIG, 3, "input too large")                                                                \
+  XX(EJSON, 4, "malformed JSON")                                                                   \
+  XX(EFORMAT, 5, "unknown table format")                                                           \
+  XX(EFIELD, 6, "missing, unknown or mistyped field")                                              \
+  XX(ETOKENS, 7, "token count is not a power of two in [64, 65536]")                               \
+  XX(EREPLICAS, 8, "replica count out of range")                                                   \
+  XX(EHASH, 9, "unsupported hash")                                                                 \
+  XX(ENODEID, 10, "malformed node id")                                                             \
+  XX(EDUPNODE, 11, "duplicate node id")                                                            \
+  XX(ENODE, 12, "malformed node record")                                                           \
+  XX(EOWNERS, 13, "malformed owners array")                                                        \
+  XX(EINDEX, 14, "node index out of range")                                                        \
+  XX(EDUPOWNER, 15, "a token's owners are not distinct")                                           \
+  XX(ECHECKSUM, 16, "checksum mismatch")                                                           \
+  XX(EPENDING, 17, "malformed pending entry")                                                      \
+  XX(EVERSION, 18, "version out of range")                                                         \
+  XX(ESTALE, 19, "version is not newer than the current one")                                      \
+  XX(ERANGE, 20, "output buffer too small")                                                        \
+  XX(ENOTFOUND, 21, "not found")                                                                   \
+  XX(EUNAVAIL, 22, "no eligible node")                                                             \
+  XX(EBUSY, 23, "busy: held elsewhere, or called inside a read section")                           \
+  XX(EPLAN, 24, "no plan can meet the placement rules")                                            \
+  XX(EUNKNOWN, 25, "outcome unknown: re-read before acting")                                       \
+  XX(EAUTH, 26, "authentication failed")                                                           \
+  XX(ENOTLEADER, 27, "leadership lost")                                                            \
+  XX(ECONFLICT, 28, "a compare did not hold")                                                      \
+  XX(ECONNECT, 29, "no etcd endpoint reachable")                                                   \
+  XX(ETIMEDOUT, 30, "timed out")                                                                   \
+  XX(EPROTO, 31, "malformed response")                                                             \
+  XX(ESERVER, 32, "etcd returned an error")                                                        \
+  XX(EIO, 33, "I/O error")                                                                         \
+  XX(EEXIST, 34, "already exists")                                                                 \
   XX(ENOSPC, 35, "no space left on device")
 
 typedef enum ring_errno {
@@ -96,8 +96,8 @@ typedef enum ring_errno {
 /* Detail for a failed call: the code it returned and a message that names
  * the offending field and value, e.g. `nodes[2].id: duplicate id "n1"`. */
 typedef struct ring_error {
-  int code;                              /* a ring_errno, RING_OK if none */
-  char message[RING_ERROR_MESSAGE_MAX];  /* NUL-terminated, never empty on error */
+  int code;                             /* a ring_errno, RING_OK if none */
+  char message[RING_ERROR_MESSAGE_MAX]; /* NUL-terminated, never empty on error */
 } ring_error;
 
 /* Returns a static string for a ring_errno code ("unknown error" otherwise). */
@@ -116,13 +116,13 @@ RING_EXTERN const char *ring_version(void);
 #define RING_TOKENS_MIN 64u
 #define RING_TOKENS_MAX 65536u
 #define RING_REPLICAS_MAX 7
-#define RING_NODES_MAX 65535u   /* indexes are uint16; 0xFFFF means "none" */
+#define RING_NODES_MAX 65535u /* indexes are uint16; 0xFFFF means "none" */
 #define RING_NODE_NONE 0xFFFFu
-#define RING_ID_MAX 63          /* node ids and cluster names: [a-z0-9._-]{1,63} */
+#define RING_ID_MAX 63 /* node ids and cluster names: [a-z0-9._-]{1,63} */
 #define RING_ADDR_MAX 255
 #define RING_LABELS_MAX 16
 #define RING_VERSION_MAX 9007199254740991ull /* 2^53-1: exact in every JSON reader */
-#define RING_TABLE_JSON_MAX (64u << 20) /* the largest table the decoder reads */
+#define RING_TABLE_JSON_MAX (64u << 20)      /* the largest table the decoder reads */
 
 /* 1 when s is a valid node id or cluster name, [a-z0-9._-]{1,63}; 0
  * otherwise (NULL too). The one home of that rule: the codecs, the daemons'
@@ -157,8 +157,7 @@ typedef struct ring_view {
  * (proto/table.md). On success *out owns a new table (ring_table_free it).
  * On failure returns a negative ring_errno, fills err (if not NULL) with
  * the offending field, and leaves *out untouched. Never reads past len. */
-RING_EXTERN int ring_table_decode(const char *json, size_t len, ring_table **out,
-                                  ring_error *err);
+RING_EXTERN int ring_table_decode(const char *json, size_t len, ring_table **out, ring_error *err);
 
 /* Encodes a table canonically. *json receives a malloc()'ed, NUL-terminated
  * string that MUST be free()d; *len its length without the NUL. Decoding the
@@ -179,12 +178,12 @@ typedef struct ring_table_params {
 
 /* One node as the builder takes it. Strings are copied. */
 typedef struct ring_node_spec {
-  const char *id;               /* [a-z0-9._-]{1,63} */
-  const char *addr;             /* host:port of its arc server */
+  const char *id;                /* [a-z0-9._-]{1,63} */
+  const char *addr;              /* host:port of its arc server */
   const char *const *label_keys; /* n_labels keys, e.g. "zone" */
   const char *const *label_values;
   uint32_t n_labels;
-  double weight;                /* > 0, <= 1e6 */
+  double weight; /* > 0, <= 1e6 */
   ring_node_state state;
 } ring_node_spec;
 
@@ -192,16 +191,13 @@ typedef struct ring_node_spec {
  * ring_table_set_owner / ring_table_add_pending, then ring_table_seal. A
  * table is mutable until sealed; decoded and cloned-then-sealed tables are
  * sealed. Lookups and encoding need a sealed table. */
-RING_EXTERN int ring_table_new(const ring_table_params *p, ring_table **out,
-                               ring_error *err);
+RING_EXTERN int ring_table_new(const ring_table_params *p, ring_table **out, ring_error *err);
 /* Appends a node; its index (0, 1, ...) is written to *index if not NULL. */
-RING_EXTERN int ring_table_add_node(ring_table *t, const ring_node_spec *n,
-                                    uint16_t *index, ring_error *err);
-RING_EXTERN int ring_table_set_owner(ring_table *t, uint32_t token, uint32_t slot,
-                                     uint16_t node);
+RING_EXTERN int ring_table_add_node(ring_table *t, const ring_node_spec *n, uint16_t *index,
+                                    ring_error *err);
+RING_EXTERN int ring_table_set_owner(ring_table *t, uint32_t token, uint32_t slot, uint16_t node);
 /* Marks `node` as the pending owner of (token, slot). */
-RING_EXTERN int ring_table_add_pending(ring_table *t, uint32_t token, uint32_t slot,
-                                       uint16_t node);
+RING_EXTERN int ring_table_add_pending(ring_table *t, uint32_t token, uint32_t slot, uint16_t node);
 /* Drops every pending entry (a cutover clone starts from this). */
 RING_EXTERN void ring_table_clear_pending(ring_table *t);
 /* Validates everything ring_table_decode validates and freezes the table.
@@ -228,8 +224,7 @@ RING_EXTERN const char *ring_table_node_addr(const ring_table *t, uint16_t index
 RING_EXTERN double ring_table_node_weight(const ring_table *t, uint16_t index);
 RING_EXTERN ring_node_state ring_table_node_state(const ring_table *t, uint16_t index);
 /* The value of label `key` on a node, NULL if the node has no such label. */
-RING_EXTERN const char *ring_table_node_label(const ring_table *t, uint16_t index,
-                                              const char *key);
+RING_EXTERN const char *ring_table_node_label(const ring_table *t, uint16_t index, const char *key);
 /* How many labels a node has, and the k-th one in stored order (RING_OK,
  * or RING_EINVAL when out of range; *key and *value untouched then). */
 RING_EXTERN uint32_t ring_table_node_label_count(const ring_table *t, uint16_t index);
@@ -262,14 +257,13 @@ RING_EXTERN uint32_t ring_table_token_of_hash(const ring_table *t, uint64_t hash
 /* Writes the key's token's owners, in slot order, to owners[0..max) and
  * returns how many were written: min(R, max). A caller wanting only the
  * primary passes max = 1. RING_EINVAL for a NULL table/key or max < 1. */
-RING_EXTERN int ring_lookup(const ring_table *t, const void *key, size_t len,
-                            uint16_t *owners, int max);
+RING_EXTERN int ring_lookup(const ring_table *t, const void *key, size_t len, uint16_t *owners,
+                            int max);
 
 /* The write set of a token: its R owners in slot order, then the pending
  * owners of its slots. Returns the count, RING_ERANGE if max cannot hold the
  * whole set (a partial write set would lose writes), RING_EINVAL otherwise. */
-RING_EXTERN int ring_write_set(const ring_table *t, uint32_t token, uint16_t *nodes,
-                               int max);
+RING_EXTERN int ring_write_set(const ring_table *t, uint32_t token, uint16_t *nodes, int max);
 
 /* Picks the replica that serves reads of a key: among the token's owners
  * that are not down or removed, the one with the highest weighted
@@ -277,8 +271,7 @@ RING_EXTERN int ring_write_set(const ring_table *t, uint32_t token, uint16_t *no
  * always go to one replica; across keys, a node gets reads in proportion to
  * its weight. Returns RING_OK and writes *node, or RING_EUNAVAIL when every
  * owner is down. */
-RING_EXTERN int ring_read_replica(const ring_table *t, const void *key, size_t len,
-                                  uint16_t *node);
+RING_EXTERN int ring_read_replica(const ring_table *t, const void *key, size_t len, uint16_t *node);
 
 /* The weighted rendezvous pick among `n` candidate nodes of `t`. Returns the
  * position in `candidates` of the winner, or RING_EINVAL if n < 1. */
@@ -352,7 +345,6 @@ RING_EXTERN int ring_live_swap(ring_live *l, ring_table *t);
 /* The current version, 0 before the first swap. */
 RING_EXTERN uint64_t ring_live_version(ring_live *l);
 
-
 /* ------------------------------------------------------------ 6. planner */
 
 /* The planner turns (current table, desired nodes, config) into a target
@@ -365,16 +357,16 @@ RING_EXTERN uint64_t ring_live_version(ring_live *l);
 typedef struct ring_plan ring_plan;
 
 typedef struct ring_plan_config {
-  const char *cluster;          /* used when there is no current table */
-  uint32_t tokens;              /* T, when there is no current table */
-  uint32_t replicas;            /* R, when there is no current table */
-  uint64_t seed;                /* hash seed, when there is no current table */
-  const char *failure_domain;   /* hard level: a label key, NULL or "" for none */
-  const char *best_effort;      /* soft level: a label key, NULL or "" for none */
-  uint32_t max_moves_per_node;  /* concurrent moves a node takes part in (in + out); 0 = no limit */
+  const char *cluster;         /* used when there is no current table */
+  uint32_t tokens;             /* T, when there is no current table */
+  uint32_t replicas;           /* R, when there is no current table */
+  uint64_t seed;               /* hash seed, when there is no current table */
+  const char *failure_domain;  /* hard level: a label key, NULL or "" for none */
+  const char *best_effort;     /* soft level: a label key, NULL or "" for none */
+  uint32_t max_moves_per_node; /* concurrent moves a node takes part in (in + out); 0 = no limit */
   uint32_t max_moves_per_domain; /* concurrent moves touching one hard domain; 0 = no limit */
-  uint32_t max_moves_per_wave;  /* moves in one wave; 0 = no limit */
-  const uint64_t *arc_bytes;    /* bytes held per token (T entries), or NULL */
+  uint32_t max_moves_per_wave;   /* moves in one wave; 0 = no limit */
+  const uint64_t *arc_bytes;     /* bytes held per token (T entries), or NULL */
 } ring_plan_config;
 
 /* One token-replica changing hands. Node indexes are the target table's. */
@@ -398,8 +390,8 @@ typedef struct ring_move {
  * rule cannot be met the plan is refused: RING_EPLAN, err naming the first
  * violation, and ring_plan_* are not available (*out untouched). */
 RING_EXTERN int ring_plan_compute(const ring_table *current, const ring_node_spec *nodes,
-                                  uint32_t n_nodes, const ring_plan_config *cfg,
-                                  ring_plan **out, ring_error *err);
+                                  uint32_t n_nodes, const ring_plan_config *cfg, ring_plan **out,
+                                  ring_error *err);
 RING_EXTERN void ring_plan_free(ring_plan *p);
 
 /* The target table (sealed, borrowed from the plan, no pending entries). */
@@ -440,8 +432,7 @@ RING_EXTERN int ring_plan_node_load(const ring_plan *p, uint16_t index, ring_pla
  * token-replica of its weighted target (domain caps applied); nodes that
  * are draining, down or removed own nothing. `failure_domain` NULL means the
  * table's own. */
-RING_EXTERN int ring_table_verify(const ring_table *t, const char *failure_domain,
-                                  char **report);
+RING_EXTERN int ring_table_verify(const ring_table *t, const char *failure_domain, char **report);
 
 /* Checks a plan against its base and config: the target passes
  * ring_table_verify; applying the moves to the base gives the target;

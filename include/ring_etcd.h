@@ -40,13 +40,13 @@ extern "C" {
 typedef struct ring_etcd ring_etcd;
 
 typedef struct ring_etcd_opts {
-  const char *endpoints;   /* comma-separated URLs, e.g. "http://127.0.0.1:2379,..." */
-  const char *user;        /* NULL: no auth */
+  const char *endpoints; /* comma-separated URLs, e.g. "http://127.0.0.1:2379,..." */
+  const char *user;      /* NULL: no auth */
   const char *password;
-  const char *ca_file;     /* TLS: CA bundle to verify members; NULL: system default */
-  const char *cert_file;   /* TLS client certificate, or NULL */
-  const char *key_file;    /* TLS client key, or NULL */
-  uint32_t timeout_ms;     /* per request; 0: 5000 */
+  const char *ca_file;         /* TLS: CA bundle to verify members; NULL: system default */
+  const char *cert_file;       /* TLS client certificate, or NULL */
+  const char *key_file;        /* TLS client key, or NULL */
+  uint32_t timeout_ms;         /* per request; 0: 5000 */
   uint32_t connect_timeout_ms; /* per connection attempt; 0: 1000 */
 } ring_etcd_opts;
 
@@ -119,9 +119,9 @@ RING_EXTERN const char *ring_etcd_history_text(const ring_etcd_history *h, char 
 /* ---------------------------------------------------------- 2. key-value */
 
 typedef struct ring_kv {
-  uint8_t *key;            /* malloc()'ed, NUL-terminated for convenience */
+  uint8_t *key; /* malloc()'ed, NUL-terminated for convenience */
   size_t key_len;
-  uint8_t *value;          /* malloc()'ed, NUL-terminated; NULL with keys_only */
+  uint8_t *value; /* malloc()'ed, NUL-terminated; NULL with keys_only */
   size_t value_len;
   int64_t create_revision;
   int64_t mod_revision;
@@ -130,19 +130,19 @@ typedef struct ring_kv {
 } ring_kv;
 
 typedef struct ring_kvs {
-  ring_kv *kvs;            /* n entries */
+  ring_kv *kvs; /* n entries */
   uint32_t n;
-  int64_t count;           /* keys in the range (may exceed n with a limit) */
-  bool more;               /* the limit cut the range short */
-  int64_t revision;        /* the store revision the read saw */
+  int64_t count;    /* keys in the range (may exceed n with a limit) */
+  bool more;        /* the limit cut the range short */
+  int64_t revision; /* the store revision the read saw */
 } ring_kvs;
 
 RING_EXTERN void ring_kvs_clear(ring_kvs *r); /* frees the contents, not r */
 
 typedef struct ring_range_opts {
-  bool prefix;             /* every key starting with key */
-  int64_t limit;           /* 0: no limit */
-  int64_t revision;        /* 0: latest */
+  bool prefix;      /* every key starting with key */
+  int64_t limit;    /* 0: no limit */
+  int64_t revision; /* 0: latest */
   bool keys_only;
   bool count_only;
 } ring_range_opts;
@@ -165,8 +165,8 @@ RING_EXTERN int ring_etcd_delete(ring_etcd *c, const void *key, size_t key_len, 
 
 typedef enum ring_cmp_target {
   RING_CMP_VERSION,
-  RING_CMP_CREATE,         /* create_revision; 0 = the key does not exist */
-  RING_CMP_MOD,            /* mod_revision */
+  RING_CMP_CREATE, /* create_revision; 0 = the key does not exist */
+  RING_CMP_MOD,    /* mod_revision */
   RING_CMP_VALUE
 } ring_cmp_target;
 
@@ -177,8 +177,8 @@ typedef struct ring_cmp {
   size_t key_len;
   ring_cmp_target target;
   ring_cmp_op op;
-  int64_t number;          /* for VERSION, CREATE, MOD */
-  const void *value;       /* for VALUE */
+  int64_t number;    /* for VERSION, CREATE, MOD */
+  const void *value; /* for VALUE */
   size_t value_len;
 } ring_cmp;
 
@@ -188,16 +188,16 @@ typedef struct ring_op {
   ring_op_type type;
   const void *key;
   size_t key_len;
-  const void *value;       /* PUT */
+  const void *value; /* PUT */
   size_t value_len;
-  int64_t lease;           /* PUT */
-  bool prefix;             /* RANGE, DELETE */
+  int64_t lease; /* PUT */
+  bool prefix;   /* RANGE, DELETE */
 } ring_op;
 
 typedef struct ring_txn_result {
-  bool succeeded;          /* the compares held: the success ops ran */
-  int64_t revision;        /* the header's revision: the store after the txn */
-  ring_kvs *ranges;        /* one per op that ran (empty for PUT and DELETE) */
+  bool succeeded;   /* the compares held: the success ops ran */
+  int64_t revision; /* the header's revision: the store after the txn */
+  ring_kvs *ranges; /* one per op that ran (empty for PUT and DELETE) */
   uint32_t n_ranges;
 } ring_txn_result;
 
@@ -219,7 +219,7 @@ typedef enum ring_event_type { RING_EVENT_PUT, RING_EVENT_DELETE } ring_event_ty
 
 typedef struct ring_event {
   ring_event_type type;
-  ring_kv kv;              /* borrowed for the callback */
+  ring_kv kv; /* borrowed for the callback */
 } ring_event;
 
 /* Called on the watch's thread with each batch of events, in revision
@@ -246,12 +246,10 @@ RING_EXTERN void ring_watch_cancel(ring_watch *w);
 
 /* ------------------------------------------------------------- 4. leases */
 
-RING_EXTERN int ring_etcd_lease_grant(ring_etcd *c, int64_t ttl_s, int64_t *lease,
-                                      ring_error *err);
+RING_EXTERN int ring_etcd_lease_grant(ring_etcd *c, int64_t ttl_s, int64_t *lease, ring_error *err);
 RING_EXTERN int ring_etcd_lease_revoke(ring_etcd *c, int64_t lease, ring_error *err);
 /* Remaining seconds of a lease; RING_ENOTFOUND when it has expired. */
-RING_EXTERN int ring_etcd_lease_ttl(ring_etcd *c, int64_t lease, int64_t *ttl_s,
-                                    ring_error *err);
+RING_EXTERN int ring_etcd_lease_ttl(ring_etcd *c, int64_t lease, int64_t *ttl_s, ring_error *err);
 /* One keep-alive round trip; RING_ENOTFOUND when the lease is gone. */
 RING_EXTERN int ring_etcd_lease_refresh(ring_etcd *c, int64_t lease, int64_t *ttl_s,
                                         ring_error *err);
@@ -273,7 +271,7 @@ RING_EXTERN void ring_keeper_stop(ring_keeper *k);
 /* Leadership of one key: held while `key` exists with our lease. The
  * key's create revision is the leader's fencing token. */
 typedef struct ring_leadership {
-  char *key;               /* malloc()'ed copy */
+  char *key; /* malloc()'ed copy */
   int64_t lease;
   int64_t create_revision; /* fencing token */
 } ring_leadership;
@@ -296,9 +294,8 @@ RING_EXTERN void ring_leadership_clear(ring_leadership *l);
  * RING_ENOTLEADER when leadership is gone (nothing was applied);
  * RING_ECONFLICT when the leader compares held but the caller's did not
  * (the failure ops ran). */
-RING_EXTERN int ring_etcd_fenced_txn(ring_etcd *c, const ring_leadership *l,
-                                     const ring_cmp *cmps, uint32_t n_cmps,
-                                     const ring_op *success, uint32_t n_success,
+RING_EXTERN int ring_etcd_fenced_txn(ring_etcd *c, const ring_leadership *l, const ring_cmp *cmps,
+                                     uint32_t n_cmps, const ring_op *success, uint32_t n_success,
                                      const ring_op *failure, uint32_t n_failure,
                                      ring_txn_result *out, ring_error *err);
 
@@ -334,14 +331,14 @@ typedef void (*ring_log_cb)(void *log_ud, const ring_log_event *ev);
  * left out has a working default, and fields are only ever added at the
  * end. */
 typedef struct ring_watcher_opts {
-  const char *cluster;     /* [a-z0-9._-]{1,63} */
-  const char *ack_id;      /* when set, writes acks/<id> = version after each swap */
-  ring_table_cb on_table;  /* called after each swap from the watcher's thread, or NULL */
+  const char *cluster;    /* [a-z0-9._-]{1,63} */
+  const char *ack_id;     /* when set, writes acks/<id> = version after each swap */
+  ring_table_cb on_table; /* called after each swap from the watcher's thread, or NULL */
   void *ud;
-  ring_log_cb log;         /* NULL: one logfmt line per event on stderr,
-                            * `ts=... level=warn msg="table refused" cluster=c
-                            * version=7 source=table err="..."` */
-  void *log_ud;            /* passed to log */
+  ring_log_cb log; /* NULL: one logfmt line per event on stderr,
+                    * `ts=... level=warn msg="table refused" cluster=c
+                    * version=7 source=table err="..."` */
+  void *log_ud;    /* passed to log */
 } ring_watcher_opts;
 
 /* Starts following. Reads the current table before returning (a cluster
@@ -351,11 +348,11 @@ RING_EXTERN int ring_watcher_start(ring_etcd *c, const ring_watcher_opts *o, rin
 RING_EXTERN void ring_watcher_stop(ring_watcher *w);
 
 typedef struct ring_watcher_stats {
-  uint64_t version;        /* in service */
-  uint64_t swaps;          /* tables installed */
-  uint64_t deltas;         /* of which built from a delta */
-  uint64_t rejected;       /* tables or deltas refused by validation */
-  uint64_t errors;         /* etcd errors (retried) */
+  uint64_t version;  /* in service */
+  uint64_t swaps;    /* tables installed */
+  uint64_t deltas;   /* of which built from a delta */
+  uint64_t rejected; /* tables or deltas refused by validation */
+  uint64_t errors;   /* etcd errors (retried) */
 } ring_watcher_stats;
 RING_EXTERN void ring_watcher_stats_get(ring_watcher *w, ring_watcher_stats *out);
 /* Whether the watcher stopped following because etcd's history went back

@@ -44,14 +44,29 @@ RING__FLATTEN static inline uint32_t ring_view_token(const ring_view *v, const v
  * to a few moves: memcpy of a run-time size would be a library call. */
 static inline void ring__copy_owners(uint16_t *dst, const uint16_t *src, int n) {
   switch (n) {
-  case 1: memcpy(dst, src, 2); break;
-  case 2: memcpy(dst, src, 4); break;
-  case 3: memcpy(dst, src, 6); break;
-  case 4: memcpy(dst, src, 8); break;
-  case 5: memcpy(dst, src, 10); break;
-  case 6: memcpy(dst, src, 12); break;
-  case 7: memcpy(dst, src, 14); break;
-  default: break;
+  case 1:
+    memcpy(dst, src, 2);
+    break;
+  case 2:
+    memcpy(dst, src, 4);
+    break;
+  case 3:
+    memcpy(dst, src, 6);
+    break;
+  case 4:
+    memcpy(dst, src, 8);
+    break;
+  case 5:
+    memcpy(dst, src, 10);
+    break;
+  case 6:
+    memcpy(dst, src, 12);
+    break;
+  case 7:
+    memcpy(dst, src, 14);
+    break;
+  default:
+    break;
   }
 }
 

@@ -5,8 +5,7 @@
  */
 #include "ring_int.h"
 
-static const char alphabet[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 size_t ring__base64_encoded_len(size_t n) { return (n + 2) / 3 * 4; }
 
@@ -54,8 +53,7 @@ long ring__base64_decode(const char *in, size_t n, uint8_t *out, size_t out_cap)
         return -1;
     for (int k = 4 - pad; k < 4; k++)
       s[k] = 0;
-    uint32_t v = (uint32_t)s[0] << 18 | (uint32_t)s[1] << 12 | (uint32_t)s[2] << 6 |
-                 (uint32_t)s[3];
+    uint32_t v = (uint32_t)s[0] << 18 | (uint32_t)s[1] << 12 | (uint32_t)s[2] << 6 | (uint32_t)s[3];
     if ((pad == 1 && (v & 0xff)) || (pad == 2 && (v & 0xffff)))
       return -1; /* non-canonical slack bits */
     size_t bytes = 3 - (size_t)pad;

@@ -132,8 +132,8 @@ static int hot_reserve(ring_bounded *b, uint32_t n_nodes) {
 }
 
 /* Fills r for this call: RING_EUNAVAIL if no node serves. */
-static int route_init(ring_bounded *b, const ring_table *t, const uint64_t *loads,
-                      uint64_t total, route *r) {
+static int route_init(ring_bounded *b, const ring_table *t, const uint64_t *loads, uint64_t total,
+                      route *r) {
   /* n counts nodes that own a token (so they are in every key's preference
    * order) and are not down or removed; the table counted them when sealed. */
   const uint32_t n = t->n_serving;
@@ -222,8 +222,7 @@ static sticky_entry *sticky_victim(const ring_bounded *b, uint64_t key_hash) {
 
 /* The node a live entry holds the key on, if that node (still the same
  * node, by id) may take it now; RING_NODE_NONE otherwise. */
-static uint16_t sticky_node(ring_bounded *b, const route *r, const sticky_entry *e,
-                            uint64_t now) {
+static uint16_t sticky_node(ring_bounded *b, const route *r, const sticky_entry *e, uint64_t now) {
   if (e == NULL || !alive(b, e, now) || e->node >= r->t->n_nodes ||
       r->t->nodes[e->node].id_hash != e->node_hash)
     return RING_NODE_NONE;
@@ -232,8 +231,8 @@ static uint16_t sticky_node(ring_bounded *b, const route *r, const sticky_entry 
 
 /* Records a fresh placement: a key away from its first choice keeps (or
  * takes) an entry; a key back on its first choice needs none. */
-static void sticky_record(ring_bounded *b, const ring_table *t, sticky_entry *e,
-                          uint64_t key_hash, uint16_t node, bool first, uint64_t now) {
+static void sticky_record(ring_bounded *b, const ring_table *t, sticky_entry *e, uint64_t key_hash,
+                          uint16_t node, bool first, uint64_t now) {
   if (b->sticky == NULL)
     return;
   if (first) {

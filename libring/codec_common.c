@@ -14,8 +14,8 @@
 /* ------------------------------------------------------------ fields */
 
 /* Checks that obj has only the listed keys, each at most once. */
-int ring__json_check_keys(const cJSON *obj, const char *where, const char *const *keys, size_t n_keys,
-                      ring_error *err) {
+int ring__json_check_keys(const cJSON *obj, const char *where, const char *const *keys,
+                          size_t n_keys, ring_error *err) {
   unsigned seen = 0;
   for (const cJSON *c = obj->child; c != NULL; c = c->next) {
     size_t k = 0;
@@ -225,16 +225,16 @@ int ring__node_fields_decode(const cJSON *node, const char *where, bool with_sta
 /* ---------------------------------------------------------- pending */
 
 int ring__pending_entry_decode(ring_table *t, const cJSON *e, uint32_t i, uint64_t *prev,
-                                ring_error *err) {
+                               ring_error *err) {
   uint64_t v[3];
   const cJSON *c = cJSON_IsArray(e) ? e->child : NULL;
   int k = 0;
   for (; c != NULL && k < 3; c = c->next, k++)
     if (!ring__json_as_uint(c,
-                 k == 0   ? RING_TOKENS_MAX - 1
-                 : k == 1 ? RING_REPLICAS_MAX - 1
-                          : RING_NODES_MAX - 1,
-                 &v[k]))
+                            k == 0   ? RING_TOKENS_MAX - 1
+                            : k == 1 ? RING_REPLICAS_MAX - 1
+                                     : RING_NODES_MAX - 1,
+                            &v[k]))
       return ring__err(err, RING_EPENDING, "pending[%u][%d]: not a valid %s", i, k,
                        k == 0   ? "token"
                        : k == 1 ? "slot"
@@ -257,7 +257,8 @@ int ring__pending_entry_decode(ring_table *t, const cJSON *e, uint32_t i, uint64
 int ring__json_parse_object(const char *json, size_t len, const char *what, cJSON **root,
                             ring_error *err) {
   if (len > RING_TABLE_JSON_MAX)
-    return ring__err(err, RING_ETOOBIG, "%s of %zu bytes exceeds %u", what, len, RING_TABLE_JSON_MAX);
+    return ring__err(err, RING_ETOOBIG, "%s of %zu bytes exceeds %u", what, len,
+                     RING_TABLE_JSON_MAX);
   const char *end = NULL;
   cJSON *r = cJSON_ParseWithLengthOpts(json, len, &end, 0);
   if (r == NULL || end == NULL || !only_space(end, json + len)) {

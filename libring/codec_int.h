@@ -88,8 +88,8 @@ int ring__pending_entry_decode(ring_table *t, const cJSON *e, uint32_t i, uint64
 int ring__record_parse(const char *json, size_t len, const char *format, const char *const *keys,
                        size_t n_keys, cJSON **root, ring_error *err);
 /* The same checks on an object already parsed. */
-int ring__record_check(const cJSON *obj, const char *format, const char *const *keys,
-                       size_t n_keys, ring_error *err);
+int ring__record_check(const cJSON *obj, const char *format, const char *const *keys, size_t n_keys,
+                       ring_error *err);
 /* Hands b's string to *json (and its length to *len if not NULL), or frees
  * it and returns RING_ENOMEM when an append failed. */
 int ring__sb_finish(ring__sbuf *b, char **json, size_t *len);

@@ -63,15 +63,17 @@ static int decode_header(apply_ctx *a) {
                    cluster, b->cluster);
   uint64_t base_version = 0, version = 0, base_sum = 0, count = 0;
   if (rc == RING_OK)
-    rc = ring__json_uint(root, "base_version", 1, RING_VERSION_MAX - 1, RING_EVERSION, &base_version, err);
+    rc = ring__json_uint(root, "base_version", 1, RING_VERSION_MAX - 1, RING_EVERSION,
+                         &base_version, err);
   if (rc == RING_OK && base_version != b->version)
     rc = ring__err(err, RING_EVERSION,
                    "base_version: delta applies to version %" PRIu64 ", base table is %" PRIu64,
                    base_version, b->version);
   if (rc == RING_OK)
-    rc =
-        ring__json_uint(root, "version", base_version + 1, RING_VERSION_MAX, RING_EVERSION, &version, err);
-  if (rc == RING_OK && (rc = ring__json_checksum(root, "base_checksum", &base_sum, err)) == RING_OK &&
+    rc = ring__json_uint(root, "version", base_version + 1, RING_VERSION_MAX, RING_EVERSION,
+                         &version, err);
+  if (rc == RING_OK &&
+      (rc = ring__json_checksum(root, "base_checksum", &base_sum, err)) == RING_OK &&
       base_sum != ring__owners_checksum(b))
     rc = ring__err(err, RING_ECHECKSUM,
                    "base_checksum: base table's owners hash to %016" PRIx64

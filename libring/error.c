@@ -11,8 +11,8 @@ const char *ring_strerror(int code) {
   switch (code) {
   case RING_OK:
     return "success";
-#define RING_ERRNO_CASE(name, num, msg)                                        \
-  case RING_##name:                                                            \
+#define RING_ERRNO_CASE(name, num, msg)                                                            \
+  case RING_##name:                                                                                \
     return msg;
     RING_ERRNO_MAP(RING_ERRNO_CASE)
 #undef RING_ERRNO_CASE

@@ -207,7 +207,7 @@ int ring_etcd_history_resume(ring_etcd *c, const char *cluster, bool *settled, r
   ring__recovered rec = {0};
   if (r.n_ranges == 2 && r.ranges[0].n == 1 &&
       ring__recovered_decode((const char *)r.ranges[0].kvs[0].value, r.ranges[0].kvs[0].value_len,
-                          &rec, NULL) == RING_OK) {
+                             &rec, NULL) == RING_OK) {
     bool done = ring_etcd_history_settle(c, rec.version, version_value(&r.ranges[1]));
     if (settled)
       *settled = done;

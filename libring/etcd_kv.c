@@ -113,10 +113,10 @@ int ring__kv_parse(const cJSON *o, ring_kv *kv) {
   int rc = ring__json_bytes(o, "key", &kv->key, &kv->key_len);
   if (rc == RING_OK && cJSON_HasObjectItem(o, "value"))
     rc = ring__json_bytes(o, "value", &kv->value, &kv->value_len);
-  if (rc == RING_OK && !(ring__json_i64(o, "create_revision", &kv->create_revision) &&
-                         ring__json_i64(o, "mod_revision", &kv->mod_revision) &&
-                         ring__json_i64(o, "version", &kv->version) &&
-                         ring__json_i64(o, "lease", &kv->lease)))
+  if (rc == RING_OK &&
+      !(ring__json_i64(o, "create_revision", &kv->create_revision) &&
+        ring__json_i64(o, "mod_revision", &kv->mod_revision) &&
+        ring__json_i64(o, "version", &kv->version) && ring__json_i64(o, "lease", &kv->lease)))
     rc = RING_EPROTO;
   if (rc != RING_OK)
     ring_kv_clear(kv);
@@ -198,8 +198,8 @@ static int add_key(cJSON *o, const void *key, size_t len, bool prefix) {
 }
 
 /* Runs a call whose body was built (rc says whether building worked). */
-static int run(ring_etcd *c, const char *path, cJSON *body, int rc, ring__retry retry,
-               cJSON **resp, ring_error *err) {
+static int run(ring_etcd *c, const char *path, cJSON *body, int rc, ring__retry retry, cJSON **resp,
+               ring_error *err) {
   if (body == NULL || rc != RING_OK) {
     cJSON_Delete(body);
     return ring__err(err, RING_ENOMEM, "request body");
@@ -267,8 +267,8 @@ int ring_etcd_put(ring_etcd *c, const void *key, size_t key_len, const void *val
   return RING_OK;
 }
 
-int ring_etcd_delete(ring_etcd *c, const void *key, size_t key_len, bool prefix,
-                     int64_t *deleted, int64_t *revision, ring_error *err) {
+int ring_etcd_delete(ring_etcd *c, const void *key, size_t key_len, bool prefix, int64_t *deleted,
+                     int64_t *revision, ring_error *err) {
   if (c == NULL || (key == NULL && key_len))
     return ring__err(err, RING_EINVAL, "ring_etcd_delete: NULL argument");
   cJSON *body = cJSON_CreateObject(), *resp = NULL;

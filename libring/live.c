@@ -41,11 +41,11 @@ typedef struct reader {
 } reader;
 
 static struct {
-  pthread_mutex_t lock;       /* guards head and every reader's next/prev */
-  reader *head;               /* registered readers */
-  _Atomic uint64_t epoch;     /* starts at 1: a reader's 0 means "outside" */
-  _Atomic uint64_t fallback;  /* readers inside that could not register */
-  pthread_key_t key;          /* thread exit -> unregister */
+  pthread_mutex_t lock;      /* guards head and every reader's next/prev */
+  reader *head;              /* registered readers */
+  _Atomic uint64_t epoch;    /* starts at 1: a reader's 0 means "outside" */
+  _Atomic uint64_t fallback; /* readers inside that could not register */
+  pthread_key_t key;         /* thread exit -> unregister */
   pthread_once_t once;
   bool key_ok;
 } registry = {PTHREAD_MUTEX_INITIALIZER, NULL, 1, 0, 0, PTHREAD_ONCE_INIT, false};

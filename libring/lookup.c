@@ -54,8 +54,7 @@ static double unit_interval(uint64_t key_hash, uint64_t node_hash) {
   return ((double)(x >> 11) + 0.5) * 0x1p-53;
 }
 
-int ring_rendezvous_pick(const ring_table *t, uint64_t key_hash, const uint16_t *cand,
-                         int n) {
+int ring_rendezvous_pick(const ring_table *t, uint64_t key_hash, const uint16_t *cand, int n) {
   if (t == NULL || cand == NULL || n < 1)
     return RING_EINVAL;
   bool equal = true;

@@ -12,8 +12,7 @@
 
 /* ------------------------------------------------------ target node list */
 
-static int add_record(ring_table *t, const ring__node *n, ring_node_state state,
-                      ring_error *err) {
+static int add_record(ring_table *t, const ring__node *n, ring_node_state state, ring_error *err) {
   const char *k[RING_LABELS_MAX], *v[RING_LABELS_MAX];
   ring_node_spec s = ring__node_spec(n, state, k, v);
   return ring_table_add_node(t, &s, NULL, err);
@@ -58,18 +57,17 @@ static int build_nodes(ring_table *target, const ring_table *cur, const ring_tab
 
 static int new_target(const ring_table *cur, const ring_plan_config *cfg, ring_table **out,
                       ring_error *err) {
-  const char *fd = cfg->failure_domain ? cfg->failure_domain
-                                       : cur ? cur->failure_domain : "";
+  const char *fd = cfg->failure_domain ? cfg->failure_domain : cur ? cur->failure_domain : "";
   if (cur && cfg->tokens && cfg->tokens != cur->view.tokens)
     return ring__err(err, RING_EINVAL, "tokens: %u fixed at creation, config says %u",
                      cur->view.tokens, cfg->tokens);
   if (cur && cfg->replicas && cfg->replicas != cur->view.replicas)
     return ring__err(err, RING_EINVAL, "replicas: changing R (%u -> %u) is not supported",
                      cur->view.replicas, cfg->replicas);
-  ring_table_params p = {cur ? cur->cluster : cfg->cluster, fd,
-                         cur ? cur->version + 1 : 1, cur ? cur->view.seed : cfg->seed,
-                         cur ? cur->view.tokens : cfg->tokens,
-                         cur ? cur->view.replicas : cfg->replicas};
+  ring_table_params p = {
+      cur ? cur->cluster : cfg->cluster,    fd,
+      cur ? cur->version + 1 : 1,           cur ? cur->view.seed : cfg->seed,
+      cur ? cur->view.tokens : cfg->tokens, cur ? cur->view.replicas : cfg->replicas};
   if (p.cluster == NULL)
     return ring__err(err, RING_EINVAL, "cluster: missing");
   return ring_table_new(&p, out, err);
@@ -192,9 +190,7 @@ uint32_t ring_plan_move_count(const ring_plan *p) { return p ? p->n_moves : 0; }
 const ring_move *ring_plan_moves(const ring_plan *p) { return p ? p->moves : NULL; }
 uint32_t ring_plan_wave_count(const ring_plan *p) { return p ? p->n_waves : 0; }
 uint32_t ring_plan_lower_bound(const ring_plan *p) { return p ? p->lower_bound : 0; }
-uint32_t ring_plan_best_effort_violations(const ring_plan *p) {
-  return p ? p->soft_violations : 0;
-}
+uint32_t ring_plan_best_effort_violations(const ring_plan *p) { return p ? p->soft_violations : 0; }
 uint64_t ring_plan_bytes(const ring_plan *p) { return p ? p->bytes : 0; }
 uint32_t ring_plan_lost_moves(const ring_plan *p) { return p ? p->lost : 0; }
 

@@ -79,10 +79,10 @@ static void assign(planner *p, uint32_t t, uint32_t r, uint16_t u) {
 /* ------------------------------------------------------ initial placement */
 
 typedef struct pick {
-  uint32_t id;    /* domain or node */
-  uint32_t left;  /* quota left */
-  uint32_t soft;  /* best-effort conflicts */
-  uint64_t tie;   /* deterministic scatter among equals */
+  uint32_t id;   /* domain or node */
+  uint32_t left; /* quota left */
+  uint32_t soft; /* best-effort conflicts */
+  uint64_t tie;  /* deterministic scatter among equals */
 } pick;
 
 /* a better than b: fewer soft conflicts, more left, then the tie hash. */
@@ -127,8 +127,7 @@ static void groups_free(groups *g) {
 }
 
 /* The node of domain d that token t's slot r should get. */
-static uint16_t pick_in_domain(planner *p, const groups *g, uint32_t d, uint32_t t,
-                               uint32_t r) {
+static uint16_t pick_in_domain(planner *p, const groups *g, uint32_t d, uint32_t t, uint32_t r) {
   pick best = {NONE, 0, UINT32_MAX, 0};
   for (uint32_t j = g->start[d]; j < g->start[d + 1]; j++) {
     uint32_t i = g->node[j];
@@ -187,13 +186,11 @@ typedef struct rebalance {
   uint32_t n_free;
   uint32_t *slot_start; /* per node offsets into slots (CSR of base ownership) */
   uint32_t *slots;
-  uint32_t *moved;      /* slots given a new owner so far, each once */
+  uint32_t *moved; /* slots given a new owner so far, each once */
   uint32_t n_moved;
 } rebalance;
 
-static bool unmoved(const planner *p, uint32_t s) {
-  return p->target->owners[s] == p->orig[s];
-}
+static bool unmoved(const planner *p, uint32_t s) { return p->target->owners[s] == p->orig[s]; }
 
 /* Frees the slots that must move whatever else happens: owners that give
  * everything up, and the later of two owners sharing a hard domain. */
@@ -435,8 +432,8 @@ static bool two_hop(planner *p, rebalance *rb, uint32_t s1, uint16_t u) {
  * change. Each hand-over of a slot that had not moved yet costs one move
  * beyond the lower bound, so this runs only where nothing cheaper did. */
 typedef struct chain {
-  uint16_t *from;   /* per node: who handed it a slot in the search */
-  uint32_t *slot;   /* per node: which slot */
+  uint16_t *from; /* per node: who handed it a slot in the search */
+  uint32_t *slot; /* per node: which slot */
   uint16_t *queue;
   bool *seen;
 } chain;
@@ -455,7 +452,8 @@ static uint16_t expand(planner *p, const rebalance *rb, chain *c, uint16_t x, ui
     if (p->target->owners[s] != x)
       continue;
     for (uint32_t y = 0; y < p->n; y++) {
-      if (c->seen[y] || !p->sh.eligible[y] || !can_take_as(p, (uint16_t)y, s / p->R, s % p->R, true))
+      if (c->seen[y] || !p->sh.eligible[y] ||
+          !can_take_as(p, (uint16_t)y, s / p->R, s % p->R, true))
         continue;
       c->seen[y] = true;
       c->from[y] = x;

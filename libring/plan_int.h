@@ -17,12 +17,12 @@
 
 /* Per-node facts the planner and the verifier both derive from a node list. */
 typedef struct ring__shares {
-  uint32_t n;          /* nodes */
-  uint32_t n_dom;      /* distinct hard domains among eligible nodes */
-  uint32_t *dom;       /* per node: hard domain id; eligible nodes' ids are < n_dom */
-  double *target;      /* per node: weighted target, domain caps applied; 0 if ineligible */
-  uint32_t *quota;     /* per node: floor or ceil of target, summing to T*R */
-  bool *eligible;      /* per node: active or joining */
+  uint32_t n;      /* nodes */
+  uint32_t n_dom;  /* distinct hard domains among eligible nodes */
+  uint32_t *dom;   /* per node: hard domain id; eligible nodes' ids are < n_dom */
+  double *target;  /* per node: weighted target, domain caps applied; 0 if ineligible */
+  uint32_t *quota; /* per node: floor or ceil of target, summing to T*R */
+  bool *eligible;  /* per node: active or joining */
 } ring__shares;
 
 /* Whether a node in this state takes replicas. */
@@ -41,8 +41,8 @@ static inline bool ring__alive(ring_node_state s) {
  * replicas move. Returns RING_OK, RING_EPLAN with err naming a broken hard
  * rule (too few domains or nodes, a node without the label), RING_ENOMEM.
  * On success the caller frees with ring__shares_free. */
-int ring__shares_compute(const ring_table *t, const char *fd, const uint32_t *load,
-                         ring__shares *s, ring_error *err);
+int ring__shares_compute(const ring_table *t, const char *fd, const uint32_t *load, ring__shares *s,
+                         ring_error *err);
 void ring__shares_free(ring__shares *s);
 
 /* Id of a node's value of label `key` among all nodes (equal values, equal
@@ -59,7 +59,7 @@ struct ring_plan {
   uint32_t n_waves;
   uint32_t lower_bound;
   uint32_t soft_violations;
-  uint32_t lost;         /* moves with no live source */
+  uint32_t lost; /* moves with no live source */
   uint64_t bytes;
   ring_plan_load *loads; /* per target node */
 };
@@ -67,11 +67,11 @@ struct ring_plan {
 /* The working state of one ring_plan_compute call. */
 typedef struct ring__planner {
   const ring_plan_config *cfg;
-  ring_table *target;     /* unsealed; owners hold the working assignment */
-  uint16_t *orig;         /* T*R base owners in target indexes; NULL without a base */
-  ring__shares sh;        /* domains, targets, quotas of target's nodes */
-  uint32_t *soft;         /* per node best-effort domain id, or NULL */
-  uint32_t *load;         /* per node token-replicas in the working assignment */
+  ring_table *target; /* unsealed; owners hold the working assignment */
+  uint16_t *orig;     /* T*R base owners in target indexes; NULL without a base */
+  ring__shares sh;    /* domains, targets, quotas of target's nodes */
+  uint32_t *soft;     /* per node best-effort domain id, or NULL */
+  uint32_t *load;     /* per node token-replicas in the working assignment */
   uint32_t T, R, n;
   uint32_t lower_bound;
 } ring__planner;

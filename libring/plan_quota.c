@@ -84,8 +84,8 @@ static uint32_t compact_domains(ring__shares *s, uint32_t *map) {
 /* ----------------------------------------------------------------- targets */
 
 /* Water-filling: each domain's share of total by weight, none above cap. */
-static void domain_shares(const double *weight, uint32_t d, double total, double cap,
-                          bool *capped, double *share) {
+static void domain_shares(const double *weight, uint32_t d, double total, double cap, bool *capped,
+                          double *share) {
   for (bool again = true; again;) {
     again = false;
     double left = total, w = 0;
@@ -217,17 +217,16 @@ static int check_rules(const ring__shares *s, const ring_table *t, const char *f
   }
   const uint32_t R = t->view.replicas;
   if (eligible < R)
-    return ring__err(err, RING_EPLAN, "%u active or joining nodes, R=%u needs %u", eligible,
-                     R, R);
+    return ring__err(err, RING_EPLAN, "%u active or joining nodes, R=%u needs %u", eligible, R, R);
   if (s->n_dom < R)
     return ring__err(err, RING_EPLAN,
-                     "only %u distinct \"%s\" values among active nodes, R=%u needs %u",
-                     s->n_dom, fd, R, R);
+                     "only %u distinct \"%s\" values among active nodes, R=%u needs %u", s->n_dom,
+                     fd, R, R);
   return RING_OK;
 }
 
-int ring__shares_compute(const ring_table *t, const char *fd, const uint32_t *load,
-                         ring__shares *s, ring_error *err) {
+int ring__shares_compute(const ring_table *t, const char *fd, const uint32_t *load, ring__shares *s,
+                         ring_error *err) {
   const uint32_t n = t->n_nodes, n1 = n ? n : 1;
   fd = fd ? fd : "";
   memset(s, 0, sizeof *s);

@@ -52,9 +52,8 @@ static void check_domains(const ring_table *t, const ring__shares *sh, findings 
     for (uint32_t r = 1; r < R; r++)
       for (uint32_t q = 0; q < r; q++)
         if (sh->dom[o[q]] == sh->dom[o[r]])
-          finding(f, "token %u: %s and %s share %s %s", tok, t->nodes[o[q]].id,
-                  t->nodes[o[r]].id, t->failure_domain,
-                  ring_table_node_label(t, o[q], t->failure_domain));
+          finding(f, "token %u: %s and %s share %s %s", tok, t->nodes[o[q]].id, t->nodes[o[r]].id,
+                  t->failure_domain, ring_table_node_label(t, o[q], t->failure_domain));
   }
 }
 
@@ -63,8 +62,8 @@ static void check_leavers(const ring_table *t, findings *f) {
   for (uint32_t i = 0; i < t->n_nodes; i++) {
     const ring__node *n = &t->nodes[i];
     if (!ring__eligible(n->state) && n->replicas > 0)
-      finding(f, "node %s is %s but owns %u token-replicas", n->id,
-              ring_node_state_name(n->state), n->replicas);
+      finding(f, "node %s is %s but owns %u token-replicas", n->id, ring_node_state_name(n->state),
+              n->replicas);
   }
 }
 
@@ -72,8 +71,7 @@ static void check_balance(const ring_table *t, const ring__shares *sh, findings 
   for (uint32_t i = 0; i < t->n_nodes; i++) {
     const ring__node *n = &t->nodes[i];
     if (sh->eligible[i] && fabs((double)n->replicas - sh->target[i]) >= 1.0 - 1e-9)
-      finding(f, "node %s owns %u token-replicas, target %.3f", n->id, n->replicas,
-              sh->target[i]);
+      finding(f, "node %s owns %u token-replicas, target %.3f", n->id, n->replicas, sh->target[i]);
   }
 }
 
@@ -103,8 +101,8 @@ static int verify_table(const ring_table *t, const char *fd, findings *f) {
 }
 
 int ring_table_verify(const ring_table *t, const char *failure_domain, char **report) {
-  if (t == NULL || !t->sealed || (failure_domain && *failure_domain &&
-                                  !ring_id_valid(failure_domain)))
+  if (t == NULL || !t->sealed ||
+      (failure_domain && *failure_domain && !ring_id_valid(failure_domain)))
     return RING_EINVAL;
   findings f = {{0}, 0};
   int rc = verify_table(t, failure_domain, &f);
@@ -161,8 +159,8 @@ static void check_limits(replay *rp, const ring_move *m, uint32_t wave_moves, fi
   uint32_t k = m->source == RING_NODE_NONE ? 1 : 2;
   for (uint32_t i = 0; i < k; i++)
     if (++rp->node_use[nodes[i]] > c->max_moves_per_node && c->max_moves_per_node)
-      finding(f, "wave %u: node %s in more than %u moves", m->wave,
-              rp->target->nodes[nodes[i]].id, c->max_moves_per_node);
+      finding(f, "wave %u: node %s in more than %u moves", m->wave, rp->target->nodes[nodes[i]].id,
+              c->max_moves_per_node);
   uint32_t d0 = rp->dom[nodes[0]], d1 = k > 1 ? rp->dom[nodes[1]] : d0;
   if (++rp->dom_use[d0] > c->max_moves_per_domain && c->max_moves_per_domain)
     finding(f, "wave %u: a domain in more than %u moves", m->wave, c->max_moves_per_domain);
@@ -185,8 +183,7 @@ static void check_token_state(const replay *rp, uint32_t tok, uint32_t wave, fin
   bool domains = *rp->target->failure_domain && !base_clash(rp, tok);
   for (uint32_t r = 1; r < rp->R; r++)
     for (uint32_t q = 0; q < r; q++)
-      if (w[q] == w[r] || (domains && both_stay(rp, w[q], w[r]) &&
-                           rp->dom[w[q]] == rp->dom[w[r]]))
+      if (w[q] == w[r] || (domains && both_stay(rp, w[q], w[r]) && rp->dom[w[q]] == rp->dom[w[r]]))
         finding(f, "after wave %u: token %u slots %u and %u share a %s", wave, tok, q, r,
                 w[q] == w[r] ? "node" : "domain");
 }
@@ -220,9 +217,14 @@ static int replay_init(replay *rp, const ring_table *base, const ring_plan *p,
   const ring_table *t = p->target;
   const size_t S = (size_t)t->view.tokens * t->view.replicas;
   const uint32_t n1 = t->n_nodes ? t->n_nodes : 1;
-  *rp = (replay){t, cfg, t->view.replicas, malloc(S * sizeof *rp->work),
-                 malloc(S * sizeof *rp->base), malloc(n1 * sizeof *rp->dom),
-                 calloc(t->view.tokens, sizeof *rp->wave_token), malloc(n1 * sizeof(uint32_t)),
+  *rp = (replay){t,
+                 cfg,
+                 t->view.replicas,
+                 malloc(S * sizeof *rp->work),
+                 malloc(S * sizeof *rp->base),
+                 malloc(n1 * sizeof *rp->dom),
+                 calloc(t->view.tokens, sizeof *rp->wave_token),
+                 malloc(n1 * sizeof(uint32_t)),
                  malloc(n1 * sizeof(uint32_t))};
   if (!rp->work || !rp->base || !rp->dom || !rp->wave_token || !rp->node_use || !rp->dom_use ||
       ring__label_ids(t, t->failure_domain, rp->dom) < 0)
@@ -263,8 +265,8 @@ static void verify_moves(replay *rp, const ring_plan *p, findings *f) {
   const size_t S = (size_t)t->view.tokens * t->view.replicas;
   for (size_t s = 0; s < S; s++)
     if (rp->work[s] != t->owners[s]) {
-      finding(f, "token %zu slot %zu: the moves leave %s, the target says %s", s / rp->R,
-              s % rp->R, t->nodes[rp->work[s]].id, t->nodes[t->owners[s]].id);
+      finding(f, "token %zu slot %zu: the moves leave %s, the target says %s", s / rp->R, s % rp->R,
+              t->nodes[rp->work[s]].id, t->nodes[t->owners[s]].id);
       break;
     }
   if (p->n_moves < p->lower_bound)

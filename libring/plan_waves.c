@@ -131,8 +131,7 @@ static int place_in_wave(const ring__planner *p, wave_limits *w, ring_move *m,
  * clashes with b's base owner (the same node, or a staying node's domain). */
 static bool waits_for(const ring__planner *p, const ring_move *a, const ring_move *b) {
   const ring__node *ob = &p->target->nodes[b->from];
-  return a->to == b->from ||
-         (ring__eligible(ob->state) && p->sh.dom[a->to] == p->sh.dom[b->from]);
+  return a->to == b->from || (ring__eligible(ob->state) && p->sh.dom[a->to] == p->sh.dom[b->from]);
 }
 
 /* Ranks the moves of each token (contiguous in m) so dependencies run
@@ -193,8 +192,15 @@ int ring__plan_waves(const ring__planner *p, ring_plan *plan) {
     return (plan->moves = malloc(sizeof *plan->moves)) ? RING_OK : RING_ENOMEM;
   int rc = collect_moves(p, plan);
   uint32_t *token_next = calloc(p->T, sizeof *token_next);
-  wave_limits w = {p->cfg->max_moves_per_node, p->cfg->max_moves_per_domain,
-                   p->cfg->max_moves_per_wave, p->n ? p->n : 1, 0, 0, NULL, NULL, NULL};
+  wave_limits w = {p->cfg->max_moves_per_node,
+                   p->cfg->max_moves_per_domain,
+                   p->cfg->max_moves_per_wave,
+                   p->n ? p->n : 1,
+                   0,
+                   0,
+                   NULL,
+                   NULL,
+                   NULL};
   if (rc == RING_OK && token_next == NULL)
     rc = RING_ENOMEM;
   if (rc == RING_OK)

@@ -20,8 +20,7 @@
 /* ------------------------------------------------------ character classes */
 
 static bool id_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-         c == '-';
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
 }
 
 int ring_id_valid(const char *s) {
@@ -189,11 +188,10 @@ static int check_labels(const ring_node_spec *s, ring_error *err) {
   for (uint32_t i = 0; i < s->n_labels; i++) {
     const char *k = s->label_keys[i], *v = s->label_values[i];
     if (k == NULL || !ring_id_valid(k))
-      return ring__err(err, RING_ENODE, "node %s: label key must match [a-z0-9._-]{1,63}",
-                       s->id);
+      return ring__err(err, RING_ENODE, "node %s: label key must match [a-z0-9._-]{1,63}", s->id);
     if (v == NULL || !ring__valid_label_value(v))
-      return ring__err(err, RING_ENODE,
-                       "node %s: label %s: value must match [A-Za-z0-9._:-]{1,63}", s->id, k);
+      return ring__err(err, RING_ENODE, "node %s: label %s: value must match [A-Za-z0-9._:-]{1,63}",
+                       s->id, k);
     for (uint32_t j = 0; j < i; j++)
       if (strcmp(s->label_keys[j], k) == 0)
         return ring__err(err, RING_ENODE, "node %s: label %s given twice", s->id, k);
@@ -248,8 +246,7 @@ static int check_node_spec(const ring_table *t, const ring_node_spec *s, ring_er
   return check_labels(s, err);
 }
 
-int ring_table_add_node(ring_table *t, const ring_node_spec *s, uint16_t *index,
-                        ring_error *err) {
+int ring_table_add_node(ring_table *t, const ring_node_spec *s, uint16_t *index, ring_error *err) {
   if (t == NULL || s == NULL || t->sealed)
     return ring__err(err, RING_EINVAL, "ring_table_add_node: NULL or sealed table");
   int rc = check_node_spec(t, s, err);
@@ -330,8 +327,8 @@ int ring_table_set_node(ring_table *t, uint16_t index, ring_node_state state, do
 int ring_table_clone(const ring_table *t, uint64_t version, ring_table **out) {
   if (t == NULL || out == NULL)
     return RING_EINVAL;
-  ring_table_params p = {t->cluster, t->failure_domain, version, t->view.seed,
-                         t->view.tokens, t->view.replicas};
+  ring_table_params p = {t->cluster,   t->failure_domain, version,
+                         t->view.seed, t->view.tokens,    t->view.replicas};
   ring_table *c;
   int rc = ring_table_new(&p, &c, NULL);
   if (rc != RING_OK)
@@ -373,9 +370,7 @@ static const ring__node *node_at(const ring_table *t, uint16_t index) {
 
 uint64_t ring_table_version(const ring_table *t) { return t ? t->version : 0; }
 const char *ring_table_cluster(const ring_table *t) { return t ? t->cluster : NULL; }
-const char *ring_table_failure_domain(const ring_table *t) {
-  return t ? t->failure_domain : NULL;
-}
+const char *ring_table_failure_domain(const ring_table *t) { return t ? t->failure_domain : NULL; }
 uint64_t ring_table_seed(const ring_table *t) { return t ? t->view.seed : 0; }
 uint32_t ring_table_tokens(const ring_table *t) { return t ? t->view.tokens : 0; }
 uint32_t ring_table_replicas(const ring_table *t) { return t ? t->view.replicas : 0; }

@@ -22,9 +22,9 @@
 
 /* ----------------------------------------------------------------- header */
 
-static const char *const top_keys[] = {"format", "cluster", "version", "tokens",
-                                       "replicas", "hash", "failure_domain", "nodes",
-                                       "owners", "pending", "checksum"};
+static const char *const top_keys[] = {"format",   "cluster", "version",        "tokens",
+                                       "replicas", "hash",    "failure_domain", "nodes",
+                                       "owners",   "pending", "checksum"};
 
 static int decode_hash(const cJSON *root, uint64_t *seed, ring_error *err) {
   static const char *const keys[] = {"name", "seed"};
@@ -105,8 +105,8 @@ static int decode_owners(ring_table *t, const cJSON *root, ring_error *err) {
   const size_t slots = (size_t)t->view.tokens * t->view.replicas;
   const size_t want = ring__base64_encoded_len(slots * 2), have = strlen(b64);
   if (have != want)
-    return ring__err(err, RING_EOWNERS, "owners: %zu base64 characters, T*R=%zu needs %zu",
-                     have, slots, want);
+    return ring__err(err, RING_EOWNERS, "owners: %zu base64 characters, T*R=%zu needs %zu", have,
+                     slots, want);
   uint8_t *raw = (uint8_t *)t->owners; /* decode in place, then fix byte order */
   if (ring__base64_decode(b64, have, raw, slots * 2) != (long)(slots * 2))
     return ring__err(err, RING_EOWNERS, "owners: not canonical base64");
@@ -116,8 +116,9 @@ static int decode_owners(ring_table *t, const cJSON *root, ring_error *err) {
   if ((rc = ring__json_checksum(root, "checksum", &want_sum, err)) != RING_OK)
     return rc;
   if (want_sum != have_sum)
-    return ring__err(err, RING_ECHECKSUM, "checksum: owners hash to %016" PRIx64
-                     ", table says %016" PRIx64, have_sum, want_sum);
+    return ring__err(err, RING_ECHECKSUM,
+                     "checksum: owners hash to %016" PRIx64 ", table says %016" PRIx64, have_sum,
+                     want_sum);
   return RING_OK;
 }
 
@@ -188,11 +189,11 @@ int ring_table_encode(const ring_table *t, char **json, size_t *len) {
     return RING_EINVAL;
   ring__sbuf b = {0};
   ring__sb_printf(&b,
-            "{\"format\":\"" TABLE_FORMAT "\",\"cluster\":\"%s\",\"version\":%" PRIu64
-            ",\"tokens\":%u,\"replicas\":%u,\"hash\":{\"name\":\"" HASH_NAME
-            "\",\"seed\":%" PRIu64 "},\"failure_domain\":\"%s\",\"nodes\":[",
-            t->cluster, t->version, t->view.tokens, t->view.replicas, t->view.seed,
-            t->failure_domain);
+                  "{\"format\":\"" TABLE_FORMAT "\",\"cluster\":\"%s\",\"version\":%" PRIu64
+                  ",\"tokens\":%u,\"replicas\":%u,\"hash\":{\"name\":\"" HASH_NAME
+                  "\",\"seed\":%" PRIu64 "},\"failure_domain\":\"%s\",\"nodes\":[",
+                  t->cluster, t->version, t->view.tokens, t->view.replicas, t->view.seed,
+                  t->failure_domain);
   for (uint32_t i = 0; i < t->n_nodes; i++) {
     if (i)
       ring__sb_puts(&b, ",");
@@ -203,7 +204,7 @@ int ring_table_encode(const ring_table *t, char **json, size_t *len) {
   ring__sb_puts(&b, ",\"pending\":[");
   for (uint32_t i = 0; i < t->n_pending; i++)
     ring__sb_printf(&b, "%s[%u,%u,%u]", i ? "," : "", t->pending[i].token, t->pending[i].slot,
-              t->pending[i].node);
+                    t->pending[i].node);
   ring__sb_printf(&b, "],\"checksum\":\"" HASH_NAME ":%016" PRIx64 "\"}", ring__owners_checksum(t));
   if (b.oom) {
     free(b.p);

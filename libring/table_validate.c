@@ -17,12 +17,12 @@ static int check_owners(const ring_table *t, ring_error *err) {
     const uint16_t *o = &t->owners[(size_t)tok * R];
     for (uint32_t r = 0; r < R; r++) {
       if (o[r] >= t->n_nodes)
-        return ring__err(err, RING_EINDEX, "owners[%u][%u]: node index %u, %u nodes", tok, r,
-                         o[r], t->n_nodes);
+        return ring__err(err, RING_EINDEX, "owners[%u][%u]: node index %u, %u nodes", tok, r, o[r],
+                         t->n_nodes);
       for (uint32_t q = 0; q < r; q++)
         if (o[q] == o[r])
-          return ring__err(err, RING_EDUPOWNER, "token %u: slots %u and %u both owned by %s",
-                           tok, q, r, t->nodes[o[r]].id);
+          return ring__err(err, RING_EDUPOWNER, "token %u: slots %u and %u both owned by %s", tok,
+                           q, r, t->nodes[o[r]].id);
     }
   }
   return RING_OK;
@@ -41,14 +41,14 @@ static int check_pending_entry(const ring_table *t, uint32_t i, ring_error *err)
   const uint32_t R = t->view.replicas;
   const ring__pending *p = &t->pending[i];
   if (p->token >= t->view.tokens || p->slot >= R)
-    return ring__err(err, RING_EPENDING, "pending[%u]: token %u slot %u out of range", i,
-                     p->token, p->slot);
+    return ring__err(err, RING_EPENDING, "pending[%u]: token %u slot %u out of range", i, p->token,
+                     p->slot);
   if (p->node >= t->n_nodes)
     return ring__err(err, RING_EPENDING, "pending[%u]: node index %u, %u nodes", i, p->node,
                      t->n_nodes);
   if (i > 0 && cmp_pending(&t->pending[i - 1], p) == 0)
-    return ring__err(err, RING_EPENDING, "pending[%u]: token %u slot %u listed twice", i,
-                     p->token, p->slot);
+    return ring__err(err, RING_EPENDING, "pending[%u]: token %u slot %u listed twice", i, p->token,
+                     p->slot);
   const uint16_t *o = &t->owners[(size_t)p->token * R];
   for (uint32_t r = 0; r < R; r++)
     if (o[r] == p->node)
@@ -63,8 +63,8 @@ static int check_pending_entry(const ring_table *t, uint32_t i, ring_error *err)
 
 int ring__table_validate(const ring_table *t, ring_error *err) {
   if (t->view.replicas > t->n_nodes)
-    return ring__err(err, RING_EREPLICAS, "replicas: %u exceeds the %u nodes",
-                     t->view.replicas, t->n_nodes);
+    return ring__err(err, RING_EREPLICAS, "replicas: %u exceeds the %u nodes", t->view.replicas,
+                     t->n_nodes);
   int rc = check_owners(t, err);
   for (uint32_t i = 0; rc == RING_OK && i < t->n_pending; i++)
     rc = check_pending_entry(t, i, err);

@@ -15,10 +15,10 @@
 #include <stdint.h>
 
 /* Limits, the same for every host (a manifest one host writes, another reads). */
-#define ARC_FILES_MAX 65536u                /* files in one arc */
-#define ARC_MANIFEST_JSON_MAX (16u << 20)   /* bytes of one manifest document */
+#define ARC_FILES_MAX 65536u              /* files in one arc */
+#define ARC_MANIFEST_JSON_MAX (16u << 20) /* bytes of one manifest document */
 #define ARC_TOKEN_MAX (RING_TOKENS_MAX - 1u)
-#define ARC_SIZE_MAX RING_VERSION_MAX       /* 2^53-1: exact in every JSON reader */
+#define ARC_SIZE_MAX RING_VERSION_MAX /* 2^53-1: exact in every JSON reader */
 #define ARC_NAME_MAX 255 /* a file name inside an arc: [A-Za-z0-9._-], no leading '.' */
 #define ARC_MANIFEST_FORMAT "ringkeeper.arc-manifest.v1"
 

@@ -52,8 +52,8 @@ int rk_event_decode(const char *json, size_t len, rk_event *out, ring_error *err
     return ring__err(err, RING_ETOOBIG, "%zu bytes over the %u cap", len, RK_EVENT_VALUE_MAX);
   cJSON *root = NULL;
   rk_event e = {0};
-  int rc = ring__record_parse(json, len, EVENT_FORMAT, keys, sizeof keys / sizeof *keys, &root,
-                              err);
+  int rc =
+      ring__record_parse(json, len, EVENT_FORMAT, keys, sizeof keys / sizeof *keys, &root, err);
   if (rc == RING_OK)
     rc = ring__json_uint(root, "at_ms", 0, RING_VERSION_MAX, RING_EFIELD, &e.at_ms, err);
   if (rc == RING_OK)
@@ -106,8 +106,8 @@ static void copy_printable(char *dst, size_t cap, const char *src) {
   dst[n] = '\0';
 }
 
-int rk_event_make(rk_event *e, uint64_t at_ms, const char *by, const char *what,
-                  const char *node, const char *detail) {
+int rk_event_make(rk_event *e, uint64_t at_ms, const char *by, const char *what, const char *node,
+                  const char *detail) {
   if (e == NULL || what == NULL || !ring_id_valid(what) ||
       (node != NULL && *node != '\0' && !ring_id_valid(node)))
     return RING_EINVAL;

@@ -27,10 +27,10 @@
 #define RK_JOURNAL_NAME_LEN 30   /* "<13-digit ms>-<16 hex digits>" */
 
 typedef struct rk_event {
-  uint64_t at_ms;                      /* when (Unix ms, the writer's clock: display only) */
-  char by[RK_EVENT_BY_MAX + 1];        /* who: "coordinator/<id>", "<user>@<host>" */
-  char what[RING_ID_MAX + 1];          /* the kind, [a-z0-9._-]{1,63}, e.g. "node.addr" */
-  char node[RING_ID_MAX + 1];          /* the node concerned, or "" */
+  uint64_t at_ms;                       /* when (Unix ms, the writer's clock: display only) */
+  char by[RK_EVENT_BY_MAX + 1];         /* who: "coordinator/<id>", "<user>@<host>" */
+  char what[RING_ID_MAX + 1];           /* the kind, [a-z0-9._-]{1,63}, e.g. "node.addr" */
+  char node[RING_ID_MAX + 1];           /* the node concerned, or "" */
   char detail[RK_EVENT_DETAIL_MAX + 1]; /* one printable line, e.g. "a:1 -> b:2" */
 } rk_event;
 
@@ -41,8 +41,8 @@ int rk_event_encode(const rk_event *e, char **json, size_t *len);
  * printable ASCII become '?', so any text a caller has makes a valid
  * event. Returns RING_EINVAL when what or node is not a valid id (node may
  * be NULL or ""). */
-int rk_event_make(rk_event *e, uint64_t at_ms, const char *by, const char *what,
-                  const char *node, const char *detail);
+int rk_event_make(rk_event *e, uint64_t at_ms, const char *by, const char *what, const char *node,
+                  const char *detail);
 
 /* The key of a new entry, "/ringkeeper/<cluster>/journal/<ms>-<nonce>",
  * from a random 64-bit nonce: entries are ordered by their create

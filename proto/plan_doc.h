@@ -16,9 +16,9 @@
 
 /* ------------------------------------------------------ the plan document */
 
-#define RK_PLAN_ID_LEN 16     /* hex digits */
-#define RK_DIGEST_LEN 41      /* "xxh3-128:" + 32 hex digits */
-#define RK_VIOLATIONS_MAX 16  /* reasons kept for a refused plan */
+#define RK_PLAN_ID_LEN 16    /* hex digits */
+#define RK_DIGEST_LEN 41     /* "xxh3-128:" + 32 hex digits */
+#define RK_VIOLATIONS_MAX 16 /* reasons kept for a refused plan */
 #define RK_REASON_MAX 256
 
 typedef struct rk_plan_input {
@@ -39,9 +39,9 @@ void rk_plan_input_free(rk_plan_input *in); /* frees the contents, not in */
 int rk_plan_input_copy(const rk_plan_input *in, rk_plan_input *out);
 
 typedef struct rk_plan_doc {
-  char id[RK_PLAN_ID_LEN + 1];   /* "" for a refused plan */
+  char id[RK_PLAN_ID_LEN + 1]; /* "" for a refused plan */
   char cluster[RING_ID_MAX + 1];
-  uint64_t base_version;         /* 0: first placement */
+  uint64_t base_version; /* 0: first placement */
   uint64_t created_ms;
   rk_plan_input input;
   uint32_t moves_total;
@@ -50,7 +50,7 @@ typedef struct rk_plan_doc {
   uint64_t bytes;
   uint32_t lost;
   uint32_t best_effort_violations;
-  uint32_t n_violations;         /* > 0: refused, digest "" */
+  uint32_t n_violations; /* > 0: refused, digest "" */
   char violations[RK_VIOLATIONS_MAX][RK_REASON_MAX];
   char digest[RK_DIGEST_LEN + 1];
 } rk_plan_doc;
@@ -106,10 +106,10 @@ typedef enum rk_run_state {
 
 typedef struct rk_cursor {
   uint32_t wave;
-  bool pending;       /* phase "pending" (else "settled") */
-  uint64_t version;   /* the table version the cursor refers to */
-  uint8_t *done;      /* ceil(moves_total/8) bytes, malloc()'ed (NULL for 0 moves) */
-  uint8_t *inflight;  /* same size */
+  bool pending;      /* phase "pending" (else "settled") */
+  uint64_t version;  /* the table version the cursor refers to */
+  uint8_t *done;     /* ceil(moves_total/8) bytes, malloc()'ed (NULL for 0 moves) */
+  uint8_t *inflight; /* same size */
   uint32_t moves_done;
   uint64_t bytes_done;
 } rk_cursor;
@@ -147,7 +147,7 @@ static inline void rk_bit_set(uint8_t *bits, uint32_t i, bool on) {
   if (on)
     bits[i / 8] |= (uint8_t)(1u << (i % 8));
   else
-    bits[i / 8] &= (uint8_t)~(1u << (i % 8));
+    bits[i / 8] &= (uint8_t) ~(1u << (i % 8));
 }
 
 #endif /* RING_PROTO_PLAN_DOC_H */

@@ -17,7 +17,7 @@ int rk__scratch_table(ring_table **out, ring_error *err);
 /* A node record of table.md (id, addr, labels, weight, state) into *out,
  * validated and added to scratch; *out untouched on failure. */
 int rk__plan_node_decode(const cJSON *o, const char *where, ring_table *scratch,
-                           struct rk_node *out, ring_error *err);
+                         struct rk_node *out, ring_error *err);
 void rk__plan_node_encode(ring__sbuf *b, const struct rk_node *n);
 
 /* The token array `name`: strictly ascending integers below

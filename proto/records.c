@@ -50,7 +50,6 @@ int rk_key_version(char key[RK_KEY_MAX], const char *cluster, const char *dir, u
   return rk_key2(key, cluster, dir, num);
 }
 
-
 int rk__scratch_table(ring_table **out, ring_error *err) {
   ring_table_params p = {"scratch", "", 1, 0, RING_TOKENS_MIN, 1};
   return ring_table_new(&p, out, err);
@@ -95,7 +94,7 @@ static int member_decode(const cJSON *o, const char *where, bool with_state, rin
 }
 
 int rk__plan_node_decode(const cJSON *o, const char *where, ring_table *scratch, rk_node *out,
-                           ring_error *err) {
+                         ring_error *err) {
   static const char *const keys[] = {"id", "addr", "labels", "weight", "state"};
   if (!cJSON_IsObject(o))
     return ring__err(err, RING_ENODE, "%smust be an object", where);
@@ -475,7 +474,7 @@ static int alive_rest(const cJSON *root, rk_node *n, void *extra, ring_error *er
 }
 
 int rk_alive_decode(const char *json, size_t len, rk_alive *out, ring_error *err) {
-  static const char *const keys[] = {"format", "id",         "addr",          "labels",
+  static const char *const keys[] = {"format", "id",         "addr",           "labels",
                                      "weight", "started_ms", "capacity_bytes", "free_bytes"};
   rk_node n = {0};
   uint64_t nums[3] = {0}; /* started_ms, capacity_bytes, free_bytes */
@@ -504,10 +503,9 @@ int rk_alive_encode(const rk_alive *a, char **json, size_t *len) {
   memcpy(n.addr, a->addr, sizeof n.addr);
   ring__sbuf b = {0};
   member_encode(&b, ALIVE_FORMAT, &n);
-  ring__sb_printf(&b,
-                  ",\"started_ms\":%" PRIu64 ",\"capacity_bytes\":%" PRIu64
-                  ",\"free_bytes\":%" PRIu64 "}",
-                  a->started_ms, a->capacity_bytes, a->free_bytes);
+  ring__sb_printf(
+      &b, ",\"started_ms\":%" PRIu64 ",\"capacity_bytes\":%" PRIu64 ",\"free_bytes\":%" PRIu64 "}",
+      a->started_ms, a->capacity_bytes, a->free_bytes);
   return ring__sb_finish(&b, json, len);
 }
 
@@ -517,7 +515,7 @@ int rk_alive_encode(const rk_alive *a, char **json, size_t *len) {
  * RING_TOKENS_MAX, at least `min` of them, into a malloc()'ed *out (NULL
  * when empty). On failure *out may hold a partial array the caller frees. */
 int rk__token_list_decode(const cJSON *root, const char *name, uint32_t min, uint32_t **out,
-                             uint32_t *n_out, ring_error *err) {
+                          uint32_t *n_out, ring_error *err) {
   const cJSON *arr = ring__json_array(root, name, err);
   if (arr == NULL)
     return RING_EFIELD;
@@ -868,8 +866,9 @@ int rk_loss_decode(const char *json, size_t len, rk_loss *out, ring_error *err) 
 
 int rk_loss_encode(const rk_loss *l, char **json, size_t *len) {
   if (l == NULL || json == NULL || l->version < 1 || l->version > RING_VERSION_MAX ||
-      !rk__token_list_valid(l->tokens, l->n_tokens, 1) || memchr(l->by, '\0', sizeof l->by) == NULL ||
-      !ring_id_valid(l->by) || l->at_ms > RING_VERSION_MAX)
+      !rk__token_list_valid(l->tokens, l->n_tokens, 1) ||
+      memchr(l->by, '\0', sizeof l->by) == NULL || !ring_id_valid(l->by) ||
+      l->at_ms > RING_VERSION_MAX)
     return RING_EINVAL;
   ring__sbuf b = {0};
   ring__sb_printf(&b, "{\"format\":\"" LOSS_FORMAT "\",\"version\":%" PRIu64 ",", l->version);
@@ -1152,4 +1151,3 @@ void rk_recovery_free(rk_recovery *r) {
   r->tokens = NULL;
   r->n_tokens = 0;
 }
-

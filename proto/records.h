@@ -262,7 +262,7 @@ typedef enum rk_host_kind {
 #define RK_ACK_VALUE_MAX 32u               /* a version has at most 16 digits */
 #define RK_PROGRESS_VALUE_MAX (512u << 10) /* 65536 tokens and 64 failing fit */
 #define RK_CLIENT_VALUE_MAX 1024u
-#define RK_MISSING_VALUE_MAX (512u << 10) /* 65536 tokens and 64 failing fit, as progress */
+#define RK_MISSING_VALUE_MAX (512u << 10)  /* 65536 tokens and 64 failing fit, as progress */
 #define RK_RECOVERY_VALUE_MAX (512u << 10) /* 65536 held tokens fit (proto/etcd.md) */
 
 /* "alive", "acks", "progress", "clients", "missing": the key's directory without the

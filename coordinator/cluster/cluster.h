@@ -134,7 +134,7 @@ typedef struct rk_state {
 
   rk_agent_missing *missing; /* sorted by id; hosts reporting owned arcs they lack */
   uint32_t n_missing;
-  rk_agent_sizes *sizes;     /* sorted by id; RK_READ_SIZES only */
+  rk_agent_sizes *sizes; /* sorted by id; RK_READ_SIZES only */
   uint32_t n_sizes;
 
   bool has_stuck; /* the key is there and parsed */

@@ -23,25 +23,25 @@
 /* ------------------------------------------------------------ the daemon */
 
 typedef struct coord_opts {
-  rd_etcd_conf etcd;   /* --endpoints, auth, TLS, --etcd-timeout */
+  rd_etcd_conf etcd; /* --endpoints, auth, TLS, --etcd-timeout */
   char *cluster;
-  char *id;            /* this instance's name in the leader key */
-  char *listen;        /* /metrics, /healthz, the status page; NULL: none */
+  char *id;     /* this instance's name in the leader key */
+  char *listen; /* /metrics, /healthz, the status page; NULL: none */
   char *log_level;
-  bool auto_apply;     /* approve every plan (policy all), whatever config says */
+  bool auto_apply; /* approve every plan (policy all), whatever config says */
   uint64_t lease_ttl_ms;
-  uint64_t tick_ms;    /* the loop's longest sleep */
+  uint64_t tick_ms; /* the loop's longest sleep */
   uint64_t compact_every_ms;
   uint64_t stuck_after_ms; /* a receiver without progress this long: its moves are stuck */
 } coord_opts;
 
 /* Counters and gauges read by /metrics from the server's thread. */
 typedef struct coord_metrics {
-  _Atomic uint64_t leader;          /* 1 while leading */
-  _Atomic uint64_t terms;           /* times elected */
+  _Atomic uint64_t leader; /* 1 while leading */
+  _Atomic uint64_t terms;  /* times elected */
   _Atomic uint64_t version;
-  _Atomic uint64_t nodes[5];        /* by ring_node_state */
-  _Atomic int plan_state;           /* COORD_PLAN_* */
+  _Atomic uint64_t nodes[5]; /* by ring_node_state */
+  _Atomic int plan_state;    /* COORD_PLAN_* */
   _Atomic uint64_t moves_total, moves_done, waves_total, wave;
   _Atomic uint64_t errors;
   _Atomic uint64_t publishes, publish_bytes;
@@ -50,8 +50,13 @@ typedef struct coord_metrics {
   _Atomic uint64_t failing_moves; /* in-flight moves whose receiver reports a failing fetch */
 } coord_metrics;
 
-enum { COORD_PLAN_NONE, COORD_PLAN_PROPOSED, COORD_PLAN_ACTIVE, COORD_PLAN_PAUSED,
-       COORD_PLAN_CANCELLING };
+enum {
+  COORD_PLAN_NONE,
+  COORD_PLAN_PROPOSED,
+  COORD_PLAN_ACTIVE,
+  COORD_PLAN_PAUSED,
+  COORD_PLAN_CANCELLING
+};
 
 /* The status page's state (coord_status.c). Locking: mu guards json only,
  * and is held just to swap or copy it; the rest belongs to the loop. */
@@ -92,26 +97,26 @@ typedef struct coord {
   atomic_bool stop;
 
   /* leadership (coord_lead.c) */
-  int64_t lease;               /* 0: none */
+  int64_t lease; /* 0: none */
   ring_keeper *keeper;
-  atomic_bool lease_lost;      /* set by the keeper's thread */
+  atomic_bool lease_lost; /* set by the keeper's thread */
   bool leading;
   ring_leadership lead;
 
-  ring_watch *watch;           /* the cluster prefix: any change wakes the loop */
+  ring_watch *watch; /* the cluster prefix: any change wakes the loop */
 
   /* caches, owned by the loop */
-  ring_table *table;           /* the table at `version` */
-  ring_plan *run_plan;         /* the active run's plan, recomputed once */
+  ring_table *table;   /* the table at `version` */
+  ring_plan *run_plan; /* the active run's plan, recomputed once */
   char run_plan_id[RK_PLAN_ID_LEN + 1];
-  ring_table *run_base;        /* its base table (NULL for a first placement) */
-  uint64_t input_hash;         /* the last proposal's input and base */
-  bool input_repair;           /* that proposal only re-replicates down nodes' tokens */
+  ring_table *run_base; /* its base table (NULL for a first placement) */
+  uint64_t input_hash;  /* the last proposal's input and base */
+  bool input_repair;    /* that proposal only re-replicates down nodes' tokens */
   uint64_t last_gc_ms;
-  int64_t compact_at;          /* revision to compact to at the next pass */
+  int64_t compact_at; /* revision to compact to at the next pass */
 
-  rd_health health;            /* the last trouble that stopped a step */
-  rd_restore restore;          /* etcd's history went back (coord_restore.c) */
+  rd_health health;   /* the last trouble that stopped a step */
+  rd_restore restore; /* etcd's history went back (coord_restore.c) */
 
   coord_metrics m;
   coord_status status;

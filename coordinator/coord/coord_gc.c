@@ -25,8 +25,8 @@ static uint32_t delete_keys(coord *c, char (*keys)[RK_KEY_MAX], uint32_t n) {
     ring_op ops[DELETE_BATCH];
     uint32_t k = n - at < DELETE_BATCH ? n - at : DELETE_BATCH;
     for (uint32_t i = 0; i < k; i++)
-      ops[i] = (ring_op){.type = RING_OP_DELETE, .key = keys[at + i],
-                         .key_len = strlen(keys[at + i])};
+      ops[i] =
+          (ring_op){.type = RING_OP_DELETE, .key = keys[at + i], .key_len = strlen(keys[at + i])};
     ring_error err = {0};
     if (coord_txn(c, NULL, 0, ops, k, &err) != RING_OK)
       break;
@@ -139,8 +139,7 @@ void coord_gc(coord *c, const rk_state *s) {
   uint32_t events = trim_journal(c);
   ring_error err = {0};
   int64_t compacted = 0;
-  if (c->compact_at > 0 && c->leading &&
-      ring_etcd_compact(c->etcd, c->compact_at, &err) == RING_OK)
+  if (c->compact_at > 0 && c->leading && ring_etcd_compact(c->etcd, c->compact_at, &err) == RING_OK)
     compacted = c->compact_at;
   c->compact_at = s->revision;
   if (tables + deltas + plans + events > 0 || compacted > 0)

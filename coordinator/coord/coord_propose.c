@@ -3,8 +3,8 @@
  * records, config) differs from the table and no run is active, the plan
  * for it is computed and stored, replacing one made for an older
  * membership or base version. When the auto-apply policy approves the
- * plan (every plan, or repairs only) the run starts in the same txn. The planner runs only when its input changed (a hash of it), so an
- * idle cluster costs one read per tick and no CPU.
+ * plan (every plan, or repairs only) the run starts in the same txn. The planner runs only when its
+ * input changed (a hash of it), so an idle cluster costs one read per tick and no CPU.
  */
 #include "coord.h"
 
@@ -20,8 +20,14 @@ static uint64_t input_hash(const rk_plan_input *in, uint64_t base) {
   if (h == NULL)
     return 0; /* 0 never matches a cached hash: the plan is just recomputed */
   XXH3_64bits_reset(h);
-  uint64_t nums[] = {base, in->tokens, in->replicas, in->seed, in->moves_per_node,
-                     in->moves_per_domain, in->moves_per_wave, in->n_nodes};
+  uint64_t nums[] = {base,
+                     in->tokens,
+                     in->replicas,
+                     in->seed,
+                     in->moves_per_node,
+                     in->moves_per_domain,
+                     in->moves_per_wave,
+                     in->n_nodes};
   XXH3_64bits_update(h, nums, sizeof nums);
   XXH3_64bits_update(h, in->failure_domain, strlen(in->failure_domain) + 1);
   XXH3_64bits_update(h, in->best_effort, strlen(in->best_effort) + 1);
@@ -46,14 +52,16 @@ static uint64_t input_hash(const rk_plan_input *in, uint64_t base) {
 static int withdraw(coord *c, const rk_state *s) {
   char key[RK_KEY_MAX];
   int len = coord_key(c, key, "plan/proposed");
-  ring_cmp cmp = {.key = key, .key_len = (size_t)len, .target = RING_CMP_MOD, .op = RING_CMP_EQ,
+  ring_cmp cmp = {.key = key,
+                  .key_len = (size_t)len,
+                  .target = RING_CMP_MOD,
+                  .op = RING_CMP_EQ,
                   .number = s->proposed_mod};
   ring_op op = {.type = RING_OP_DELETE, .key = key, .key_len = (size_t)len};
   ring_error err = {0};
   int rc = coord_txn(c, &cmp, 1, &op, 1, &err);
   if (rc == RING_OK)
-    rd_log(RD_INFO, "proposal withdrawn: the table already matches", "plan", s->proposed.id,
-           NULL);
+    rd_log(RD_INFO, "proposal withdrawn: the table already matches", "plan", s->proposed.id, NULL);
   return rc == RING_OK ? 1 : rc == RING_ECONFLICT ? 0 : rc;
 }
 
@@ -69,8 +77,7 @@ static bool is_repair(const ring_plan *p) {
   const ring_move *m = ring_plan_moves(p);
   uint32_t n = ring_plan_move_count(p);
   for (uint32_t i = 0; i < n; i++)
-    if (ring_table_node_state(target, m[i].from) != RING_NODE_DOWN ||
-        m[i].source == RING_NODE_NONE)
+    if (ring_table_node_state(target, m[i].from) != RING_NODE_DOWN || m[i].source == RING_NODE_NONE)
       return false;
   return true;
 }
@@ -91,10 +98,16 @@ static int store(coord *c, const rk_state *s, const rk_plan_doc *d) {
   int lprop = coord_key(c, kprop, "plan/proposed"), lact = coord_key(c, kact, "plan/active");
   int lver = coord_key(c, kver, "version");
   ring_cmp cmps[3] = {
-      {.key = kver, .key_len = (size_t)lver, .target = RING_CMP_MOD, .op = RING_CMP_EQ,
+      {.key = kver,
+       .key_len = (size_t)lver,
+       .target = RING_CMP_MOD,
+       .op = RING_CMP_EQ,
        .number = s->version_mod},
       {.key = kact, .key_len = (size_t)lact, .target = RING_CMP_CREATE, .op = RING_CMP_EQ},
-      {.key = kprop, .key_len = (size_t)lprop, .target = RING_CMP_MOD, .op = RING_CMP_EQ,
+      {.key = kprop,
+       .key_len = (size_t)lprop,
+       .target = RING_CMP_MOD,
+       .op = RING_CMP_EQ,
        .number = s->has_proposed ? s->proposed_mod : 0},
   };
   char *value = NULL;
@@ -104,14 +117,21 @@ static int store(coord *c, const rk_state *s, const rk_plan_doc *d) {
   ring_op ops[2];
   uint32_t n_ops = 0;
   int rc = rk_plan_doc_encode(d, NULL, &value, &vlen);
-  ops[n_ops++] = (ring_op){.type = RING_OP_PUT, .key = kprop, .key_len = (size_t)lprop,
-                           .value = value, .value_len = vlen};
+  ops[n_ops++] = (ring_op){.type = RING_OP_PUT,
+                           .key = kprop,
+                           .key_len = (size_t)lprop,
+                           .value = value,
+                           .value_len = vlen};
   rk_run run;
-  if (rc == RING_OK && auto_apply(c, s, d) && (rc = rk_run_start(d, rd_wall_ms(), &run)) == RING_OK) {
+  if (rc == RING_OK && auto_apply(c, s, d) &&
+      (rc = rk_run_start(d, rd_wall_ms(), &run)) == RING_OK) {
     rc = rk_run_encode(&run, &run_value, &run_len);
     rk_run_free(&run);
-    ops[n_ops++] = (ring_op){.type = RING_OP_PUT, .key = kact, .key_len = (size_t)lact,
-                             .value = run_value, .value_len = run_len};
+    ops[n_ops++] = (ring_op){.type = RING_OP_PUT,
+                             .key = kact,
+                             .key_len = (size_t)lact,
+                             .value = run_value,
+                             .value_len = run_len};
   }
   ring_error err = {0};
   if (rc == RING_OK)
@@ -175,8 +195,8 @@ int coord_propose(coord *c, const rk_state *s) {
   d.bytes = plan_bytes(c, p);
   ring_plan_free(p); /* the run recomputes it from the document */
   c->input_hash = h;
-  bool same = fresh && strcmp(s->proposed.id, d.id) == 0 &&
-              s->proposed.n_violations == d.n_violations;
+  bool same =
+      fresh && strcmp(s->proposed.id, d.id) == 0 && s->proposed.n_violations == d.n_violations;
   rc = same && !auto_apply(c, s, &d) ? 0 : store(c, s, &d);
   rk_plan_doc_free(&d);
   return rc;

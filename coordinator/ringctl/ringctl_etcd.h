@@ -20,11 +20,11 @@
 
 /* One command's connection to one cluster. */
 typedef struct ringctl_audit_entry {
-  bool pending;                          /* set by ringctl_audit, cleared once written */
-  char what[RING_ID_MAX + 1];            /* "plan.approve", "node.drain", ... */
-  char node[RING_ID_MAX + 1];            /* the node concerned, or "" */
-  char detail[RK_EVENT_DETAIL_MAX + 1];  /* one line */
-  char key[RK_KEY_MAX];                  /* journal/<name>, made at the write */
+  bool pending;                         /* set by ringctl_audit, cleared once written */
+  char what[RING_ID_MAX + 1];           /* "plan.approve", "node.drain", ... */
+  char node[RING_ID_MAX + 1];           /* the node concerned, or "" */
+  char detail[RK_EVENT_DETAIL_MAX + 1]; /* one line */
+  char key[RK_KEY_MAX];                 /* journal/<name>, made at the write */
 } ringctl_audit_entry;
 
 typedef struct ringctl_ctx {
@@ -219,8 +219,7 @@ enum {
 /* Changes the cluster's config: change() is replayed onto the config as
  * read (so a concurrent change of another field is kept) and the result
  * written with ringctl_cas. An uninitialised cluster is exit 1. */
-typedef void (*ringctl_config_change_fn)(const ringctl_args *a, rk_config *config,
-                                         const void *ud);
+typedef void (*ringctl_config_change_fn)(const ringctl_args *a, rk_config *config, const void *ud);
 int ringctl_config_cas(ringctl_ctx *ctx, ringctl_config_change_fn change, const void *ud);
 
 /* Parses an auto-apply policy (none, repair, all) into *out. Returns

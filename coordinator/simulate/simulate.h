@@ -28,9 +28,9 @@
 
 /* One key of the synthetic set. */
 typedef struct sim_key {
-  const char *s;  /* "session-<i>", NUL-terminated */
-  size_t len;     /* strlen(s) */
-  uint64_t hash;  /* XXH3_64bits(s), seed 0: what the hash-based schemes place */
+  const char *s; /* "session-<i>", NUL-terminated */
+  size_t len;    /* strlen(s) */
+  uint64_t hash; /* XXH3_64bits(s), seed 0: what the hash-based schemes place */
 } sim_key;
 
 /* The memberships a scheme is asked about, as indexes into its answer. */
@@ -129,11 +129,11 @@ uint64_t sim_zipf_draw(const sim_zipf *z, uint64_t *rng);
  * simulated millisecond for the key of a Zipf rank, each lasting a
  * uniform 1 .. 2*mean_ms-1 ms, so loads rise and fall. */
 typedef struct sim_stream {
-  double zipf_s;       /* Zipf exponent */
-  uint64_t requests;   /* requests in the run */
-  uint64_t mean_ms;    /* mean duration = mean requests in flight */
-  uint64_t warmup;     /* requests before loads are sampled */
-  uint64_t stride;     /* loads are sampled every stride requests */
+  double zipf_s;     /* Zipf exponent */
+  uint64_t requests; /* requests in the run */
+  uint64_t mean_ms;  /* mean duration = mean requests in flight */
+  uint64_t warmup;   /* requests before loads are sampled */
+  uint64_t stride;   /* loads are sampled every stride requests */
 } sim_stream;
 
 /* The stream for a cluster of n nodes: ~100 requests in flight per node. */
@@ -158,8 +158,8 @@ int sim_bounded_run(const ring_table *t, const sim_stream *st, uint64_t keys, do
 
 /* ------------------------------------------------ the whole run, report */
 
-#define SIM_SYSTEMS_MAX 8  /* modulo, 4 rings, rendezvous, jump, fixed tokens */
-#define SIM_CAPS_MAX 3     /* none, 1.05, 1.25 */
+#define SIM_SYSTEMS_MAX 8 /* modulo, 4 rings, rendezvous, jump, fixed tokens */
+#define SIM_CAPS_MAX 3    /* none, 1.05, 1.25 */
 
 typedef struct sim_params {
   uint32_t nodes;  /* N, 1 .. SIM_NODES_MAX */
@@ -169,12 +169,12 @@ typedef struct sim_params {
 
 typedef struct sim_report {
   sim_params p;
-  double ideal_join;                       /* 1/(N+1) */
-  double ideal_leave;                      /* 1/N; NAN when N = 1 */
+  double ideal_join;  /* 1/(N+1) */
+  double ideal_leave; /* 1/N; NAN when N = 1 */
   sim_result systems[SIM_SYSTEMS_MAX];
   size_t n_systems;
-  sim_plan_stats plans;                    /* fixed tokens' plans */
-  sim_stream stream;                       /* what the bounded runs replayed */
+  sim_plan_stats plans;                     /* fixed tokens' plans */
+  sim_stream stream;                        /* what the bounded runs replayed */
   sim_bounded_result bounded[SIM_CAPS_MAX]; /* [0] is the uncapped baseline */
   size_t n_bounded;
 } sim_report;

@@ -41,7 +41,6 @@ sim_stream sim_stream_for(uint32_t n) {
 
 /* ------------------------------------------------------------ completions */
 
-
 /* ------------------------------------------------------ one run's state */
 
 typedef struct run {
@@ -50,13 +49,13 @@ typedef struct run {
   ring_bounded *router; /* NULL: plain lookups, the uncapped baseline */
   sim_zipf zipf;
   uint64_t rng;
-  uint64_t *loads;      /* per node index of t: requests in flight */
-  uint64_t total;       /* sum of loads */
-  uint32_t serving;     /* nodes that own tokens: the mean is over them */
+  uint64_t *loads;  /* per node index of t: requests in flight */
+  uint64_t total;   /* sum of loads */
+  uint32_t serving; /* nodes that own tokens: the mean is over them */
   heap inflight;
-  uint64_t first;       /* requests routed to their key's first choice */
-  double ratio_sum;     /* sum of sampled max/mean */
-  double ratio_peak;    /* largest sampled max/mean */
+  uint64_t first;    /* requests routed to their key's first choice */
+  double ratio_sum;  /* sum of sampled max/mean */
+  double ratio_peak; /* largest sampled max/mean */
   uint64_t samples;
 } run;
 
@@ -74,8 +73,7 @@ static void run_free(run *r) {
 }
 
 /* Sets up a run; on failure what was allocated is left for run_free. */
-static int run_init(run *r, const ring_table *t, const sim_stream *st, uint64_t keys,
-                    double c) {
+static int run_init(run *r, const ring_table *t, const sim_stream *st, uint64_t keys, double c) {
   *r = (run){.t = t, .st = st, .rng = RNG_SEED, .serving = count_serving(t)};
   sim_zipf_init(&r->zipf, keys, st->zipf_s);
   r->loads = calloc(ring_table_node_count(t), sizeof *r->loads);
@@ -113,8 +111,8 @@ static int route_one(run *r, uint64_t now) {
   if (r->router == NULL)
     rc = ring_lookup(r->t, key, (size_t)len, &node, 1) == 1 ? RING_OK : RING_EUNAVAIL;
   else
-    rc = ring_bounded_route(r->router, r->t, key, (size_t)len, r->loads, r->total, now,
-                            &node, &first);
+    rc = ring_bounded_route(r->router, r->t, key, (size_t)len, r->loads, r->total, now, &node,
+                            &first);
   if (rc != RING_OK)
     return rc;
   r->first += first != 0;
@@ -158,8 +156,8 @@ int sim_bounded_run(const ring_table *t, const sim_stream *st, uint64_t keys, do
     rc = replay(&r);
   if (rc == RING_OK) {
     const double samples = r.samples ? (double)r.samples : 1;
-    *out = (sim_bounded_result){c, (double)r.first / (double)st->requests,
-                                r.ratio_sum / samples, r.ratio_peak};
+    *out = (sim_bounded_result){c, (double)r.first / (double)st->requests, r.ratio_sum / samples,
+                                r.ratio_peak};
   }
   run_free(&r);
   return rc;

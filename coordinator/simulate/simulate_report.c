@@ -31,15 +31,14 @@ static const char *pct(double x, char *buf, size_t cap) {
 
 static void text_header(const sim_report *r, FILE *f) {
   const sim_params *p = &r->p;
-  fprintf(f, "ringctl simulate: %u nodes, %" PRIu64 " keys (session-0 .. session-%" PRIu64
-             ")\n",
+  fprintf(f, "ringctl simulate: %u nodes, %" PRIu64 " keys (session-0 .. session-%" PRIu64 ")\n",
           p->nodes, p->keys, p->keys - 1);
   fprintf(f, "moved +1: keys whose owner changes when node-%u joins", p->nodes);
   if (p->nodes >= 2)
     fprintf(f, "; moved -1: when node-%u leaves (fixed tokens: is drained)", p->nodes - 1);
   fputc('\n', f);
-  fprintf(f, "max/mean, min/mean: keys per node with %u nodes, over the mean %.1f\n\n",
-          p->nodes, (double)p->keys / p->nodes);
+  fprintf(f, "max/mean, min/mean: keys per node with %u nodes, over the mean %.1f\n\n", p->nodes,
+          (double)p->keys / p->nodes);
 }
 
 static void text_row(FILE *f, const char *name, uint32_t vnodes, double join, double leave,
@@ -51,8 +50,8 @@ static void text_row(FILE *f, const char *name, uint32_t vnodes, double join, do
 }
 
 static void text_systems(const sim_report *r, FILE *f) {
-  fprintf(f, "%-14s %6s %9s %9s %9s %9s\n", "system", "vnodes", "moved +1", "moved -1",
-          "max/mean", "min/mean");
+  fprintf(f, "%-14s %6s %9s %9s %9s %9s\n", "system", "vnodes", "moved +1", "moved -1", "max/mean",
+          "min/mean");
   for (size_t i = 0; i < r->n_systems; i++) {
     const sim_result *s = &r->systems[i];
     text_row(f, s->name, s->vnodes, s->moved_join, s->moved_leave, s->max_over_mean,
@@ -60,8 +59,9 @@ static void text_systems(const sim_report *r, FILE *f) {
   }
   text_row(f, "ideal", 0, r->ideal_join, r->ideal_leave, 1, 1);
   const sim_plan_stats *pl = &r->plans;
-  fprintf(f, "\nfixed tokens: T=%u, R=1, no failure domain; planner moves (lower bound): "
-             "join %u (%u)",
+  fprintf(f,
+          "\nfixed tokens: T=%u, R=1, no failure domain; planner moves (lower bound): "
+          "join %u (%u)",
           r->p.tokens, pl->join_moves, pl->join_lower_bound);
   if (r->p.nodes >= 2)
     fprintf(f, ", drain %u (%u)", pl->leave_moves, pl->leave_lower_bound);
@@ -70,8 +70,9 @@ static void text_systems(const sim_report *r, FILE *f) {
 
 static void text_bounded(const sim_report *r, FILE *f) {
   const sim_stream *st = &r->stream;
-  fprintf(f, "\nbounded loads (no hysteresis, no sticky map) on the fixed-token table: %" PRIu64
-             " requests,\nZipf(%.2f) over the %" PRIu64 " keys, ~%" PRIu64 " in flight\n",
+  fprintf(f,
+          "\nbounded loads (no hysteresis, no sticky map) on the fixed-token table: %" PRIu64
+          " requests,\nZipf(%.2f) over the %" PRIu64 " keys, ~%" PRIu64 " in flight\n",
           st->requests, st->zipf_s, r->p.keys, st->mean_ms);
   fprintf(f, "affinity: requests sent to the key's first choice; max/mean: in-flight load "
              "of the busiest node (average, peak)\n\n");
@@ -80,8 +81,8 @@ static void text_bounded(const sim_report *r, FILE *f) {
     const sim_bounded_result *b = &r->bounded[i];
     char cap[16], aff[16];
     snprintf(cap, sizeof cap, b->cap == 0 ? "none" : "%.2f", b->cap);
-    fprintf(f, "%-6s %9s %9.3f %9.3f\n", cap, pct(b->affinity, aff, sizeof aff),
-            b->max_over_mean, b->peak_over_mean);
+    fprintf(f, "%-6s %9s %9.3f %9.3f\n", cap, pct(b->affinity, aff, sizeof aff), b->max_over_mean,
+            b->peak_over_mean);
   }
 }
 
@@ -119,8 +120,7 @@ static cJSON *json_system(const sim_result *s) {
 
 static cJSON *json_bounded(const sim_bounded_result *b) {
   cJSON *o = cJSON_CreateObject();
-  if (o == NULL || !add_num(o, "cap", b->cap) ||
-      !add_num(o, "affinity", round6(b->affinity)) ||
+  if (o == NULL || !add_num(o, "cap", b->cap) || !add_num(o, "affinity", round6(b->affinity)) ||
       !add_num(o, "max_over_mean", round6(b->max_over_mean))) {
     cJSON_Delete(o);
     return NULL;
@@ -138,8 +138,7 @@ static bool append(cJSON *a, cJSON *item) {
 
 static cJSON *json_report(const sim_report *r) {
   cJSON *o = cJSON_CreateObject();
-  bool ok = o != NULL && add_num(o, "nodes", r->p.nodes) &&
-            add_num(o, "keys", (double)r->p.keys) &&
+  bool ok = o != NULL && add_num(o, "nodes", r->p.nodes) && add_num(o, "keys", (double)r->p.keys) &&
             add_num(o, "ideal_moved_fraction", round6(r->ideal_join));
   cJSON *sys = ok ? cJSON_AddArrayToObject(o, "systems") : NULL;
   ok = ok && sys != NULL;

@@ -19,8 +19,7 @@
 /* ---------------------------------------------------------------- modulo */
 
 /* hash % n: the owner of nearly every key changes with n. */
-static void modulo_owners(const sim_scheme *s, const sim_key *k,
-                          uint32_t out[SIM_MEMBERSHIPS]) {
+static void modulo_owners(const sim_scheme *s, const sim_key *k, uint32_t out[SIM_MEMBERSHIPS]) {
   const uint32_t n = s->nodes;
   out[SIM_BASE] = (uint32_t)(k->hash % n);
   out[SIM_JOIN] = (uint32_t)(k->hash % (n + 1));
@@ -103,8 +102,8 @@ static void ring_destroy(sim_scheme *s) {
 }
 
 int sim_ring_init(sim_scheme *s, uint32_t n, uint32_t vnodes) {
-  *s = (sim_scheme){.name = "ring", .vnodes = vnodes, .nodes = n, .owners = ring_owners,
-                    .destroy = ring_destroy};
+  *s = (sim_scheme){
+      .name = "ring", .vnodes = vnodes, .nodes = n, .owners = ring_owners, .destroy = ring_destroy};
   ring_state *r = calloc(1, sizeof *r);
   if (r == NULL)
     return RING_ENOMEM;
@@ -160,8 +159,8 @@ static void rendezvous_destroy(sim_scheme *s) {
 }
 
 int sim_rendezvous_init(sim_scheme *s, uint32_t n) {
-  *s = (sim_scheme){.name = "rendezvous", .nodes = n, .owners = rendezvous_owners,
-                    .destroy = rendezvous_destroy};
+  *s = (sim_scheme){
+      .name = "rendezvous", .nodes = n, .owners = rendezvous_owners, .destroy = rendezvous_destroy};
   rendezvous_state *r = calloc(1, sizeof *r);
   if (r == NULL)
     return RING_ENOMEM;

@@ -39,8 +39,7 @@ static int node_list_init(node_list *l, uint32_t count) {
     snprintf(l->id[i], sizeof l->id[i], "node-%u", i);
     /* Arc servers are never contacted: any distinct host:port will do. */
     snprintf(l->addr[i], sizeof l->addr[i], "127.0.0.1:%u", 10000 + i);
-    l->spec[i] = (ring_node_spec){l->id[i], l->addr[i], NULL, NULL, 0, 1.0,
-                                  RING_NODE_ACTIVE};
+    l->spec[i] = (ring_node_spec){l->id[i], l->addr[i], NULL, NULL, 0, 1.0, RING_NODE_ACTIVE};
   }
   return RING_OK;
 }
@@ -78,8 +77,7 @@ static int plan_one(tokens_state *st, int m, const ring_table *current, const no
 }
 
 static int plan_all(tokens_state *st, uint32_t n, uint32_t tokens, ring_error *err) {
-  const ring_plan_config cfg = {.cluster = "simulate", .tokens = tokens, .replicas = 1,
-                                .seed = 0};
+  const ring_plan_config cfg = {.cluster = "simulate", .tokens = tokens, .replicas = 1, .seed = 0};
   node_list l = {NULL, NULL, NULL};
   int rc = node_list_init(&l, n + 1);
   if (rc == RING_OK)
@@ -104,8 +102,7 @@ static uint32_t owner_in(const tokens_state *st, int m, const sim_key *k) {
   return st->number[m][idx];
 }
 
-static void tokens_owners(const sim_scheme *s, const sim_key *k,
-                          uint32_t out[SIM_MEMBERSHIPS]) {
+static void tokens_owners(const sim_scheme *s, const sim_key *k, uint32_t out[SIM_MEMBERSHIPS]) {
   const tokens_state *st = s->state;
   out[SIM_BASE] = owner_in(st, SIM_BASE, k);
   out[SIM_JOIN] = owner_in(st, SIM_JOIN, k);
@@ -126,8 +123,8 @@ static void tokens_destroy(sim_scheme *s) {
 }
 
 int sim_tokens_init(sim_scheme *s, uint32_t n, uint32_t tokens, ring_error *err) {
-  *s = (sim_scheme){.name = "fixed-tokens", .nodes = n, .owners = tokens_owners,
-                    .destroy = tokens_destroy};
+  *s = (sim_scheme){
+      .name = "fixed-tokens", .nodes = n, .owners = tokens_owners, .destroy = tokens_destroy};
   tokens_state *st = calloc(1, sizeof *st);
   if (st == NULL)
     return RING_ENOMEM;

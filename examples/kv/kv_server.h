@@ -41,7 +41,7 @@ typedef struct kv_server {
   int64_t lease; /* 0: not registered */
   ring_keeper *keeper;
   atomic_bool lease_lost;
-  atomic_bool in_barrier;      /* clients/<client> is held: writes may be taken */
+  atomic_bool in_barrier;       /* clients/<client> is held: writes may be taken */
   char client[RING_ID_MAX + 1]; /* "kv.<id>": our name in clients/ and acks/ */
 
   pthread_mutex_t v_mu; /* with v_cv: requests waiting for a newer table */

@@ -80,10 +80,10 @@ void env_stop(arc_env *e);
 /* ------------------------------------------------------- plain requests */
 
 typedef struct http_reply {
-  long status;            /* 0 when no response came */
-  size_t body;            /* bytes of body received */
-  char text[4096];        /* the body's first bytes */
-  char content_range[96]; /* the Content-Range header, if any */
+  long status;                      /* 0 when no response came */
+  size_t body;                      /* bytes of body received */
+  char text[4096];                  /* the body's first bytes */
+  char content_range[96];           /* the Content-Range header, if any */
   char sig[ARC_AUTH_VALUE_MAX + 1]; /* the X-Ring-Sig header, if any */
 } http_reply;
 

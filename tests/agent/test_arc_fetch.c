@@ -20,9 +20,7 @@ static arc_env env;
 static void setup(void) { env_start(&env); }
 static void teardown(void) { env_stop(&env); }
 
-static arc_fetch_opts opts(void) {
-  return test_fetch_opts();
-}
+static arc_fetch_opts opts(void) { return test_fetch_opts(); }
 
 START_TEST(whole_arc_byte_for_byte) {
   make_arc(env.src_dir, 77, 5, 300001);
@@ -335,7 +333,6 @@ START_TEST(full_disk) {
 }
 END_TEST
 
-
 /* ----------------------------------------------------- a canned answer */
 
 /* A server on 127.0.0.1 that answers every request with the same bytes
@@ -419,8 +416,8 @@ START_TEST(manifest_with_a_bad_mac_is_refused) {
   const char *replies[] = {reply, NULL};
   char plain[512];
   snprintf(plain, sizeof plain,
-           "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
-           sizeof body - 1, body);
+           "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s", sizeof body - 1,
+           body);
   replies[1] = plain;
   for (int i = 0; i < 2; i++) {
     canned c;

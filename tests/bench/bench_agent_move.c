@@ -105,9 +105,7 @@ static void publish(int owner, int pending) {
 
 static uint32_t all_tokens[ARCS]; /* 0 .. ARCS-1, filled in main */
 
-static bool reported_all(const char *id) {
-  return env_progress_is(id, version, all_tokens, ARCS);
-}
+static bool reported_all(const char *id) { return env_progress_is(id, version, all_tokens, ARCS); }
 
 /* Wall and CPU seconds of moving every arc from agent `from` to `to`, from
  * the publish until the last one is installed; *reported_s: until
@@ -161,7 +159,8 @@ static void one_round(unsigned k, int from, uint64_t per_file, bench_round *r) {
     time_move(from, to, r, &reported);
     r->cp = bench_time_cp(src, cpdir);
   }
-  r->disk = bench_time_ceiling(ceildir, ARCS, FILES, per_file, parallel ? parallel : BENCH_AGENT_WORKERS);
+  r->disk =
+      bench_time_ceiling(ceildir, ARCS, FILES, per_file, parallel ? parallel : BENCH_AGENT_WORKERS);
   printf("  round %u: %s -> %s, progress/%s complete %.0f ms after the last install\n", k + 1,
          env.a[from].id, env.a[to].id, env.a[to].id, (reported - r->move) * 1e3);
   check_same(to, cpdir);

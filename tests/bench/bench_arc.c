@@ -80,7 +80,8 @@ static void *fetch_loop(void *p) {
 static double fetch_all(arc_store *src, arc_store *dst, unsigned threads, double *cpu) {
   arc_server *srv;
   ring_error err;
-  arc_server_opts so = {.listen = "127.0.0.1:0", .keys = keys, .node_id = "src", .open_to_all = true};
+  arc_server_opts so = {
+      .listen = "127.0.0.1:0", .keys = keys, .node_id = "src", .open_to_all = true};
   if (arc_server_start(src, &so, &srv, &err) != RING_OK)
     bench_die("arc server", err.message);
   char source[64];

@@ -62,7 +62,7 @@
 #define BENCH_REPLICAS 3u
 #define BENCH_ZONES 10u
 #define BENCH_KEYS_DEFAULT 10000u /* hot: in L2; --quick too */
-#define BENCH_COLD_KEYS 1000000u /* cold: streamed from memory */
+#define BENCH_COLD_KEYS 1000000u  /* cold: streamed from memory */
 #define BENCH_COLD_KEYS_QUICK 200000u
 #define BENCH_KEYS_MAX 50000000u
 #define BENCH_REPEATS_DEFAULT 7u
@@ -70,7 +70,7 @@
 #define BENCH_REPEATS_MAX 32u
 #define BENCH_CHEAP_FACTOR 3u /* repeats multiplier for cheap cases */
 #define BENCH_THREADS_MAX 2u
-#define BENCH_MIN_RUN_S 0.02        /* a timed run lasts at least this long */
+#define BENCH_MIN_RUN_S 0.02 /* a timed run lasts at least this long */
 #define BENCH_MIN_RUN_S_QUICK 0.004
 #define BENCH_PASSES_MAX 1000u
 /* O(N)-per-key rendezvous runs on fewer keys when N is large: at most this
@@ -111,8 +111,8 @@ static void usage(FILE *f) {
           "               cheap cases run %u times as many)\n"
           "  --tokens T   libring table size, a power of two in [%u, %u] (default %u)\n"
           "  --quick      a CI smoke run: fewer repeats and cold keys\n",
-          BENCH_KEYS_DEFAULT, BENCH_REPEATS_DEFAULT, BENCH_REPEATS_QUICK,
-          BENCH_CHEAP_FACTOR, RING_TOKENS_MIN, RING_TOKENS_MAX, BENCH_TOKENS);
+          BENCH_KEYS_DEFAULT, BENCH_REPEATS_DEFAULT, BENCH_REPEATS_QUICK, BENCH_CHEAP_FACTOR,
+          RING_TOKENS_MIN, RING_TOKENS_MAX, BENCH_TOKENS);
 }
 
 /* Parses a decimal count in [lo, hi]; returns 0 and writes *out, or -1. */
@@ -151,8 +151,7 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
       }
       repeats = v;
     } else if (strcmp(argv[i], "--tokens") == 0 && i + 1 < argc) {
-      if (parse_count(argv[++i], RING_TOKENS_MIN, RING_TOKENS_MAX, &v) != 0 ||
-          (v & (v - 1)) != 0) {
+      if (parse_count(argv[++i], RING_TOKENS_MIN, RING_TOKENS_MAX, &v) != 0 || (v & (v - 1)) != 0) {
         fprintf(stderr, "bench_lookup: --tokens wants a power of two in %u .. %u\n",
                 RING_TOKENS_MIN, RING_TOKENS_MAX);
         return -1;
@@ -164,9 +163,7 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
     }
   }
   o->keys = keys ? (size_t)keys : BENCH_KEYS_DEFAULT;
-  o->repeats = repeats ? (unsigned)repeats
-               : o->quick ? BENCH_REPEATS_QUICK
-                          : BENCH_REPEATS_DEFAULT;
+  o->repeats = repeats ? (unsigned)repeats : o->quick ? BENCH_REPEATS_QUICK : BENCH_REPEATS_DEFAULT;
   return 0;
 }
 
@@ -210,17 +207,17 @@ static size_t heap_in_use(void) {
 
 /* What one node count's systems need; read-only while threads run. */
 typedef struct bench_ctx {
-  const ring_table *table;  /* libring, T = --tokens (65536), R = 3 */
-  const ring_view *view;    /* its inline fast-path view */
-  uint64_t seed;            /* XXH3 seed, the table's (so XXH3 = libring's hash) */
-  uint32_t nodes;           /* N */
+  const ring_table *table;   /* libring, T = --tokens (65536), R = 3 */
+  const ring_view *view;     /* its inline fast-path view */
+  uint64_t seed;             /* XXH3 seed, the table's (so XXH3 = libring's hash) */
+  uint32_t nodes;            /* N */
   const uint64_t *node_hash; /* rendezvous: XXH3 of each node's id */
 #ifdef HAVE_LIBMEMCACHED
-  memcached_st *memc;       /* libmemcached ketama, default (one-at-a-time) hash */
-  memcached_st *memc_md5;   /* libmemcached weighted ketama, MD5 (libketama's) */
+  memcached_st *memc;                /* libmemcached ketama, default (one-at-a-time) hash */
+  memcached_st *memc_md5;            /* libmemcached weighted ketama, MD5 (libketama's) */
   const struct ketama_point *points; /* the replica's continuum, sorted */
   uint32_t n_points;
-  memcached_hash_t ketama_hash;      /* the replica's key and point hash */
+  memcached_hash_t ketama_hash; /* the replica's key and point hash */
 #endif
 } bench_ctx;
 
@@ -293,8 +290,7 @@ BENCH_FLATTEN static uint64_t run_ring_owners(const bench_ctx *c, const bench_ke
   return acc;
 }
 
-BENCH_FLATTEN static uint64_t run_ring_primary(const bench_ctx *c, const bench_key *k,
-                                               size_t n) {
+BENCH_FLATTEN static uint64_t run_ring_primary(const bench_ctx *c, const bench_key *k, size_t n) {
   uint64_t acc = 0;
   for (size_t i = 0; i < n; i++)
     acc += ring_view_primary(c->view, k[i].p, k[i].len);
@@ -431,7 +427,7 @@ typedef struct worker {
   unsigned threads;       /* how many must arrive */
   struct timespec t0, t1; /* this thread's window, after the barrier */
   uint64_t acc;
-  char pad[64];           /* keeps workers' writes off each other's lines */
+  char pad[64]; /* keeps workers' writes off each other's lines */
 } worker;
 
 static double ts_sec(const struct timespec *t) {
@@ -464,8 +460,13 @@ static double run_once(bench_fn fn, const bench_ctx *c, const bench_key *keys, s
   pthread_t tid[BENCH_THREADS_MAX];
   worker w[BENCH_THREADS_MAX];
   for (unsigned i = 0; i < threads; i++) {
-    w[i] = (worker){.fn = fn, .ctx = c, .keys = keys, .n = n, .passes = passes,
-                    .arrived = &arrived, .threads = threads};
+    w[i] = (worker){.fn = fn,
+                    .ctx = c,
+                    .keys = keys,
+                    .n = n,
+                    .passes = passes,
+                    .arrived = &arrived,
+                    .threads = threads};
     if (pthread_create(&tid[i], NULL, worker_main, &w[i]) != 0) {
       fprintf(stderr, "bench_lookup: cannot start threads\n");
       exit(1); /* the started ones spin at the barrier; exit ends them */
@@ -486,15 +487,15 @@ static double run_once(bench_fn fn, const bench_ctx *c, const bench_key *keys, s
 
 /* One measured configuration and its results. */
 typedef struct bench_case {
-  int sys;           /* SYS_* */
-  unsigned threads;  /* 1 or 2 */
-  size_t keys;       /* keys each thread looks up per pass */
-  unsigned passes;   /* passes per run, set from the warm-up run */
-  unsigned repeats;  /* timed runs */
+  int sys;          /* SYS_* */
+  unsigned threads; /* 1 or 2 */
+  size_t keys;      /* keys each thread looks up per pass */
+  unsigned passes;  /* passes per run, set from the warm-up run */
+  unsigned repeats; /* timed runs */
   double wall[BENCH_REPEATS_MAX * BENCH_CHEAP_FACTOR];
-  double best_ns;    /* best wall time / keys: what each thread sees per key */
+  double best_ns; /* best wall time / keys: what each thread sees per key */
   double median_ns;
-  double mlps;       /* aggregate Mlookups/s at the best run */
+  double mlps; /* aggregate Mlookups/s at the best run */
 } bench_case;
 
 static void case_summarize(bench_case *bc) {
@@ -523,17 +524,15 @@ static void warm_up_machine(const keyset *ks) {
 /* One untimed warm-up pass per case (page faults, caches, branch history)
  * that also sets its passes per run, then rounds that each run every case
  * that still wants a run, once. */
-static void measure(bench_case *cases, size_t n_cases, const bench_ctx *c,
-                    const keyset *ks, double min_run_s) {
+static void measure(bench_case *cases, size_t n_cases, const bench_ctx *c, const keyset *ks,
+                    double min_run_s) {
   unsigned rounds = 0;
   for (size_t i = 0; i < n_cases; i++) {
     bench_case *bc = &cases[i];
     bc->passes = 1;
     double warm = case_run(bc, c, ks);
     double want = warm > 0 ? min_run_s / warm : BENCH_PASSES_MAX;
-    bc->passes = want >= BENCH_PASSES_MAX ? BENCH_PASSES_MAX
-                 : want > 1              ? (unsigned)want + 1
-                                         : 1;
+    bc->passes = want >= BENCH_PASSES_MAX ? BENCH_PASSES_MAX : want > 1 ? (unsigned)want + 1 : 1;
     if (bc->repeats > rounds)
       rounds = bc->repeats;
   }
@@ -580,8 +579,8 @@ static memcached_st *ketama_new(uint32_t n, int md5) {
   memcached_st *m = memcached_create(NULL);
   if (m == NULL)
     return NULL;
-  rc = memcached_behavior_set(m, md5 ? MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED
-                                     : MEMCACHED_BEHAVIOR_KETAMA, 1);
+  rc = memcached_behavior_set(
+      m, md5 ? MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED : MEMCACHED_BEHAVIOR_KETAMA, 1);
   if (rc != MEMCACHED_SUCCESS)
     goto fail;
   /* One push builds the continuum once; memcached_server_add per server
@@ -642,15 +641,14 @@ static size_t ketama_replica_check(const bench_ctx *c, const keyset *ks) {
   for (size_t i = 0; i < ks->n; i++) {
     const bench_key *k = &ks->key[i];
     uint32_t h = memcached_generate_hash_value(k->p, k->len, c->ketama_hash);
-    bad += ketama_find(c->points, c->n_points, h) !=
-           memcached_generate_hash(c->memc, k->p, k->len);
+    bad += ketama_find(c->points, c->n_points, h) != memcached_generate_hash(c->memc, k->p, k->len);
   }
   return bad;
 }
 #endif
 
-static size_t add_case(bench_case *cases, size_t n, int sys, unsigned threads,
-                       size_t keys, unsigned repeats) {
+static size_t add_case(bench_case *cases, size_t n, int sys, unsigned threads, size_t keys,
+                       unsigned repeats) {
   cases[n] = (bench_case){.sys = sys, .threads = threads, .keys = keys, .repeats = repeats};
   return n + 1;
 }
@@ -665,11 +663,10 @@ static size_t rendezvous_keys(const bench_opts *o, uint32_t nodes) {
 }
 
 static void print_header(void) {
-  printf("%-26s %6s %3s %8s %4s %4s %10s %10s %11s %8s\n", "system", "nodes", "thr",
-         "keys", "pass", "runs", "ns/lookup", "median ns", "Mlookups/s", "x xxh3");
-  printf("%-26s %6s %3s %8s %4s %4s %10s %10s %11s %8s\n", "--------------------------",
-         "------", "---", "--------", "----", "----", "----------", "----------",
-         "-----------", "--------");
+  printf("%-26s %6s %3s %8s %4s %4s %10s %10s %11s %8s\n", "system", "nodes", "thr", "keys", "pass",
+         "runs", "ns/lookup", "median ns", "Mlookups/s", "x xxh3");
+  printf("%-26s %6s %3s %8s %4s %4s %10s %10s %11s %8s\n", "--------------------------", "------",
+         "---", "--------", "----", "----", "----------", "----------", "-----------", "--------");
 }
 
 /* The 1-minute load average, or a negative value where unknown. Other work
@@ -690,8 +687,7 @@ static double load_average(void) {
  * replica continuum (*points, the caller free()s it), checked key by key
  * against libmemcached where both exist. Returns 0, or -1 (reported) with
  * nothing held. */
-static int ketama_setup(bench_ctx *c, ketama_point **points, size_t si,
-                        const keyset *ks) {
+static int ketama_setup(bench_ctx *c, ketama_point **points, size_t si, const keyset *ks) {
   const uint32_t nodes = node_counts[si];
   size_t before = heap_in_use();
   c->memc = ketama_new(nodes, 0);
@@ -784,9 +780,9 @@ static int bench_size(size_t si, const bench_opts *o, const keyset *ks) {
         if (bc->sys != s || bc->threads != th || s == SYS_CPU_ONLY)
           continue;
         double base = result_ns[SYS_XXH3][si][th - 1];
-        printf("%-26s %6u %3u %8zu %4u %4u %10.2f %10.2f %11.1f %7.2fx\n",
-               systems[s].name, nodes, th, bc->keys, bc->passes, bc->repeats, bc->best_ns,
-               bc->median_ns, bc->mlps, base > 0 ? bc->best_ns / base : 0.0);
+        printf("%-26s %6u %3u %8zu %4u %4u %10.2f %10.2f %11.1f %7.2fx\n", systems[s].name, nodes,
+               th, bc->keys, bc->passes, bc->repeats, bc->best_ns, bc->median_ns, bc->mlps,
+               base > 0 ? bc->best_ns / base : 0.0);
       }
   printf("\n");
 
@@ -940,8 +936,8 @@ static void print_derived(const bench_opts *o, size_t keys_total) {
     if (ket <= 0)
       continue;
     for (int r = SYS_RING_CALL; r <= SYS_RING_VIEW; r++)
-      printf("  %-24s / %-25s %7.1fx  (%.1f ns vs %.2f ns)\n", systems[k].name,
-             systems[r].name, ket / result_ns[r][s100][0], ket, result_ns[r][s100][0]);
+      printf("  %-24s / %-25s %7.1fx  (%.1f ns vs %.2f ns)\n", systems[k].name, systems[r].name,
+             ket / result_ns[r][s100][0], ket, result_ns[r][s100][0]);
   }
   printf("  ketama over N (replica, ns):");
   for (size_t si = 0; si < N_SIZES; si++)
@@ -982,17 +978,15 @@ static void print_derived(const bench_opts *o, size_t keys_total) {
 
   const size_t owners = (size_t)o->tokens * BENCH_REPLICAS * sizeof(uint16_t);
   printf("memory:\n");
-  printf("  libring owners array T*R*2 = %u*%u*2 = %zu bytes (%.0f KiB), any N\n",
-         o->tokens, BENCH_REPLICAS, owners, (double)owners / 1024);
+  printf("  libring owners array T*R*2 = %u*%u*2 = %zu bytes (%.0f KiB), any N\n", o->tokens,
+         BENCH_REPLICAS, owners, (double)owners / 1024);
   for (size_t si = 0; si < N_SIZES; si++) {
     if (table_heap[si] == 0)
       continue; /* no mallinfo2 */
     printf("  N=%-6u libring table heap %10zu bytes (node list etc. %zu bytes, "
            "%.0f B/node)",
-           node_counts[si], table_heap[si],
-           table_heap[si] > owners ? table_heap[si] - owners : 0,
-           table_heap[si] > owners ? (double)(table_heap[si] - owners) / node_counts[si]
-                                   : 0.0);
+           node_counts[si], table_heap[si], table_heap[si] > owners ? table_heap[si] - owners : 0,
+           table_heap[si] > owners ? (double)(table_heap[si] - owners) / node_counts[si] : 0.0);
     if (ketama_heap[si] > 0)
       printf("; ketama client %zu bytes", ketama_heap[si]);
 #ifdef HAVE_LIBMEMCACHED
@@ -1017,8 +1011,7 @@ int main(int argc, char **argv) {
   }
   printf("bench_lookup: %zu keys \"session-0\"..\"session-%zu\", best of %u runs "
          "(cheap cases %u)%s\n",
-         ks.n, ks.n - 1, o.repeats, o.repeats * BENCH_CHEAP_FACTOR,
-         o.quick ? " (quick)" : "");
+         ks.n, ks.n - 1, o.repeats, o.repeats * BENCH_CHEAP_FACTOR, o.quick ? " (quick)" : "");
   printf("libring tables: test_table_rr(T=%u, R=%u, N, zones=%u); XXH3 seed = table "
          "seed\n",
          o.tokens, BENCH_REPLICAS, BENCH_ZONES);

@@ -12,9 +12,8 @@
 /* A client for endpoints; timeouts in ms (0: the library's defaults). */
 static inline ring_etcd *test_client(const char *endpoints, uint32_t timeout_ms,
                                      uint32_t connect_timeout_ms) {
-  ring_etcd_opts o = {.endpoints = endpoints,
-                      .timeout_ms = timeout_ms,
-                      .connect_timeout_ms = connect_timeout_ms};
+  ring_etcd_opts o = {
+      .endpoints = endpoints, .timeout_ms = timeout_ms, .connect_timeout_ms = connect_timeout_ms};
   ring_etcd *c = NULL;
   ring_error err;
   ck_assert_msg(ring_etcd_open(&o, &c, &err) == RING_OK, "%s", err.message);

@@ -31,21 +31,21 @@
 #define ETCD_MEMBERS_MAX 5
 
 typedef struct etcd_member {
-  pid_t pid;            /* 0 when not running */
+  pid_t pid; /* 0 when not running */
   int client_port;
   int peer_port;
   char name[16];
-  char dir[300];        /* data dir and log */
-  char url[64];         /* http://127.0.0.1:<client_port> */
+  char dir[300]; /* data dir and log */
+  char url[64];  /* http://127.0.0.1:<client_port> */
 } etcd_member;
 
 typedef struct etcd_cluster {
   int n;
   etcd_member m[ETCD_MEMBERS_MAX];
-  char base[256];                 /* temporary root */
+  char base[256]; /* temporary root */
   char initial_cluster[1024];
-  char endpoints[512];            /* all client URLs, comma-separated */
-  char extra[256];                /* extra etcd flags, space-separated (e.g. auth TTL) */
+  char endpoints[512]; /* all client URLs, comma-separated */
+  char extra[256];     /* extra etcd flags, space-separated (e.g. auth TTL) */
 } etcd_cluster;
 
 /* A loopback port nobody listens on right now, below the kernel's

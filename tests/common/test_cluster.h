@@ -23,8 +23,8 @@ typedef struct test_cluster {
 } test_cluster;
 
 /* Appends node "<prefix><i>" in zone/rack with a weight and state. */
-static inline void cluster_add(test_cluster *c, const char *id, const char *zone,
-                               const char *rack, double weight, ring_node_state state) {
+static inline void cluster_add(test_cluster *c, const char *id, const char *zone, const char *rack,
+                               double weight, ring_node_state state) {
   if (c->n == c->cap) {
     c->cap = c->cap ? c->cap * 2 : 16;
     c->nodes = realloc(c->nodes, c->cap * sizeof *c->nodes);

@@ -15,8 +15,7 @@
  * weights all 1 unless weights != NULL, owners[t*R+r] = (t*R+r) % n.
  * Aborts on failure: a test that cannot build its input cannot go on. */
 static inline ring_table *test_table_rr(uint32_t tokens, uint32_t replicas, uint32_t n,
-                                        uint32_t zones, const double *weights,
-                                        uint64_t version) {
+                                        uint32_t zones, const double *weights, uint64_t version) {
   ring_table_params p = {"test", "zone", version, 0, tokens, replicas};
   ring_table *t = NULL;
   ring_error err = {0};
@@ -30,8 +29,7 @@ static inline ring_table *test_table_rr(uint32_t tokens, uint32_t replicas, uint
     snprintf(addr, sizeof addr, "127.0.0.1:%u", 7000 + i % 50000);
     snprintf(zone, sizeof zone, "z%u", zones ? i % zones : 0);
     const char *keys[] = {"zone"}, *vals[] = {zone};
-    ring_node_spec s = {id, addr, keys, vals, 1, weights ? weights[i] : 1.0,
-                        RING_NODE_ACTIVE};
+    ring_node_spec s = {id, addr, keys, vals, 1, weights ? weights[i] : 1.0, RING_NODE_ACTIVE};
     if (ring_table_add_node(t, &s, NULL, &err) != RING_OK) {
       fprintf(stderr, "test_table_rr: %s\n", err.message);
       abort();

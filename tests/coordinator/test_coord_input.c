@@ -209,7 +209,8 @@ START_TEST(bad_host_records) {
   ck_assert_double_ge(env_metric(0, "ring_coordinator_bad_records_total", "kind=\"alive\""), 1);
   ck_assert_double_ge(env_metric(0, "ring_coordinator_bad_records_total", "kind=\"acks\""), 1);
   double hosts = env_metric(0, "ring_coordinator_bad_record_hosts", "");
-  ck_assert_msg(hosts == 103, "hosts with a bad record: %.0f", hosts); /* f0..f99, n3, n3x, ?ot??n??d */
+  ck_assert_msg(hosts == 103, "hosts with a bad record: %.0f",
+                hosts); /* f0..f99, n3, n3x, ?ot??n??d */
   /* counted once per value, however many looks */
   harness_sleep_ms(1000);
   ck_assert_double_eq(env_metric(0, "ring_coordinator_bad_records_total", "kind=\"progress\""),

@@ -105,9 +105,9 @@ static void address_change_journaled(const char *id) {
   cJSON_ReplaceItemInObject(alive, "addr", cJSON_CreateString("127.0.0.1:1"));
   ck_assert_ptr_nonnull(value = cJSON_PrintUnformatted(alive));
   snprintf(key, sizeof key, ENV_PREFIX "alive/%s", id);
-  ck_assert_int_eq(ring_etcd_put(env.c, key, strlen(key), value, strlen(value), a->lease, NULL,
-                                 NULL, NULL),
-                   RING_OK);
+  ck_assert_int_eq(
+      ring_etcd_put(env.c, key, strlen(key), value, strlen(value), a->lease, NULL, NULL, NULL),
+      RING_OK);
   cJSON_Delete(alive);
   free(value);
   WAIT_UNTIL(env_node_read(id, &n) && strcmp(n.addr, "127.0.0.1:1") == 0, 10,

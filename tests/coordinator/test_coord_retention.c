@@ -52,8 +52,12 @@ static void wait_settled(const char *id, int replicas) {
 }
 
 START_TEST(tables_history_and_revisions_stay_bounded) {
-  env_config k = {.tokens = 256, .replicas = 3, .auto_apply = true, .per_wave = 8,
-                  .keep_versions = 3, .keep_plans = 2};
+  env_config k = {.tokens = 256,
+                  .replicas = 3,
+                  .auto_apply = true,
+                  .per_wave = 8,
+                  .keep_versions = 3,
+                  .keep_plans = 2};
   uint64_t v1 = env_bootstrap(&k, 4, 3, 1, "--auto-apply --compact-every 1s");
   ck_assert(revision_readable(1));
   /* three runs: a join, a weight change, a drain; each many versions long */
@@ -66,10 +70,10 @@ START_TEST(tables_history_and_revisions_stay_bounded) {
   wait_settled("a2", 0);
   uint64_t v = env_version();
   ck_assert_uint_gt(v, v1 + 10);
-  WAIT_UNTIL(count_keys("tables/") <= 3 && count_keys("deltas/") <= 3 &&
-                 count_keys("plan/history/") <= 2,
-             10, "after version %llu: %u tables, %u deltas, %u history entries", (unsigned long long)v,
-             count_keys("tables/"), count_keys("deltas/"), count_keys("plan/history/"));
+  WAIT_UNTIL(
+      count_keys("tables/") <= 3 && count_keys("deltas/") <= 3 && count_keys("plan/history/") <= 2,
+      10, "after version %llu: %u tables, %u deltas, %u history entries", (unsigned long long)v,
+      count_keys("tables/"), count_keys("deltas/"), count_keys("plan/history/"));
   WAIT_UNTIL(!revision_readable(1), 10, "etcd still serves revision 1: nothing was compacted");
   /* what remains is the newest: the current table reads and verifies */
   ring_table *t = env_verify_clean();

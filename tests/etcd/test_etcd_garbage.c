@@ -309,16 +309,15 @@ static const txn_case txn_cases[] = {
      "responses is not an array"},
     {"responses string", "{" HDR ",\"succeeded\":true,\"responses\":\"x\"}",
      "responses is not an array"},
-    {"too many", "{" HDR ",\"succeeded\":true,\"responses\":[" RR "," RP "," RP "]}", "3 responses"},
+    {"too many", "{" HDR ",\"succeeded\":true,\"responses\":[" RR "," RP "," RP "]}",
+     "3 responses"},
     {"too few", "{" HDR ",\"succeeded\":true,\"responses\":[" RR "]}", "1 responses"},
     {"none for the branch", "{" HDR ",\"succeeded\":true}", "0 responses"},
     {"element not an object", "{" HDR ",\"succeeded\":true,\"responses\":[" RR ",7]}",
      "responses[1]"},
-    {"wrong kind", "{" HDR ",\"succeeded\":true,\"responses\":[" RP "," RP "]}",
-     "responses[0]"},
+    {"wrong kind", "{" HDR ",\"succeeded\":true,\"responses\":[" RP "," RP "]}", "responses[0]"},
     {"range not an object",
-     "{" HDR ",\"succeeded\":true,\"responses\":[{\"response_range\":[]}," RP "]}",
-     "responses[0]"},
+     "{" HDR ",\"succeeded\":true,\"responses\":[{\"response_range\":[]}," RP "]}", "responses[0]"},
     {"range kvs object",
      "{" HDR ",\"succeeded\":true,\"responses\":[{\"response_range\":{" HDR
      ",\"kvs\":{\"k\":{\"key\":\"YQ==\"}}}}," RP "]}",
@@ -569,8 +568,8 @@ START_TEST(watch_resumes_after_the_last_revision) {
       {OK200 CREATED21 EV(6) EV(7) EV(8), NULL, false},                   /* replays 6, 7 */
       {OK200 CREATED21 "{\"result\":{\"header\":{\"revision\":\"12\"}}}", /* progress to 12 */
        NULL, false},
-      {OK200 CREATED21 "{\"result\":{" HDR ",\"canceled\":true,\"compact_revision\":\"20\"}}",
-       NULL, true},
+      {OK200 CREATED21 "{\"result\":{" HDR ",\"canceled\":true,\"compact_revision\":\"20\"}}", NULL,
+       true},
       {OK200 CREATED21 EV(20) EV(21), NULL, true},
   };
 #undef CREATED21

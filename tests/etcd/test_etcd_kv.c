@@ -16,8 +16,8 @@ static ring_etcd *client(const char *endpoints) { return test_client(endpoints, 
 
 static void put(ring_etcd *c, const char *k, const char *v, int64_t *rev) {
   ring_error err;
-  ck_assert_msg(ring_etcd_put(c, k, strlen(k), v, strlen(v), 0, rev, NULL, &err) == RING_OK,
-                "%s", err.message);
+  ck_assert_msg(ring_etcd_put(c, k, strlen(k), v, strlen(v), 0, rev, NULL, &err) == RING_OK, "%s",
+                err.message);
 }
 
 static void get_one(ring_etcd *c, const char *k, ring_kvs *out) {
@@ -126,8 +126,7 @@ START_TEST(txn_compares_and_branches) {
     ring_error err;
     /* a range in the success branch too, so the value seen is returned */
     ring_op succ[] = {else_get};
-    ck_assert_int_eq(ring_etcd_txn(c, &cases[i].cmp, 1, succ, 1, &else_get, 1, &r, &err),
-                     RING_OK);
+    ck_assert_int_eq(ring_etcd_txn(c, &cases[i].cmp, 1, succ, 1, &else_get, 1, &r, &err), RING_OK);
     ck_assert_msg(r.succeeded == cases[i].holds, "case %zu", i);
     ck_assert_uint_eq(r.n_ranges, 1);
     ck_assert_str_eq((char *)r.ranges[0].kvs[0].value, "v1");
@@ -196,8 +195,7 @@ START_TEST(three_members_survive_a_kill) {
   ring_cmp cmp = {"/k", 2, RING_CMP_VALUE, RING_CMP_EQ, 0, "after-49", 8};
   ring_op op = {RING_OP_PUT, "/k", 2, "txn", 3, 0, false};
   ring_txn_result r;
-  ck_assert_msg(ring_etcd_txn(c, &cmp, 1, &op, 1, NULL, 0, &r, &err) == RING_OK, "%s",
-                err.message);
+  ck_assert_msg(ring_etcd_txn(c, &cmp, 1, &op, 1, NULL, 0, &r, &err) == RING_OK, "%s", err.message);
   ck_assert(r.succeeded);
   ring_txn_result_clear(&r);
   int64_t lease = 0, ttl = 0, deleted = 0;

@@ -816,7 +816,6 @@ START_TEST(slow_clients) {
 }
 END_TEST
 
-
 /* ---------------------------------------------------------- accepted_loss */
 
 /* R=1 and a node dies for good: its tokens have no source left. The moves

@@ -49,8 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   cJSON *resp = NULL;
   bool transient;
   ring_error err = {0};
-  int rc = ring__etcd_parse_reply((const char *)data + HEAD, size - HEAD, 200, &resp, &transient,
-                                  &err);
+  int rc =
+      ring__etcd_parse_reply((const char *)data + HEAD, size - HEAD, 200, &resp, &transient, &err);
   if (rc != RING_OK) {
     if (err.code != rc || err.message[0] == '\0' || resp != NULL)
       abort();

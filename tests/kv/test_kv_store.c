@@ -312,7 +312,7 @@ START_TEST(missing_arc_needs_the_marker) {
   ck_assert(kv_store_arc_missing(s, 9));
   ck_assert_int_eq(kv_store_put(s, 9, KV_STAGING, "w", 1, "staged", 6, false, 5), RING_OK);
   ck_assert_int_ne(access(arc, F_OK), 0); /* staging made no arc */
-  ck_assert_int_eq(mkdir(arc, 0755), 0); /* the agent installs it */
+  ck_assert_int_eq(mkdir(arc, 0755), 0);  /* the agent installs it */
   ck_assert(!kv_store_arc_missing(s, 9));
   ck_assert_int_eq(kv_store_adopt(s, 9), RING_OK);
   expect(s, 9, "w", "staged");

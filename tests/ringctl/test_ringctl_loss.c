@@ -212,8 +212,11 @@ END_TEST
 static void seed_missing(const char *cluster, const char *id, uint64_t version,
                          const uint32_t *tokens, uint32_t n, uint32_t why) {
   rk_failing f = {.token = why, .attempts = 3, .error = "owner n9 does not hold it"};
-  rk_missing m = {.version = version, .n_tokens = n, .tokens = (uint32_t *)tokens,
-                  .n_failing = 1, .failing = &f};
+  rk_missing m = {.version = version,
+                  .n_tokens = n,
+                  .tokens = (uint32_t *)tokens,
+                  .n_failing = 1,
+                  .failing = &f};
   char *json, what[80];
   size_t len;
   ck_assert_int_eq(rk_missing_encode(&m, &json, &len), RING_OK);
@@ -271,9 +274,8 @@ START_TEST(missing_named_verified_and_accepted) {
 END_TEST
 
 int main(void) {
-  const TTest *const tests[] = {accept_loss_refuses, accept_loss_dry_run_then_yes,
-                                accept_loss_stale_version, accept_loss_stuck,
-                                status_shows_stuck_and_failing,
-                                missing_named_verified_and_accepted};
+  const TTest *const tests[] = {
+      accept_loss_refuses, accept_loss_dry_run_then_yes,   accept_loss_stale_version,
+      accept_loss_stuck,   status_shows_stuck_and_failing, missing_named_verified_and_accepted};
   return fx_main("ringctl_loss", tests, sizeof tests / sizeof tests[0]);
 }

@@ -1,7 +1,7 @@
 /*
  * test_coord_status.c: ring-coordinator's status page
- * (coordinator/coord/coord_status.c), end to end. Real etcd, a real coordinator with --listen and --auto-apply, fake agents
- * (tests/common/fake_agent.h). /status.json is checked with libcurl and
+ * (coordinator/coord/coord_status.c), end to end. Real etcd, a real coordinator with --listen and
+ * --auto-apply, fake agents (tests/common/fake_agent.h). /status.json is checked with libcurl and
  * cJSON; the page itself is loaded in headless Chromium (--dump-dom after
  * its script ran) and what it shows is checked against the table in etcd:
  * every node's token-replicas and weighted target (recomputed here by

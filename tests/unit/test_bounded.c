@@ -77,7 +77,12 @@ static ring_table *table_with(uint32_t tokens, uint32_t R, uint32_t n, uint32_t 
   for (uint32_t i = 0; i < n; i++) {
     char id[32];
     snprintf(id, sizeof id, "n%u", i);
-    ring_node_spec s = {ids ? ids[i] : id, "127.0.0.1:7000", NULL, NULL, 0, 1.0,
+    ring_node_spec s = {ids ? ids[i] : id,
+                        "127.0.0.1:7000",
+                        NULL,
+                        NULL,
+                        0,
+                        1.0,
                         states ? states[i] : RING_NODE_ACTIVE};
     ck_assert_int_eq(ring_table_add_node(t, &s, NULL, NULL), RING_OK);
   }
@@ -121,8 +126,8 @@ static uint64_t sum(const uint64_t *loads, uint32_t n) {
 static uint16_t route_ok(ring_bounded *b, const ring_table *t, const char *key,
                          const uint64_t *loads, uint64_t now, int *first) {
   uint16_t node = RING_NODE_NONE;
-  int rc = ring_bounded_route(b, t, key, strlen(key), loads,
-                              sum(loads, ring_table_node_count(t)), now, &node, first);
+  int rc = ring_bounded_route(b, t, key, strlen(key), loads, sum(loads, ring_table_node_count(t)),
+                              now, &node, first);
   ck_assert_int_eq(rc, RING_OK);
   ck_assert_uint_lt(node, ring_table_node_count(t));
   return node;
@@ -133,7 +138,6 @@ static uint16_t route_ok(ring_bounded *b, const ring_table *t, const char *key,
 #define SIM_REQUESTS 200000u
 #define SIM_KEYS 100000u
 #define SIM_MEAN_MS 1000u /* mean duration: ~1000 requests in flight */
-
 
 static const struct {
   uint32_t nodes;
@@ -153,15 +157,14 @@ typedef struct sim_stats {
 } sim_stats;
 
 /* One request at time `now`: route, check the cap, assign, schedule. */
-static void sim_step(ring_bounded *b, const ring_table *t, uint32_t n, double c,
-                     uint64_t *loads, uint64_t *total, heap *h, uint64_t now, uint32_t rank,
-                     uint64_t *rng, sim_stats *st) {
+static void sim_step(ring_bounded *b, const ring_table *t, uint32_t n, double c, uint64_t *loads,
+                     uint64_t *total, heap *h, uint64_t now, uint32_t rank, uint64_t *rng,
+                     sim_stats *st) {
   char key[16];
   int len = snprintf(key, sizeof key, "k%u", rank);
   uint16_t node;
   int first;
-  if (ring_bounded_route(b, t, key, (size_t)len, loads, *total, now, &node, &first) !=
-      RING_OK) {
+  if (ring_bounded_route(b, t, key, (size_t)len, loads, *total, now, &node, &first) != RING_OK) {
     st->failed++;
     return;
   }
@@ -219,9 +222,8 @@ START_TEST(test_cap_holds_under_skew) {
   }
   printf("bounded: nodes=%u c=%.2f requests=%u affinity=%.4f same-node=%.4f "
          "max/mean avg=%.3f peak=%.3f\n",
-         n, c, SIM_REQUESTS, (double)st.first / SIM_REQUESTS,
-         (double)st.same / (double)st.repeats, st.ratio_sum / (double)st.samples,
-         st.ratio_peak);
+         n, c, SIM_REQUESTS, (double)st.first / SIM_REQUESTS, (double)st.same / (double)st.repeats,
+         st.ratio_sum / (double)st.samples, st.ratio_peak);
   fflush(stdout);
   ck_assert_uint_eq(st.failed, 0);
   ck_assert_uint_eq(st.over_cap, 0);
@@ -326,8 +328,7 @@ START_TEST(test_cap_saturates) {
   for (int i = 0; i < 2; i++) {
     ring_bounded *b = router(cs[i], 0, 16, 100);
     uint16_t node = 77;
-    ck_assert_int_eq(ring_bounded_route(b, t, key, strlen(key), loads, totals[i], 0, &node,
-                                        NULL),
+    ck_assert_int_eq(ring_bounded_route(b, t, key, strlen(key), loads, totals[i], 0, &node, NULL),
                      RING_OK);
     ck_assert_uint_eq(node, 0);
     ring_bounded_free(b);
@@ -426,8 +427,7 @@ END_TEST
 /* c = 1.25, margin 0, ttl 1000 ms, 4 nodes, key prefers node 0. */
 #define STICKY_TTL 1000u
 
-static uint16_t place_away(ring_bounded *b, const ring_table *t, const char *key,
-                           uint64_t now) {
+static uint16_t place_away(ring_bounded *b, const ring_table *t, const char *key, uint64_t now) {
   uint64_t full[] = {10, 0, 0, 0}; /* cap ceil(1.25*11/4) = 4 */
   int first = 1;
   uint16_t node = route_ok(b, t, key, full, now, &first);
@@ -583,8 +583,7 @@ START_TEST(test_sticky_capacity_large) {
   bool *stuck = calloc(COUNT, sizeof *stuck);
   ck_assert_ptr_nonnull(stuck);
   uint32_t held = stuck_after_flood(b, t, COUNT, stuck);
-  printf("bounded: sticky capacity 1000 (1024 slots), %d moved keys, %u held\n", COUNT,
-         held);
+  printf("bounded: sticky capacity 1000 (1024 slots), %d moved keys, %u held\n", COUNT, held);
   fflush(stdout);
   ck_assert_uint_le(held, 1024);
   ck_assert_uint_gt(held, 512);
@@ -658,8 +657,7 @@ END_TEST
 
 /* A key whose token's owners are all down walks on to the next tokens. */
 START_TEST(test_walks_past_down_owners) {
-  const ring_node_state st[] = {RING_NODE_DOWN, RING_NODE_DOWN, RING_NODE_ACTIVE,
-                                RING_NODE_ACTIVE};
+  const ring_node_state st[] = {RING_NODE_DOWN, RING_NODE_DOWN, RING_NODE_ACTIVE, RING_NODE_ACTIVE};
   ring_table *t = table_with(64, 2, 4, 4, NULL, st, 1); /* tokens own {0,1} or {2,3} */
   char key[32];
   key_preferring(t, 0, 0, key, sizeof key);
@@ -674,15 +672,13 @@ START_TEST(test_walks_past_down_owners) {
 END_TEST
 
 START_TEST(test_unavail_all_down) {
-  const ring_node_state st[] = {RING_NODE_DOWN, RING_NODE_DOWN, RING_NODE_REMOVED,
-                                RING_NODE_DOWN};
+  const ring_node_state st[] = {RING_NODE_DOWN, RING_NODE_DOWN, RING_NODE_REMOVED, RING_NODE_DOWN};
   ring_table *t = table_with(64, 2, 4, 4, NULL, st, 1);
   ring_bounded *b = router(1.25, 0.05, 64, STICKY_TTL);
   uint64_t loads[] = {0, 0, 0, 0};
   uint16_t node = 77;
   int first = 77;
-  ck_assert_int_eq(ring_bounded_route(b, t, "k", 1, loads, 0, 0, &node, &first),
-                   RING_EUNAVAIL);
+  ck_assert_int_eq(ring_bounded_route(b, t, "k", 1, loads, 0, 0, &node, &first), RING_EUNAVAIL);
   ck_assert_uint_eq(node, 77);
   ck_assert_int_eq(first, 77);
   ring_bounded_free(b);
@@ -696,8 +692,7 @@ START_TEST(test_unavail_all_full) {
   ring_bounded *b = router(1.25, 0.05, 64, STICKY_TTL);
   uint64_t loads[] = {5, 5, 5, 5};
   uint16_t node = 77;
-  ck_assert_int_eq(ring_bounded_route(b, t, "k", 1, loads, 0, 0, &node, NULL),
-                   RING_EUNAVAIL);
+  ck_assert_int_eq(ring_bounded_route(b, t, "k", 1, loads, 0, 0, &node, NULL), RING_EUNAVAIL);
   ck_assert_uint_eq(node, 77);
   ring_bounded_free(b);
   ring_table_free(t);
@@ -709,8 +704,9 @@ END_TEST
 START_TEST(test_new_bad_args) {
   ring_bounded *b = NULL; /* must stay untouched */
   const ring_bounded_opts bad[] = {
-      {0.99, 0.05, 16, 1},     {NAN, 0.05, 16, 1},     {INFINITY, 0.05, 16, 1},
-      {-1, 0.05, 16, 1},       {1.25, -0.01, 16, 1},   {1.25, 1.0, 16, 1},
+      {0.99, 0.05, 16, 1},     {NAN, 0.05, 16, 1},
+      {INFINITY, 0.05, 16, 1}, {-1, 0.05, 16, 1},
+      {1.25, -0.01, 16, 1},    {1.25, 1.0, 16, 1},
       {1.25, NAN, 16, 1},      {1.25, 0.05, (1u << 31) + 1, 1},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -732,16 +728,11 @@ START_TEST(test_route_bad_args) {
   ring_bounded *b = router(1.25, 0.05, 16, 100);
   uint64_t loads[] = {0, 0, 0, 0};
   uint16_t node = 77;
-  ck_assert_int_eq(ring_bounded_route(NULL, t, "k", 1, loads, 0, 0, &node, NULL),
-                   RING_EINVAL);
-  ck_assert_int_eq(ring_bounded_route(b, NULL, "k", 1, loads, 0, 0, &node, NULL),
-                   RING_EINVAL);
-  ck_assert_int_eq(ring_bounded_route(b, t, NULL, 1, loads, 0, 0, &node, NULL),
-                   RING_EINVAL);
-  ck_assert_int_eq(ring_bounded_route(b, t, "k", 1, NULL, 0, 0, &node, NULL),
-                   RING_EINVAL);
-  ck_assert_int_eq(ring_bounded_route(b, t, "k", 1, loads, 0, 0, NULL, NULL),
-                   RING_EINVAL);
+  ck_assert_int_eq(ring_bounded_route(NULL, t, "k", 1, loads, 0, 0, &node, NULL), RING_EINVAL);
+  ck_assert_int_eq(ring_bounded_route(b, NULL, "k", 1, loads, 0, 0, &node, NULL), RING_EINVAL);
+  ck_assert_int_eq(ring_bounded_route(b, t, NULL, 1, loads, 0, 0, &node, NULL), RING_EINVAL);
+  ck_assert_int_eq(ring_bounded_route(b, t, "k", 1, NULL, 0, 0, &node, NULL), RING_EINVAL);
+  ck_assert_int_eq(ring_bounded_route(b, t, "k", 1, loads, 0, 0, NULL, NULL), RING_EINVAL);
   ck_assert_uint_eq(node, 77);
   /* The empty key is a key. */
   ck_assert_int_eq(ring_bounded_route(b, t, NULL, 0, loads, 0, 0, &node, NULL), RING_OK);
@@ -754,8 +745,7 @@ START_TEST(test_route_bad_args) {
   for (uint32_t tok = 0; tok < 64; tok++)
     ring_table_set_owner(open, tok, 0, 0);
   node = 77;
-  ck_assert_int_eq(ring_bounded_route(b, open, "k", 1, loads, 0, 0, &node, NULL),
-                   RING_EINVAL);
+  ck_assert_int_eq(ring_bounded_route(b, open, "k", 1, loads, 0, 0, &node, NULL), RING_EINVAL);
   ck_assert_uint_eq(node, 77);
   ring_table_free(open);
   ring_bounded_free(b);
@@ -769,8 +759,7 @@ static Suite *bounded_suite(void) {
   Suite *s = suite_create("bounded");
   TCase *sim = tcase_create("cap");
   tcase_set_timeout(sim, 300);
-  tcase_add_loop_test(sim, test_cap_holds_under_skew, 0,
-                      (int)(sizeof sim_cfg / sizeof sim_cfg[0]));
+  tcase_add_loop_test(sim, test_cap_holds_under_skew, 0, (int)(sizeof sim_cfg / sizeof sim_cfg[0]));
   tcase_add_test(sim, test_first_choice_when_room);
   tcase_add_test(sim, test_cap_excludes_down_nodes);
   tcase_add_test(sim, test_cap_excludes_tokenless_nodes);
@@ -810,6 +799,4 @@ static Suite *bounded_suite(void) {
   return s;
 }
 
-int main(void) {
-  return run_suite(bounded_suite());
-}
+int main(void) { return run_suite(bounded_suite()); }

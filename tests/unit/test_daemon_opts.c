@@ -401,9 +401,21 @@ START_TEST(etcd_block) {
   rd_opt t[RD_ETCD_OPTS + 1];
   rd_etcd_opts(&c, t);
   t[RD_ETCD_OPTS] = (rd_opt){NULL, 0, NULL, 0, 0, NULL};
-  char *argv[] = {"ringd", "--endpoints", "https://e1:2379", "--user", "ring", "--password-file",
-                  "/p", "--etcd-ca-file", "/ca", "--etcd-cert-file", "/c", "--etcd-key-file", "/k",
-                  "--etcd-timeout", "2s"};
+  char *argv[] = {"ringd",
+                  "--endpoints",
+                  "https://e1:2379",
+                  "--user",
+                  "ring",
+                  "--password-file",
+                  "/p",
+                  "--etcd-ca-file",
+                  "/ca",
+                  "--etcd-cert-file",
+                  "/c",
+                  "--etcd-key-file",
+                  "/k",
+                  "--etcd-timeout",
+                  "2s"};
   ck_assert_int_eq(rd_opts_parse(15, argv, "test", t, err, sizeof err), RD_OPTS_OK);
   ck_assert_str_eq(c.endpoints, "https://e1:2379");
   ck_assert_str_eq(c.user, "ring");

@@ -349,6 +349,4 @@ Suite *suite(void) {
   return s;
 }
 
-int main(void) {
-  return run_suite(suite());
-}
+int main(void) { return run_suite(suite()); }

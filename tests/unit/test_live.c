@@ -189,6 +189,4 @@ static Suite *live_suite(void) {
   return s;
 }
 
-int main(void) {
-  return run_suite(live_suite());
-}
+int main(void) { return run_suite(live_suite()); }

@@ -385,6 +385,4 @@ static Suite *plan_suite(void) {
   return s;
 }
 
-int main(void) {
-  return run_suite(plan_suite());
-}
+int main(void) { return run_suite(plan_suite()); }

@@ -943,8 +943,8 @@ END_TEST
 /* The largest value (every token missing, 64 reasons of the longest
  * errors, every byte escaped) is under the cap. */
 START_TEST(missing_largest_under_cap) {
-  rk_missing m = {.version = RING_VERSION_MAX, .n_tokens = RING_TOKENS_MAX,
-                  .n_failing = RK_FAILING_MAX};
+  rk_missing m = {
+      .version = RING_VERSION_MAX, .n_tokens = RING_TOKENS_MAX, .n_failing = RK_FAILING_MAX};
   m.tokens = calloc(RING_TOKENS_MAX, sizeof *m.tokens);
   m.failing = calloc(RK_FAILING_MAX, sizeof *m.failing);
   ck_assert(m.tokens != NULL && m.failing != NULL);
@@ -993,21 +993,23 @@ START_TEST(host_caps_hold_the_largest_values) {
     ck_assert_int_eq(rk_progress_encode(&p, &json, &len), RING_OK);
   }
   size_t worst = len + (size_t)RK_FAILING_MAX * RK_FAIL_ERROR_MAX * 5; /* 6-byte escapes */
-  fprintf(stderr, "largest progress: %zu bytes (with every error byte escaped: %zu)\n", len,
-          worst);
+  fprintf(stderr, "largest progress: %zu bytes (with every error byte escaped: %zu)\n", len, worst);
   ck_assert_uint_le(worst, RK_PROGRESS_VALUE_MAX);
   ck_assert_int_eq(rk_host_size_check(RK_HOST_PROGRESS, len, NULL), RING_OK);
   free(json);
   rk_progress_free(&p);
 
   /* alive: the longest id, address and 16 labels of 63-byte keys and values */
-  rk_alive a = {.weight = 1e300, .started_ms = RING_VERSION_MAX,
-                .capacity_bytes = RING_VERSION_MAX, .free_bytes = RING_VERSION_MAX};
+  rk_alive a = {.weight = 1e300,
+                .started_ms = RING_VERSION_MAX,
+                .capacity_bytes = RING_VERSION_MAX,
+                .free_bytes = RING_VERSION_MAX};
   memset(a.id, 'i', RING_ID_MAX);
-  snprintf(a.addr, sizeof a.addr, "%.249s:65535",
-           "h.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.bbbbbbbbbbbbbbbbbbbbbbbbbbbb"
-           "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb.cccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
-           "ccccccc.dddddddddddddddddddddddddddddddddddddddddddddddddddddddd");
+  snprintf(
+      a.addr, sizeof a.addr, "%.249s:65535",
+      "h.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.bbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+      "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb.cccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
+      "ccccccc.dddddddddddddddddddddddddddddddddddddddddddddddddddddddd");
   for (uint32_t i = 0; i < RING_LABELS_MAX; i++) {
     char key[RING_ID_MAX + 1];
     memset(key, 'k', RING_ID_MAX);
@@ -1059,7 +1061,7 @@ START_TEST(ack_decode) {
   ck_assert_uint_eq(v, 42);
   ck_assert_int_eq(rk_ack_decode("9007199254740991", 16, &v, &err), RING_OK);
   ck_assert_uint_eq(v, RING_VERSION_MAX);
-  const char *bad[] = {"", "0", "042", "-1", "4 2", "v7", "9007199254740992", "12345678901234567",
+  const char *bad[] = {"",   "0", "042", "-1", "4 2", "v7", "9007199254740992", "12345678901234567",
                        "1.5"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     v = 7;

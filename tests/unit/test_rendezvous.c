@@ -54,13 +54,13 @@ static uint32_t read_counts(const ring_table *t, uint32_t counts[3]) {
 
 static void assert_shares(const char *what, const uint32_t counts[3], const double want[3]) {
   printf("rendezvous: %s: shares %.4f %.4f %.4f (want %.4f %.4f %.4f)\n", what,
-         counts[0] / (double)KEYS, counts[1] / (double)KEYS, counts[2] / (double)KEYS,
-         want[0], want[1], want[2]);
+         counts[0] / (double)KEYS, counts[1] / (double)KEYS, counts[2] / (double)KEYS, want[0],
+         want[1], want[2]);
   fflush(stdout);
   for (int i = 0; i < 3; i++) {
     double share = counts[i] / (double)KEYS;
-    ck_assert_msg(fabs(share - want[i]) <= TOLERANCE, "%s: node %d share %.4f, want %.4f",
-                  what, i, share, want[i]);
+    ck_assert_msg(fabs(share - want[i]) <= TOLERANCE, "%s: node %d share %.4f, want %.4f", what, i,
+                  share, want[i]);
   }
 }
 
@@ -68,8 +68,7 @@ static void assert_shares(const char *what, const uint32_t counts[3], const doub
 static ring_table *with_state(const ring_table *t, uint16_t index, ring_node_state state) {
   ring_table *c = NULL;
   ck_assert_int_eq(ring_table_clone(t, ring_table_version(t) + 1, &c), RING_OK);
-  ck_assert_int_eq(ring_table_set_node(c, index, state, ring_table_node_weight(t, index)),
-                   RING_OK);
+  ck_assert_int_eq(ring_table_set_node(c, index, state, ring_table_node_weight(t, index)), RING_OK);
   ck_assert_int_eq(ring_table_seal(c, NULL), RING_OK);
   return c;
 }
@@ -129,8 +128,7 @@ START_TEST(test_read_stable) {
   ck_assert_int_eq(ring_table_clone(t, 3, &shuffled), RING_OK);
   for (uint32_t tok = 0; tok < 256; tok++) /* owners 2,0,1 instead of 0,1,2 */
     for (uint32_t r = 0; r < 3; r++)
-      ck_assert_int_eq(ring_table_set_owner(shuffled, tok, r, (uint16_t)((r + 2) % 3)),
-                       RING_OK);
+      ck_assert_int_eq(ring_table_set_owner(shuffled, tok, r, (uint16_t)((r + 2) % 3)), RING_OK);
   ck_assert_int_eq(ring_table_seal(shuffled, NULL), RING_OK);
   uint32_t moved = 0;
   for (uint32_t i = 0; i < 100000; i++) {
@@ -199,9 +197,7 @@ static void check_without_node1(ring_node_state state, const char *what) {
 START_TEST(test_read_skips_down) { check_without_node1(RING_NODE_DOWN, "node 1 down"); }
 END_TEST
 
-START_TEST(test_read_skips_removed) {
-  check_without_node1(RING_NODE_REMOVED, "node 1 removed");
-}
+START_TEST(test_read_skips_removed) { check_without_node1(RING_NODE_REMOVED, "node 1 removed"); }
 END_TEST
 
 START_TEST(test_read_all_down) {
@@ -269,6 +265,4 @@ static Suite *rendezvous_suite(void) {
   return s;
 }
 
-int main(void) {
-  return run_suite(rendezvous_suite());
-}
+int main(void) { return run_suite(rendezvous_suite()); }

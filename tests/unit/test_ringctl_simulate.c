@@ -155,11 +155,11 @@ static void only_keys(const cJSON *o, const char *const *allowed) {
 
 START_TEST(test_json_shape) {
   const cJSON *j = root();
-  static const char *const top[] = {"nodes", "keys", "ideal_moved_fraction", "systems",
-                                    "bounded_loads", NULL};
-  static const char *const sys[] = {"name", "vnodes", "moved_fraction",
-                                    "moved_fraction_leave", "max_over_mean",
-                                    "min_over_mean", NULL};
+  static const char *const top[] = {"nodes",   "keys",          "ideal_moved_fraction",
+                                    "systems", "bounded_loads", NULL};
+  static const char *const sys[] = {
+      "name",          "vnodes", "moved_fraction", "moved_fraction_leave", "max_over_mean",
+      "min_over_mean", NULL};
   static const char *const bl[] = {"cap", "affinity", "max_over_mean", NULL};
   only_keys(j, top);
   ck_assert_double_eq(num(j, "nodes"), 8);
@@ -180,8 +180,7 @@ START_TEST(test_json_shape) {
   static const int vnodes[] = {1, 10, 100, 500};
   for (size_t i = 0; i < 4; i++)
     find_system(j, "ring", vnodes[i]);
-  ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "bounded_loads")),
-                   2);
+  ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "bounded_loads")), 2);
   only_keys(find_cap(j, 1.05), bl);
   only_keys(find_cap(j, 1.25), bl);
 }
@@ -358,6 +357,4 @@ static Suite *simulate_suite(void) {
   return s;
 }
 
-int main(void) {
-  return run_suite(simulate_suite());
-}
+int main(void) { return run_suite(simulate_suite()); }

@@ -23,12 +23,13 @@ typedef struct join_input {
 static void join_specs(const ring_table *base, join_input *in) {
   uint32_t n = ring_table_node_count(base);
   for (uint32_t i = 0; i <= n; i++) {
-    snprintf(in->ids[i], sizeof in->ids[i], "%s", i < n ? ring_table_node_id(base, (uint16_t)i) : "new");
+    snprintf(in->ids[i], sizeof in->ids[i], "%s",
+             i < n ? ring_table_node_id(base, (uint16_t)i) : "new");
     snprintf(in->addrs[i], sizeof in->addrs[i], "127.0.0.1:%u", 7500 + i);
     in->keys[i][0] = "zone";
     in->vals[i][0] = i < n ? ring_table_node_label(base, (uint16_t)i, "zone") : "z0";
-    in->specs[i] = (ring_node_spec){in->ids[i], in->addrs[i], in->keys[i], in->vals[i], 1, 1.0,
-                                    RING_NODE_ACTIVE};
+    in->specs[i] = (ring_node_spec){in->ids[i], in->addrs[i], in->keys[i],     in->vals[i],
+                                    1,          1.0,          RING_NODE_ACTIVE};
   }
   in->n = n + 1;
 }

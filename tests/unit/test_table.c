@@ -282,6 +282,4 @@ static Suite *table_suite(void) {
   return s;
 }
 
-int main(void) {
-  return run_suite(table_suite());
-}
+int main(void) { return run_suite(table_suite()); }

@@ -133,8 +133,8 @@ static void expect(const char *text, int code, const char *fragment) {
                 ring_strerror(rc), err.message, text);
   ck_assert_int_eq(err.code, code);
   ck_assert_ptr_eq(t, (ring_table *)0x1);
-  ck_assert_msg(strstr(err.message, fragment) != NULL, "message \"%s\" lacks \"%s\"",
-                err.message, fragment);
+  ck_assert_msg(strstr(err.message, fragment) != NULL, "message \"%s\" lacks \"%s\"", err.message,
+                fragment);
 }
 
 /* The sample's JSON with one top-level field replaced (value NULL: removed). */
@@ -281,8 +281,7 @@ END_TEST
 START_TEST(err_node_id) {
   expect_node_field(1, "id", "\"N1\"", RING_ENODEID, "nodes[1]: id \"N1\"");
   expect_node_field(1, "id", "\"\"", RING_ENODEID, "nodes[1]");
-  expect_node_field(1, "id",
-                    "\"a123456789012345678901234567890123456789012345678901234567890123\"",
+  expect_node_field(1, "id", "\"a123456789012345678901234567890123456789012345678901234567890123\"",
                     RING_ENODEID, "nodes[1]");
   expect_node_field(1, "id", NULL, RING_ENODEID, "nodes[1]: id: missing");
   expect_node_field(1, "id", "\"n0\"", RING_EDUPNODE, "nodes[1]: duplicate id \"n0\"");
@@ -431,6 +430,4 @@ static Suite *codec_suite(void) {
   return s;
 }
 
-int main(void) {
-  return run_suite(codec_suite());
-}
+int main(void) { return run_suite(codec_suite()); }
