@@ -8,7 +8,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cf=$(command -v clang-format-14 || command -v clang-format) ||
   { echo "check_format: clang-format not found (apt-get install clang-format-14)" >&2; exit 2; }
 cd "$root"
-mapfile -t files < <(git ls-files '*.c' '*.h')
+# The tracked files; without git (an exported tree), every C file outside build/.
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  mapfile -t files < <(git ls-files '*.c' '*.h')
+else
+  mapfile -t files < <(find . -path ./build -prune -o -path './.*' -prune -o \
+    \( -name '*.c' -o -name '*.h' \) -type f -print | sed 's|^\./||' | sort)
+fi
 if [ "${1:-}" = --fix ]; then
   "$cf" -i "${files[@]}"
   exit 0

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Installs what is needed, then builds and runs every test three times:
+# Installs what is needed, checks the tree's format (tests/check_format.sh),
+# then builds and runs every test three times:
 #   1. gcc, warnings as errors, the whole ctest suite (fuzz targets replay their corpus);
 #   2. clang with AddressSanitizer + UndefinedBehaviorSanitizer, the whole suite again,
-#      fuzz targets running libFuzzer for RING_FUZZ_SECONDS each (default 30);
+#      fuzz targets running libFuzzer for RING_FUZZ_SECONDS each (default 20);
 #   3. clang with ThreadSanitizer: the concurrency tests (label unit), and the etcd client,
 #      coordinator and agent tests (labels etcd, coordinator, agent; their daemons are
 #      instrumented too). The planner property test and the end-to-end and fault runs
@@ -30,6 +31,9 @@ build() {
   cmake --build "$dir" -j "$jobs"
 }
 
+echo "== format: clang-format 14 over every tracked C file"
+bash "$root/tests/check_format.sh"
+
 mkdir -p "$out"
 echo "== 1/3 gcc, -Werror: all tests"
 CC=gcc build "$out/release" -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -37,7 +41,7 @@ ctest --test-dir "$out/release" --output-on-failure -j "$jobs"
 
 echo "== 2/3 clang, ASan+UBSan, libFuzzer: all tests"
 CC=clang build "$out/asan" -DCMAKE_BUILD_TYPE=Debug -DRING_SANITIZE=ON -DRING_FUZZ=ON \
-  -DRING_FUZZ_SECONDS="${RING_FUZZ_SECONDS:-30}"
+  -DRING_FUZZ_SECONDS="${RING_FUZZ_SECONDS:-20}"
 # CK_FORK=no keeps each Check suite in one process, so LeakSanitizer sees it whole.
 CK_FORK=no ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
