@@ -280,6 +280,18 @@ uint64_t rk_state_seen_version(const rk_state *s);
  * then acts on nothing in s. */
 bool rk_state_history(ring_etcd *c, const rk_state *s);
 
+/* ------------------------------------------------- run steps (run_steps.c) */
+
+/* Marks in pick the moves of `wave` not done (bit i of done) that fit the
+ * limits th (moves_per_wave, moves_per_domain; moves_per_node is the
+ * agents'), greedily in plan order; returns how many: at least one while
+ * any is left, whatever the limits. */
+uint32_t rk_run_choose(const ring_plan *p, const uint8_t *done, const rk_throttle *th,
+                       uint32_t wave, uint8_t *pick);
+/* The first wave at or after `wave` with a move not done; the plan's wave
+ * count when none is left. */
+uint32_t rk_run_next_wave(const ring_plan *p, const uint8_t *done, uint32_t wave);
+
 /* ----------------------------------------------------- sizes (plan_sizes.c) */
 
 /* Host id's arc sizes (RK_READ_SIZES), NULL when it reported none. */

@@ -4,8 +4,7 @@
  *
  * Sections:
  *   1. the run's plan: recomputed from its document once per term
- *   2. choosing the in-flight set under the live throttle (cluster-wide and
- *      per domain; the per-node limit is the agents', where bytes flow)
+ *   2. choosing the in-flight set: rk_run_choose (cluster/run_steps.c)
  *   3. waiting: acks and progress
  *   4. writing the next cursor, finishing a run
  *   5. the step
@@ -49,84 +48,6 @@ static int load_plan(coord *c, const rk_run *run, ring_error *err) {
 static bool fatal(int rc) {
   return rc == RING_ENOTFOUND || rc == RING_ECHECKSUM || rc == RING_EVERSION || rc == RING_EPLAN ||
          rc == RING_EFORMAT || rc == RING_EFIELD;
-}
-
-/* ------------------------------------- 2. choosing the in-flight set */
-
-#define DOMAINS_MAX 256
-
-/* The limits a pending set obeys, read from config at each step. Not
- * moves_per_node: a version may name many pending moves for one node while
- * its agent fetches at most that many at once, and each source serves at
- * most that many (agent_fetchers.c, arc_server.c). So a join's versions do
- * not grow with moves / limit, and a raised limit speeds up the current
- * set at once. */
-typedef struct budget {
-  const rk_throttle *th;
-  const ring_table *t; /* the target: node ids and domains */
-  const char *level;   /* hard failure-domain label, "" for none */
-  const char *dom[DOMAINS_MAX];
-  uint32_t per_dom[DOMAINS_MAX];
-  uint32_t n_dom, total;
-} budget;
-
-/* The counter of a node's hard domain, NULL when domains are not limited. */
-static uint32_t *domain_slot(budget *b, uint16_t node) {
-  const char *v =
-      b->level[0] && node != RING_NODE_NONE ? ring_table_node_label(b->t, node, b->level) : NULL;
-  if (v == NULL || b->th->moves_per_domain == 0)
-    return NULL;
-  for (uint32_t i = 0; i < b->n_dom; i++)
-    if (strcmp(b->dom[i], v) == 0)
-      return &b->per_dom[i];
-  if (b->n_dom == DOMAINS_MAX)
-    return &b->per_dom[DOMAINS_MAX - 1]; /* more domains than slots: share the last, stricter */
-  b->dom[b->n_dom] = v;
-  return &b->per_dom[b->n_dom++];
-}
-
-/* Takes a move if every limit allows it. */
-static bool take(budget *b, const ring_move *m) {
-  uint32_t *df = domain_slot(b, m->from), *dt = domain_slot(b, m->to);
-  uint32_t lim = b->th->moves_per_domain;
-  if ((b->th->moves_per_wave && b->total >= b->th->moves_per_wave) || (df && *df >= lim) ||
-      (dt && *dt + (dt == df) >= lim))
-    return false;
-  b->total++;
-  if (df)
-    (*df)++;
-  if (dt && dt != df)
-    (*dt)++;
-  return true;
-}
-
-/* Marks in `pick` the moves of `wave` not yet done that fit the throttle,
- * greedily in plan order; returns how many (at least one if any is left). */
-static uint32_t choose(const ring_plan *p, const rk_run *run, const rk_config *cfg, uint32_t wave,
-                       uint8_t *pick) {
-  const ring_table *t = ring_plan_target(p);
-  budget b = {.th = &cfg->throttle, .t = t, .level = ring_table_failure_domain(t)};
-  const ring_move *m = ring_plan_moves(p);
-  uint32_t n = 0;
-  for (uint32_t i = 0; i < ring_plan_move_count(p); i++) {
-    if (m[i].wave != wave || rk_bit(run->cursor.done, i))
-      continue;
-    if (take(&b, &m[i]) || n == 0) { /* the first always goes: limits never stall a run */
-      rk_bit_set(pick, i, true);
-      n++;
-    }
-  }
-  return n;
-}
-
-/* The first wave at or after `wave` with a move not done; waves if none. */
-static uint32_t next_wave(const ring_plan *p, const uint8_t *done, uint32_t wave) {
-  const ring_move *m = ring_plan_moves(p);
-  uint32_t best = ring_plan_wave_count(p);
-  for (uint32_t i = 0; i < ring_plan_move_count(p); i++)
-    if (!rk_bit(done, i) && m[i].wave >= wave && m[i].wave < best)
-      best = m[i].wave;
-  return best;
 }
 
 /* ------------------------------------------- 3. waiting: acks, progress */
@@ -316,7 +237,7 @@ static int advance(coord *c, const rk_state *s, next_run *n, const uint8_t *pend
   if (rc == RING_OK) {
     n->r.cursor.pending = pending != NULL;
     n->r.cursor.moves_done = count_bits(n->done, n->bytes);
-    n->r.cursor.wave = pending ? wave : next_wave(c->run_plan, n->done, wave);
+    n->r.cursor.wave = pending ? wave : rk_run_next_wave(c->run_plan, n->done, wave);
     if (n->r.cursor.moves_done == n->r.plan.moves_total)
       n->r.state = RK_RUN_DONE;
     rc = commit(c, s, n, t);
@@ -357,8 +278,9 @@ static int cut_over(coord *c, const rk_state *s, const rk_run *run) {
 /* Settled -> the next in-flight set (or, with migration none, its cutover). */
 static int start_set(coord *c, const rk_state *s, const rk_run *run) {
   next_run n;
-  uint32_t wave = next_wave(c->run_plan, run->cursor.done, run->cursor.wave);
-  if (next_begin(run, &n) != RING_OK || choose(c->run_plan, run, &s->config, wave, n.inflight) == 0)
+  uint32_t wave = rk_run_next_wave(c->run_plan, run->cursor.done, run->cursor.wave);
+  if (next_begin(run, &n) != RING_OK ||
+      rk_run_choose(c->run_plan, run->cursor.done, &s->config.throttle, wave, n.inflight) == 0)
     return next_end(&n), RING_ENOMEM;
   if (s->config.migration != RK_MIGRATE_NONE)
     return advance(c, s, &n, n.inflight, wave);
