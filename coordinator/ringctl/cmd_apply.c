@@ -190,21 +190,45 @@ static int approve(ringctl_ctx *ctx, const rk_state *st, const rk_plan_doc *d, b
 
 /* ----------------------------------------------------------- the command */
 
+/* The time plan takes at the byte rate, from the arc sizes hosts report
+ * (ms; 0 when unknown), printed as the estimate `apply --wait` is held to. */
+static uint64_t estimate(ringctl_ctx *ctx, const ring_plan *plan) {
+  rk_state z;
+  ring_table *live = NULL;
+  uint64_t *arc = NULL, eta = 0;
+  uint32_t known = 0;
+  if (plan == NULL || ringctl_read_live(ctx, RK_READ_CONFIG | RK_READ_SIZES, &z, &live) != 0)
+    return 0;
+  uint64_t rate = z.config.throttle.bytes_per_sec;
+  if (rk_arc_bytes(&z, live, &arc, &known) == RING_OK && arc != NULL && rate > 0) {
+    char b[32], r[32], t[32];
+    eta = rk_plan_eta_ms(plan, arc, rate);
+    printf("estimate: %s at %s/s per agent: about %s (the busiest receiver's share)\n",
+           ringctl_bytes(rk_plan_bytes_in(plan, arc, NULL), b), ringctl_bytes(rate, r),
+           ringctl_duration((eta + 999) / 1000, t));
+  }
+  free(arc);
+  ring_table_free(live);
+  rk_state_free(&z);
+  return eta;
+}
+
 /* Approves d (from a file when !proposed) and reports it. */
 static int approve_doc(ringctl_ctx *ctx, const rk_state *st, const rk_plan_doc *d, bool proposed,
                        const apply_settings *s) {
   int rc = check_plan(ctx, st, d);
   ring_plan *plan = NULL;
-  if (rc == RINGCTL_EXIT_OK && !proposed)
-    rc = ringctl_plan_compute(ctx, d, &plan); /* the digest must hold */
-  ring_plan_free(plan);
+  if (rc == RINGCTL_EXIT_OK && (!proposed || s->wait))
+    rc = ringctl_plan_compute(ctx, d, &plan); /* a file's digest must hold */
   if (rc == RINGCTL_EXIT_OK)
     rc = approve(ctx, st, d, proposed);
+  uint64_t eta = rc == RINGCTL_EXIT_OK && s->wait ? estimate(ctx, plan) : 0;
+  ring_plan_free(plan);
   if (rc != RINGCTL_EXIT_OK)
     return rc;
   printf("applied plan %s: %u moves in %u waves from version %llu\n", d->id, d->moves_total,
          d->waves, (unsigned long long)d->base_version);
-  return s->wait ? ringctl_wait_run(ctx, d->id, s->stuck_timeout_ms) : RINGCTL_EXIT_OK;
+  return s->wait ? ringctl_wait_run(ctx, d->id, s->stuck_timeout_ms, eta) : RINGCTL_EXIT_OK;
 }
 
 static int apply_file(ringctl_ctx *ctx, const rk_state *st, const apply_settings *s) {

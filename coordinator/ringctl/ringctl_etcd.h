@@ -193,7 +193,8 @@ int ringctl_plan_whatif(ringctl_ctx *ctx, const ringctl_whatif *w, uint32_t n,
  * stuck_timeout_ms (0: none) also 1, after showing the stuck and failing
  * moves, when no move was done for that long or the coordinator reports
  * moves of the run stuck. */
-int ringctl_wait_run(ringctl_ctx *ctx, const char *id, uint64_t stuck_timeout_ms);
+int ringctl_wait_run(ringctl_ctx *ctx, const char *id, uint64_t stuck_timeout_ms,
+                     uint64_t estimate_ms);
 
 /* ------------------------------------------------------- throttle options */
 

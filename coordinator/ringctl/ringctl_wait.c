@@ -124,12 +124,19 @@ static void show(progress *p, const rk_run *r) {
   fflush(stdout);
 }
 
-/* The final line; the exit code of the run's end. */
-static int finish(progress *p, const rk_run *r) {
+/* The final lines (with the time taken against the estimate made at
+ * approval, when there was one); the exit code of the run's end. */
+static int finish(progress *p, const rk_run *r, uint64_t estimate_ms) {
   if (p->tty)
     putchar('\n');
   printf("plan %s %s: %u of %u moves%s%s\n", r->plan.id, rk_run_state_name(r->state),
          r->cursor.moves_done, r->plan.moves_total, r->reason[0] ? ": " : "", r->reason);
+  double took = now_s() - p->start_s;
+  char t[32], e[32];
+  if (estimate_ms > 0 && r->state == RK_RUN_DONE)
+    printf("took %s, estimated %s at approval (%+.0f%%)\n", ringctl_duration((uint64_t)took, t),
+           ringctl_duration((estimate_ms + 999) / 1000, e),
+           100.0 * (took * 1000.0 - (double)estimate_ms) / (double)estimate_ms);
   return r->state == RK_RUN_DONE ? RINGCTL_EXIT_OK : RINGCTL_EXIT_FAILURE;
 }
 
@@ -216,7 +223,8 @@ static void sleep_ms(long ms) {
   nanosleep(&ts, NULL);
 }
 
-int ringctl_wait_run(ringctl_ctx *ctx, const char *id, uint64_t stuck_timeout_ms) {
+int ringctl_wait_run(ringctl_ctx *ctx, const char *id, uint64_t stuck_timeout_ms,
+                     uint64_t estimate_ms) {
   progress p = {isatty(STDOUT_FILENO) == 1, now_s(), 0, 0, UINT32_MAX, -1};
   watchdog wd = {stuck_timeout_ms, now_s(), UINT32_MAX};
   bool first = true;
@@ -227,7 +235,7 @@ int ringctl_wait_run(ringctl_ctx *ctx, const char *id, uint64_t stuck_timeout_ms
     if (rc != RINGCTL_EXIT_OK)
       return rc;
     if (w == RUN_FINISHED) {
-      rc = finish(&p, &r);
+      rc = finish(&p, &r, estimate_ms);
       rk_run_free(&r);
       return rc;
     }

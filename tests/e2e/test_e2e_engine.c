@@ -6,7 +6,8 @@
  *             for a join says the bytes its receivers then get, within 1%,
  *             and under a byte limit the time it takes (printed next to the
  *             real duration; only held to a loose bound here, since a
- *             test is no benchmark);
+ *             test is no benchmark); `apply --wait` prints the estimate at
+ *             approval and, at the end, the time taken against it;
  *   throttle  a join runs at moves-per-node 1: the receiver fetches one arc
  *             at a time. Raised to 16 mid-run, the receiver fetches more at
  *             once within seconds; lowered to 2, no more than 2 after the
@@ -63,7 +64,9 @@ START_TEST(estimate) {
   cJSON_Delete(p);
   ck_assert_double_gt(bytes, 0);
   double before = bytes_in_all(4), t0 = harness_now();
-  ck_assert_int_eq(e2e_ringctl(NULL, 0, "apply %s", id), 0);
+  ck_assert_int_eq(e2e_ringctl(out, sizeof out, "apply --wait %s", id), 0);
+  ck_assert_msg(strstr(out, "estimate: ") != NULL && strstr(out, "estimated ") != NULL,
+                "apply --wait holds the run to no estimate: %.400s", out);
   e2e_wait_done(id, 180);
   double took = harness_now() - t0, got = bytes_in_all(4) - before;
   printf("estimate: plan said %.0f bytes and %.1f s at 8000 B/s per agent; the receivers got "
