@@ -229,6 +229,7 @@ typedef struct agent {
   int refill_written;      /* missing/<id>: 0 unknown (at start), 1 absent, 2 written */
   uint64_t refill_digest;  /* of the record last written */
   uint64_t refill_last_ms; /* rd_now_ms of the last write attempt */
+  bool refill_held;        /* missing arcs wait: the auto-apply policy is none */
   /* arc sizes (agent_sizes.c) */
   uint64_t sizes_ms;      /* rd_now_ms of the last measure; 0: none yet */
   uint64_t sizes_version; /* the table version then */

@@ -192,8 +192,10 @@ uint64_t agent_own_tick(agent *a) {
   } else if (a->own_missing > 0) {
     snprintf(why, sizeof why,
              "%" PRIu32 " owned tokens have no arc here (first: %" PRIu32
-             "); served as not held, never as empty; refilling from the other owners",
-             a->own_missing, a->own_missing_first);
+             "); served as not held, never as empty; %s",
+             a->own_missing, a->own_missing_first,
+             a->refill_held ? "the refill waits: auto-apply is none (ringctl auto-apply repair)"
+                            : "refilling from the other owners");
     agent_trouble(a, "owned arcs missing", why);
   }
   uint64_t since = now - a->own_checked_ms;

@@ -6,7 +6,10 @@
  * Sections: jobs; the record; the tick.
  *
  * Ownership does not move, so no plan and no table change are needed: this
- * is a repair. Each missing token gets one job in the fetch machinery
+ * is a repair, and runs when the cluster's auto-apply policy allows
+ * repairs (repair, the default, or all). Under `none` the tokens are
+ * reported and nothing is fetched until an operator allows it
+ * (`ringctl auto-apply repair`). Each missing token gets one job in the fetch machinery
  * (agent_fetchers.c) marked `refill`: the same workers, byte-rate limiter,
  * fetch concurrency, signed manifests, checksums and atomic install as a
  * move. Its sources are the token's other owners in the table in service,
@@ -92,9 +95,13 @@ void agent_refill_sync(agent *a, const uint32_t *missing, uint32_t n) {
   a->refill_missing = copy;
   a->n_refill_missing = n;
   a->refill_version = a->seen_version;
+  /* A refill is a repair: the cluster's policy allows it (repair, all), or
+   * under `none` it waits, reported, for the operator's word. */
+  bool allowed = a->has_config && a->config.auto_apply != RK_AUTO_NONE;
+  a->refill_held = !allowed && n > 0;
   pthread_mutex_lock(&a->jobs_mu);
-  cancel_done(a, missing, n);
-  uint32_t added = add_missing(a, missing, n);
+  cancel_done(a, allowed ? missing : NULL, allowed ? n : 0);
+  uint32_t added = allowed ? add_missing(a, missing, n) : 0;
   pthread_mutex_unlock(&a->jobs_mu);
   if (added > 0)
     rd_logf(RD_WARN,

@@ -3,16 +3,20 @@
  * cluster (e2e_cluster.h). An agent restarted under its id on an empty
  * data dir reports the token-replicas it owns and lacks in missing/<id>;
  * the coordinator and ringctl name them; the agent refills them from the
- * other owners with no human step, byte for byte. Tokens no owner holds
+ * other owners, byte for byte, with no human step once the cluster's
+ * auto-apply policy allows repairs (these clusters start at `none`, where
+ * the refill waits, reported, until `ringctl auto-apply repair`). Tokens no owner holds
  * any more are lost: named, never installed empty, until the operator
  * accepts the loss.
  *   refill_from_survivors  R=2, 3 nodes, a data set; n1's disk wiped
  *                          (kill -9, empty data dir, same id): within one
  *                          check period status --json and verify name its
  *                          missing replicas and the coordinator's /healthz
- *                          is degraded; the refill (throttled, so it can be
- *                          seen) brings every arc back identical to the
- *                          other owner's; reports clear; the final check.
+ *                          is degraded; at policy none nothing is fetched;
+ *                          `ringctl auto-apply repair`, and the refill
+ *                          (throttled, so it can be seen) brings every arc
+ *                          back identical to the other owner's; reports
+ *                          clear; the final check.
  *   lost_until_accepted    R=2, 3 nodes; n1 and n2 wiped together: tokens
  *                          only they owned are lost (status, verify,
  *                          /healthz) and stay absent on both while the
@@ -179,7 +183,14 @@ START_TEST(refill_from_survivors) {
                          5),
                 "coordinator /healthz %ld: %.300s", hs, out);
 
-  /* no human step: the refill brings every arc back */
+  /* policy none: the refill waits for the operator's word */
+  harness_sleep_ms(2 * CHECK_PERIOD_S * 1000);
+  ck_assert_double_eq(missing_of("n1"), first);
+  ck_assert_double_eq(env_metric(1, "ring_agent_arcs_refilled_total"), 0);
+  ck_assert_double_eq(env_metric(1, "ring_agent_bytes_in_total"), 0);
+  ck_assert_int_eq(e2e_ringctl(NULL, 0, "auto-apply repair"), 0);
+
+  /* repairs allowed: no further human step, the refill brings every arc back */
   ck_assert_msg(ENV_WAIT(missing_of("n1") == 0, 60), "n1 still reports %.0f missing",
                 missing_of("n1"));
   fprintf(stderr, "refilled in %.1f s: %.0f arcs, %.0f bytes in\n", harness_now() - t0,
@@ -211,6 +222,7 @@ END_TEST
 START_TEST(lost_until_accepted) {
   const e2e_opts o = {.replicas = 2, .keys = 300};
   e2e_bootstrap(&o, 3, 1);
+  ck_assert_int_eq(e2e_ringctl(NULL, 0, "auto-apply repair"), 0); /* refills may run */
   /* tokens only n1 and n2 own: both replicas go with the two disks */
   static uint32_t lost[TOKENS_CAP];
   uint32_t n_lost = 0;
