@@ -206,6 +206,7 @@ static uint64_t estimate(ringctl_ctx *ctx, const ring_plan *plan) {
     printf("estimate: %s at %s/s per agent: about %s (the busiest receiver's share)\n",
            ringctl_bytes(rk_plan_bytes_in(plan, arc, NULL), b), ringctl_bytes(rate, r),
            ringctl_duration((eta + 999) / 1000, t));
+    ringctl_sizes_partial(stdout, live, known);
   }
   free(arc);
   ring_table_free(live);

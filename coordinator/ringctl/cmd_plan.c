@@ -86,6 +86,8 @@ static int show_proposed(ringctl_ctx *ctx, const rk_state *st, const ring_table 
     rc = ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "out of memory");
   if (rc == RINGCTL_EXIT_OK)
     rc = ringctl_plan_show(ctx, &st->proposed, plan, &st->config, arc);
+  if (rc == RINGCTL_EXIT_OK && !ctx->a->globals->json)
+    ringctl_sizes_partial(stdout, live, known);
   free(arc);
   if (rc == RINGCTL_EXIT_OK && !ctx->a->globals->json && st->proposed.base_version != st->version)
     printf("\nstale: the cluster is at version %llu; the coordinator will propose anew\n",

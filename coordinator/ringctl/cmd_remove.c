@@ -27,20 +27,6 @@ typedef struct remove_args {
   ring_node_state state; /* out: the record's state when removed */
 } remove_args;
 
-/* Token-replicas node i owns or is to receive in t. */
-static uint32_t owned(const ring_table *t, const char *id) {
-  int i = t ? ring_table_find_node(t, id) : -1;
-  if (i < 0)
-    return 0;
-  uint32_t n = ring_table_node_replicas(t, (uint16_t)i);
-  uint32_t token, slot;
-  uint16_t node;
-  for (uint32_t k = 0; k < ring_table_pending_count(t); k++)
-    if (ring_table_pending_at(t, k, &token, &slot, &node) == RING_OK && node == (uint16_t)i)
-      n++;
-  return n;
-}
-
 /* Drained or down: nothing new will be placed on it. */
 static int removable(const ringctl_ctx *ctx, const rk_node *n) {
   if (n->state == RING_NODE_DOWN || n->desired == RK_WANT_DRAINED)
@@ -84,7 +70,7 @@ static int check(ringctl_ctx *ctx, const char *id, const rk_node *rec, const rin
   if (rec->desired == RK_WANT_REMOVED)
     return RINGCTL_EXIT_OK;
   int rc = removable(ctx, rec);
-  uint32_t n = owned(t, id);
+  uint32_t n = ringctl_node_holds(t, id);
   if (rc == RINGCTL_EXIT_OK && n > 0)
     rc = ringctl_say(ctx, RINGCTL_EXIT_FAILURE,
                      "node %s still owns %u token-replicas in version %llu: drain it and let "

@@ -33,21 +33,6 @@ typedef struct replace_args {
   double weight;      /* out: OLD's */
 } replace_args;
 
-static uint32_t replicas_of(const ring_table *t, const char *id) {
-  int i = t ? ring_table_find_node(t, id) : -1;
-  return i < 0 ? 0 : ring_table_node_replicas(t, (uint16_t)i);
-}
-
-static bool pending_to(const ring_table *t, const char *id) {
-  int i = t ? ring_table_find_node(t, id) : -1;
-  uint32_t token, slot;
-  uint16_t node;
-  for (uint32_t k = 0; i >= 0 && k < ring_table_pending_count(t); k++)
-    if (ring_table_pending_at(t, k, &token, &slot, &node) == RING_OK && node == (uint16_t)i)
-      return true;
-  return false;
-}
-
 /* Why OLD cannot be replaced by NEW now, or RINGCTL_EXIT_OK. */
 static int check(ringctl_ctx *ctx, const rk_state *st, const ring_table *t, const char *const id[2],
                  const rk_node *old, const rk_node *nu) {
@@ -63,7 +48,7 @@ static int check(ringctl_ctx *ctx, const rk_state *st, const ring_table *t, cons
       nu->state == RING_NODE_REMOVED)
     return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "node %s is %s (desired %s): it cannot take over",
                        nu->id, ring_node_state_name(nu->state), rk_desired_name(nu->desired));
-  if (replicas_of(t, nu->id) > 0 || pending_to(t, nu->id))
+  if (ringctl_node_holds(t, nu->id) > 0)
     return ringctl_say(ctx, RINGCTL_EXIT_FAILURE,
                        "node %s owns token-replicas already: only a node that owns nothing can "
                        "take another's place",
@@ -136,7 +121,7 @@ static int run(ringctl_ctx *ctx, void *ud) {
   const rk_node *old = rk_state_node(&st, r->pos[0]), *nu = rk_state_node(&st, r->pos[1]);
   rc = check(ctx, &st, t, r->pos, old, nu);
   if (rc == RINGCTL_EXIT_OK) {
-    r->replicas = replicas_of(t, old->id);
+    r->replicas = ringctl_node_holds(t, old->id); /* no run: nothing pending */
     r->weight = old->weight;
     rc = write_both(ctx, &st, *old, *nu);
   }

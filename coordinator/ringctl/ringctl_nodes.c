@@ -23,6 +23,18 @@ static void fill_row(const rk_state *st, const ring_table *t, const double *targ
   r->target = targets[index];
 }
 
+uint32_t ringctl_node_holds(const ring_table *t, const char *id) {
+  int i = t ? ring_table_find_node(t, id) : RING_ENOTFOUND;
+  if (i < 0)
+    return 0;
+  uint32_t n = ring_table_node_replicas(t, (uint16_t)i), token, slot;
+  uint16_t node;
+  for (uint32_t k = 0; k < ring_table_pending_count(t); k++)
+    if (ring_table_pending_at(t, k, &token, &slot, &node) == RING_OK && node == (uint16_t)i)
+      n++;
+  return n;
+}
+
 int ringctl_node_rows(const rk_state *st, const ring_table *table, ringctl_node_row **rows) {
   uint32_t n_table = table ? ring_table_node_count(table) : 0;
   ringctl_node_row *r = calloc(st->n_nodes ? st->n_nodes : 1, sizeof *r);

@@ -67,6 +67,12 @@ typedef struct ringctl_node_row {
 /* One row per node record of st (in its order); *rows is malloc()'ed.
  * table may be NULL (no table yet: nothing owned, no target). */
 int ringctl_node_rows(const rk_state *st, const ring_table *table, ringctl_node_row **rows);
+/* Token-replicas node `id` owns in t plus those it is to receive (pending
+ * entries naming it); 0 when t is NULL or does not name it. */
+uint32_t ringctl_node_holds(const ring_table *t, const char *id);
+/* "sizes:" line when only `known` of t's tokens have a reported size (the
+ * bytes shown count the others as 0); nothing when all do or none. */
+void ringctl_sizes_partial(FILE *f, const ring_table *t, uint32_t known);
 
 /* {"id","state","labels","weight","replicas","target"}; with full also
  * "addr","desired","alive","acked". */

@@ -142,6 +142,13 @@ static void print_cost(FILE *f, const rk_plan_doc *d, const ring_plan *plan, con
           ringctl_duration((ms + 999) / 1000, t), ringctl_bytes(rate, b));
 }
 
+void ringctl_sizes_partial(FILE *f, const ring_table *t, uint32_t known) {
+  uint32_t T = t ? ring_table_tokens(t) : 0;
+  if (known > 0 && known < T)
+    fprintf(f, "sizes:    %u of %u tokens reported (sizes/); the bytes count the others as 0\n",
+            known, T);
+}
+
 /* Per-node table: moves in and out, load before and after, target. */
 static void print_balance(FILE *f, const ring_plan *plan, const flows *fl) {
   const ring_table *t = ring_plan_target(plan);

@@ -132,6 +132,20 @@ START_TEST(plan_bytes_and_eta) {
   ck_assert_int_eq(r.code, 0);
   ck_assert_ptr_nonnull(strstr(r.out, "receivers"));
   ck_assert_ptr_nonnull(strstr(r.out, "the busiest receiver"));
+  ck_assert_ptr_null(strstr(r.out, "tokens reported")); /* every token's size is known */
+  fx_free(&r);
+
+  /* n0 and n1 report nothing: tokens only they own have no size, and the
+   * plan says the bytes are partial rather than passing them off as whole */
+  for (int i = 0; i < 2; i++) {
+    char key[RK_KEY_MAX];
+    snprintf(key, sizeof key, "/ringkeeper/p-bytes/sizes/n%d", i);
+    ck_assert_int_eq(ring_etcd_delete(fx_client, key, strlen(key), false, NULL, NULL, NULL),
+                     RING_OK);
+  }
+  r = fx_ringctl("p-bytes", "plan");
+  ck_assert_int_eq(r.code, 0);
+  ck_assert_msg(strstr(r.out, "sizes:    ") && strstr(r.out, "tokens reported"), "%s", r.out);
   fx_free(&r);
 }
 END_TEST
