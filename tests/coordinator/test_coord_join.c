@@ -77,6 +77,8 @@ START_TEST(first_placement_then_join) {
   const char *ids[] = {"a1", "a2", "a3", "a4"};
   for (int i = 0; i < 4; i++) {
     env_node n;
+    /* the membership step writes the state a step after the run's record */
+    WAIT_UNTIL(env_node_is(ids[i], "active"), 10, "nodes/%s never became active", ids[i]);
     ck_assert_msg(env_node_read(ids[i], &n), "no nodes/%s", ids[i]);
     ck_assert_str_eq(n.state, "active");
     ck_assert_str_eq(n.desired, "active");
