@@ -356,6 +356,12 @@ RING_EXTERN uint64_t ring_live_version(ring_live *l);
  * token per wave; no throttle limit exceeded. Same input, same plan. */
 typedef struct ring_plan ring_plan;
 
+/* What "balanced" counts. Tokens: every node within one token-replica of
+ * its weighted target. Bytes (needs a current table and per-token sizes):
+ * every node's bytes held within the largest arc of its weighted share of
+ * all bytes held, so a token whose arc is 10x the mean counts 10x. */
+typedef enum ring_balance { RING_BALANCE_TOKENS = 0, RING_BALANCE_BYTES = 1 } ring_balance;
+
 typedef struct ring_plan_config {
   const char *cluster;         /* used when there is no current table */
   uint32_t tokens;             /* T, when there is no current table */
@@ -367,6 +373,11 @@ typedef struct ring_plan_config {
   uint32_t max_moves_per_domain; /* concurrent moves touching one hard domain; 0 = no limit */
   uint32_t max_moves_per_wave;   /* moves in one wave; 0 = no limit */
   const uint64_t *arc_bytes;     /* bytes held per token (T entries), or NULL */
+  ring_balance balance;          /* RING_BALANCE_TOKENS (0) unless asked */
+  /* Bytes balance: the per-token sizes it weighs (T entries, each below
+   * 2^48); NULL means arc_bytes. A plan that must be recomputed exactly
+   * (proto/plan.md) passes the quantised sizes it stored here. */
+  const uint64_t *balance_sizes;
 } ring_plan_config;
 
 /* One token-replica changing hands. Node indexes are the target table's. */
@@ -402,8 +413,15 @@ RING_EXTERN uint32_t ring_plan_move_count(const ring_plan *p);
 /* Moves in (wave, token, slot) order. */
 RING_EXTERN const ring_move *ring_plan_moves(const ring_plan *p);
 RING_EXTERN uint32_t ring_plan_wave_count(const ring_plan *p);
-/* The fewest moves any plan for this input could make: token-replicas on
- * nodes that must give them up, plus each node's excess over its quota. */
+/* The fewest moves any plan for this input could make. Tokens balance:
+ * token-replicas on nodes that must give them up, plus each node's excess
+ * over its quota. Bytes balance: the larger of (the replicas that must move,
+ * plus for each node above its share + the largest arc, the fewest of its
+ * arcs whose bytes bring it down there) and (for each node below its share
+ * - the largest arc, the fewest of all arcs whose bytes bring it up there)
+ * and (per hard domain whose share is a replica of every token, the tokens
+ * with no replica there, but for the smallest that its nodes' slack of one
+ * largest arc each can leave out). */
 RING_EXTERN uint32_t ring_plan_lower_bound(const ring_plan *p);
 /* Tokens whose owners repeat a best-effort domain value in the target. */
 RING_EXTERN uint32_t ring_plan_best_effort_violations(const ring_plan *p);
@@ -433,6 +451,12 @@ RING_EXTERN int ring_plan_node_load(const ring_plan *p, uint16_t index, ring_pla
  * are draining, down or removed own nothing. `failure_domain` NULL means the
  * table's own. */
 RING_EXTERN int ring_table_verify(const ring_table *t, const char *failure_domain, char **report);
+
+/* ring_table_verify with bytes balance: each serving node's bytes held
+ * (sizes: T entries, each below 2^48) within the largest arc of its
+ * weighted share of all bytes held, instead of the token-replica rule. */
+RING_EXTERN int ring_table_verify_bytes(const ring_table *t, const char *failure_domain,
+                                        const uint64_t *sizes, char **report);
 
 /* Checks a plan against its base and config: the target passes
  * ring_table_verify; applying the moves to the base gives the target;

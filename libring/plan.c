@@ -143,6 +143,10 @@ int ring_plan_compute(const ring_table *cur, const ring_node_spec *nodes, uint32
                       const ring_plan_config *cfg, ring_plan **out, ring_error *err) {
   if (cfg == NULL || out == NULL || (nodes == NULL && n_nodes > 0) || (cur && !cur->sealed))
     return ring__err(err, RING_EINVAL, "ring_plan_compute: bad argument");
+  if (cfg->balance != RING_BALANCE_TOKENS && (cfg->balance != RING_BALANCE_BYTES || cur == NULL))
+    return ring__err(err, RING_EINVAL,
+                     cur ? "balance: unknown mode"
+                         : "balance bytes: a first placement has no data to weigh");
   ring_table *want = NULL;
   ring__planner p = {.cfg = cfg};
   ring_plan *plan = calloc(1, sizeof *plan);

@@ -56,12 +56,11 @@ static bool can_take_as(const planner *p, uint16_t u, uint32_t t, uint32_t r, bo
   return true;
 }
 
-static bool can_take(const planner *p, uint16_t u, uint32_t t, uint32_t r) {
+bool ring__can_take(const planner *p, uint16_t u, uint32_t t, uint32_t r) {
   return can_take_as(p, u, t, r, false);
 }
 
-/* Owners of the token's other slots sharing u's best-effort value. */
-static uint32_t soft_conflicts(const planner *p, uint16_t u, uint32_t t, uint32_t r) {
+uint32_t ring__soft_conflicts(const planner *p, uint16_t u, uint32_t t, uint32_t r) {
   if (p->soft == NULL)
     return 0;
   const uint16_t *w = &p->target->owners[(size_t)t * p->R];
@@ -133,7 +132,8 @@ static uint16_t pick_in_domain(planner *p, const groups *g, uint32_t d, uint32_t
     uint32_t i = g->node[j];
     if (p->load[i] >= p->sh.quota[i])
       continue;
-    pick c = {i, p->sh.quota[i] - p->load[i], soft_conflicts(p, (uint16_t)i, t, r), tie(t, i)};
+    pick c = {i, p->sh.quota[i] - p->load[i], ring__soft_conflicts(p, (uint16_t)i, t, r),
+              tie(t, i)};
     if (best.id == NONE || better(&c, &best))
       best = c;
   }
@@ -192,8 +192,19 @@ typedef struct rebalance {
 
 static bool unmoved(const planner *p, uint32_t s) { return p->target->owners[s] == p->orig[s]; }
 
-/* Frees the slots that must move whatever else happens: owners that give
- * everything up, and the later of two owners sharing a hard domain. */
+bool ring__slot_forced(const planner *p, uint32_t t, uint32_t r) {
+  uint16_t o = p->orig[t * p->R + r];
+  if (!p->sh.eligible[o])
+    return true;
+  for (uint32_t q = 0; q < r; q++) {
+    uint16_t x = p->orig[t * p->R + q];
+    if (p->sh.eligible[x] && p->sh.dom[x] == p->sh.dom[o])
+      return true;
+  }
+  return false;
+}
+
+/* Frees the slots that must move whatever else happens. */
 static int free_forced(planner *p, rebalance *rb) {
   rb->free_slots = malloc(((size_t)p->T * p->R) * sizeof *rb->free_slots);
   rb->moved = malloc(((size_t)p->T * p->R) * sizeof *rb->moved);
@@ -203,11 +214,7 @@ static int free_forced(planner *p, rebalance *rb) {
     for (uint32_t r = 0; r < p->R; r++) {
       uint32_t s = t * p->R + r;
       uint16_t o = p->orig[s];
-      bool clash = false;
-      for (uint32_t q = 0; q < r && p->sh.eligible[o]; q++)
-        clash |= p->sh.eligible[p->orig[t * p->R + q]] &&
-                 p->sh.dom[p->orig[t * p->R + q]] == p->sh.dom[o];
-      if (!p->sh.eligible[o] || clash) {
+      if (ring__slot_forced(p, t, r)) {
         rb->free_slots[rb->n_free++] = s;
         p->target->owners[s] = NONE;
       } else {
@@ -266,9 +273,9 @@ static uint16_t receiver_for(const planner *p, uint32_t s) {
   pick best = {NONE, 0, UINT32_MAX, 0};
   for (uint32_t i = 0; i < p->n; i++) {
     uint32_t left = deficit(p, i);
-    if (left == 0 || !can_take(p, (uint16_t)i, t, r))
+    if (left == 0 || !ring__can_take(p, (uint16_t)i, t, r))
       continue;
-    pick c = {i, left, soft_conflicts(p, (uint16_t)i, t, r), tie(s, i)};
+    pick c = {i, left, ring__soft_conflicts(p, (uint16_t)i, t, r), tie(s, i)};
     if (best.id == NONE || better(&c, &best))
       best = c;
   }
@@ -299,9 +306,9 @@ static uint32_t slot_for(const planner *p, const rebalance *rb, uint32_t o, uint
   const uint32_t start = len ? (uint32_t)(tie(o, u) % len) : 0;
   for (uint32_t k = 0; k < len && found < 16 && best_soft > 0; k++) {
     uint32_t s = rb->slots[a + (start + k) % len];
-    if (!unmoved(p, s) || !can_take(p, u, s / p->R, s % p->R))
+    if (!unmoved(p, s) || !ring__can_take(p, u, s / p->R, s % p->R))
       continue;
-    uint32_t c = soft_conflicts(p, u, s / p->R, s % p->R);
+    uint32_t c = ring__soft_conflicts(p, u, s / p->R, s % p->R);
     found++;
     if (c < best_soft)
       best = s, best_soft = c;
@@ -391,11 +398,11 @@ static bool relay(planner *p, rebalance *rb, uint32_t s1, uint16_t u) {
   for (uint32_t k = 0; k < rb->n_moved; k++) {
     uint32_t s2 = rb->moved[k];
     uint16_t b = p->target->owners[s2];
-    if (b == u || b == NONE || s2 / p->R == t1 || !can_take(p, u, s2 / p->R, s2 % p->R))
+    if (b == u || b == NONE || s2 / p->R == t1 || !ring__can_take(p, u, s2 / p->R, s2 % p->R))
       continue;
     const uint16_t owner = p->target->owners[s1];
     p->target->owners[s2] = u; /* tentatively, so b's check sees it */
-    bool ok = b != owner && can_take(p, b, t1, r1);
+    bool ok = b != owner && ring__can_take(p, b, t1, r1);
     p->target->owners[s2] = b;
     if (!ok)
       continue;
@@ -412,7 +419,7 @@ static bool two_hop(planner *p, rebalance *rb, uint32_t s1, uint16_t u) {
   const uint32_t t1 = s1 / p->R, r1 = s1 % p->R;
   const uint16_t owner = p->target->owners[s1];
   for (uint32_t b = 0; b < p->n; b++) {
-    if (!p->sh.eligible[b] || b == u || b == owner || !can_take(p, (uint16_t)b, t1, r1))
+    if (!p->sh.eligible[b] || b == u || b == owner || !ring__can_take(p, (uint16_t)b, t1, r1))
       continue;
     p->target->owners[s1] = (uint16_t)b; /* tentatively, so u's check sees it */
     uint32_t s2 = slot_for(p, rb, b, u);
@@ -520,7 +527,7 @@ static bool augment(planner *p, rebalance *rb, uint16_t o, uint32_t s1, bool fre
  * move, or by a longer chain, in that order of cost. */
 static bool place_stranded(planner *p, rebalance *rb, uint32_t s1) {
   for (uint32_t i = 0; i < p->n; i++)
-    if (deficit(p, i) > 0 && can_take(p, (uint16_t)i, s1 / p->R, s1 % p->R)) {
+    if (deficit(p, i) > 0 && ring__can_take(p, (uint16_t)i, s1 / p->R, s1 % p->R)) {
       move_slot(p, rb, s1, (uint16_t)i);
       return true;
     }
@@ -590,5 +597,7 @@ int ring__plan_assign(ring__planner *p, ring_error *err) {
     return place_initial(p, err);
   }
   memcpy(p->target->owners, p->orig, (size_t)p->T * p->R * sizeof *p->orig);
+  if (p->cfg->balance == RING_BALANCE_BYTES)
+    return ring__plan_assign_bytes(p, err);
   return place_rebalance(p, err);
 }

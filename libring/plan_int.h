@@ -5,6 +5,7 @@
  *   plan.c         membership -> target node list; orchestration; accessors
  *   plan_quota.c   hard domains, weighted targets with domain caps, integer quotas
  *   plan_assign.c  initial placement, and minimal-movement rebalancing
+ *   plan_bytes.c   rebalancing by bytes held (--balance bytes)
  *   plan_waves.c   stream sources and throttled waves
  *   plan_verify.c  independent checks of tables and plans
  */
@@ -79,6 +80,21 @@ typedef struct ring__planner {
 /* Fills p->target's owners: from scratch when p->orig is NULL, else moving
  * as few replicas from p->orig as it can. RING_EPLAN if stuck. */
 int ring__plan_assign(ring__planner *p, ring_error *err);
+
+/* Whether node u may own slot (t, r) of p->target without breaking a hard
+ * rule before, during or after the token's moves (plan_assign.c). */
+bool ring__can_take(const ring__planner *p, uint16_t u, uint32_t t, uint32_t r);
+/* Owners of token t's other slots that share u's best-effort value. */
+uint32_t ring__soft_conflicts(const ring__planner *p, uint16_t u, uint32_t t, uint32_t r);
+/* Whether base slot (t, r) must move whatever else happens: its owner gives
+ * everything up, or an earlier slot's owner shares its hard domain. */
+bool ring__slot_forced(const ring__planner *p, uint32_t t, uint32_t r);
+
+/* Rebalances p->target (owners start as p->orig) by bytes held instead of
+ * token-replicas (plan_bytes.c). Sets p->lower_bound. RING_EPLAN if a
+ * slot is stranded or a node cannot come within the largest arc of its
+ * byte target. */
+int ring__plan_assign_bytes(ring__planner *p, ring_error *err);
 
 /* Turns the difference between orig and target into moves with sources
  * and waves. Fills plan->moves, n_moves, n_waves, lost, bytes. */

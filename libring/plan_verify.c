@@ -75,7 +75,33 @@ static void check_balance(const ring_table *t, const ring__shares *sh, findings 
   }
 }
 
-static int verify_table(const ring_table *t, const char *fd, findings *f) {
+/* Bytes balance: each serving node within the largest arc of its weighted
+ * share of one replica of every token times R (the shares scale from T
+ * token-replicas per replica set to bytes, as plan_bytes.c says). */
+static void check_bytes(const ring_table *t, const ring__shares *sh, const uint64_t *sizes,
+                        findings *f) {
+  const uint32_t T = t->view.tokens, R = t->view.replicas;
+  double one = 0, limit = 0, *held = calloc(t->n_nodes + 1, sizeof *held);
+  if (held == NULL) {
+    f->out.oom = true;
+    return;
+  }
+  for (uint32_t tok = 0; tok < T; tok++) {
+    one += (double)sizes[tok];
+    limit = (double)sizes[tok] > limit ? (double)sizes[tok] : limit;
+    for (uint32_t r = 0; r < R; r++)
+      held[t->owners[(size_t)tok * R + r]] += (double)sizes[tok];
+  }
+  for (uint32_t i = 0; i < t->n_nodes; i++) {
+    double want = sh->target[i] * one / T;
+    if (sh->eligible[i] && (held[i] - want > limit || want - held[i] > limit))
+      finding(f, "node %s holds %.0f bytes, its share is %.0f +- %.0f (the largest arc)",
+              t->nodes[i].id, held[i], want, limit);
+  }
+  free(held);
+}
+
+static int verify_table(const ring_table *t, const char *fd, const uint64_t *sizes, findings *f) {
   ring_table *copy = NULL; /* shares are computed under the level asked for */
   if (fd && strcmp(fd, t->failure_domain) != 0) {
     if (ring_table_clone(t, t->version, &copy) != RING_OK)
@@ -93,24 +119,38 @@ static int verify_table(const ring_table *t, const char *fd, findings *f) {
   } else if (rc == RING_OK) {
     if (*t->failure_domain)
       check_domains(t, &sh, f);
-    check_balance(t, &sh, f);
+    if (sizes)
+      check_bytes(t, &sh, sizes, f);
+    else
+      check_balance(t, &sh, f);
     ring__shares_free(&sh);
   }
   ring_table_free(copy);
   return rc == RING_ENOMEM ? rc : RING_OK;
 }
 
-int ring_table_verify(const ring_table *t, const char *failure_domain, char **report) {
-  if (t == NULL || !t->sealed ||
-      (failure_domain && *failure_domain && !ring_id_valid(failure_domain)))
+static int table_report(const ring_table *t, const char *fd, const uint64_t *sizes, char **report) {
+  if (t == NULL || !t->sealed || (fd && *fd && !ring_id_valid(fd)))
     return RING_EINVAL;
+  for (uint32_t tok = 0; sizes && tok < t->view.tokens; tok++)
+    if (sizes[tok] >= 1ull << 48)
+      return RING_EINVAL;
   findings f = {{0}, 0};
-  int rc = verify_table(t, failure_domain, &f);
+  int rc = verify_table(t, fd, sizes, &f);
   if (rc != RING_OK) {
     free(f.out.p);
     return rc;
   }
   return finish(&f, report);
+}
+
+int ring_table_verify(const ring_table *t, const char *failure_domain, char **report) {
+  return table_report(t, failure_domain, NULL, report);
+}
+
+int ring_table_verify_bytes(const ring_table *t, const char *failure_domain, const uint64_t *sizes,
+                            char **report) {
+  return sizes ? table_report(t, failure_domain, sizes, report) : RING_EINVAL;
 }
 
 /* ------------------------------------------------------------------- plan */
@@ -278,8 +318,13 @@ int ring_plan_verify(const ring_table *base, const ring_plan *p, const ring_plan
   static const ring_plan_config none;
   if (p == NULL || (base && !base->sealed))
     return RING_EINVAL;
+  const uint64_t *sizes = NULL;
+  if (cfg && cfg->balance == RING_BALANCE_BYTES)
+    sizes = cfg->balance_sizes ? cfg->balance_sizes : cfg->arc_bytes;
+  if (cfg && cfg->balance == RING_BALANCE_BYTES && sizes == NULL)
+    return RING_EINVAL;
   findings f = {{0}, 0};
-  int rc = verify_table(p->target, NULL, &f);
+  int rc = verify_table(p->target, NULL, sizes, &f);
   replay rp = {0};
   if (rc == RING_OK && base) {
     if (base->view.tokens != p->target->view.tokens ||

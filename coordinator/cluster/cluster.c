@@ -786,16 +786,11 @@ static int planned_targets(const ring_table *t, double *targets) {
                                 ring_table_node_weight(t, k),
                                 ring_table_node_state(t, k)};
   }
-  ring_plan_config cfg = {ring_table_cluster(t),
-                          ring_table_tokens(t),
-                          ring_table_replicas(t),
-                          ring_table_seed(t),
-                          level,
-                          NULL,
-                          0,
-                          0,
-                          0,
-                          NULL};
+  ring_plan_config cfg = {.cluster = ring_table_cluster(t),
+                          .tokens = ring_table_tokens(t),
+                          .replicas = ring_table_replicas(t),
+                          .seed = ring_table_seed(t),
+                          .failure_domain = level};
   ring_plan *p = NULL;
   if (rc == RING_OK)
     rc = ring_plan_compute(t, specs, n, &cfg, &p, NULL);

@@ -120,7 +120,8 @@ typedef struct writer {
 
 static ring_table *first_table(uint32_t tokens) {
   test_cluster c = cluster_make(12, 3);
-  ring_plan_config cfg = {CLUSTER, tokens, 3, 0, "zone", NULL, 0, 0, 0, NULL};
+  ring_plan_config cfg = {CLUSTER, tokens, 3, 0, "zone", NULL, 0, 0, 0, NULL, RING_BALANCE_TOKENS,
+                          NULL};
   ring_plan *p;
   ring_table *t;
   ring_error err;

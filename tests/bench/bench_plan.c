@@ -283,7 +283,8 @@ int main(int argc, char **argv) {
   if (rc != 0)
     return rc > 0 ? 0 : 2;
   test_cluster c = make_cluster(&o);
-  ring_plan_config cfg = {"bench", o.tokens, o.replicas, 42, "zone", "rack", 4, 0, 0, NULL};
+  ring_plan_config cfg = {"bench", o.tokens, o.replicas,          42,  "zone", "rack", 4, 0,
+                          0,       NULL,     RING_BALANCE_TOKENS, NULL};
   const unsigned runs = o.runs ? o.runs : o.quick ? 2 : BENCH_RUNS_DEFAULT;
   const unsigned runs_initial = o.runs ? o.runs : o.quick ? 1 : BENCH_RUNS_INITIAL;
   print_header(&o, c.n, &cfg);

@@ -574,6 +574,8 @@ ring_plan *env_plan_of(const char *id, ring_table **base) {
                           (uint32_t)jnum(in, "moves_per_node"),
                           (uint32_t)jnum(in, "moves_per_domain"),
                           (uint32_t)jnum(in, "moves_per_wave"),
+                          NULL,
+                          RING_BALANCE_TOKENS,
                           NULL};
   ring_plan *plan = NULL;
   ring_error err;

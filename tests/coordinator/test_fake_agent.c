@@ -30,7 +30,8 @@ static ring_table *first_table(void) {
     snprintf(zone, sizeof zone, "z%d", i % 2);
     cluster_add(&c, id, zone, "r0", 1.0, RING_NODE_ACTIVE);
   }
-  ring_plan_config cfg = {CLUSTER, 64, 2, 0, "zone", NULL, 0, 0, 0, NULL};
+  ring_plan_config cfg = {CLUSTER, 64, 2, 0, "zone", NULL, 0, 0, 0, NULL, RING_BALANCE_TOKENS,
+                          NULL};
   ring_plan *p;
   ring_error err;
   ck_assert_msg(ring_plan_compute(NULL, c.specs, c.n, &cfg, &p, &err) == RING_OK, "%s",

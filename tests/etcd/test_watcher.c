@@ -30,7 +30,8 @@ static ring_etcd *client(const char *endpoints) { return test_client(endpoints, 
 /* Version 1: the planner's initial placement of 6 nodes in 3 zones. */
 static ring_table *first_table(uint32_t tokens) {
   test_cluster c = cluster_make(6, 3);
-  ring_plan_config cfg = {CLUSTER, tokens, 3, 0, "zone", NULL, 0, 0, 0, NULL};
+  ring_plan_config cfg = {CLUSTER, tokens, 3, 0, "zone", NULL, 0, 0, 0, NULL, RING_BALANCE_TOKENS,
+                          NULL};
   ring_plan *p;
   ring_error err;
   ck_assert_msg(ring_plan_compute(NULL, c.specs, c.n, &cfg, &p, &err) == RING_OK, "%s",

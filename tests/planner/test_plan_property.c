@@ -920,9 +920,18 @@ static int run_step(const step *st, const ring_plan_config *cfg, ring_plan **out
 }
 
 static ring_plan_config config_of(const case_cfg *cc) {
-  return (ring_plan_config){"prop",       cc->T,        cc->R,        cc->seed & SEED_MASK,
-                            cc->fd,       cc->be,       cc->per_node, cc->per_domain,
-                            cc->per_wave, cc->arc_bytes};
+  return (ring_plan_config){"prop",
+                            cc->T,
+                            cc->R,
+                            cc->seed & SEED_MASK,
+                            cc->fd,
+                            cc->be,
+                            cc->per_node,
+                            cc->per_domain,
+                            cc->per_wave,
+                            cc->arc_bytes,
+                            RING_BALANCE_TOKENS,
+                            NULL};
 }
 
 /* ------------------------------------------------ 5. movement statistics */
@@ -1259,7 +1268,8 @@ START_TEST(refused_when_impossible) {
   for (uint32_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     model_simple(m, cases[k].nodes, cases[k].zones);
     test_cluster c = model_cluster(m);
-    ring_plan_config cfg = {"prop", 64, 3, 1, cases[k].fd, "", 0, 0, 0, NULL};
+    ring_plan_config cfg = {"prop", 64, 3, 1,    cases[k].fd,         "",
+                            0,      0,  0, NULL, RING_BALANCE_TOKENS, NULL};
     ring_plan *p = NULL;
     ring_error err = {0};
     int rc = ring_plan_compute(NULL, c.specs, c.n, &cfg, &p, &err);

@@ -414,7 +414,8 @@ static void plan_step(ring_table **cur, test_cluster *c, const ring_plan_config 
 
 START_TEST(round_trip_planner_versions) {
   test_cluster c = cluster_make(9, 3);
-  ring_plan_config cfg = {"demo", 1024, 3, 7, "zone", "rack", 0, 0, 40, NULL};
+  ring_plan_config cfg = {"demo", 1024, 3, 7, "zone", "rack", 0, 0, 40, NULL, RING_BALANCE_TOKENS,
+                          NULL};
   ring_plan *p0;
   ring_error err;
   ck_assert_msg(ring_plan_compute(NULL, c.specs, c.n, &cfg, &p0, &err) == RING_OK, "%s",

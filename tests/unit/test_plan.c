@@ -13,7 +13,7 @@
 #include <string.h>
 
 static ring_plan_config config(uint32_t T, uint32_t R, const char *fd) {
-  return (ring_plan_config){"demo", T, R, 0, fd, NULL, 0, 0, 0, NULL};
+  return (ring_plan_config){"demo", T, R, 0, fd, NULL, 0, 0, 0, NULL, RING_BALANCE_TOKENS, NULL};
 }
 
 /* Computes a plan that must succeed and verify clean. */
@@ -271,7 +271,8 @@ START_TEST(bytes_and_best_effort_reported) {
   uint64_t *bytes = malloc(512 * sizeof *bytes);
   for (int i = 0; i < 512; i++)
     bytes[i] = 1000 + (uint64_t)i;
-  ring_plan_config cfg = {"demo", 512, 3, 0, "zone", "rack", 0, 0, 0, bytes};
+  ring_plan_config cfg = {"demo", 512, 3, 0, "zone", "rack", 0, 0, 0, bytes, RING_BALANCE_TOKENS,
+                          NULL};
   ring_plan *p0 = must_plan(NULL, &c, &cfg);
   ck_assert_uint_eq(ring_plan_best_effort_violations(p0), 0);
   cluster_add(&c, "n12", "z0", "z0-r0", 1.0, RING_NODE_JOINING);
