@@ -21,12 +21,16 @@
 
 /* ---------------------------------------------------------------- the prefix */
 
-#define PR_PREFIX_MAX 4096u  /* the longest key, in bytes */
-#define PR_BODY_MAX 65536u   /* the longest request body (413 beyond) */
+#define PR_PREFIX_MAX 4096u /* the longest key, in bytes */
+#define PR_BODY_MAX 65536u  /* the longest request body (413 beyond) */
 
 /* Bytes of a body of len bytes that form its key: min(len, prefix_bytes).
  * The router and the backends' caches both key on exactly this. */
 size_t pr_prefix_len(size_t len, uint32_t prefix_bytes);
+
+/* xorshift64* over *state (never 0): the random baseline and the load's
+ * draws need spread, not quality. */
+uint64_t pr_rng_next(uint64_t *state);
 
 /* ------------------------------------------------------------------ routing */
 
@@ -44,9 +48,9 @@ typedef struct pr_route_opts {
 
 /* Where one request goes; pr_route_end takes it back. */
 typedef struct pr_pick {
-  uint16_t node;                 /* index in the table it was routed on */
-  bool first;                    /* the key's first choice */
-  char addr[RING_ADDR_MAX + 1];  /* the backend's host:port */
+  uint16_t node;                /* index in the table it was routed on */
+  bool first;                   /* the key's first choice */
+  char addr[RING_ADDR_MAX + 1]; /* the backend's host:port */
 } pr_pick;
 
 /* What the router saw: loads are in-flight requests per backend, sampled
@@ -97,8 +101,8 @@ typedef struct pr_server pr_server;
 
 /* Serves on 127.0.0.1:port (0: any free port), a thread per connection,
  * at most `connections` at once. NULL on failure, with the reason in err. */
-pr_server *pr_server_start(uint16_t port, unsigned connections, pr_handler h, void *ud,
-                           char *err, size_t cap);
+pr_server *pr_server_start(uint16_t port, unsigned connections, pr_handler h, void *ud, char *err,
+                           size_t cap);
 uint16_t pr_server_port(const pr_server *s);
 void pr_server_stop(pr_server *s); /* waits for the connections; NULL is a no-op */
 

@@ -31,16 +31,16 @@ struct pr_backend {
   pr_server *srv;
   pthread_mutex_t mu; /* guards all below */
   pthread_cond_t slot_free;
-  uint32_t busy;       /* slots taken */
-  cache_entry *cache;  /* o.cache_entries */
-  uint64_t clock;      /* counts cache uses: LRU order */
+  uint32_t busy;      /* slots taken */
+  cache_entry *cache; /* o.cache_entries */
+  uint64_t clock;     /* counts cache uses: LRU order */
   pr_backend_stats st;
 };
 
 static bool valid_opts(const pr_backend_opts *o) {
-  return o->slots >= 1 && o->slots <= 1024 && o->cache_entries >= 1 &&
-         o->cache_entries <= 65536 && o->prefix_bytes >= 1 && o->prefix_bytes <= PR_PREFIX_MAX &&
-         o->hit_us <= 10000000 && o->miss_us <= 10000000;
+  return o->slots >= 1 && o->slots <= 1024 && o->cache_entries >= 1 && o->cache_entries <= 65536 &&
+         o->prefix_bytes >= 1 && o->prefix_bytes <= PR_PREFIX_MAX && o->hit_us <= 10000000 &&
+         o->miss_us <= 10000000;
 }
 
 /* ------------------------------------------------------------------ batch slots */

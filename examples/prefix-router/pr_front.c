@@ -97,8 +97,7 @@ static void forward(const char *addr, const pr_body *b, pr_answer *a) {
 
 /* -------------------------------------------------------------------- the handler */
 
-static void handle(void *ud, const char *method, const char *url, const pr_body *b,
-                   pr_answer *a) {
+static void handle(void *ud, const char *method, const char *url, const pr_body *b, pr_answer *a) {
   (void)url;
   pr_router *r = ud;
   if (strcmp(method, "POST") != 0) {

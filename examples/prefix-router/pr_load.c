@@ -102,8 +102,7 @@ static double *zipf_cdf(uint32_t n, double s) {
 }
 
 static uint32_t zipf_draw(const double *cdf, uint32_t n, uint64_t *rng) {
-  *rng ^= *rng >> 12, *rng ^= *rng << 25, *rng ^= *rng >> 27;
-  const double u = (double)((*rng * 2685821657736338717ull) >> 11) * 0x1p-53;
+  const double u = (double)(pr_rng_next(rng) >> 11) * 0x1p-53;
   uint32_t lo = 0, hi = n - 1;
   while (lo < hi) {
     const uint32_t mid = lo + (hi - lo) / 2;
@@ -204,8 +203,8 @@ static void *client(void *arg) {
 
 static bool valid_opts(const pr_load_opts *o) {
   return o->backends >= 2 && o->backends < BACKENDS_MAX && o->clients >= 1 &&
-         o->clients <= CLIENTS_MAX && o->prefixes >= 1 && o->prefixes <= 100000 &&
-         o->zipf_s > 0 && o->requests >= 1 && o->requests <= 10000000 && o->max_ms >= 1 &&
+         o->clients <= CLIENTS_MAX && o->prefixes >= 1 && o->prefixes <= 100000 && o->zipf_s > 0 &&
+         o->requests >= 1 && o->requests <= 10000000 && o->max_ms >= 1 &&
          o->backend.prefix_bytes == o->route.prefix_bytes;
 }
 

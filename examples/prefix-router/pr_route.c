@@ -24,6 +24,13 @@ size_t pr_prefix_len(size_t len, uint32_t prefix_bytes) {
   return len < prefix_bytes ? len : prefix_bytes;
 }
 
+uint64_t pr_rng_next(uint64_t *state) {
+  uint64_t x = *state;
+  x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+  *state = x;
+  return x * 2685821657736338717ull;
+}
+
 /* ------------------------------------------------------------------ the router */
 
 struct pr_router {
@@ -91,13 +98,11 @@ static bool serves(const ring_table *t, uint16_t i) {
   return s != RING_NODE_DOWN && s != RING_NODE_REMOVED && ring_table_node_replicas(t, i) > 0;
 }
 
-/* xorshift64*: the random baseline needs spread, not quality. Tries a
- * bounded number of draws for a serving node, then the first owner. */
+/* Tries a bounded number of draws for a serving node, then the first owner. */
 static uint16_t random_node(pr_router *r, const ring_table *t, uint16_t first) {
   const uint32_t n = ring_table_node_count(t);
   for (int i = 0; i < 64; i++) {
-    r->rng ^= r->rng >> 12, r->rng ^= r->rng << 25, r->rng ^= r->rng >> 27;
-    const uint16_t pick = (uint16_t)((r->rng * 2685821657736338717ull >> 32) % n);
+    const uint16_t pick = (uint16_t)((pr_rng_next(&r->rng) >> 32) % n);
     if (serves(t, pick))
       return pick;
   }

@@ -99,8 +99,8 @@ static mhd_result on_request(void *cls, struct MHD_Connection *c, const char *ur
 
 /* ------------------------------------------------------------ start and stop */
 
-pr_server *pr_server_start(uint16_t port, unsigned connections, pr_handler h, void *ud,
-                           char *err, size_t cap) {
+pr_server *pr_server_start(uint16_t port, unsigned connections, pr_handler h, void *ud, char *err,
+                           size_t cap) {
   pr_server *s = calloc(1, sizeof *s);
   if (s == NULL) {
     snprintf(err, cap, "out of memory");
@@ -109,8 +109,9 @@ pr_server *pr_server_start(uint16_t port, unsigned connections, pr_handler h, vo
   *s = (pr_server){NULL, h, ud, 0};
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK); /* loopback only: an example */
-  s->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0,
-                          NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &sa,
+  s->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                              MHD_USE_POLL,
+                          0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &sa,
                           MHD_OPTION_CONNECTION_LIMIT, connections, MHD_OPTION_NOTIFY_COMPLETED,
                           on_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);
   const union MHD_DaemonInfo *info =

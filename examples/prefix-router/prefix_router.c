@@ -89,7 +89,9 @@ static int serve(const opts *o, ring_etcd *etcd) {
     pthread_mutex_unlock(&stop_mu);
   } else {
     rd_logf(RD_ERROR, "msg=\"cannot start\" err=\"%s\"",
-            msg[0] ? msg : err.code ? err.message : ring_strerror(rc));
+            msg[0]     ? msg
+            : err.code ? err.message
+                       : ring_strerror(rc));
   }
   pr_server_stop(front);
   pr_router_free(r);
@@ -104,8 +106,8 @@ int main(int argc, char **argv) {
   opts o = {.port = 8080, .prefix_bytes = 256, .cap = 1.25, .margin = 0.05};
   rd_opt *table = opts_table(&o);
   char msg[512];
-  int prc = table ? rd_opts_parse(argc, argv, "routes requests by body prefix on libring",
-                                  table, msg, sizeof msg)
+  int prc = table ? rd_opts_parse(argc, argv, "routes requests by body prefix on libring", table,
+                                  msg, sizeof msg)
                   : RD_OPTS_ERROR;
   int code = prc == RD_OPTS_HELP ? 0 : 2;
   if (prc == RD_OPTS_OK && (o.cap != 0 && o.cap < 1))
@@ -116,7 +118,8 @@ int main(int argc, char **argv) {
     rd_log_init("prefix-router", RD_INFO, 2);
     ring_etcd *etcd = NULL;
     code = 1;
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK && rd_signals_start(on_stop, NULL, NULL) == 0 &&
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK &&
+        rd_signals_start(on_stop, NULL, NULL) == 0 &&
         rd_etcd_open(&o.etcd, &etcd, msg, sizeof msg) == 0)
       code = serve(&o, etcd);
     ring_etcd_close(etcd);

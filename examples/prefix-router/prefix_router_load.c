@@ -21,9 +21,9 @@ typedef struct opts {
 } opts;
 
 static void print_row(const char *name, const pr_load_result *r) {
-  printf("%-22s %8.1f%% %8.1f%% %9.3f %9.3f %8.2f %8.2f %6" PRIu64 "\n", name,
-         100 * r->hit_rate, 100 * r->first_share, r->max_over_mean, r->peak_over_mean, r->p50_ms,
-         r->p99_ms, r->errors);
+  printf("%-22s %8.1f%% %8.1f%% %9.3f %9.3f %8.2f %8.2f %6" PRIu64 "\n", name, 100 * r->hit_rate,
+         100 * r->first_share, r->max_over_mean, r->peak_over_mean, r->p50_ms, r->p99_ms,
+         r->errors);
 }
 
 /* One mode over the shared options; false (message printed) on failure. */
@@ -55,8 +55,8 @@ int main(int argc, char **argv) {
       {NULL, 0, NULL, 0, 0, NULL},
   };
   char msg[256];
-  int prc = rd_opts_parse(argc, argv, "the prefix router under load, three ways", table, msg,
-                          sizeof msg);
+  int prc =
+      rd_opts_parse(argc, argv, "the prefix router under load, three ways", table, msg, sizeof msg);
   if (prc != RD_OPTS_OK) {
     if (prc == RD_OPTS_ERROR)
       fprintf(stderr, "prefix-router-load: %s\n", msg);
@@ -68,8 +68,8 @@ int main(int argc, char **argv) {
          " backends (8 slots, 24 cached prefixes each, hit 1 ms, miss 8 ms),\n256 prefixes, "
          "Zipf(0.99)\n\n",
          a.requests, a.clients, a.backends);
-  printf("%-22s %9s %9s %9s %9s %8s %8s %6s\n", "routing", "hit rate", "first", "max/mean",
-         "peak", "p50 ms", "p99 ms", "errors");
+  printf("%-22s %9s %9s %9s %9s %8s %8s %6s\n", "routing", "hit rate", "first", "max/mean", "peak",
+         "p50 ms", "p99 ms", "errors");
   char capped[32];
   snprintf(capped, sizeof capped, "ring, cap %.2f", a.cap);
   bool ok = run_mode(&a, PR_RANDOM, "random") && run_mode(&a, PR_RING, "ring, no cap") &&
