@@ -60,7 +60,7 @@ static void on_stop(void *ud) {
 
 static void on_table(void *ud, const ring_table *t) {
   (void)ud;
-  rd_logf(RD_INFO, "msg=\"table installed\" version=%llu nodes=%u",
+  rd_logf(RD_INFO, "table installed: version %llu, %u nodes",
           (unsigned long long)ring_table_version(t), ring_table_node_count(t));
 }
 
@@ -82,13 +82,13 @@ static int serve(const opts *o, ring_etcd *etcd) {
   if (rc == RING_OK && (front = pr_front_start(r, (uint16_t)o->port, msg, sizeof msg)) == NULL)
     rc = RING_EIO;
   if (rc == RING_OK) {
-    rd_logf(RD_INFO, "msg=listening addr=127.0.0.1:%u", (unsigned)pr_server_port(front));
+    rd_logf(RD_INFO, "listening on 127.0.0.1:%u", (unsigned)pr_server_port(front));
     pthread_mutex_lock(&stop_mu);
     while (!stopping)
       pthread_cond_wait(&stop_cv, &stop_mu);
     pthread_mutex_unlock(&stop_mu);
   } else {
-    rd_logf(RD_ERROR, "msg=\"cannot start\" err=\"%s\"",
+    rd_logf(RD_ERROR, "cannot start: %s",
             msg[0]     ? msg
             : err.code ? err.message
                        : ring_strerror(rc));
