@@ -50,6 +50,9 @@ LINKS = {
     "ring-agent": DAEMON | {"ringarc"},
     "ring-kv": DAEMON | {"ringkv"},
     "ring-kv-load": DAEMON | {"ringkvclient"},
+    "ringprefix": LIBRING,  # the prefix router's core: libring alone
+    "prefix-router": DAEMON | {"ringprefix"},
+    "prefix-router-load": DAEMON | {"ringprefix"},
     "ring_lookup_demo": LIBRING,  # an embedder: libring alone
 }
 
@@ -70,6 +73,7 @@ FOLDERS = {
     | {"coordinator/ringctl", "coordinator/cluster", "coordinator/simulate"},
     "agent": F_DAEMON | {"agent"},
     "examples/kv": F_DAEMON | {"examples/kv"},
+    "examples/prefix-router": F_DAEMON | {"examples/prefix-router"},
     "examples": F_LIBRING | {"examples"},
 }
 

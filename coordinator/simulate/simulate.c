@@ -1,6 +1,7 @@
 /*
- * simulate.c: `ringctl simulate`'s run: the schemes over the key set, then
- * the bounded-load runs on the fixed-token table.
+ * simulate.c: `ringctl simulate`'s run: the schemes over the key set, the
+ * bounded-load runs on the fixed-token table (plain, then sticky with
+ * hysteresis), and weighted rendezvous.
  *
  * Sections: tallies; sim_measure; building the schemes; sim_run.
  */
@@ -86,23 +87,46 @@ static int build_schemes(const sim_params *p, sim_scheme *s, ring_error *err) {
   if (rc == RING_OK)
     rc = sim_jump_init(&s[i++], p->nodes);
   if (rc == RING_OK)
+    rc = sim_maglev_init(&s[i++], p->nodes);
+  if (rc == RING_OK)
     rc = sim_tokens_init(&s[i++], p->nodes, p->tokens, err);
   return rc;
 }
 
 /* ------------------------------------------------------------------ sim_run */
 
-/* The caps the bounded runs use; 0 is the uncapped baseline. */
+/* The caps the bounded runs use; 0 is the uncapped baseline. The sticky
+ * runs repeat the capped ones with hysteresis and the sticky map. */
 static const double caps[SIM_CAPS_MAX] = {0, 1.05, 1.25};
+static const double sticky_caps[SIM_STICKY_MAX] = {1.05, 1.25};
 
 static int run_bounded(const ring_table *t, sim_report *r) {
   r->stream = sim_stream_for(r->p.nodes);
   for (size_t i = 0; i < SIM_CAPS_MAX; i++) {
-    int rc = sim_bounded_run(t, &r->stream, r->p.keys, caps[i], &r->bounded[i]);
+    const ring_bounded_opts o = {caps[i], 0, 0, 0};
+    int rc = sim_bounded_run(t, &r->stream, r->p.keys, &o, &r->bounded[i]);
     if (rc != RING_OK)
       return rc;
   }
   r->n_bounded = SIM_CAPS_MAX;
+  for (size_t i = 0; i < SIM_STICKY_MAX; i++) {
+    const ring_bounded_opts o = sim_sticky_opts(&r->stream, sticky_caps[i]);
+    int rc = sim_bounded_run(t, &r->stream, r->p.keys, &o, &r->sticky[i]);
+    if (rc != RING_OK)
+      return rc;
+  }
+  r->n_sticky = SIM_STICKY_MAX;
+  return RING_OK;
+}
+
+static int run_hrw(sim_report *r, ring_error *err) {
+  const sim_hrw_case *c = sim_hrw_cases();
+  for (size_t i = 0; i < SIM_HRW_CASES; i++) {
+    int rc = sim_hrw_run(&c[i], r->p.keys, &r->hrw[i], err);
+    if (rc != RING_OK)
+      return rc;
+  }
+  r->n_hrw = SIM_HRW_CASES;
   return RING_OK;
 }
 
@@ -120,6 +144,8 @@ int sim_run(const sim_params *p, sim_report *r, ring_error *err) {
     sim_tokens_plan_stats(tokens, &r->plans);
     rc = run_bounded(sim_tokens_table(tokens), r);
   }
+  if (rc == RING_OK)
+    rc = run_hrw(r, err);
   for (size_t i = 0; i < SIM_SYSTEMS_MAX; i++)
     sim_scheme_destroy(&s[i]);
   return rc;

@@ -1,8 +1,9 @@
 /*
  * simulate.h: the model behind `ringctl simulate`, internal to ringctl.
  *
- * Sections: keys and schemes; measuring schemes; fixed tokens; the request
- * stream; bounded loads; the whole run and its report.
+ * Sections: keys and schemes; measuring schemes; fixed tokens; weighted
+ * rendezvous; the request stream; bounded loads; the whole run and its
+ * report.
  *
  * The question every scheme answers: on the key set "session-0" ..
  * "session-<K-1>", which node owns each key with N nodes, after node N
@@ -62,6 +63,12 @@ int sim_modulo_init(sim_scheme *s, uint32_t n);
 int sim_ring_init(sim_scheme *s, uint32_t n, uint32_t vnodes);
 int sim_rendezvous_init(sim_scheme *s, uint32_t n);
 int sim_jump_init(sim_scheme *s, uint32_t n);
+/* Maglev (Eisenbud et al. 2016): a lookup table of a prime size M >= 65537
+ * (and >= 100 entries per node) filled from each node's permutation; the
+ * table is rebuilt whole for every membership, as the seed says. */
+int sim_maglev_init(sim_scheme *s, uint32_t n);
+/* The table size M Maglev uses for n nodes (and n+1 after the join). */
+uint32_t sim_maglev_size(uint32_t n);
 
 /* Frees what an initialiser allocated; a zeroed scheme is a no-op. */
 void sim_scheme_destroy(sim_scheme *s);
@@ -102,6 +109,45 @@ int sim_tokens_init(sim_scheme *s, uint32_t n, uint32_t tokens, ring_error *err)
 const ring_table *sim_tokens_table(const sim_scheme *s);
 void sim_tokens_plan_stats(const sim_scheme *s, sim_plan_stats *out);
 
+/* ---------------------------------------------------- weighted rendezvous */
+
+/* Weighted rendezvous (HRW) with top-k replicas, scored by libring's own
+ * ring_rendezvous_pick (-w/ln(u)) over a table holding the nodes and their
+ * weights: the k replicas of a key are its k successive picks, each among
+ * the nodes not yet picked. Node i is "node-<i>"; node 0 is the one whose
+ * share is compared with its weight. */
+#define SIM_HRW_NODES_MAX 16u
+#define SIM_HRW_KEYS_MAX 1000000u /* keys a weighted run reads, at most */
+#define SIM_HRW_CASES 2           /* the seed's weights, and 3,2,2,2,1 */
+
+typedef struct sim_hrw_case {
+  const char *label; /* the JSON "weights" label */
+  uint32_t nodes;    /* 2 .. SIM_HRW_NODES_MAX */
+  double weight[SIM_HRW_NODES_MAX];
+  double seed_share; /* node 0's share the seed printed; NAN if none */
+} sim_hrw_case;
+
+/* The cases `ringctl simulate` runs, in report order (static). */
+const sim_hrw_case *sim_hrw_cases(void);
+
+typedef struct sim_hrw_result {
+  const sim_hrw_case *c;   /* the case run (static) */
+  uint64_t keys;           /* keys read: min(K, SIM_HRW_KEYS_MAX) */
+  uint32_t k;              /* replicas per key: min(3, nodes - 1) */
+  double share;            /* keys whose first replica is node 0 */
+  double ideal;            /* node 0's weight over the total */
+  double max_err;          /* largest |share - ideal share| over the nodes */
+  double leave_moved;      /* keys whose replica set changes when the last
+                              node leaves: those it held */
+  double leave_kept_moved; /* keys whose surviving replicas change or
+                              reorder on that leave: 0 for HRW */
+} sim_hrw_result;
+
+/* Runs one case over the keys "session-0".. (at most SIM_HRW_KEYS_MAX).
+ * Returns RING_OK and fills *out, RING_ENOMEM, or a table error with err
+ * filled. */
+int sim_hrw_run(const sim_hrw_case *c, uint64_t keys, sim_hrw_result *out, ring_error *err);
+
 /* ----------------------------------------------------- the request stream */
 
 /* Deterministic PRNG (SplitMix64): the same seed, the same stream. */
@@ -141,25 +187,40 @@ sim_stream sim_stream_for(uint32_t n);
 
 /* --------------------------------------------------------- bounded loads */
 
+/* Keys whose previous node a run remembers, for churn: ranks 1 .. this
+ * (every key at K <= 2^20; the hottest otherwise, which carry the churn). */
+#define SIM_TRACKED_KEYS_MAX (1u << 20)
+
 typedef struct sim_bounded_result {
+  ring_bounded_opts o;   /* the router's options; o.c = 0: plain lookups */
   double cap;            /* the load factor c; 0 for plain lookups (no cap) */
   double affinity;       /* share of requests sent to the key's first choice */
+  double affinity_held;  /* share sent to the first choice or to the node
+                            the key's previous request went to (its state,
+                            the sticky node) */
+  double churn;          /* share of repeated requests of a tracked key sent
+                            to another node than its previous request */
   double max_over_mean;  /* busiest node's in-flight requests over the mean,
                             averaged over the sampled instants */
   double peak_over_mean; /* the largest sampled max/mean */
 } sim_bounded_result;
 
 /* Replays the stream over `keys` keys on table t, routing with
- * ring_bounded_route at load factor c, without hysteresis or sticky map
- * (c = 0: ring_lookup's first owner, the uncapped baseline). Returns
- * RING_OK and fills *out, RING_ENOMEM, or a routing error (RING_EUNAVAIL). */
-int sim_bounded_run(const ring_table *t, const sim_stream *st, uint64_t keys, double c,
-                    sim_bounded_result *out);
+ * ring_bounded_route under options o (o->c = 0: ring_lookup's first owner,
+ * the uncapped baseline). Returns RING_OK and fills *out, RING_ENOMEM,
+ * RING_EINVAL for bad options, or a routing error (RING_EUNAVAIL). */
+int sim_bounded_run(const ring_table *t, const sim_stream *st, uint64_t keys,
+                    const ring_bounded_opts *o, sim_bounded_result *out);
+
+/* The sticky router compared with the plain one: the same cap with
+ * hysteresis and a sticky map sized and timed for the stream. */
+ring_bounded_opts sim_sticky_opts(const sim_stream *st, double c);
 
 /* ------------------------------------------------ the whole run, report */
 
-#define SIM_SYSTEMS_MAX 8 /* modulo, 4 rings, rendezvous, jump, fixed tokens */
+#define SIM_SYSTEMS_MAX 9 /* modulo, 4 rings, rendezvous, jump, maglev, fixed tokens */
 #define SIM_CAPS_MAX 3    /* none, 1.05, 1.25 */
+#define SIM_STICKY_MAX 2  /* 1.05, 1.25 with hysteresis and the sticky map */
 
 typedef struct sim_params {
   uint32_t nodes;  /* N, 1 .. SIM_NODES_MAX */
@@ -177,6 +238,10 @@ typedef struct sim_report {
   sim_stream stream;                        /* what the bounded runs replayed */
   sim_bounded_result bounded[SIM_CAPS_MAX]; /* [0] is the uncapped baseline */
   size_t n_bounded;
+  sim_bounded_result sticky[SIM_STICKY_MAX]; /* same caps, sticky and hysteresis */
+  size_t n_sticky;
+  sim_hrw_result hrw[SIM_HRW_CASES]; /* weighted rendezvous */
+  size_t n_hrw;
 } sim_report;
 
 /* Runs every scheme and the bounded-load runs. Returns RING_OK, RING_ENOMEM,
