@@ -13,9 +13,11 @@ Python strings and tuples.
 
 Keys are bytes, or str (hashed as its UTF-8 bytes, as ringctl does).
 """
+import atexit
 import collections
 import threading
 import time
+import weakref
 
 from ._native import ERROR_NAMES, LIBRING_VERSION, ffi, lib, libc
 
@@ -36,6 +38,7 @@ __all__ = [
 ]
 
 REPLICAS_MAX = 7  # RING_REPLICAS_MAX: sizes the owners buffer of a lookup
+_OWNERS_T = "uint16_t[%d]" % REPLICAS_MAX  # a lookup's buffer, parsed once by cffi
 _WRITE_SET_MAX = 2 * REPLICAS_MAX  # R owners and at most one pending per slot
 _NODE_NONE = 0xFFFF
 _U64_MAX = (1 << 64) - 1
@@ -116,7 +119,8 @@ class Table(_Closing):
     """An immutable, versioned placement (ring_table), decoded from the
     ringkeeper.table.v1 JSON bytes. Safe to share between threads."""
 
-    __slots__ = ("_t", "_ids", "_by_token", "_seed", "_shift", "__weakref__")
+    # No __slots__: owners() installs a faster function of its own on the
+    # instance (see there), which needs the instance's __dict__.
 
     def __init__(self, handle):
         """Takes ownership of a sealed ring_table * (use Table.decode)."""
@@ -150,6 +154,7 @@ class Table(_Closing):
             ffi.release(self._t)
             self._t = None
             self._by_token = None
+            self.__dict__.pop("owners", None)  # back to the method, which raises now
 
     def _handle(self):
         if self._t is None:
@@ -237,28 +242,46 @@ class Table(_Closing):
     def lookup(self, key, max=REPLICAS_MAX):
         """The key's owners in slot order through ring_lookup (the first is
         the primary), at most `max` of them, as node ids."""
-        k = _key_bytes(key)
+        if key.__class__ is not bytes:
+            key = _key_bytes(key)
         if not 1 <= max <= REPLICAS_MAX:
             raise ValueError("max is 1 .. %d" % REPLICAS_MAX)
-        buf = ffi.new("uint16_t[]", max)
-        n = _check(lib.ring_lookup(self._handle(), k, len(k), buf, max))
+        t = self._t
+        if t is None:
+            raise ValueError("table is closed")
+        buf = ffi.new(_OWNERS_T)
+        n = lib.ring_lookup(t, key, len(key), buf, max)
+        if n < 0:
+            raise RingError(n)
         ids = self._ids
-        return tuple(ids[buf[i]] for i in range(n))
+        return tuple([ids[i] for i in ffi.unpack(buf, n)])
 
     def owners(self, key):
         """The key's owners in slot order, as node ids: the same answer as
         lookup(), read in place from the table's view (ring_view, as
         ring_inline.h does in C) after hashing in Python, so a lookup costs
         one hash and one list index instead of a call into C. Without the
-        xxhash module it is lookup()."""
-        by_token = self._by_token
-        if by_token is None:
-            if _xxh3 is None:
-                return self.lookup(key)
-            by_token = self._build_by_token()
-        if key.__class__ is not bytes:
-            key = _key_bytes(key)
-        return by_token[_xxh3(key, self._seed) >> self._shift]
+        xxhash module the hash is ring_table_token's, one call into C.
+
+        The first call builds the rows and puts a closure over them on the
+        instance, which later calls reach directly: no attribute lookups, no
+        checks but the hash's own (xxhash takes bytes-like objects and str,
+        hashed as UTF-8 as _key_bytes does; anything else is a TypeError)."""
+        rows = self._by_token
+        if rows is None:
+            rows = self._build_by_token()
+        if _xxh3 is None:  # the hash in C, the row still in place
+            def owners(key):
+                t = self._t  # read each call: close() frees it
+                if t is None:
+                    raise ValueError("table is closed")
+                k = _key_bytes(key)
+                return rows[lib.ring_table_token(t, k, len(k))]
+        else:
+            def owners(key, rows=rows, h=_xxh3, seed=self._seed, shift=self._shift):
+                return rows[h(key, seed) >> shift]
+        self.owners = owners
+        return owners(key)
 
     def owner(self, key):
         """The key's primary owner (slot 0)."""
@@ -396,7 +419,9 @@ class Ring(_Closing):
                  ca_file=None, cert_file=None, key_file=None, timeout_ms=0,
                  connect_timeout_ms=0):
         self._c = self._live = self._w = None
-        self._snap = None
+        self._snap = None  # the copy table() made, of the swap numbered _snap_gen
+        self._snap_gen = -1
+        self._swaps = 0  # swaps the watcher has told of (on_table)
         self._lock = threading.Lock()  # snapshots and close
         # Bytes the C structs point at: kept alive as long as the handles.
         self._keep = [_opt_text("endpoints", endpoints, 4096),
@@ -421,13 +446,27 @@ class Ring(_Closing):
             live = ffi.new("ring_live **")
             _check(lib.ring_live_new(live))
             self._live = live[0]
-            wopts = ffi.new("ring_watcher_opts *", {"cluster": cl, "ack_id": ack})
+            # After each swap the watcher's thread counts it here (taking the
+            # GIL for a moment), so a lookup knows its copy is current without
+            # asking C. A weak reference: the callback keeps no Ring alive,
+            # and __del__ can stop the watcher.
+            ref = weakref.ref(self)
+
+            def on_table(ud, table):
+                ring = ref()
+                if ring is not None:
+                    ring._swaps += 1
+
+            self._on_table = ffi.callback("ring_table_cb", on_table)
+            wopts = ffi.new("ring_watcher_opts *", {"cluster": cl, "ack_id": ack,
+                                                    "on_table": self._on_table})
             w = ffi.new("ring_watcher **")
             _check(lib.ring_watcher_start(self._c, wopts, self._live, w, err), err)
             self._w = w[0]
         except BaseException:
             self.close()
             raise
+        _open_rings.add(self)
 
     def close(self):
         """Stops following and frees everything (idempotent). No lookup may
@@ -443,6 +482,7 @@ class Ring(_Closing):
                 lib.ring_etcd_close(self._c)
                 self._c = None
             self._snap = None
+            _open_rings.discard(self)
 
     def __del__(self):
         self.close()
@@ -468,12 +508,14 @@ class Ring(_Closing):
 
     def wait_for_version(self, version, timeout=10.0):
         """Waits (polling every 10 ms, at most `timeout` seconds) until the
-        version in service is at least `version`; returns it, or raises
-        TimeoutError."""
+        version in service is at least `version` and lookups answer from it;
+        returns it, or raises TimeoutError."""
         end = time.monotonic() + timeout
         while True:
             v = self.version
-            if v >= version:
+            # And the watcher has told of its swaps (it counts one, then
+            # calls on_table), so lookups here answer from that version too.
+            if v >= version and self._swaps >= self.stats.swaps:
                 return v
             if time.monotonic() >= end:
                 raise TimeoutError("ring at version %d, waited %.1fs for %d" % (v, timeout, version))
@@ -481,13 +523,14 @@ class Ring(_Closing):
 
     def table(self):
         """The table in service as a Table of its own (a sealed copy, made
-        inside one short read section and cached until the version moves).
-        LookupError while the cluster has no table."""
+        inside one short read section and kept until the watcher swaps in
+        another version). LookupError while the cluster has no table."""
         snap = self._snap
-        if snap is not None and snap.version == lib.ring_live_version(self._live_handle()):
+        if snap is not None and self._snap_gen == self._swaps:
             return snap
         with self._lock:
             live = self._live_handle()
+            gen = self._swaps  # read first: a swap after this makes the copy stale
             out = ffi.new("ring_table **")
             cur = lib.ring_live_enter(live)
             try:
@@ -504,12 +547,15 @@ class Ring(_Closing):
             if rc < 0:
                 lib.ring_table_free(copy)  # unsealed, the copy is nobody's
                 _check(rc, err)
-            self._snap = Table(copy)  # the Table owns the copy from here
+            self._snap, self._snap_gen = Table(copy), gen  # the Table owns the copy
             return self._snap
 
     # The lookups of the table in service.
     def owners(self, key):
-        return self.table().owners(key)
+        snap = self._snap
+        if snap is None or self._snap_gen != self._swaps:
+            snap = self.table()
+        return snap.owners(key)
 
     def owner(self, key):
         return self.table().owner(key)
@@ -529,3 +575,13 @@ class Ring(_Closing):
 
 
 RING_ENOTFOUND = lib.RING_ENOTFOUND
+
+# Rings still open when the interpreter exits are closed first: a watcher
+# thread must not call into an interpreter that is going away.
+_open_rings = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_rings():
+    for ring in list(_open_rings):
+        ring.close()
