@@ -18,6 +18,8 @@ pkgs=(
   procps psmisc iproute2 curl       # process and port handling in tests and demo
   chromium                          # headless browser: the coordinator's status page test
   python3                           # the demo's replica comparison (deploy/compare-replicas.py)
+  python3-cffi python3-pytest       # the Python binding (bindings/python) and its tests
+  python3-xxhash                    # its in-place lookup: XXH3 64 of a key in Python
   openssl                           # test certificates for the TLS arc transfers
   libxml2-utils                     # xmllint: the rendered SVG is checked as XML
   util-linux                        # mount (tmpfs for the full-disk tests), script (a tty for apply --wait)
