@@ -22,8 +22,8 @@
  * L, the fewest of its own arcs that bring it there (the moves out); per
  * node below target - L, the fewest arcs of all that bring it there (the
  * moves in); and per capped domain, the tokens with no replica left there
- * (each needs a move in, but for those its nodes' slack can leave out). It is a bound, not always reachable: the greedy
- * meets it exactly in about two plans of three and the property tests
+ * (each needs a move in, but for those its nodes' slack can leave out). It is a bound, not always
+ * reachable: the greedy meets it exactly in about two plans of three and the property tests
  * (tests/planner/test_plan_bytes.c) print how far it is over otherwise.
  */
 #include "plan_int.h"
@@ -58,9 +58,7 @@ static uint64_t tie(uint64_t a, uint64_t b) { return ring__mix64(a * 0x9e3779b97
 
 static uint64_t slot_size(const bal *b, uint32_t s) { return b->size[s / b->p->R]; }
 
-static bool moved(const bal *b, uint32_t s) {
-  return b->p->target->owners[s] != b->p->orig[s];
-}
+static bool moved(const bal *b, uint32_t s) { return b->p->target->owners[s] != b->p->orig[s]; }
 
 /* ------------------------------------------------------------------ setup */
 
@@ -354,8 +352,8 @@ static uint16_t receiver(const bal *b, uint32_t s, bool must_fit, bool whole) {
     uint32_t soft = ring__soft_conflicts(p, u, t, r);
     double room = b->want[i] - b->held[i];
     bool better = best == NONE || soft < best_soft ||
-                  (soft == best_soft && (room > best_room ||
-                                         (room == best_room && tie(s, i) > tie(s, best))));
+                  (soft == best_soft &&
+                   (room > best_room || (room == best_room && tie(s, i) > tie(s, best))));
     if (better) {
       best = u;
       best_soft = soft;
@@ -482,8 +480,8 @@ static uint32_t fill(bal *b) {
       uint32_t m = by_surplus(b);
       pull best = {UINT32_MAX, true};
       for (uint32_t j = 0; j < m; j++) {
-        pull c = b->order[j].id != i ? spare(b, b->order[j].id, (uint16_t)i)
-                                     : (pull){UINT32_MAX, true};
+        pull c =
+            b->order[j].id != i ? spare(b, b->order[j].id, (uint16_t)i) : (pull){UINT32_MAX, true};
         best = better_pull(b, c, best) ? c : best;
       }
       if (best.slot == UINT32_MAX)

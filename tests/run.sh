@@ -3,7 +3,7 @@
 # then builds and runs every test three times:
 #   1. gcc, warnings as errors, the whole ctest suite (fuzz targets replay their corpus);
 #   2. clang with AddressSanitizer + UndefinedBehaviorSanitizer, the whole suite again,
-#      fuzz targets running libFuzzer for RING_FUZZ_SECONDS each (default 20);
+#      fuzz targets running libFuzzer for RING_FUZZ_SECONDS each (default 10);
 #   3. clang with ThreadSanitizer: the concurrency tests (label unit), and the etcd client,
 #      coordinator and agent tests (labels etcd, coordinator, agent; their daemons are
 #      instrumented too). The planner property test and the end-to-end and fault runs
@@ -41,7 +41,7 @@ ctest --test-dir "$out/release" --output-on-failure -j "$jobs"
 
 echo "== 2/3 clang, ASan+UBSan, libFuzzer: all tests"
 CC=clang build "$out/asan" -DCMAKE_BUILD_TYPE=Debug -DRING_SANITIZE=ON -DRING_FUZZ=ON \
-  -DRING_FUZZ_SECONDS="${RING_FUZZ_SECONDS:-20}"
+  -DRING_FUZZ_SECONDS="${RING_FUZZ_SECONDS:-10}"
 # CK_FORK=no keeps each Check suite in one process, so LeakSanitizer sees it whole.
 CK_FORK=no ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -15,7 +15,9 @@
  * (unless --yes), and publishes it in one txn at version max(seen by any
  * host, current) + 1, with the node records, the plan keys and the stuck
  * report cleared, the reports deleted and the `recovered` record. The txn
- * compares the version key as read: a version that moved is exit 3.
+ * compares the version key as read: a version that moved is exit 3. Past
+ * 100 nodes, the other node records go ahead in txns of 100 under the same
+ * compare (etcd's limit on ops per txn).
  * It refuses (exit 1) while no host reported, while the newest table is
  * not readable, or while an owner of it sent no report (unless --without).
  */
@@ -314,7 +316,30 @@ static int ops_make(ringctl_ctx *ctx, const rk_state *st, const recover_input *i
   return RINGCTL_EXIT_OK;
 }
 
-/* One txn, if the version key is still as read. */
+/* Node records per txn: etcd refuses a txn of more than --max-txn-ops
+ * operations (128 by default), and a cluster can have thousands of nodes. */
+#define NODE_OPS_PER_TXN 100
+
+/* Node records beyond the last batch go first, each batch fenced by the
+ * version key as read; the table, version, `recovered` record and the last
+ * batch go together in the final txn. Records written ahead are harmless:
+ * no daemon acts until `recovered` covers what it saw, and a second run
+ * writes them again. Sets *won false (and stops) if the version moved. */
+static int publish_ahead(ringctl_ctx *ctx, const ring_cmp *cmp, publish_ops *p, uint32_t *last,
+                         bool *won) {
+  uint32_t nodes = p->n - FIXED_OPS,
+           ahead = nodes > NODE_OPS_PER_TXN ? nodes - NODE_OPS_PER_TXN : 0;
+  int rc = RINGCTL_EXIT_OK;
+  *won = true;
+  for (uint32_t k = 0; rc == RINGCTL_EXIT_OK && *won && k < ahead; k += NODE_OPS_PER_TXN) {
+    uint32_t n = ahead - k < NODE_OPS_PER_TXN ? ahead - k : NODE_OPS_PER_TXN;
+    rc = ringctl_txn(ctx, cmp, 1, p->ops + FIXED_OPS + k, n, "writing node records", won);
+  }
+  *last = FIXED_OPS + ahead;
+  return rc;
+}
+
+/* The final txn, if the version key is still as read. */
 static int publish(ringctl_ctx *ctx, const rk_state *st, const recover_input *in,
                    const ring_table *t) {
   publish_ops p = {0};
@@ -329,15 +354,23 @@ static int publish(ringctl_ctx *ctx, const rk_state *st, const recover_input *in
                   NULL,
                   0};
   bool won = false;
+  uint32_t last = FIXED_OPS;
+  if (rc == RINGCTL_EXIT_OK)
+    rc = publish_ahead(ctx, &cmp, &p, &last, &won);
+  /* the journal entry rides with the final txn, not with records ahead */
   ringctl_audit(ctx, "recover", NULL, "version %llu from %u host reports (base table %llu)",
                 (unsigned long long)in->version, in->n_reports,
                 (unsigned long long)in->base_version);
-  if (rc == RINGCTL_EXIT_OK)
-    rc = ringctl_txn(ctx, &cmp, 1, p.ops, p.n, "publishing the recovered table", &won);
+  if (rc == RINGCTL_EXIT_OK && won && last > FIXED_OPS) /* the rest follows the fixed ops */
+    memmove(p.ops + FIXED_OPS, p.ops + last, (p.n - last) * sizeof *p.ops);
+  if (rc == RINGCTL_EXIT_OK && won)
+    rc = ringctl_txn(ctx, &cmp, 1, p.ops, FIXED_OPS + (p.n - last),
+                     "publishing the recovered table", &won);
   ops_free(&p);
   if (rc == RINGCTL_EXIT_OK && !won)
     return ringctl_say(ctx, RINGCTL_EXIT_CONFLICT,
-                       "the version moved meanwhile: nothing was written; run recover again");
+                       "the version moved meanwhile: the table was not published; run recover "
+                       "again");
   return rc;
 }
 

@@ -55,7 +55,8 @@ static void add_node(cluster *c, uint32_t zone, double weight) {
 
 static void specs(const cluster *c, ring_node_spec *out) {
   for (uint32_t i = 0; i < c->n; i++)
-    out[i] = (ring_node_spec){c->id[i], c->addr[i], c->key, c->val[i], 1, c->weight[i], c->state[i]};
+    out[i] =
+        (ring_node_spec){c->id[i], c->addr[i], c->key, c->val[i], 1, c->weight[i], c->state[i]};
 }
 
 static uint64_t case_seed; /* for messages: the case being run */
@@ -257,16 +258,18 @@ START_TEST(random_cases) {
     run_case(seed + k * 0x100000001b3ull, &tl);
   printf("bytes balance: %u cases planned, %u refused (EPLAN, named); %u (%.1f%%) at the lower "
          "bound, %u moves over it in all "
-         "(worst %u over %u, seed %llu); spread (|bytes - share| / largest arc) worst %.3f, mean %.3f bytes vs "
+         "(worst %u over %u, seed %llu); spread (|bytes - share| / largest arc) worst %.3f, mean "
+         "%.3f bytes vs "
          "%.3f tokens balance\n",
          tl.cases, tl.refused, tl.exact, 100.0 * tl.exact / (tl.cases ? tl.cases : 1), tl.extra,
-         tl.worst_extra, tl.worst_bound, (unsigned long long)tl.worst_seed, tl.worst_spread, tl.byte_spread_sum / (tl.cases ? tl.cases : 1),
+         tl.worst_extra, tl.worst_bound, (unsigned long long)tl.worst_seed, tl.worst_spread,
+         tl.byte_spread_sum / (tl.cases ? tl.cases : 1),
          tl.token_spread_sum / (tl.cases ? tl.cases : 1));
   printf("bytes balance: %llu moves in all, token balance %llu on the same inputs\n",
          (unsigned long long)tl.moves_bytes, (unsigned long long)tl.moves_tokens);
   ck_assert_uint_gt(tl.exact, tl.cases / 2);
-  ck_assert_uint_le(tl.extra * 20, tl.moves_bytes); /* within 5% of the bounds in all */
-  ck_assert_uint_le(tl.moves_bytes, tl.moves_tokens); /* the looser rule moves less */
+  ck_assert_uint_le(tl.extra * 20, tl.moves_bytes);          /* within 5% of the bounds in all */
+  ck_assert_uint_le(tl.moves_bytes, tl.moves_tokens);        /* the looser rule moves less */
   ck_assert_uint_le(tl.refused * 50, tl.cases + tl.refused); /* at most 2% refused */
 }
 END_TEST
@@ -283,8 +286,8 @@ START_TEST(big_arc_counts_ten_times) {
   for (uint32_t t = 0; t < 256; t++) /* node 0's first eight arcs are 10x */
     sizes[t] = ring_table_owner(base, t, 0) == 0 && big++ < 8 ? 10000 : 1000;
   ck_assert_uint_eq(ring_table_node_replicas(base, 0), 64);
-  ring_plan_config cfg = {.failure_domain = "zone", .arc_bytes = sizes,
-                          .balance = RING_BALANCE_BYTES};
+  ring_plan_config cfg = {
+      .failure_domain = "zone", .arc_bytes = sizes, .balance = RING_BALANCE_BYTES};
   ring_plan *p = plan(base, &c, &cfg);
   ck_assert_int_eq(ring_plan_verify(base, p, &cfg, NULL), 0);
   ck_assert(spread(p, sizes) <= 1.0);
@@ -312,8 +315,8 @@ START_TEST(refusals) {
   specs(&c, s);
   ring_plan *p = NULL;
   ring_error err = {0};
-  ring_plan_config first = {.cluster = "x", .tokens = 256, .replicas = 2,
-                            .balance = RING_BALANCE_BYTES};
+  ring_plan_config first = {
+      .cluster = "x", .tokens = 256, .replicas = 2, .balance = RING_BALANCE_BYTES};
   ck_assert_int_eq(ring_plan_compute(NULL, s, c.n, &first, &p, &err), RING_EINVAL);
   ck_assert_ptr_nonnull(strstr(err.message, "first placement"));
   ring_table *base = place(&c);
