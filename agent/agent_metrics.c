@@ -88,6 +88,10 @@ void agent_metrics_text(void *ud, rd_text *t) {
             (double)m->store_ok);
   rd_metric(t, "ring_agent_data_free_bytes", "gauge", "free bytes on the data dir's file system",
             (double)arc_store_free_bytes(a->store));
+  /* the size beside the free bytes: an alert on a fraction holds for any disk */
+  rd_metric(t, "ring_agent_data_capacity_bytes", "gauge",
+            "size of the data dir's file system; 0: it cannot be read",
+            (double)arc_store_capacity_bytes(a->store));
   rd_metric(t, "ring_agent_progress_writes_total", "counter", "progress/<id> values written",
             (double)m->progress_writes);
   rd_metric(t, "ring_agent_server_requests_total", "counter", "arc server requests",

@@ -25,6 +25,9 @@ pkgs=(
   util-linux                        # mount (tmpfs for the full-disk tests), script (a tty for apply --wait)
   e2fsprogs                         # mkfs.ext4: the failing-disk test's file system on a loop device
   faketime                          # libfaketime: test_coord_clock fakes the coordinator's clocks
+  prometheus                        # promtool check/test rules on deploy/prometheus, and the
+                                    # Prometheus test_e2e_prometheus scrapes a cluster with (the
+                                    # package's own service is not used: tests start their own)
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -21,6 +21,9 @@ bash "$root/deploy/install-deps.sh"
 export RING_REQUIRE_CHROMIUM=1
 # CI runs as root with loop devices: the failing-disk test must run, never skip.
 export RING_REQUIRE_LOOP=1
+# install-deps.sh installs prometheus (promtool): the rule checks and the
+# live-Prometheus test must run, never skip.
+export RING_REQUIRE_PROMETHEUS=1
 
 # build DIR [cmake args...]: configure and compile with warnings as errors.
 build() {

@@ -46,8 +46,10 @@ typedef struct coord_metrics {
   _Atomic uint64_t errors;
   _Atomic uint64_t publishes, publish_bytes;
   _Atomic uint64_t runs_done, runs_failed, runs_cancelled;
-  _Atomic uint64_t stuck_moves;   /* in-flight moves stuck (coord_stuck.c) */
-  _Atomic uint64_t failing_moves; /* in-flight moves whose receiver reports a failing fetch */
+  _Atomic uint64_t stuck_moves;     /* in-flight moves stuck (coord_stuck.c) */
+  _Atomic uint64_t failing_moves;   /* in-flight moves whose receiver reports a failing fetch */
+  _Atomic uint64_t barrier_wait_ms; /* the version in etcd has waited this long for an ack */
+  _Atomic uint64_t down_replicas;   /* token-replicas the table gives to down nodes */
 } coord_metrics;
 
 enum {
@@ -210,6 +212,14 @@ void coord_metrics_text(void *ud, rd_text *t);
 bool coord_health_text(void *ud, rd_text *t);
 /* Updates gauges from a state read by the leader. */
 void coord_metrics_observe(coord *c, const rk_state *s);
+/* The loop, leading, after the table is in sync (c->table at s's version,
+ * else the look is skipped: right after a publish the next look counts):
+ * how long the version in etcd has waited for a live host's or a
+ * client's ack (the version barrier), on this leader's clock, and how
+ * many token-replicas the table gives to nodes whose record is down. */
+void coord_metrics_table(coord *c, const rk_state *s);
+/* Stepping down: those two gauges 0 (the leader reports them). */
+void coord_metrics_forget(coord *c);
 
 /* ------------------------------------------------------- the status page */
 

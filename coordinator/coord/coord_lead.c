@@ -43,6 +43,7 @@ static void forget_term(coord *c) {
   c->input_hash = 0;
   coord_stuck_forget(c); /* a follower reports nothing stuck: the leader does */
   coord_missing_forget();
+  coord_metrics_forget(c);
 }
 
 void coord_step_down(coord *c, const char *why) {

@@ -140,8 +140,10 @@ static bool leader_step(coord *c) {
     wrote = coord_stuck_step(c, &s);
   if (wrote == 0 && !restored)
     coord_gc(c, &s);
-  if (s.has_config && c->table != NULL)
+  if (s.has_config && c->table != NULL) {
     coord_missing_observe(c, &s);
+    coord_metrics_table(c, &s);
+  }
   if (wrote >= 0)
     rd_health_ok(&c->health);
   if (wrote <= 0) /* after a write the loop looks again at once */

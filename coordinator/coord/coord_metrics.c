@@ -9,6 +9,14 @@
  * is how many hosts have one now. Their state lives here, not in
  * coord_metrics (coord.h), as one set per process: one coordinator runs
  * in a process, and only its loop calls coord_metrics_observe.
+ *
+ * The version barrier (coord_metrics_table): the first look of this term
+ * that found the version in etcd not acked by a live host or a client
+ * starts a clock (rd_now_ms, ours: no other host's clock is compared);
+ * ring_coordinator_barrier_wait_seconds is its reading until a look finds
+ * nobody lagging. It is kept for every version, not only a run's pending
+ * ones: a host or client that stops acking holds up the next step of any
+ * plan, so the operator hears of it before a plan waits on it.
  */
 #include "coord.h"
 
@@ -20,6 +28,8 @@ static _Atomic uint64_t bad_total[RK_BAD_KINDS]; /* by rk_bad_kind */
 static _Atomic uint64_t bad_hosts;               /* hosts with a bad record now */
 static rk_bad_record *bad_seen;                  /* the loop's: last look's, sorted */
 static uint32_t n_bad_seen;
+static uint64_t lag_version;  /* the loop's: the version found waiting for an ack; 0: none */
+static uint64_t lag_since_ms; /* rd_now_ms of the first look that found it waiting */
 
 static int bad_order(const void *pa, const void *pb) {
   const rk_bad_record *a = pa, *b = pb;
@@ -78,6 +88,54 @@ void coord_metrics_observe(coord *c, const rk_state *s) {
     atomic_store(&c->m.waves_total, 0);
     atomic_store(&c->m.wave, 0);
   }
+}
+
+/* Token-replicas of t whose owner's record (in s) is down, into *held:
+ * what a repair has yet to re-make. False when out of memory (*held
+ * untouched). */
+static bool down_replicas(const rk_state *s, const ring_table *t, uint64_t *held) {
+  uint32_t n_nodes = ring_table_node_count(t);
+  bool *down = calloc(n_nodes + 1, sizeof *down), any = false;
+  if (down == NULL)
+    return false;
+  for (uint32_t i = 0; i < n_nodes; i++) {
+    const rk_node *n = rk_state_node(s, ring_table_node_id(t, (uint16_t)i));
+    down[i] = n != NULL && n->state == RING_NODE_DOWN;
+    any = any || down[i];
+  }
+  uint64_t count = 0;
+  for (uint32_t tok = 0; any && tok < ring_table_tokens(t); tok++)
+    for (uint32_t r = 0; r < ring_table_replicas(t); r++) {
+      uint16_t o = ring_table_owner(t, tok, r);
+      count += o < n_nodes && down[o];
+    }
+  free(down);
+  *held = count;
+  return true;
+}
+
+void coord_metrics_table(coord *c, const rk_state *s) {
+  const ring_table *t = c->table;
+  if (t == NULL || ring_table_version(t) != s->version)
+    return;
+  uint64_t now = rd_now_ms(), wait = 0;
+  if (rk_barrier_laggard(s, t, s->version) == NULL) {
+    lag_version = 0;
+  } else {
+    if (lag_version != s->version)
+      lag_version = s->version, lag_since_ms = now;
+    wait = now - lag_since_ms;
+  }
+  atomic_store(&c->m.barrier_wait_ms, wait);
+  uint64_t held;
+  if (down_replicas(s, t, &held)) /* out of memory: the last count stays */
+    atomic_store(&c->m.down_replicas, held);
+}
+
+void coord_metrics_forget(coord *c) {
+  lag_version = 0;
+  atomic_store(&c->m.barrier_wait_ms, 0);
+  atomic_store(&c->m.down_replicas, 0);
 }
 
 void coord_metrics_text(void *ud, rd_text *t) {
@@ -141,6 +199,14 @@ void coord_metrics_text(void *ud, rd_text *t) {
   }
   rd_metric(t, "ring_coordinator_bad_record_hosts", "gauge",
             "hosts with a record ignored as bad now", (double)atomic_load(&bad_hosts));
+  rd_metric(t, "ring_coordinator_barrier_wait_seconds", "gauge",
+            "how long the table version in etcd has waited for a live host's or a registered "
+            "client's ack (the version barrier); 0: every one acked it",
+            (double)atomic_load(&m->barrier_wait_ms) / 1000.0);
+  rd_metric(t, "ring_coordinator_down_replicas", "gauge",
+            "token-replicas the table in service gives to nodes whose record is down: what a "
+            "repair has yet to re-make",
+            (double)atomic_load(&m->down_replicas));
   coord_missing_metrics(t);
 }
 

@@ -3,8 +3,9 @@
  * real etcd: bad flags exit 2; alive/<id> appears with the address, labels
  * and weight; a revoked lease is noticed and the host registers again; a
  * config change reaches the fetch limits within a second or two; SIGTERM
- * revokes the lease (alive/<id> goes at once) and exits 0; /metrics and
- * /healthz answer; etcd paused past the lease's TTL: registered again.
+ * revokes the lease (alive/<id> goes at once) and exits 0; /metrics (with
+ * the data dir's size and free bytes) and /healthz answer; etcd paused
+ * past the lease's TTL: registered again.
  */
 #include "test_agent_env.h"
 
@@ -65,8 +66,16 @@ START_TEST(registers_reregisters_and_leaves) {
   ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(labels, "rack")->valuestring, "r7");
   ck_assert_double_eq_tol(cJSON_GetObjectItemCaseSensitive(j, "weight")->valuedouble, 2.5, 1e-9);
   ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(j, "id")->valuestring, "h1");
+  double capacity = cJSON_GetObjectItemCaseSensitive(j, "capacity_bytes")->valuedouble;
   cJSON_Delete(j);
   ck_assert(ENV_WAIT(env_metric(0, "ring_agent_registered") == 1, 5));
+  /* the disk-full alert's pair (deploy/prometheus): the data dir's file
+   * system as alive/h1 reports it, and its free bytes within it */
+  ck_assert_double_gt(capacity, 0);
+  ck_assert_double_eq(env_metric(0, "ring_agent_data_capacity_bytes"), capacity);
+  double free_bytes = env_metric(0, "ring_agent_data_free_bytes");
+  ck_assert_msg(free_bytes > 0 && free_bytes <= capacity, "free %.0f of %.0f bytes", free_bytes,
+                capacity);
   char url[64], *body = NULL;
   snprintf(url, sizeof url, "http://%s/healthz", a->metrics);
   ck_assert(ENV_WAIT(http_get(url, NULL) == 200, 5));

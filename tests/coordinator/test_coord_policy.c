@@ -52,6 +52,9 @@ START_TEST(repair_runs_changes_wait) {
   WAIT_UNTIL(env_node_is("a3", "down"), 20, "a3 is not down 20 s after its lease went");
   WAIT_UNTIL(env_exists("plan/proposed"), 20, "no plan/proposed for a3's replicas");
   env_assert_nothing_runs(v1, 2500);
+  /* what the "down, no repair" alert reads (deploy/prometheus) */
+  WAIT_UNTIL(env_metric(0, "ring_coordinator_down_replicas", "") == had, 10,
+             "ring_coordinator_down_replicas is not %u", had);
 
   /* a bad policy is refused and changes nothing */
   char out[512];
@@ -70,6 +73,8 @@ START_TEST(repair_runs_changes_wait) {
   t = env_verify_clean();
   ck_assert_uint_eq(env_replicas(t, "a3"), 0);
   ring_table_free(t);
+  WAIT_UNTIL(env_metric(0, "ring_coordinator_down_replicas", "") == 0, 10,
+             "ring_coordinator_down_replicas stays after the repair");
   WAIT_UNTIL(env_all_acked(v2), 10, "not every agent acked v%llu", (unsigned long long)v2);
 
   /* remove: the down a3 owns nothing; the table that drops it moves

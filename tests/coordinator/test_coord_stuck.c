@@ -11,8 +11,14 @@
  *   - `ringctl status` and `--json` list them;
  * and once the receiver reports its tokens the run completes, the gauges
  * go to 0, /healthz is ok again and the `stuck` key is gone.
+ *
+ * A lagging version barrier is loud too: a registered client that does not
+ * ack the version in etcd makes ring_coordinator_barrier_wait_seconds
+ * climb, with no plan at all; its ack brings it back to 0.
  */
 #include "coord_env.h"
+
+#include <inttypes.h>
 
 #define AGENT_ERROR "source a1 answered not held"
 
@@ -138,7 +144,34 @@ START_TEST(stuck_moves_are_loud) {
 }
 END_TEST
 
+START_TEST(barrier_wait_is_loud) {
+  env_config k = {.tokens = 64, .replicas = 2, .down_after_ms = 60000, .auto_apply = true};
+  uint64_t v1 = env_bootstrap(&k, 3, 3, 1, "");
+  WAIT_UNTIL(metric_is("ring_coordinator_barrier_wait_seconds", 0), 10,
+             "the barrier waits with every agent acked");
+  ck_assert(metric_is("ring_coordinator_down_replicas", 0));
+
+  /* a client registers and never acks: the wait is counted from the first
+   * look that saw it, and grows */
+  env_put("clients/kv.lag", "{\"format\":\"ringkeeper.client.v1\",\"kind\":\"test\"}");
+  WAIT_UNTIL(env_metric(0, "ring_coordinator_barrier_wait_seconds", "") >= 1, 10,
+             "the barrier wait does not climb with kv.lag unacked");
+  double first = env_metric(0, "ring_coordinator_barrier_wait_seconds", "");
+  WAIT_UNTIL(env_metric(0, "ring_coordinator_barrier_wait_seconds", "") >= first + 1, 10,
+             "the barrier wait stays at %.3f s", first);
+  ck_assert_uint_eq(env_version(), v1); /* no plan: the version in etcd waits */
+
+  /* its ack: nobody lags */
+  char ack[32];
+  snprintf(ack, sizeof ack, "%" PRIu64, v1);
+  env_put("acks/kv.lag", ack);
+  WAIT_UNTIL(metric_is("ring_coordinator_barrier_wait_seconds", 0), 10,
+             "the barrier wait stays after kv.lag acked v%" PRIu64, v1);
+  env_pass();
+}
+END_TEST
+
 int main(void) {
-  const env_test tests[] = {{stuck_moves_are_loud, 300}};
-  return env_main("coord_stuck", tests, 1);
+  const env_test tests[] = {{stuck_moves_are_loud, 300}, {barrier_wait_is_loud, 120}};
+  return env_main("coord_stuck", tests, 2);
 }
