@@ -80,8 +80,22 @@ START_TEST(plan_nothing_proposed) {
 }
 END_TEST
 
+/* Arc t's size in seed_sizes_as: n0's arcs 40x the others, so a table
+ * balanced by tokens is not balanced by bytes. */
+static uint64_t skewed(const ring_table *t, uint32_t tok) {
+  return ring_table_owner(t, tok, 0) == 0 ? 40000 : 1000;
+}
+
+static uint64_t linear(const ring_table *t, uint32_t tok) {
+  (void)t;
+  return 1000u * (tok + 1);
+}
+
 /* Writes sizes/<id> for every node: arc t weighs 1000 * (t + 1) bytes. */
-static void seed_sizes(const char *cluster) {
+static void seed_sizes_as(const char *cluster, uint64_t (*size)(const ring_table *, uint32_t));
+static void seed_sizes(const char *cluster) { seed_sizes_as(cluster, linear); }
+
+static void seed_sizes_as(const char *cluster, uint64_t (*size)(const ring_table *, uint32_t)) {
   ring_table *t = fx_table(cluster, FX_TOKENS, FX_REPLICAS, FX_NODES, FX_ZONES, 1);
   for (uint32_t n = 0; n < FX_NODES; n++) {
     rk_sizes z = {.version = 1};
@@ -91,7 +105,7 @@ static void seed_sizes(const char *cluster) {
       for (uint32_t s = 0; s < FX_REPLICAS; s++)
         if (ring_table_owner(t, tok, s) == n) {
           z.tokens[z.n] = tok;
-          z.bytes[z.n++] = 1000u * (tok + 1);
+          z.bytes[z.n++] = size(t, tok);
         }
     char *json, what[32];
     size_t len;
@@ -147,6 +161,61 @@ START_TEST(plan_bytes_and_eta) {
   ck_assert_int_eq(r.code, 0);
   ck_assert_msg(strstr(r.out, "sizes:    ") && strstr(r.out, "tokens reported"), "%s", r.out);
   fx_free(&r);
+}
+END_TEST
+
+/* --balance bytes: an offline rebalance of the live membership by the
+ * hosts' sizes, saved and approved like any plan; refused while a size is
+ * unknown. Under config balance bytes, verify checks bytes. */
+START_TEST(plan_balance_bytes) {
+  fx_seed_cluster("p-bal");
+  seed_sizes_as("p-bal", skewed);
+  cJSON *j = fx_json(0, "p-bal", "plan --balance tokens");
+  ck_assert_int_eq((int)fx_num(j, "moves_total"), 0); /* balanced by tokens already */
+  cJSON_Delete(j);
+  j = fx_json(0, "p-bal", "plan --balance bytes");
+  int moves = (int)fx_num(j, "moves_total");
+  ck_assert_int_gt(moves, 0);
+  ck_assert_int_ge(moves, (int)fx_num(j, "lower_bound"));
+  const cJSON *m;
+  int from_n0 = 0, to_n0 = 0;
+  cJSON_ArrayForEach(m, fx_get(j, "moves")) {
+    from_n0 += strcmp(fx_str(m, "from"), "n0") == 0;
+    to_n0 += strcmp(fx_str(m, "to"), "n0") == 0;
+  }
+  ck_assert_int_gt(from_n0, 0); /* the node with the big arcs gives some up */
+  ck_assert_int_eq(to_n0, 0);
+  cJSON_Delete(j);
+  FX_EXPECT_IN(0, out, "the config balances tokens", "p-bal", "plan --balance bytes");
+  char path[400];
+  plan_path(path, sizeof path, "bal");
+  FX_EXPECT(0, "p-bal", "plan --balance bytes -o %s", path);
+  FX_EXPECT(0, "p-bal", "apply %s", path);
+  char *active = fx_value("p-bal", "plan/active");
+  ck_assert_ptr_nonnull(strstr(active, "\"balance\":\"bytes\",\"arc_sizes\":"));
+  free(active);
+  FX_EXPECT_IN(2, err, "not tokens or bytes", "p-bal", "plan --balance weight");
+
+  /* under config balance bytes, verify weighs the live table: n0 holds 40x */
+  FX_EXPECT_IN(0, out, "balance: tokens", "p-bal", "balance");
+  FX_EXPECT_IN(0, out, "balance: bytes", "p-bal", "balance bytes");
+  fx_run r = fx_ringctl("p-bal", "verify");
+  ck_assert_int_eq(r.code, 1);
+  ck_assert_msg(strstr(r.out, "node n0 holds") != NULL, "%s", r.out);
+  fx_free(&r);
+  char *config = fx_value("p-bal", "config");
+  ck_assert_ptr_nonnull(strstr(config, "\"balance\":\"bytes\""));
+  free(config);
+
+  /* n0 and n1 report nothing: the tokens only they own have no size */
+  for (int i = 0; i < 2; i++) {
+    char key[RK_KEY_MAX];
+    snprintf(key, sizeof key, "/ringkeeper/p-bal/sizes/n%d", i);
+    ck_assert_int_eq(ring_etcd_delete(fx_client, key, strlen(key), false, NULL, NULL, NULL),
+                     RING_OK);
+  }
+  FX_EXPECT_IN(1, err, "sizes known for", "p-bal", "plan --balance bytes");
+  FX_EXPECT_IN(0, out, "bytes balance not checked", "p-bal", "verify");
 }
 END_TEST
 
@@ -457,6 +526,6 @@ int main(void) {
       apply_tampered_or_garbage_file, apply_by_id,        apply_stale_proposal,
       what_if_add_and_remove,         what_if_fail_zone,  pause_resume_cancel,
       history_lists_finished_runs,    apply_wait_done,    apply_wait_failed,
-      apply_wait_progress_bar,        plan_bytes_and_eta};
+      apply_wait_progress_bar,        plan_bytes_and_eta, plan_balance_bytes};
   return fx_main("ringctl_plan", tests, sizeof tests / sizeof tests[0]);
 }

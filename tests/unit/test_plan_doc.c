@@ -6,6 +6,7 @@
  * its code and field; runs and their cursors.
  */
 #include "plan_doc.h"
+#include "sizes.h"
 #include "ring_int.h"
 #include "json_edit.h"
 #include "check_main.h"
@@ -165,6 +166,64 @@ START_TEST(rebalance_recomputes) {
   ck_assert_int_eq(rk_plan_doc_compute(&d, ring_plan_target(p), &q, &err), RING_EVERSION);
   ck_assert_int_eq(rk_plan_doc_compute(&first, base, &q, &err), RING_EVERSION);
   ck_assert_ptr_eq(q, (ring_plan *)0x1);
+  free(json);
+  ring_plan_free(p);
+  ring_plan_free(p0);
+  rk_plan_doc_free(&d);
+  rk_plan_doc_free(&first);
+  rk_plan_input_free(&in);
+}
+END_TEST
+
+/* A plan balanced by bytes keeps its sizes (quantised) in the document and
+ * recomputes from them exactly; the sizes are checked on decode. */
+START_TEST(bytes_balance_recomputes) {
+  rk_plan_input in = input_make(6, 3);
+  rk_plan_doc first, d;
+  ring_plan *p0 = make_ok(NULL, &in, &first);
+  const ring_table *base = ring_plan_target(p0);
+  uint64_t bytes[256];
+  for (uint32_t t = 0; t < 256; t++)
+    bytes[t] = t % 16 == 0 ? 40000 : 1000 + 37 * t; /* a few arcs 10-40x the rest */
+  ck_assert_int_eq(rk_plan_input_weigh(&in, bytes), RING_OK);
+  ck_assert_int_eq(in.balance, RING_BALANCE_BYTES);
+  ring_plan *p = make_ok(base, &in, &d);
+  ck_assert_uint_gt(d.moves_total, 0); /* token-balanced, but not by bytes */
+  char *json = encode(&d, p);
+  ck_assert_ptr_nonnull(strstr(json, "\"balance\":\"bytes\",\"arc_sizes\":\""));
+  recomputes(json, base, p);
+  rk_plan_doc back;
+  decode_ok(json, &back);
+  ck_assert_int_eq(back.input.balance, RING_BALANCE_BYTES);
+  ck_assert_mem_eq(back.input.arc_q, in.arc_q, 256);
+  rk_plan_input copy;
+  ck_assert_int_eq(rk_plan_input_copy(&back.input, &copy), RING_OK);
+  ck_assert_mem_eq(copy.arc_w, back.input.arc_w, 256 * sizeof *copy.arc_w);
+  rk_plan_input_free(&copy);
+  rk_plan_doc_free(&back);
+  /* sizes that are not T bytes, or balance without sizes, are refused */
+  char *cut = strstr(json, "\"arc_sizes\":\"") + 13;
+  cut[0] = cut[0] == 'A' ? 'B' : 'A'; /* still 256 bytes: another plan's sizes */
+  rk_plan_doc other;
+  ring_error err;
+  ck_assert_int_eq(rk_plan_doc_decode(json, strlen(json), &other, &err), RING_OK);
+  ring_plan *q = NULL;
+  ck_assert_int_eq(rk_plan_doc_compute(&other, base, &q, &err), RING_ECHECKSUM);
+  rk_plan_doc_free(&other);
+  char *bad = strstr(json, "\"arc_sizes\":\"") + 13;
+  memmove(bad, bad + 4, strlen(bad + 4) + 1); /* 3 bytes short */
+  ck_assert_int_eq(rk_plan_doc_decode(json, strlen(json), &other, &err), RING_EFIELD);
+  ck_assert_ptr_nonnull(strstr(err.message, "arc_sizes"));
+  /* quantisation: the mean is 128, steps are exact integers, 0 is empty */
+  uint8_t q8[4];
+  uint64_t four[4] = {0, 100, 100, 100};
+  rk_sizes_quantize(four, 4, q8);
+  ck_assert_uint_eq(q8[0], 0);
+  ck_assert_uint_eq(rk_size_weight(0), 0);
+  ck_assert_uint_eq(rk_size_weight(128), 1u << 24);
+  for (unsigned k = 1; k < 255; k++)
+    ck_assert_uint_lt(rk_size_weight((uint8_t)k), rk_size_weight((uint8_t)(k + 1)));
+  ck_assert_uint_eq(q8[1], q8[2]);
   free(json);
   ring_plan_free(p);
   ring_plan_free(p0);
@@ -758,6 +817,7 @@ static Suite *plan_doc_suite(void) {
   TCase *tc = tcase_create("plan_doc");
   tcase_add_test(tc, first_placement);
   tcase_add_test(tc, rebalance_recomputes);
+  tcase_add_test(tc, bytes_balance_recomputes);
   tcase_add_test(tc, canonical_encoding);
   tcase_add_test(tc, digest_as_specified);
   tcase_add_test(tc, tampered_documents_refused);
