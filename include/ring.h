@@ -452,6 +452,11 @@ RING_EXTERN int ring_plan_node_load(const ring_plan *p, uint16_t index, ring_pla
  * table's own. */
 RING_EXTERN int ring_table_verify(const ring_table *t, const char *failure_domain, char **report);
 
+/* ring_table_verify without the balance rule: hard domains and leavers
+ * only (a table balanced by bytes, checked where sizes are not at hand). */
+RING_EXTERN int ring_table_verify_rules(const ring_table *t, const char *failure_domain,
+                                        char **report);
+
 /* ring_table_verify with bytes balance: each serving node's bytes held
  * (sizes: T entries, each below 2^48) within the largest arc of its
  * weighted share of all bytes held, instead of the token-replica rule. */

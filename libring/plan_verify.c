@@ -101,7 +101,11 @@ static void check_bytes(const ring_table *t, const ring__shares *sh, const uint6
   free(held);
 }
 
-static int verify_table(const ring_table *t, const char *fd, const uint64_t *sizes, findings *f) {
+/* What verify_table holds node loads to. */
+typedef enum balance_check { CHECK_TOKENS, CHECK_BYTES, CHECK_NONE } balance_check;
+
+static int verify_table(const ring_table *t, const char *fd, balance_check bc,
+                        const uint64_t *sizes, findings *f) {
   ring_table *copy = NULL; /* shares are computed under the level asked for */
   if (fd && strcmp(fd, t->failure_domain) != 0) {
     if (ring_table_clone(t, t->version, &copy) != RING_OK)
@@ -119,9 +123,9 @@ static int verify_table(const ring_table *t, const char *fd, const uint64_t *siz
   } else if (rc == RING_OK) {
     if (*t->failure_domain)
       check_domains(t, &sh, f);
-    if (sizes)
+    if (bc == CHECK_BYTES)
       check_bytes(t, &sh, sizes, f);
-    else
+    else if (bc == CHECK_TOKENS)
       check_balance(t, &sh, f);
     ring__shares_free(&sh);
   }
@@ -129,14 +133,15 @@ static int verify_table(const ring_table *t, const char *fd, const uint64_t *siz
   return rc == RING_ENOMEM ? rc : RING_OK;
 }
 
-static int table_report(const ring_table *t, const char *fd, const uint64_t *sizes, char **report) {
+static int table_report(const ring_table *t, const char *fd, balance_check bc,
+                        const uint64_t *sizes, char **report) {
   if (t == NULL || !t->sealed || (fd && *fd && !ring_id_valid(fd)))
     return RING_EINVAL;
   for (uint32_t tok = 0; sizes && tok < t->view.tokens; tok++)
     if (sizes[tok] >= 1ull << 48)
       return RING_EINVAL;
   findings f = {{0}, 0};
-  int rc = verify_table(t, fd, sizes, &f);
+  int rc = verify_table(t, fd, bc, sizes, &f);
   if (rc != RING_OK) {
     free(f.out.p);
     return rc;
@@ -145,12 +150,16 @@ static int table_report(const ring_table *t, const char *fd, const uint64_t *siz
 }
 
 int ring_table_verify(const ring_table *t, const char *failure_domain, char **report) {
-  return table_report(t, failure_domain, NULL, report);
+  return table_report(t, failure_domain, CHECK_TOKENS, NULL, report);
+}
+
+int ring_table_verify_rules(const ring_table *t, const char *failure_domain, char **report) {
+  return table_report(t, failure_domain, CHECK_NONE, NULL, report);
 }
 
 int ring_table_verify_bytes(const ring_table *t, const char *failure_domain, const uint64_t *sizes,
                             char **report) {
-  return sizes ? table_report(t, failure_domain, sizes, report) : RING_EINVAL;
+  return sizes ? table_report(t, failure_domain, CHECK_BYTES, sizes, report) : RING_EINVAL;
 }
 
 /* ------------------------------------------------------------------- plan */
@@ -324,7 +333,7 @@ int ring_plan_verify(const ring_table *base, const ring_plan *p, const ring_plan
   if (cfg && cfg->balance == RING_BALANCE_BYTES && sizes == NULL)
     return RING_EINVAL;
   findings f = {{0}, 0};
-  int rc = verify_table(p->target, NULL, sizes, &f);
+  int rc = verify_table(p->target, NULL, sizes ? CHECK_BYTES : CHECK_TOKENS, sizes, &f);
   replay rp = {0};
   if (rc == RING_OK && base) {
     if (base->view.tokens != p->target->view.tokens ||

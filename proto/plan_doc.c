@@ -8,6 +8,7 @@
  */
 #include "proto_int.h"
 #include "plan_doc.h"
+#include "sizes.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -27,8 +28,36 @@ void rk_plan_input_free(rk_plan_input *in) {
   if (in == NULL)
     return;
   free(in->nodes);
+  free(in->arc_q);
+  free(in->arc_w);
   in->nodes = NULL;
   in->n_nodes = 0;
+  in->arc_q = NULL;
+  in->arc_w = NULL;
+}
+
+/* arc_w from arc_q: the exact integers the planner weighs. */
+static int weights_from_q(rk_plan_input *in) {
+  free(in->arc_w);
+  if ((in->arc_w = malloc(in->tokens * sizeof *in->arc_w)) == NULL)
+    return RING_ENOMEM;
+  bool any = false;
+  for (uint32_t t = 0; t < in->tokens; t++) {
+    in->arc_w[t] = rk_size_weight(in->arc_q[t]);
+    any |= in->arc_w[t] > 0;
+  }
+  return any ? RING_OK : RING_EINVAL;
+}
+
+int rk_plan_input_weigh(rk_plan_input *in, const uint64_t *bytes) {
+  if (in == NULL || bytes == NULL || in->tokens == 0)
+    return RING_EINVAL;
+  free(in->arc_q);
+  if ((in->arc_q = malloc(in->tokens)) == NULL)
+    return RING_ENOMEM;
+  rk_sizes_quantize(bytes, in->tokens, in->arc_q);
+  in->balance = RING_BALANCE_BYTES;
+  return weights_from_q(in);
 }
 
 int rk_plan_input_copy(const rk_plan_input *in, rk_plan_input *out) {
@@ -42,6 +71,20 @@ int rk_plan_input_copy(const rk_plan_input *in, rk_plan_input *out) {
   }
   *out = *in;
   out->nodes = nodes;
+  out->arc_q = NULL;
+  out->arc_w = NULL;
+  if (in->balance == RING_BALANCE_BYTES && in->arc_q != NULL) {
+    out->arc_q = malloc(in->tokens);
+    int rc = out->arc_q ? RING_OK : RING_ENOMEM;
+    if (rc == RING_OK) {
+      memcpy(out->arc_q, in->arc_q, in->tokens);
+      rc = weights_from_q(out);
+    }
+    if (rc != RING_OK) {
+      rk_plan_input_free(out);
+      return rc;
+    }
+  }
   return RING_OK;
 }
 
@@ -54,7 +97,9 @@ void rk_plan_input_config(const rk_plan_input *in, const char *cluster, ring_pla
                             .best_effort = in->best_effort,
                             .max_moves_per_node = in->moves_per_node,
                             .max_moves_per_domain = in->moves_per_domain,
-                            .max_moves_per_wave = in->moves_per_wave};
+                            .max_moves_per_wave = in->moves_per_wave,
+                            .balance = in->balance,
+                            .balance_sizes = in->arc_w};
 }
 
 int rk_plan_input_specs(const rk_plan_input *in, ring_node_spec **specs, const char ***labels) {
@@ -160,10 +205,30 @@ static int decode_input_nodes(const cJSON *input, rk_plan_input *in, ring_error 
   return rc;
 }
 
+/* balance and arc_sizes: both absent (tokens), or "bytes" with the sizes
+ * as base64 of exactly `tokens` bytes. */
+static int decode_balance(const cJSON *o, rk_plan_input *in, ring_error *err) {
+  const cJSON *b = cJSON_GetObjectItemCaseSensitive(o, "balance");
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "arc_sizes");
+  in->balance = RING_BALANCE_TOKENS;
+  if (b == NULL && a == NULL)
+    return RING_OK;
+  if (!cJSON_IsString(b) || strcmp(b->valuestring, "bytes") != 0 || !cJSON_IsString(a))
+    return ring__err(err, RING_EFIELD, "input.balance: \"bytes\" with input.arc_sizes, or neither");
+  size_t len = strlen(a->valuestring);
+  if (len != ring__base64_encoded_len(in->tokens) || (in->arc_q = malloc(in->tokens)) == NULL ||
+      ring__base64_decode(a->valuestring, len, in->arc_q, in->tokens) != (long)in->tokens)
+    return ring__err(err, RING_EFIELD, "input.arc_sizes: not base64 of %u bytes", in->tokens);
+  in->balance = RING_BALANCE_BYTES;
+  int rc = weights_from_q(in);
+  return rc == RING_OK ? rc : ring__err(err, RING_EFIELD, "input.arc_sizes: every arc is empty");
+}
+
 static int decode_input(const cJSON *root, rk_plan_input *in, ring_error *err) {
   static const char *const keys[] = {"tokens",           "replicas",       "seed",
                                      "failure_domain",   "best_effort",    "moves_per_node",
-                                     "moves_per_domain", "moves_per_wave", "nodes"};
+                                     "moves_per_domain", "moves_per_wave", "nodes",
+                                     "balance",          "arc_sizes"};
   const cJSON *o = ring__json_object(root, "", "input", keys, N_KEYS(keys), err);
   if (o == NULL)
     return RING_EFIELD;
@@ -186,6 +251,8 @@ static int decode_input(const cJSON *root, rk_plan_input *in, ring_error *err) {
     rc = ring__json_u32_at(o, "input.", "moves_per_domain", &in->moves_per_domain, err);
   if (rc == RING_OK)
     rc = ring__json_u32_at(o, "input.", "moves_per_wave", &in->moves_per_wave, err);
+  if (rc == RING_OK)
+    rc = decode_balance(o, in, err);
   return rc == RING_OK ? decode_input_nodes(o, in, err) : rc;
 }
 
@@ -318,10 +385,19 @@ static void write_input(ring__sbuf *b, const rk_plan_input *in) {
   ring__sb_json_string(b, in->failure_domain);
   ring__sb_puts(b, ",\"best_effort\":");
   ring__sb_json_string(b, in->best_effort);
-  ring__sb_printf(b,
-                  ",\"moves_per_node\":%u,\"moves_per_domain\":%u,\"moves_per_wave\":%u,"
-                  "\"nodes\":[",
+  ring__sb_printf(b, ",\"moves_per_node\":%u,\"moves_per_domain\":%u,\"moves_per_wave\":%u,",
                   in->moves_per_node, in->moves_per_domain, in->moves_per_wave);
+  if (in->balance == RING_BALANCE_BYTES && in->arc_q != NULL) {
+    char *b64 = malloc(ring__base64_encoded_len(in->tokens) + 1);
+    if (b64 == NULL) {
+      b->oom = true;
+      return;
+    }
+    ring__base64_encode(in->arc_q, in->tokens, b64);
+    ring__sb_printf(b, "\"balance\":\"bytes\",\"arc_sizes\":\"%s\",", b64);
+    free(b64);
+  }
+  ring__sb_puts(b, "\"nodes\":[");
   for (uint32_t i = 0; i < in->n_nodes; i++) {
     ring__sb_puts(b, i ? "," : "");
     rk__plan_node_encode(b, &in->nodes[i]);

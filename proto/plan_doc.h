@@ -31,10 +31,17 @@ typedef struct rk_plan_input {
   uint32_t moves_per_domain;
   uint32_t moves_per_wave;
   uint32_t n_nodes;
-  rk_node *nodes; /* malloc()'ed; id, addr, labels, weight, state are used */
+  rk_node *nodes;       /* malloc()'ed; id, addr, labels, weight, state are used */
+  ring_balance balance; /* tokens unless the document says bytes */
+  uint8_t *arc_q;       /* bytes: per token, the size kept (sizes.h); malloc()'ed */
+  uint64_t *arc_w;      /* bytes: rk_size_weight of each, what the planner weighs */
 } rk_plan_input;
 
 void rk_plan_input_free(rk_plan_input *in); /* frees the contents, not in */
+/* Makes in balance by bytes, keeping the given per-token sizes (tokens
+ * entries) as the document will. RING_ENOMEM, or RING_EINVAL when every
+ * arc is empty (nothing to weigh). */
+int rk_plan_input_weigh(rk_plan_input *in, const uint64_t *bytes);
 /* A deep copy (nodes duplicated). */
 int rk_plan_input_copy(const rk_plan_input *in, rk_plan_input *out);
 

@@ -159,6 +159,20 @@ static int decode_auto_apply(const cJSON *root, rk_auto_apply *out, ring_error *
                    it ? "must be false, true or \"repair\"" : "missing");
 }
 
+/* balance is optional: absent means tokens, and only "bytes" is written,
+ * so a config that balances tokens reads the same to 0.2.0 readers. */
+static int decode_balance(const cJSON *root, ring_balance *out, ring_error *err) {
+  const cJSON *it = ring__json_field(root, "balance");
+  *out = RING_BALANCE_TOKENS;
+  if (it == NULL)
+    return RING_OK;
+  if (cJSON_IsString(it) && strcmp(it->valuestring, "bytes") == 0)
+    *out = RING_BALANCE_BYTES;
+  else if (!cJSON_IsString(it) || strcmp(it->valuestring, "tokens") != 0)
+    return ring__err(err, RING_EFIELD, "balance: want \"tokens\" or \"bytes\"");
+  return RING_OK;
+}
+
 static const char *encode_auto_apply(rk_auto_apply a) {
   return a == RK_AUTO_ALL ? "true" : a == RK_AUTO_REPAIR ? "\"repair\"" : "false";
 }
@@ -201,6 +215,8 @@ int rk_config_validate(const rk_config *c, ring_error *err) {
     return ring__err(err, RING_EFIELD, "migration: unknown mode %d", (int)c->migration);
   if ((unsigned)c->auto_apply >= N_KEYS(auto_apply_names))
     return ring__err(err, RING_EFIELD, "auto_apply: unknown policy %d", (int)c->auto_apply);
+  if (c->balance != RING_BALANCE_TOKENS && c->balance != RING_BALANCE_BYTES)
+    return ring__err(err, RING_EFIELD, "balance: unknown mode %d", (int)c->balance);
   if (c->down_after_ms < 1000 || c->down_after_ms > 86400000)
     return ring__err(err, RING_EFIELD, "down_after_ms: %" PRIu64 " not in [1000, 86400000]",
                      c->down_after_ms);
@@ -267,6 +283,8 @@ static int decode_config(const cJSON *root, rk_config *c, ring_error *err) {
     rc = decode_throttle(root, c, err);
   if (rc == RING_OK)
     rc = decode_retention(root, c, err);
+  if (rc == RING_OK)
+    rc = decode_balance(root, &c->balance, err);
   c->tokens = (uint32_t)tokens;
   c->replicas = (uint32_t)replicas;
   return rc == RING_OK ? rk_config_validate(c, err) : rc;
@@ -275,7 +293,7 @@ static int decode_config(const cJSON *root, rk_config *c, ring_error *err) {
 int rk_config_decode(const char *json, size_t len, rk_config *out, ring_error *err) {
   static const char *const keys[] = {"format",         "tokens",      "replicas",  "seed",
                                      "failure_domain", "best_effort", "migration", "down_after_ms",
-                                     "auto_apply",     "throttle",    "retention"};
+                                     "auto_apply",     "throttle",    "retention", "balance"};
   cJSON *root = NULL;
   rk_config c = {0};
   int rc = ring__record_parse(json, len, CONFIG_FORMAT, keys, N_KEYS(keys), &root, err);
@@ -301,10 +319,10 @@ int rk_config_encode(const rk_config *c, char **json, size_t *len) {
   ring__sb_printf(&b,
                   "\"throttle\":{\"moves_per_node\":%u,\"moves_per_domain\":%u,"
                   "\"moves_per_wave\":%u,\"bytes_per_sec\":%" PRIu64 "},"
-                  "\"retention\":{\"versions\":%u,\"plans\":%u}}",
+                  "\"retention\":{\"versions\":%u,\"plans\":%u}%s}",
                   c->throttle.moves_per_node, c->throttle.moves_per_domain,
                   c->throttle.moves_per_wave, c->throttle.bytes_per_sec, c->keep_versions,
-                  c->keep_plans);
+                  c->keep_plans, c->balance == RING_BALANCE_BYTES ? ",\"balance\":\"bytes\"" : "");
   return ring__sb_finish(&b, json, len);
 }
 

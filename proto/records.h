@@ -63,6 +63,7 @@ typedef struct rk_config {
   rk_throttle throttle;
   uint32_t keep_versions; /* retention.versions, >= 2 */
   uint32_t keep_plans;    /* retention.plans, >= 1 */
+  ring_balance balance;   /* what the coordinator's plans balance; optional, tokens */
 } rk_config;
 
 /* T 16384, R 3, seed 0, no domains, stream, down_after 60 s, auto-apply repairs,

@@ -6,6 +6,7 @@
 #include "proto_int.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,4 +88,40 @@ int64_t rk_sizes_of(const rk_sizes *s, uint32_t token) {
       hi = mid;
   }
   return -1;
+}
+
+/* ------------------------------------------- sizes a plan document keeps */
+
+/* round(2^16 * 2^(k/16)), k = 0..15: the mantissas of rk_size_weight. */
+static const uint32_t weight_mantissa[16] = {65536,  68438,  71468,  74632, 77936,  81386,
+                                             84990,  88752,  92682,  96785, 101070, 105545,
+                                             110218, 115098, 120194, 125515};
+
+uint64_t rk_size_weight(uint8_t q) {
+  return q == 0 ? 0 : (uint64_t)weight_mantissa[q % 16] << (q / 16);
+}
+
+/* The q whose weight is nearest v (v > 0, in weight units). */
+static uint8_t nearest(double v) {
+  double e = 16.0 * log2(v / 65536.0); /* q for a weight of exactly v */
+  long q = lround(e);
+  q = q < 1 ? 1 : q > 255 ? 255 : q;
+  uint8_t best = (uint8_t)q;
+  for (long c = q - 1; c <= q + 1; c++) /* lround of a log may land one off */
+    if (c >= 1 && c <= 255 &&
+        fabs((double)rk_size_weight((uint8_t)c) - v) < fabs((double)rk_size_weight(best) - v))
+      best = (uint8_t)c;
+  return best;
+}
+
+void rk_sizes_quantize(const uint64_t *bytes, uint32_t n, uint8_t *q) {
+  double sum = 0;
+  uint32_t nonzero = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    sum += (double)bytes[i];
+    nonzero += bytes[i] > 0;
+  }
+  double mean = nonzero ? sum / n : 1; /* over every token: the mean arc maps to q = 128 */
+  for (uint32_t i = 0; i < n; i++)
+    q[i] = bytes[i] == 0 ? 0 : nearest((double)bytes[i] / mean * (double)rk_size_weight(128));
 }

@@ -35,4 +35,17 @@ void rk_sizes_free(rk_sizes *s); /* frees the contents, not s; s is zeroed */
 /* The size reported for token, or -1 when s does not list it. */
 int64_t rk_sizes_of(const rk_sizes *s, uint32_t token);
 
+/* ------------------------------------------- sizes a plan document keeps */
+
+/* A plan balanced by bytes must be recomputed exactly from its document
+ * (proto/plan.md), so the document keeps the sizes it was made with: one
+ * byte per token on a log scale around the mean arc (proto/plan.md,
+ * "arc_sizes"). 0 is an empty arc; q in 1..255 stands for
+ * rk_size_weight(q) = m[q % 16] << (q / 16), m[k] = round(2^16 * 2^(k/16)),
+ * an integer the planner weighs exactly, the same on every host; q = 128
+ * is the mean. Steps are 4.4%; arcs below 1/256 of the mean read as that,
+ * above 240x as that. */
+void rk_sizes_quantize(const uint64_t *bytes, uint32_t n, uint8_t *q);
+uint64_t rk_size_weight(uint8_t q);
+
 #endif /* RING_PROTO_SIZES_H */

@@ -685,6 +685,7 @@ static void input_settings(const rk_config *c, rk_plan_input *in) {
   in->seed = c->seed;
   snprintf(in->failure_domain, sizeof in->failure_domain, "%s", c->failure_domain);
   snprintf(in->best_effort, sizeof in->best_effort, "%s", c->best_effort);
+  in->balance = c->balance; /* bytes: rk_input_weigh adds the sizes, or falls back */
 }
 
 int rk_desired_input(const rk_state *s, const ring_table *table, rk_plan_input *in,
@@ -742,8 +743,13 @@ bool rk_input_matches_table(const rk_plan_input *in, const ring_table *table) {
         n->state != ring_table_node_state(table, i) || !same_labels(n, table, i))
       return false;
   }
+  /* Under bytes balance the sizes drift as data grows: a table matches
+   * while its hard rules hold, and a rebalance for drift is the operator's
+   * (ringctl plan --balance bytes), never a plan every step. */
   char *report = NULL;
-  int violations = ring_table_verify(table, in->failure_domain, &report);
+  int violations = in->balance == RING_BALANCE_BYTES
+                       ? ring_table_verify_rules(table, in->failure_domain, &report)
+                       : ring_table_verify(table, in->failure_domain, &report);
   free(report);
   return violations == 0;
 }

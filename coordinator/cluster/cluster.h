@@ -222,7 +222,8 @@ int rk_desired_input(const rk_state *s, const ring_table *table, rk_plan_input *
                      ring_error *err);
 
 /* True when the table already is what the input asks for: the same nodes
- * (ids, addrs, labels, weights, serving or not) and no planner move needed.
+ * (ids, addrs, labels, weights, serving or not) and no planner move needed
+ * (under bytes balance: the hard rules hold, whatever the sizes now).
  * Used to decide whether a plan must be proposed at all. */
 bool rk_input_matches_table(const rk_plan_input *in, const ring_table *table);
 
@@ -302,6 +303,13 @@ const rk_sizes *rk_state_sizes(const rk_state *s, const char *id);
  * report of it, else 0. *known counts the tokens some report covered; *out
  * is NULL when s holds no sizes at all (read with RK_READ_SIZES). */
 int rk_arc_bytes(const rk_state *s, const ring_table *t, uint64_t **out, uint32_t *known);
+
+/* Makes in (balance bytes) weigh t's tokens by the sizes hosts report, when
+ * every token's size is known; else, or when every arc is empty, in falls
+ * back to token balance and why[] (cap bytes) says so ("" when weighed).
+ * A plan is never weighed by guesses. RING_OK or RING_ENOMEM. */
+int rk_input_weigh(const rk_state *s, const ring_table *t, rk_plan_input *in, char *why,
+                   size_t cap);
 
 /* The bytes p's moves carry: into in[] (one entry per node of the plan's
  * target, may be NULL) what each receives; returns the total. */

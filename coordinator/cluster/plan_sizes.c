@@ -10,6 +10,7 @@
  */
 #include "cluster.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,4 +81,31 @@ uint64_t rk_plan_eta_ms(const ring_plan *p, const uint64_t *arc_bytes, uint64_t 
     most = in[i] > most ? in[i] : most;
   free(in);
   return (most * 1000u + rate - 1) / rate;
+}
+
+int rk_input_weigh(const rk_state *s, const ring_table *t, rk_plan_input *in, char *why,
+                   size_t cap) {
+  why[0] = '\0';
+  if (in->balance != RING_BALANCE_BYTES)
+    return RING_OK;
+  uint64_t *arc = NULL;
+  uint32_t known = 0;
+  int rc = rk_arc_bytes(s, t, &arc, &known);
+  if (rc == RING_OK && t != NULL && known == ring_table_tokens(t))
+    rc = rk_plan_input_weigh(in, arc);
+  else if (rc == RING_OK)
+    rc = RING_EINVAL;
+  free(arc);
+  if (rc == RING_ENOMEM)
+    return rc;
+  if (rc != RING_OK) {
+    in->balance = RING_BALANCE_TOKENS;
+    snprintf(why, cap,
+             t == NULL ? "balance bytes: no table yet; planned by tokens"
+             : known < ring_table_tokens(t)
+                 ? "balance bytes: sizes known for %u of %u tokens; planned by tokens"
+                 : "balance bytes: every arc is empty; planned by tokens",
+             known, t ? ring_table_tokens(t) : 0);
+  }
+  return RING_OK;
 }

@@ -27,7 +27,8 @@ static uint64_t input_hash(const rk_plan_input *in, uint64_t base) {
                      in->moves_per_node,
                      in->moves_per_domain,
                      in->moves_per_wave,
-                     in->n_nodes};
+                     in->n_nodes,
+                     (uint64_t)in->balance}; /* sizes are not hashed: they drift */
   XXH3_64bits_update(h, nums, sizeof nums);
   XXH3_64bits_update(h, in->failure_domain, strlen(in->failure_domain) + 1);
   XXH3_64bits_update(h, in->best_effort, strlen(in->best_effort) + 1);
@@ -164,6 +165,25 @@ static uint64_t plan_bytes(coord *c, const ring_plan *p) {
   return bytes;
 }
 
+/* Under bytes balance, the hosts' sizes for the planner (rk_input_weigh);
+ * why[] says when the plan falls back to tokens. Sizes are read only here,
+ * when a plan is made. */
+static int weigh(coord *c, rk_plan_input *in, char *why, size_t cap) {
+  why[0] = '\0';
+  if (in->balance != RING_BALANCE_BYTES)
+    return RING_OK;
+  rk_state z;
+  ring_error err = {0};
+  if (rk_state_read(c->etcd, c->o.cluster, RK_READ_SIZES, &z, &err) != RING_OK) {
+    in->balance = RING_BALANCE_TOKENS;
+    snprintf(why, cap, "balance bytes: sizes unreadable (%.80s); planned by tokens", err.message);
+    return RING_OK;
+  }
+  int rc = rk_input_weigh(&z, c->table, in, why, cap);
+  rk_state_free(&z);
+  return rc;
+}
+
 int coord_propose(coord *c, const rk_state *s) {
   rk_plan_input in;
   ring_error err = {0};
@@ -185,16 +205,23 @@ int coord_propose(coord *c, const rk_state *s) {
   }
   rk_plan_doc d;
   ring_plan *p = NULL;
-  rc = rk_plan_doc_make(c->table, c->o.cluster, &in, rd_wall_ms(), &d, &p, &err);
+  char why[160];
+  rc = weigh(c, &in, why, sizeof why);
+  if (rc == RING_OK)
+    rc = rk_plan_doc_make(c->table, c->o.cluster, &in, rd_wall_ms(), &d, &p, &err);
+  else
+    ring__err(&err, rc, "planner: out of memory");
   rk_plan_input_free(&in);
+  if (rc == RING_OK && why[0])
+    rd_log(RD_WARN, "plan by tokens", "why", why, NULL);
   if (rc != RING_OK) {
     coord_trouble(c, "planning", &err);
     return rc;
   }
   c->input_repair = is_repair(p);
   d.bytes = plan_bytes(c, p);
-  ring_plan_free(p); /* the run recomputes it from the document */
-  c->input_hash = h;
+  ring_plan_free(p);              /* the run recomputes it from the document */
+  c->input_hash = why[0] ? 0 : h; /* a fallback is retried at the next step */
   bool same =
       fresh && strcmp(s->proposed.id, d.id) == 0 && s->proposed.n_violations == d.n_violations;
   rc = same && !auto_apply(c, s, &d) ? 0 : store(c, s, &d);

@@ -21,57 +21,13 @@ static const char help[] =
     "          would be lost; every other plan waits (the default)\n"
     "  all     every plan without violations runs by itself\n";
 
-static const ringctl_opt no_opts[] = {{NULL, 0, false}};
+static const char *const names[] = {"none", "repair", "all"}; /* rk_auto_apply order */
 
-typedef struct policy_arg {
-  bool given;
-  rk_auto_apply policy;
-} policy_arg;
-
-static int apply(const ringctl_args *a, int id, const char *value, void *ud) {
-  policy_arg *p = ud;
-  if (id != RINGCTL_ARG_POSITIONAL)
-    return ringctl_usage_error(a, "unexpected option");
-  if (p->given)
-    return ringctl_usage_error(a, "one policy at most (got \"%s\" too)", value);
-  p->given = true;
-  return ringctl_auto_apply_opt(a, value, &p->policy);
-}
-
-static int show(ringctl_ctx *ctx) {
-  rk_state st;
-  int rc = ringctl_read_state(ctx, RK_READ_CONFIG, &st);
-  if (rc != RINGCTL_EXIT_OK)
-    return rc;
-  const char *name = rk_auto_apply_name(st.config.auto_apply);
-  rk_state_free(&st);
-  if (!ctx->a->globals->json) {
-    printf("auto-apply: %s\n", name);
-    return RINGCTL_EXIT_OK;
-  }
-  cJSON *o = cJSON_CreateObject();
-  cJSON_AddStringToObject(o, "auto_apply", name);
-  return ringctl_json_emit(o);
-}
-
-static void change(const ringctl_args *a, rk_config *config, const void *ud) {
-  (void)a;
-  config->auto_apply = ((const policy_arg *)ud)->policy;
-}
-
-static int run(ringctl_ctx *ctx, void *ud) {
-  const policy_arg *p = ud;
-  if (p->given)
-    ringctl_audit(ctx, "config.auto_apply", NULL, "auto-apply %s", rk_auto_apply_name(p->policy));
-  int rc = p->given ? ringctl_config_cas(ctx, change, p) : RINGCTL_EXIT_OK;
-  return rc == RINGCTL_EXIT_OK ? show(ctx) : rc;
-}
+static int get(const rk_config *c) { return (int)c->auto_apply; }
+static void set(rk_config *c, int value) { c->auto_apply = (rk_auto_apply)value; }
 
 int ringctl_cmd_auto_apply(ringctl_args *a) {
-  policy_arg p = {false, RK_AUTO_NONE};
-  bool help_shown = false;
-  int rc = ringctl_parse(a, no_opts, help, apply, &p, &help_shown);
-  if (rc != RINGCTL_EXIT_OK || help_shown)
-    return rc;
-  return ringctl_with_etcd(a, run, &p);
+  static const ringctl_setting s = {help, "auto-apply", "auto_apply", "none, repair or all", names,
+                                    3,    get,          set};
+  return ringctl_setting_cmd(a, &s);
 }

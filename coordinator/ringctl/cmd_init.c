@@ -21,7 +21,8 @@ enum {
   OPT_MIGRATION,
   OPT_SEED,
   OPT_DOWN_AFTER,
-  OPT_AUTO_APPLY
+  OPT_AUTO_APPLY,
+  OPT_BALANCE
 };
 
 static const ringctl_opt init_opts[] = {
@@ -33,6 +34,7 @@ static const ringctl_opt init_opts[] = {
     {"seed", OPT_SEED, true},
     {"down-after", OPT_DOWN_AFTER, true},
     {"auto-apply", OPT_AUTO_APPLY, true},
+    {"balance", OPT_BALANCE, true},
     RINGCTL_THROTTLE_OPTS,
     {NULL, 0, false},
 };
@@ -53,7 +55,9 @@ static const char help[] =
     "  --down-after DUR        a node whose lease is gone this long is down (default 60s)\n"
     "  --auto-apply POLICY     plans the coordinator approves itself: repair (a down node's\n"
     "                          replicas re-made, nothing lost), all, or none (default "
-    "repair)\n" RINGCTL_THROTTLE_HELP;
+    "repair)\n"
+    "  --balance WHAT          what plans balance: tokens or bytes held (default "
+    "tokens)\n" RINGCTL_THROTTLE_HELP;
 
 typedef struct init_settings {
   rk_config config;
@@ -122,6 +126,8 @@ static int apply(const ringctl_args *a, int id, const char *value, void *ud) {
     return set_migration(a, value, &s->config);
   case OPT_AUTO_APPLY:
     return ringctl_auto_apply_opt(a, value, &s->config.auto_apply);
+  case OPT_BALANCE:
+    return ringctl_balance_opt(a, value, &s->config.balance);
   case RINGCTL_ARG_POSITIONAL:
     return ringctl_usage_error(a, "unexpected argument \"%s\"", value);
   default: {

@@ -3,7 +3,7 @@
  * -o saves it with its moves for `ringctl apply FILE`; --what-if plans
  * offline (cmd_whatif.c).
  *
- * Usage: ringctl plan [-o FILE] [--what-if SPEC]... [--json]
+ * Usage: ringctl plan [-o FILE] [--what-if SPEC]... [--balance WHAT] [--json]
  *
  * plan/proposed holds the planner's input and a digest, not the moves: they
  * are recomputed here from tables/<base_version> and checked against the
@@ -17,17 +17,18 @@
 
 #define WHAT_IFS_MAX 16
 
-enum { OPT_OUTPUT, OPT_WHAT_IF };
+enum { OPT_OUTPUT, OPT_WHAT_IF, OPT_BALANCE };
 
 static const ringctl_opt plan_opts[] = {
     {"o", OPT_OUTPUT, true},
     {"output", OPT_OUTPUT, true},
     {"what-if", OPT_WHAT_IF, true},
+    {"balance", OPT_BALANCE, true},
     {NULL, 0, false},
 };
 
 static const char help[] =
-    "Usage: ringctl plan [-o FILE] [--what-if SPEC]... [--json]\n"
+    "Usage: ringctl plan [-o FILE] [--what-if SPEC]... [--balance WHAT] [--json]\n"
     "\n"
     "Shows the plan the coordinator proposes for the current membership: moves in\n"
     "and out per node, waves, bytes and time at the throttle's byte rate, balance\n"
@@ -44,6 +45,10 @@ static const char help[] =
     "                                                         down; lists the tokens\n"
     "                                                         that lose replicas\n"
     "                     Repeat it to combine changes.\n"
+    "  --balance WHAT     plan offline by tokens or by bytes held (the hosts' reported\n"
+    "                     sizes; refused while any token's size is unknown), whatever\n"
+    "                     the config says; with no --what-if, a rebalance of the live\n"
+    "                     membership (save it with -o, run it with ringctl apply FILE)\n"
     "  --json             {\"id\",\"base_version\",\"moves_total\",\"lower_bound\",\"waves\",\n"
     "                     \"moves\":[...],\"violations\":[...]}; {\"id\":null} when none\n";
 
@@ -51,6 +56,8 @@ typedef struct plan_settings {
   const char *output;
   ringctl_whatif what_if[WHAT_IFS_MAX];
   uint32_t n_what_if;
+  bool has_balance;
+  ring_balance balance;
 } plan_settings;
 
 static int apply(const ringctl_args *a, int id, const char *value, void *ud) {
@@ -58,6 +65,10 @@ static int apply(const ringctl_args *a, int id, const char *value, void *ud) {
   if (id == OPT_OUTPUT) {
     s->output = value;
     return RINGCTL_EXIT_OK;
+  }
+  if (id == OPT_BALANCE) {
+    s->has_balance = true;
+    return ringctl_balance_opt(a, value, &s->balance);
   }
   if (id == OPT_WHAT_IF && s->n_what_if < WHAT_IFS_MAX)
     return ringctl_whatif_parse(a, value, &s->what_if[s->n_what_if++]);
@@ -100,8 +111,9 @@ static int show_proposed(ringctl_ctx *ctx, const rk_state *st, const ring_table 
 
 static int run(ringctl_ctx *ctx, void *ud) {
   const plan_settings *s = ud;
-  if (s->n_what_if > 0)
-    return ringctl_plan_whatif(ctx, s->what_if, s->n_what_if, s->output);
+  if (s->n_what_if > 0 || s->has_balance)
+    return ringctl_plan_whatif(ctx, s->what_if, s->n_what_if, s->has_balance ? &s->balance : NULL,
+                               s->output);
   rk_state st;
   ring_table *live = NULL;
   int rc = ringctl_read_live(ctx, RK_READ_CONFIG | RK_READ_PLANS | RK_READ_SIZES, &st, &live);
@@ -114,7 +126,7 @@ static int run(ringctl_ctx *ctx, void *ud) {
 }
 
 int ringctl_cmd_plan(ringctl_args *a) {
-  plan_settings s = {.output = NULL, .n_what_if = 0};
+  plan_settings s = {.output = NULL, .n_what_if = 0, .has_balance = false};
   bool help_shown = false;
   int rc = ringctl_parse(a, plan_opts, help, apply, &s, &help_shown);
   if (rc != RINGCTL_EXIT_OK || help_shown)

@@ -250,8 +250,27 @@ static int show(ringctl_ctx *ctx, const rk_state *st, const ring_table *table, c
   return rc;
 }
 
+/* Weighs in by the hosts' sizes when it balances bytes. Asked for on the
+ * command line, a plan by bytes that cannot be weighed is refused; under
+ * the config's setting, it falls back to tokens and says so. */
+static int weigh(ringctl_ctx *ctx, const rk_state *st, const ring_table *table, rk_plan_input *in,
+                 bool asked) {
+  char why[160];
+  if (rk_input_weigh(st, table, in, why, sizeof why) != RING_OK)
+    return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "out of memory weighing the arcs");
+  if (why[0] && asked)
+    return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "%s", why);
+  if (why[0] && !ctx->a->globals->json)
+    printf("note: %s\n", why);
+  if (asked && st->config.balance != RING_BALANCE_BYTES && !ctx->a->globals->json)
+    printf("note: the config balances tokens, so after this plan runs the coordinator\n"
+           "      proposes one back to token balance; `ringctl balance bytes` first\n");
+  return RINGCTL_EXIT_OK;
+}
+
 static int plan_input(ringctl_ctx *ctx, const rk_state *st, const ring_table *table,
-                      const ringctl_whatif *w, uint32_t n, const char *out_file) {
+                      const ringctl_whatif *w, uint32_t n, const ring_balance *balance,
+                      const char *out_file) {
   rk_plan_input in;
   ring_error err = {RING_OK, ""};
   int rc = rk_desired_input(st, table, &in, &err);
@@ -260,6 +279,10 @@ static int plan_input(ringctl_ctx *ctx, const rk_state *st, const ring_table *ta
   rk_plan_doc d;
   ring_plan *plan = NULL;
   rc = apply_changes(ctx, &in, w, n);
+  if (balance != NULL)
+    in.balance = *balance;
+  if (rc == RINGCTL_EXIT_OK)
+    rc = weigh(ctx, st, table, &in, balance != NULL && *balance == RING_BALANCE_BYTES);
   if (rc == RINGCTL_EXIT_OK) {
     int ring_rc = rk_plan_doc_make(table, ctx->cluster, &in, ringctl_now_ms(), &d, &plan, &err);
     rc = ring_rc == RING_OK ? show(ctx, st, table, &d, plan, w, n)
@@ -275,13 +298,13 @@ static int plan_input(ringctl_ctx *ctx, const rk_state *st, const ring_table *ta
 }
 
 int ringctl_plan_whatif(ringctl_ctx *ctx, const ringctl_whatif *w, uint32_t n,
-                        const char *out_file) {
+                        const ring_balance *balance, const char *out_file) {
   rk_state st;
   ring_table *table = NULL;
-  int rc = ringctl_read_live(ctx, RK_READ_ALL, &st, &table);
+  int rc = ringctl_read_live(ctx, RK_READ_ALL | RK_READ_SIZES, &st, &table);
   if (rc != RINGCTL_EXIT_OK)
     return rc;
-  rc = plan_input(ctx, &st, table, w, n, out_file);
+  rc = plan_input(ctx, &st, table, w, n, balance, out_file);
   ring_table_free(table);
   rk_state_free(&st);
   return rc;

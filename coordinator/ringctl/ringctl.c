@@ -44,6 +44,7 @@ static const command commands[] = {
     {"throttle", ringctl_cmd_throttle, "show or change the migration limits"},
     {"auto-apply", ringctl_cmd_auto_apply,
      "show or change which plans run without apply: none, repair or all"},
+    {"balance", ringctl_cmd_balance, "show or change what plans balance: tokens or bytes held"},
     {"lookup", ringctl_cmd_lookup, "which nodes own a key"},
     {"history", ringctl_cmd_history, "finished plans, then the journal of operators' changes"},
     {"diff", ringctl_cmd_diff, "what changed between two table versions, per node and move"},

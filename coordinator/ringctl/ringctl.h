@@ -113,6 +113,7 @@ int ringctl_parse(ringctl_args *a, const ringctl_opt *opts, const char *help_tex
 /* ------------------------------------------------------------- commands */
 
 int ringctl_cmd_simulate(ringctl_args *a);
+int ringctl_cmd_balance(ringctl_args *a);
 int ringctl_cmd_init(ringctl_args *a);
 int ringctl_cmd_status(ringctl_args *a);
 int ringctl_cmd_members(ringctl_args *a);

@@ -185,7 +185,7 @@ int ringctl_whatif_parse(const ringctl_args *a, const char *spec, ringctl_whatif
  * shows the plan (and for fail=, the tokens that lose replicas) and saves
  * it to out_file when not NULL. Writes nothing to the cluster. */
 int ringctl_plan_whatif(ringctl_ctx *ctx, const ringctl_whatif *w, uint32_t n,
-                        const char *out_file);
+                        const ring_balance *balance, const char *out_file);
 
 /* Follows run `id` (ringctl_wait.c) until it is in plan/history/: a
  * progress bar on a terminal, progress lines otherwise. Returns 0 when it
@@ -226,6 +226,26 @@ int ringctl_config_cas(ringctl_ctx *ctx, ringctl_config_change_fn change, const 
 /* Parses an auto-apply policy (none, repair, all) into *out. Returns
  * RINGCTL_EXIT_OK or the usage exit code after a message. */
 int ringctl_auto_apply_opt(const ringctl_args *a, const char *value, rk_auto_apply *out);
+
+/* A config field that takes one of a few names (ringctl_setting.c). */
+typedef struct ringctl_setting {
+  const char *help;
+  const char *label;    /* in messages and text output: "auto-apply" */
+  const char *json_key; /* the config field and the --json key: "auto_apply" */
+  const char *choices;  /* for messages: "none, repair or all" */
+  const char *const *names;
+  int n_names;
+  int (*get)(const rk_config *c);       /* index into names */
+  void (*set)(rk_config *c, int value); /* value: an index into names */
+} ringctl_setting;
+
+/* `ringctl <setting> [NAME] [--json]`: prints the field, or changes it
+ * (journalled) and prints it. */
+int ringctl_setting_cmd(ringctl_args *a, const ringctl_setting *s);
+
+/* Parses a balance objective (tokens, bytes) into *out; as above. */
+int ringctl_balance_opt(const ringctl_args *a, const char *value, ring_balance *out);
+const char *ringctl_balance_name(ring_balance b); /* "tokens" or "bytes" */
 
 /* Applies throttle option id to *t. Returns RINGCTL_EXIT_OK, the usage
  * exit code after a message, or -1 when id is not a throttle option. */

@@ -1,5 +1,7 @@
 /* coord_env.c: the definitions of coord_env.h (see there). */
 #include "coord_env.h"
+#include "ring_int.h"
+#include "sizes.h"
 
 coord_env env;
 
@@ -535,6 +537,23 @@ cJSON *env_history_json(const char *id) {
   return found;
 }
 
+/* A bytes plan's weights from its input's arc_sizes (proto/plan.md), or
+ * NULL for a plan by tokens. */
+static uint64_t *arc_weights(const cJSON *in, uint32_t tokens) {
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(in, "arc_sizes");
+  if (!cJSON_IsString(a))
+    return NULL;
+  uint8_t *q = malloc(tokens);
+  uint64_t *w = malloc(tokens * sizeof *w);
+  ck_assert(q && w);
+  ck_assert_int_eq(ring__base64_decode(a->valuestring, strlen(a->valuestring), q, tokens),
+                   (long)tokens);
+  for (uint32_t t = 0; t < tokens; t++)
+    w[t] = rk_size_weight(q[t]);
+  free(q);
+  return w;
+}
+
 ring_plan *env_plan_of(const char *id, ring_table **base) {
   cJSON *h = env_history_json(id);
   const cJSON *p = jobj(h, "plan"), *in = jobj(p, "input");
@@ -577,6 +596,11 @@ ring_plan *env_plan_of(const char *id, ring_table **base) {
                           NULL,
                           RING_BALANCE_TOKENS,
                           NULL};
+  uint64_t *weights = arc_weights(in, cfg.tokens);
+  if (weights != NULL) {
+    cfg.balance = RING_BALANCE_BYTES;
+    cfg.balance_sizes = weights;
+  }
   ring_plan *plan = NULL;
   ring_error err;
   ck_assert_msg(ring_plan_compute(*base, specs, (uint32_t)n, &cfg, &plan, &err) == RING_OK,
@@ -584,6 +608,7 @@ ring_plan *env_plan_of(const char *id, ring_table **base) {
   ck_assert_msg(ring_plan_move_count(plan) == (uint32_t)jnum(p, "moves_total"),
                 "plan %s recomputed has %u moves, the document says %.0f", id,
                 ring_plan_move_count(plan), jnum(p, "moves_total"));
+  free(weights);
   free(specs);
   free(keys);
   free(vals);

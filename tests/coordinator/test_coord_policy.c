@@ -9,8 +9,11 @@
  *   - under repair, a join is proposed and waits for `ringctl apply`;
  *   - the policy shows in `ringctl auto-apply --json`; a bad policy is a
  *     usage error that changes nothing.
+ * And config.balance bytes (`ringctl balance bytes`): plans by tokens while
+ * sizes are unknown, by the reported sizes once they all are.
  */
 #include "coord_env.h"
+#include "sizes.h"
 
 /* `ringctl auto-apply --json`'s policy. */
 static void assert_policy(const char *want) {
@@ -103,7 +106,69 @@ START_TEST(repair_runs_changes_wait) {
 }
 END_TEST
 
+/* sizes/<id> for every node of t: a1's arcs 40x the others. */
+static void put_sizes(const ring_table *t) {
+  uint32_t T = ring_table_tokens(t), R = ring_table_replicas(t);
+  for (uint16_t n = 0; n < ring_table_node_count(t); n++) {
+    rk_sizes z = {.version = ring_table_version(t)};
+    z.tokens = calloc(T, sizeof *z.tokens);
+    z.bytes = calloc(T, sizeof *z.bytes);
+    ck_assert(z.tokens && z.bytes);
+    for (uint32_t tok = 0; tok < T; tok++)
+      for (uint32_t r = 0; r < R; r++)
+        if (ring_table_owner(t, tok, r) == n) {
+          z.tokens[z.n] = tok;
+          z.bytes[z.n++] = strcmp(ring_table_node_id(t, n), "a1") == 0 ? 40000 : 1000;
+        }
+    char *json, what[64];
+    ck_assert_int_eq(rk_sizes_encode(&z, &json, NULL), RING_OK);
+    snprintf(what, sizeof what, "sizes/%s", ring_table_node_id(t, n));
+    env_put(what, json);
+    free(json);
+    rk_sizes_free(&z);
+  }
+}
+
+/* Whether plan/proposed is balanced by bytes (it carries arc sizes). */
+static bool proposed_by_bytes(void) {
+  char *v = env_get("plan/proposed", NULL);
+  bool yes = v && strstr(v, "\"balance\":\"bytes\",\"arc_sizes\":\"") != NULL;
+  free(v);
+  return yes;
+}
+
+/* config.balance bytes: while sizes are unknown a join is planned by
+ * tokens (never by guesses); once every token's size is reported, the
+ * coordinator plans it again by bytes, and that plan runs. */
+START_TEST(balance_bytes_follows_sizes) {
+  env_config k = {.tokens = 256, .replicas = 3, .down_after_ms = 5000, .auto_apply = false};
+  uint64_t v1 = env_bootstrap(&k, 6, 3, 1, "");
+  char out[512];
+  ck_assert_int_eq(env_ringctl(out, sizeof out, "balance bytes"), 0);
+  env_agent("a7", "z2");
+  WAIT_UNTIL(env_exists("plan/proposed"), 20, "no plan/proposed for a7's join");
+  ck_assert(!proposed_by_bytes()); /* no sizes yet: by tokens */
+  ring_table *t = env_table(v1);
+  put_sizes(t);
+  ring_table_free(t);
+  WAIT_UNTIL(proposed_by_bytes(), 20, "the join was not planned again by bytes");
+  ck_assert_int_eq(env_ringctl(NULL, 0, "apply"), 0);
+  env_run join = env_wait_done(2, 60);
+  ck_assert_double_gt(join.moves_total, 0);
+  ring_plan *p = env_plan_of(join.id, &t);
+  uint32_t from_a1 = 0;
+  for (uint32_t i = 0; i < ring_plan_move_count(p); i++)
+    from_a1 +=
+        strcmp(ring_table_node_id(ring_plan_target(p), ring_plan_moves(p)[i].from), "a1") == 0;
+  ck_assert_uint_gt(from_a1, 0); /* the heavy node gives arcs up */
+  ring_plan_free(p);
+  ring_table_free(t);
+  WAIT_UNTIL(env_node_is("a7", "active"), 10, "nodes/a7 never became active");
+  env_pass();
+}
+END_TEST
+
 int main(void) {
-  const env_test tests[] = {{repair_runs_changes_wait, 300}};
-  return env_main("coord_policy", tests, 1);
+  const env_test tests[] = {{repair_runs_changes_wait, 300}, {balance_bytes_follows_sizes, 200}};
+  return env_main("coord_policy", tests, 2);
 }
