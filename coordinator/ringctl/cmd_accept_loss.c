@@ -412,3 +412,7 @@ int ringctl_cmd_accept_loss(ringctl_args *a) {
   free(s.bits);
   return rc;
 }
+
+const ringctl_command ringctl_command_accept_loss = {
+    "accept-loss", ringctl_cmd_accept_loss,
+    "let stuck moves complete empty: their data is written off (--yes)", loss_opts, help};

@@ -270,3 +270,7 @@ int ringctl_cmd_apply(ringctl_args *a) {
     return ringctl_usage_error(a, "--stuck-timeout goes with --wait");
   return ringctl_with_etcd(a, run, &s);
 }
+
+const ringctl_command ringctl_command_apply = {"apply", ringctl_cmd_apply,
+                                               "approve the proposed plan (or ID, or a saved FILE)",
+                                               apply_opts, help};

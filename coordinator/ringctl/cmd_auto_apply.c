@@ -75,3 +75,7 @@ int ringctl_cmd_auto_apply(ringctl_args *a) {
     return rc;
   return ringctl_with_etcd(a, run, &p);
 }
+
+const ringctl_command ringctl_command_auto_apply = {
+    "auto-apply", ringctl_cmd_auto_apply,
+    "show or change which plans run without apply: none, repair or all", no_opts, help};

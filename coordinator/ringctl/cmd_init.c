@@ -177,3 +177,7 @@ int ringctl_cmd_init(ringctl_args *a) {
     return ringctl_usage_error(a, "%s", err.message);
   return ringctl_with_etcd(a, run, &s);
 }
+
+const ringctl_command ringctl_command_init = {
+    "init", ringctl_cmd_init, "create the cluster: tokens, replicas, failure domain, limits",
+    init_opts, help};

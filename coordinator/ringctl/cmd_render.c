@@ -61,3 +61,6 @@ int ringctl_cmd_render(ringctl_args *a) {
     return ringctl_usage_error(a, "--svg FILE is required");
   return ringctl_with_etcd(a, run, (void *)svg);
 }
+
+const ringctl_command ringctl_command_render = {
+    "render", ringctl_cmd_render, "draw the ring as an SVG picture", render_opts, help};

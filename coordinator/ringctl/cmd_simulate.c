@@ -18,25 +18,28 @@ static const ringctl_opt simulate_opts[] = {
     {NULL, 0, false},
 };
 
-static void print_help(void) {
-  printf("Usage: ringctl simulate [--nodes N] [--keys K] [--tokens T] [--json]\n"
-         "\n"
-         "Compares placement schemes on the keys session-0 .. session-<K-1>: modulo\n"
-         "hashing, a hashed ring with 1, 10, 100 and 500 virtual nodes per node,\n"
-         "rendezvous, jump consistent hash, and Ringkeeper's fixed tokens placed by\n"
-         "the planner (R = 1). For each: the share of keys that move when a node\n"
-         "joins N nodes and when one leaves, and keys per node over the mean. Then\n"
-         "bounded-load routing on the fixed-token table at caps 1.05 and 1.25 on a\n"
-         "skewed (Zipf) request stream: affinity and max/mean load. Offline: no\n"
-         "cluster is contacted. Output is deterministic.\n"
-         "\n"
-         "Options:\n"
-         "  --nodes N   nodes before the change, 1 .. %u (default 8)\n"
-         "  --keys K    keys, 1 .. %u (default 100000)\n"
-         "  --tokens T  fixed tokens, a power of two in [%u, %u] (default 65536)\n"
-         "  --json      one line of JSON instead of tables\n",
-         SIM_NODES_MAX, SIM_KEYS_MAX, RING_TOKENS_MIN, RING_TOKENS_MAX);
-}
+/* The limits are written out so the help is one constant the manual page
+ * and completion read too; the asserts keep them the parser's. */
+_Static_assert(SIM_NODES_MAX == 10000u && SIM_KEYS_MAX == 100000000u, "simulate's help");
+_Static_assert(RING_TOKENS_MIN == 64u && RING_TOKENS_MAX == 65536u, "simulate's help");
+
+static const char help_text[] =
+    "Usage: ringctl simulate [--nodes N] [--keys K] [--tokens T] [--json]\n"
+    "\n"
+    "Compares placement schemes on the keys session-0 .. session-<K-1>: modulo\n"
+    "hashing, a hashed ring with 1, 10, 100 and 500 virtual nodes per node,\n"
+    "rendezvous, jump consistent hash, and Ringkeeper's fixed tokens placed by\n"
+    "the planner (R = 1). For each: the share of keys that move when a node\n"
+    "joins N nodes and when one leaves, and keys per node over the mean. Then\n"
+    "bounded-load routing on the fixed-token table at caps 1.05 and 1.25 on a\n"
+    "skewed (Zipf) request stream: affinity and max/mean load. Offline: no\n"
+    "cluster is contacted. Output is deterministic.\n"
+    "\n"
+    "Options:\n"
+    "  --nodes N   nodes before the change, 1 .. 10000 (default 8)\n"
+    "  --keys K    keys, 1 .. 100000000 (default 100000)\n"
+    "  --tokens T  fixed tokens, a power of two in [64, 65536] (default 65536)\n"
+    "  --json      one line of JSON instead of tables\n";
 
 /* --tokens must be a power of two in [64, 65536], as a table's T. */
 static int parse_tokens(const ringctl_args *a, const char *value, uint32_t *out) {
@@ -97,7 +100,7 @@ int ringctl_cmd_simulate(ringctl_args *a) {
   int rc = parse(a, &p, &help);
   if (rc != RINGCTL_EXIT_OK || help) {
     if (help)
-      print_help();
+      fputs(help_text, stdout);
     return rc;
   }
   sim_report r;
@@ -114,3 +117,7 @@ int ringctl_cmd_simulate(ringctl_args *a) {
   }
   return RINGCTL_EXIT_OK;
 }
+
+const ringctl_command ringctl_command_simulate = {
+    "simulate", ringctl_cmd_simulate,
+    "compare placement schemes: keys moved on a join or leave, balance", simulate_opts, help_text};
