@@ -38,8 +38,7 @@ void rd_roff_head(FILE *f, const char *name, const char *section, const char *su
   fputs(".TH ", f);
   for (const char *p = name; *p != '\0'; p++)
     fputc(*p >= 'a' && *p <= 'z' ? *p - 'a' + 'A' : *p, f);
-  fprintf(f, " %s \"\" \"Ringkeeper %s\" \"Ringkeeper\"\n.SH NAME\n", section,
-          RING_VERSION_STRING);
+  fprintf(f, " %s \"\" \"Ringkeeper %s\" \"Ringkeeper\"\n.SH NAME\n", section, RING_VERSION_STRING);
   rd_roff_text(f, name);
   fputs(" \\- ", f);
   rd_roff_text(f, summary);
@@ -113,6 +112,9 @@ void rd__opts_man(FILE *f, const char *prog, const char *summary, const rd_opt *
 
 void rd_version_print(const char *prog) {
   const char *slash = prog != NULL ? strrchr(prog, '/') : NULL;
-  printf("%s %s\n", slash != NULL ? slash + 1 : prog != NULL ? prog : "ringkeeper",
+  printf("%s %s\n",
+         slash != NULL  ? slash + 1
+         : prog != NULL ? prog
+                        : "ringkeeper",
          RING_VERSION_STRING);
 }

@@ -8,6 +8,7 @@
  * (exit 3), and an initialised cluster is never overwritten.
  */
 #include "ringctl_etcd.h"
+#include "ringctl_out.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +54,9 @@ static const char help[] =
     "  --down-after DUR        a node whose lease is gone this long is down (default 60s)\n"
     "  --auto-apply POLICY     plans the coordinator approves itself: repair (a down node's\n"
     "                          replicas re-made, nothing lost), all, or none (default "
-    "repair)\n" RINGCTL_THROTTLE_HELP;
+    "repair)\n" RINGCTL_THROTTLE_HELP
+    "  --json                  {\"cluster\",\"tokens\",\"replicas\",\"failure_domain\",\n"
+    "                          \"best_effort\",\"migration\",\"auto_apply\",\"created\"}\n";
 
 typedef struct init_settings {
   rk_config config;
@@ -148,6 +151,27 @@ static int create_config(ringctl_ctx *ctx, const char *json, size_t len) {
   return RINGCTL_EXIT_OK;
 }
 
+/* --json: {"cluster","tokens","replicas","failure_domain","best_effort",
+ * "migration","auto_apply","created"}. */
+static int report(const ringctl_ctx *ctx, const rk_config *c) {
+  if (!ctx->a->globals->json) {
+    printf("initialised cluster %s: %u tokens, %u replicas, failure domain %s, migration %s\n",
+           ctx->cluster, c->tokens, c->replicas, c->failure_domain[0] ? c->failure_domain : "none",
+           rk_migration_name(c->migration));
+    return RINGCTL_EXIT_OK;
+  }
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "cluster", ctx->cluster);
+  cJSON_AddNumberToObject(o, "tokens", c->tokens);
+  cJSON_AddNumberToObject(o, "replicas", c->replicas);
+  cJSON_AddStringToObject(o, "failure_domain", c->failure_domain[0] ? c->failure_domain : "none");
+  cJSON_AddStringToObject(o, "best_effort", c->best_effort[0] ? c->best_effort : "none");
+  cJSON_AddStringToObject(o, "migration", rk_migration_name(c->migration));
+  cJSON_AddStringToObject(o, "auto_apply", rk_auto_apply_name(c->auto_apply));
+  cJSON_AddBoolToObject(o, "created", true);
+  return ringctl_json_emit(o);
+}
+
 static int run(ringctl_ctx *ctx, void *ud) {
   const rk_config *c = &((init_settings *)ud)->config;
   char *json = NULL;
@@ -156,11 +180,7 @@ static int run(ringctl_ctx *ctx, void *ud) {
     return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "out of memory");
   int rc = create_config(ctx, json, len);
   free(json);
-  if (rc == RINGCTL_EXIT_OK)
-    printf("initialised cluster %s: %u tokens, %u replicas, failure domain %s, migration %s\n",
-           ctx->cluster, c->tokens, c->replicas, c->failure_domain[0] ? c->failure_domain : "none",
-           rk_migration_name(c->migration));
-  return rc;
+  return rc == RINGCTL_EXIT_OK ? report(ctx, c) : rc;
 }
 
 int ringctl_cmd_init(ringctl_args *a) {
