@@ -23,6 +23,10 @@ pkgs=(
   util-linux                        # mount (tmpfs for the full-disk tests), script (a tty for apply --wait)
   e2fsprogs                         # mkfs.ext4: the failing-disk test's file system on a loop device
   faketime                          # libfaketime: test_coord_clock fakes the coordinator's clocks
+  man-db groff-base                 # man --warnings: the man_pages test renders the built pages
+  dpkg-dev                          # dpkg-shlibdeps: cpack -G DEB finds the packages' dependencies
+  lintian                           # install_deb: the Debian packages carry no lintian error
+  zsh                               # ringctl_completion: the zsh script parses (zsh -n)
 )
 
 if [ "$(id -u)" -ne 0 ]; then

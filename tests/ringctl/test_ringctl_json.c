@@ -13,7 +13,7 @@
 
 START_TEST(init_json) {
   cJSON *j = fx_json(0, "j-init", "init --tokens 64 --replicas 2 --failure-domain zone");
-  const char *const fields[] = {"cluster",   "tokens",     "replicas", "failure_domain",
+  const char *const fields[] = {"cluster",     "tokens",    "replicas",   "failure_domain",
                                 "best_effort", "migration", "auto_apply", "created"};
   fx_fields(j, fields, 8);
   ck_assert_str_eq(fx_str(j, "cluster"), "j-init");
@@ -31,8 +31,8 @@ END_TEST
 /* ------------------------------------------------------------ node records */
 
 /* Runs `ringctl ARGS --json` for a node edit and checks its object. */
-static void expect_edit(const char *cluster, const char *args, const char *field,
-                        const char *value, const char *was, bool changed) {
+static void expect_edit(const char *cluster, const char *args, const char *field, const char *value,
+                        const char *was, bool changed) {
   cJSON *j = fx_json(0, cluster, "%s", args);
   const char *const fields[] = {"node", field, "was", "changed"};
   fx_fields(j, fields, 4);
