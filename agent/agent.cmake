@@ -16,4 +16,4 @@ add_executable(ring-agent
 target_include_directories(ring-agent PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
                            ${PROJECT_SOURCE_DIR}/proto)
 target_link_libraries(ring-agent PRIVATE ringarc ringdaemon ring_static m)
-install(TARGETS ring-agent RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS ring-agent RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT agent)

@@ -46,13 +46,30 @@ typedef struct rd_opt {
  * unreadable file and positional arguments are errors: the message (with
  * file:line for the file) goes to errbuf and RD_OPTS_ERROR is returned.
  * `--help` prints usage (prog, a one-line summary, every option) to stdout
- * and returns RD_OPTS_HELP. RD_OPTS_OK otherwise. */
+ * and returns RD_OPTS_HELP; so do `--version` (rd_version_print) and the
+ * hidden `--man` (the manual page in roff, section 8, from the same table;
+ * CMake runs it at build time). RD_OPTS_OK otherwise. */
 enum { RD_OPTS_OK = 0, RD_OPTS_HELP = 1, RD_OPTS_ERROR = -1 };
 int rd_opts_parse(int argc, char **argv, const char *summary, const rd_opt *opts, char *errbuf,
                   size_t errcap);
 /* Frees the strings rd_opts_parse stored (string targets reset to NULL
  * only if they were set by the parser; defaults are never freed). */
 void rd_opts_free(const rd_opt *opts);
+
+/* ------------------------------------------------------ manual pages, version */
+
+/* roff for man(7) pages (man.c), used by the daemons' --man and ringctl's.
+ * rd_roff_text escapes s (backslashes, minus signs, a '.' or '\'' opening a
+ * line) and keeps its newlines; rd_roff_head prints .TH and the NAME
+ * section ("name \- summary"); rd_roff_verbatim prints text as an unfilled
+ * block (.nf), as --help shows it. All write to f; errors show in ferror. */
+void rd_roff_text(FILE *f, const char *s);
+void rd_roff_head(FILE *f, const char *name, const char *section, const char *summary);
+void rd_roff_verbatim(FILE *f, const char *text);
+
+/* Prints "PROG VERSION" (PROG: prog's last path component; the version is
+ * the project's, RING_VERSION_STRING) on stdout: every binary's --version. */
+void rd_version_print(const char *prog);
 
 /* --------------------------------------------------------------- logging */
 

@@ -2,7 +2,8 @@
  * daemon_int.h: what ringdaemon's own files share (rd__ names); not for
  * the daemons, which use daemon.h only.
  *
- * Sections: option values (opts_value.c); the config file (opts_file.c).
+ * Sections: option values (opts_value.c); the manual page (man.c); the
+ * config file (opts_file.c).
  */
 #ifndef RING_DAEMON_INT_H
 #define RING_DAEMON_INT_H
@@ -33,6 +34,17 @@ void rd__format_ms(uint64_t ms, char *buf, size_t cap);
 /* Writes o's current value (the default, when called before parsing) for
  * --help into buf: "" for a NULL string. */
 void rd__opt_format_value(const rd_opt *o, char *buf, size_t cap);
+
+/* " N", " DURATION", ...: what --help and the manual page show after an
+ * option of type t ("" for a bool). */
+const char *rd__opt_placeholder(rd_opt_type t);
+
+/* ------------------------------------------------------------ manual page */
+
+/* A daemon's whole page (man.c) on f: NAME from summary (a leading "PROG: "
+ * dropped), SYNOPSIS, DESCRIPTION, every option of opts with its default,
+ * SEE ALSO. */
+void rd__opts_man(FILE *f, const char *prog, const char *summary, const rd_opt *opts);
 
 /* ------------------------------------------------------------ config file */
 

@@ -1,6 +1,6 @@
 /*
  * opts.c: rd_opts_parse and rd_opts_free: the command line, --config,
- * --help, and undoing a parse that failed.
+ * --help, --version, --man, and undoing a parse that failed.
  *
  * Sections: the command line; --help; keeping the defaults; the entry
  * points.
@@ -85,14 +85,14 @@ static int apply_flags(int argc, char **argv, const rd_opt *opts, char *err, siz
 
 /* ------------------------------------------------------------------ --help */
 
-static bool wants_help(int argc, char **argv) {
+static bool wants(int argc, char **argv, const char *flag, const char *alias) {
   for (int i = 1; i < argc; i++)
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+    if (strcmp(argv[i], flag) == 0 || (alias != NULL && strcmp(argv[i], alias) == 0))
       return true;
   return false;
 }
 
-static const char *placeholder(rd_opt_type t) {
+const char *rd__opt_placeholder(rd_opt_type t) {
   switch (t) {
   case RD_OPT_BOOL:
     return "";
@@ -108,15 +108,19 @@ static const char *placeholder(rd_opt_type t) {
   return " VALUE";
 }
 
-static void print_usage(const char *argv0, const char *summary, const rd_opt *opts) {
+/* argv0's last path component: what usage, --version and the page name. */
+static const char *prog_name(const char *argv0) {
   const char *slash = argv0 != NULL ? strrchr(argv0, '/') : NULL;
-  const char *prog = slash != NULL ? slash + 1 : argv0 != NULL ? argv0 : "daemon";
+  return slash != NULL ? slash + 1 : argv0 != NULL ? argv0 : "daemon";
+}
+
+static void print_usage(const char *prog, const char *summary, const rd_opt *opts) {
   printf("usage: %s [--config FILE] [--name VALUE]...\n%s\n\noptions:\n", prog,
          summary != NULL ? summary : "");
   printf("  %-28s %s\n", "--config FILE", "read `name = value` lines from FILE; flags win");
   for (const rd_opt *o = opts; o->name != NULL; o++) {
     char flag[128], def[128];
-    snprintf(flag, sizeof flag, "--%s%s", o->name, placeholder(o->type));
+    snprintf(flag, sizeof flag, "--%s%s", o->name, rd__opt_placeholder(o->type));
     rd__opt_format_value(o, def, sizeof def);
     printf("  %-28s %s", flag, o->help != NULL ? o->help : "");
     if (def[0] != '\0')
@@ -124,6 +128,21 @@ static void print_usage(const char *argv0, const char *summary, const rd_opt *op
     printf("\n");
   }
   printf("  %-28s %s\n", "--help", "print this help");
+  printf("  %-28s %s\n", "--version", "print the version");
+}
+
+/* --help, --version or --man: prints what was asked and returns true. */
+static bool answered(int argc, char **argv, const char *summary, const rd_opt *opts) {
+  const char *prog = prog_name(argc > 0 ? argv[0] : NULL);
+  if (wants(argc, argv, "--help", "-h"))
+    print_usage(prog, summary, opts);
+  else if (wants(argc, argv, "--version", NULL))
+    rd_version_print(prog);
+  else if (wants(argc, argv, "--man", NULL))
+    rd__opts_man(stdout, prog, summary != NULL ? summary : "", opts);
+  else
+    return false;
+  return true;
 }
 
 /* ------------------------------------------------------- keeping the defaults */
@@ -186,10 +205,8 @@ int rd_opts_parse(int argc, char **argv, const char *summary, const rd_opt *opts
   if (errbuf == NULL || errcap == 0)
     errbuf = scratch, errcap = sizeof scratch; /* callers that only want the status */
   errbuf[0] = '\0';
-  if (wants_help(argc, argv)) {
-    print_usage(argc > 0 ? argv[0] : NULL, summary, opts);
+  if (answered(argc, argv, summary, opts))
     return RD_OPTS_HELP;
-  }
   size_t n = count(opts);
   saved *defaults = calloc(n + 1, sizeof *defaults);
   if (defaults == NULL) {

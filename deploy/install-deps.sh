@@ -28,6 +28,10 @@ pkgs=(
   prometheus                        # promtool check/test rules on deploy/prometheus, and the
                                     # Prometheus test_e2e_prometheus scrapes a cluster with (the
                                     # package's own service is not used: tests start their own)
+  man-db groff-base                 # man --warnings: the man_pages test renders the built pages
+  dpkg-dev                          # dpkg-shlibdeps: cpack -G DEB finds the packages' dependencies
+  lintian                           # install_deb: the Debian packages carry no lintian error
+  zsh                               # ringctl_completion: the zsh script parses (zsh -n)
 )
 
 if [ "$(id -u)" -ne 0 ]; then

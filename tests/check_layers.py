@@ -54,6 +54,13 @@ LINKS = {
     "prefix-router": DAEMON | {"ringprefix"},
     "prefix-router-load": DAEMON | {"ringprefix"},
     "ring_lookup_demo": LIBRING,  # an embedder: libring alone
+    # deploy/: build steps that run the built binaries (manual pages,
+    # completion) or write package files; they link nothing.
+    "man-ringctl": set(),
+    "man-ring-coordinator": set(),
+    "man-ring-agent": set(),
+    "completion-ringctl": set(),
+    "deb-changelog": set(),
 }
 
 # What each source folder of ours may see (its own and these), for include

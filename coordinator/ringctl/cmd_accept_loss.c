@@ -60,7 +60,8 @@ static const char help[] =
     "  --stuck      the tokens of the coordinator's stuck report\n"
     "  --lost       the tokens every owner reports missing (ringctl status: lost)\n"
     "  --version V  refuse (exit 3) unless the table is still at version V\n"
-    "  --yes        write the record (one txn; exit 3 if the version moved meanwhile)\n";
+    "  --yes        write the record (one txn; exit 3 if the version moved meanwhile)\n"
+    "  --json       {\"version\",\"tokens\":[...],\"written\"}, without the text\n";
 
 typedef struct loss_settings {
   const char *list;      /* TOKENS as given; NULL with --stuck */
@@ -328,7 +329,7 @@ static int accept(ringctl_ctx *ctx, const rk_state *st, const uint32_t *tok, uin
   rc = merge(ctx, found ? &kv : NULL, st->version, tok, n, &rec);
   if (rc == RINGCTL_EXIT_OK)
     rc = write_record(ctx, st, found ? kv.mod_revision : 0, &rec);
-  if (rc == RINGCTL_EXIT_OK)
+  if (rc == RINGCTL_EXIT_OK && !ctx->a->globals->json)
     printf("wrote loss for version %" PRIu64 ": %" PRIu32 " token%s accepted as lost in all\n",
            st->version, rec.n_tokens, rec.n_tokens == 1 ? "" : "s");
   rk_loss_free(&rec);
@@ -339,25 +340,46 @@ static int accept(ringctl_ctx *ctx, const rk_state *st, const uint32_t *tok, uin
 
 /* ------------------------------------------------------------- the command */
 
+/* --json: {"version","tokens":[...],"written"}: the tokens accepted (or
+ * that would be, without --yes) and whether the record was written. */
+static int report_json(uint64_t version, const uint32_t *tok, uint32_t n, bool written) {
+  cJSON *o = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(o, "tokens");
+  cJSON_AddNumberToObject(o, "version", (double)version);
+  for (uint32_t i = 0; arr != NULL && i < n; i++)
+    cJSON_AddItemToArray(arr, cJSON_CreateNumber(tok[i]));
+  cJSON_AddBoolToObject(o, "written", written);
+  return ringctl_json_emit(o);
+}
+
+static void show_text(ringctl_ctx *ctx, const loss_settings *s, const rk_state *st,
+                      const ring_table *t, const rk_missing_view *mv, const uint32_t *tok,
+                      uint32_t n) {
+  show(t, st->version, tok, n);
+  show_missing(mv, tok, n);
+  if (!s->yes)
+    show_command(ctx, st->version, tok, n);
+}
+
 static int decide(ringctl_ctx *ctx, const loss_settings *s, const rk_state *st, const ring_table *t,
                   const rk_missing_view *mv) {
   uint32_t n = 0;
   uint32_t *tok = tokens_of(s->bits, &n);
   if (tok == NULL)
     return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "out of memory");
+  bool json = ctx->a->globals->json;
   int rc = RINGCTL_EXIT_OK;
-  if (n == 0)
+  if (n == 0 && !json)
     printf("no moves are reported stuck and no tokens lost in version %" PRIu64
            ": nothing to accept\n",
            st->version);
-  else if ((rc = check_acceptable(ctx, t, mv, st->version, tok, n)) == RINGCTL_EXIT_OK) {
-    show(t, st->version, tok, n);
-    show_missing(mv, tok, n);
+  else if (n > 0 && (rc = check_acceptable(ctx, t, mv, st->version, tok, n)) == RINGCTL_EXIT_OK) {
+    if (!json)
+      show_text(ctx, s, st, t, mv, tok, n);
     if (s->yes)
       rc = accept(ctx, st, tok, n);
-    else
-      show_command(ctx, st->version, tok, n);
   }
+  if (json && rc == RINGCTL_EXIT_OK)
+    rc = report_json(st->version, tok, n, s->yes && n > 0);
   free(tok);
   return rc;
 }
@@ -412,3 +434,7 @@ int ringctl_cmd_accept_loss(ringctl_args *a) {
   free(s.bits);
   return rc;
 }
+
+const ringctl_command ringctl_command_accept_loss = {
+    "accept-loss", ringctl_cmd_accept_loss,
+    "let stuck moves complete empty: their data is written off (--yes)", loss_opts, help};

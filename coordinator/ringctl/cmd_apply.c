@@ -47,7 +47,9 @@ static const char help[] =
     "  --stuck-timeout DURATION\n"
     "          with --wait: exit 1, showing the stuck and failing moves, when no move\n"
     "          was done for DURATION (e.g. 30m; measured here) or the coordinator\n"
-    "          reports moves of the run stuck. The run goes on (deploy/STUCK.md).\n";
+    "          reports moves of the run stuck. The run goes on (deploy/STUCK.md).\n"
+    "  --json  {\"plan\",\"base_version\",\"moves_total\",\"waves\",\"applied\"};\n"
+    "          not with --wait (follow the run with ringctl status --json)\n";
 
 typedef struct apply_settings {
   const char *target; /* ID or FILE, NULL for the proposed plan */
@@ -214,6 +216,17 @@ static uint64_t estimate(ringctl_ctx *ctx, const ring_plan *plan) {
   return eta;
 }
 
+/* --json: {"plan","base_version","moves_total","waves","applied":true}. */
+static int report_json(const rk_plan_doc *d) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "plan", d->id);
+  cJSON_AddNumberToObject(o, "base_version", (double)d->base_version);
+  cJSON_AddNumberToObject(o, "moves_total", d->moves_total);
+  cJSON_AddNumberToObject(o, "waves", d->waves);
+  cJSON_AddBoolToObject(o, "applied", true);
+  return ringctl_json_emit(o);
+}
+
 /* Approves d (from a file when !proposed) and reports it. */
 static int approve_doc(ringctl_ctx *ctx, const rk_state *st, const rk_plan_doc *d, bool proposed,
                        const apply_settings *s) {
@@ -227,6 +240,8 @@ static int approve_doc(ringctl_ctx *ctx, const rk_state *st, const rk_plan_doc *
   ring_plan_free(plan);
   if (rc != RINGCTL_EXIT_OK)
     return rc;
+  if (ctx->a->globals->json)
+    return report_json(d);
   printf("applied plan %s: %u moves in %u waves from version %llu\n", d->id, d->moves_total,
          d->waves, (unsigned long long)d->base_version);
   return s->wait ? ringctl_wait_run(ctx, d->id, s->stuck_timeout_ms, eta) : RINGCTL_EXIT_OK;
@@ -268,5 +283,12 @@ int ringctl_cmd_apply(ringctl_args *a) {
     return rc;
   if (s.stuck_timeout_ms != 0 && !s.wait)
     return ringctl_usage_error(a, "--stuck-timeout goes with --wait");
+  if (s.wait && a->globals->json) /* the run is followed as text; status --json reads it */
+    return ringctl_usage_error(a, "--json reports the approval: without --wait (then "
+                                  "ringctl status --json)");
   return ringctl_with_etcd(a, run, &s);
 }
+
+const ringctl_command ringctl_command_apply = {"apply", ringctl_cmd_apply,
+                                               "approve the proposed plan (or ID, or a saved FILE)",
+                                               apply_opts, help};

@@ -31,3 +31,7 @@ int ringctl_cmd_auto_apply(ringctl_args *a) {
                                     3,    get,          set};
   return ringctl_setting_cmd(a, &s);
 }
+
+const ringctl_command ringctl_command_auto_apply = {
+    "auto-apply", ringctl_cmd_auto_apply,
+    "show or change which plans run without apply: none, repair or all", NULL, help};

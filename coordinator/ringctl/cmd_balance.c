@@ -35,3 +35,7 @@ int ringctl_cmd_balance(ringctl_args *a) {
                                     set};
   return ringctl_setting_cmd(a, &s);
 }
+
+const ringctl_command ringctl_command_balance = {
+    "balance", ringctl_cmd_balance, "show or change what plans balance: tokens or bytes held",
+    NULL, help};

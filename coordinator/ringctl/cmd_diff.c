@@ -191,3 +191,7 @@ int ringctl_cmd_diff(ringctl_args *a) {
     return ringctl_usage_error(a, "want two versions: ringctl diff V1 V2");
   return ringctl_with_etcd(a, run, &d);
 }
+
+const ringctl_command ringctl_command_diff = {
+    "diff", ringctl_cmd_diff, "what changed between two table versions, per node and move", opts,
+    help};

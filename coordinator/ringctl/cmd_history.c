@@ -173,3 +173,7 @@ static int run(ringctl_ctx *ctx, void *ud) {
 }
 
 int ringctl_cmd_history(ringctl_args *a) { return ringctl_run_plain(a, help, run, NULL); }
+
+const ringctl_command ringctl_command_history = {
+    "history", ringctl_cmd_history, "finished plans, then the journal of operators' changes", NULL,
+    help};

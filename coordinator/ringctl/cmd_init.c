@@ -8,6 +8,7 @@
  * (exit 3), and an initialised cluster is never overwritten.
  */
 #include "ringctl_etcd.h"
+#include "ringctl_out.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +58,9 @@ static const char help[] =
     "                          replicas re-made, nothing lost), all, or none (default "
     "repair)\n"
     "  --balance WHAT          what plans balance: tokens or bytes held (default "
-    "tokens)\n" RINGCTL_THROTTLE_HELP;
+    "tokens)\n" RINGCTL_THROTTLE_HELP
+    "  --json                  {\"cluster\",\"tokens\",\"replicas\",\"failure_domain\",\n"
+    "                          \"best_effort\",\"migration\",\"auto_apply\",\"created\"}\n";
 
 typedef struct init_settings {
   rk_config config;
@@ -154,6 +157,27 @@ static int create_config(ringctl_ctx *ctx, const char *json, size_t len) {
   return RINGCTL_EXIT_OK;
 }
 
+/* --json: {"cluster","tokens","replicas","failure_domain","best_effort",
+ * "migration","auto_apply","created"}. */
+static int report(const ringctl_ctx *ctx, const rk_config *c) {
+  if (!ctx->a->globals->json) {
+    printf("initialised cluster %s: %u tokens, %u replicas, failure domain %s, migration %s\n",
+           ctx->cluster, c->tokens, c->replicas, c->failure_domain[0] ? c->failure_domain : "none",
+           rk_migration_name(c->migration));
+    return RINGCTL_EXIT_OK;
+  }
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "cluster", ctx->cluster);
+  cJSON_AddNumberToObject(o, "tokens", c->tokens);
+  cJSON_AddNumberToObject(o, "replicas", c->replicas);
+  cJSON_AddStringToObject(o, "failure_domain", c->failure_domain[0] ? c->failure_domain : "none");
+  cJSON_AddStringToObject(o, "best_effort", c->best_effort[0] ? c->best_effort : "none");
+  cJSON_AddStringToObject(o, "migration", rk_migration_name(c->migration));
+  cJSON_AddStringToObject(o, "auto_apply", rk_auto_apply_name(c->auto_apply));
+  cJSON_AddBoolToObject(o, "created", true);
+  return ringctl_json_emit(o);
+}
+
 static int run(ringctl_ctx *ctx, void *ud) {
   const rk_config *c = &((init_settings *)ud)->config;
   char *json = NULL;
@@ -162,11 +186,7 @@ static int run(ringctl_ctx *ctx, void *ud) {
     return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "out of memory");
   int rc = create_config(ctx, json, len);
   free(json);
-  if (rc == RINGCTL_EXIT_OK)
-    printf("initialised cluster %s: %u tokens, %u replicas, failure domain %s, migration %s\n",
-           ctx->cluster, c->tokens, c->replicas, c->failure_domain[0] ? c->failure_domain : "none",
-           rk_migration_name(c->migration));
-  return rc;
+  return rc == RINGCTL_EXIT_OK ? report(ctx, c) : rc;
 }
 
 int ringctl_cmd_init(ringctl_args *a) {
@@ -183,3 +203,7 @@ int ringctl_cmd_init(ringctl_args *a) {
     return ringctl_usage_error(a, "%s", err.message);
   return ringctl_with_etcd(a, run, &s);
 }
+
+const ringctl_command ringctl_command_init = {
+    "init", ringctl_cmd_init, "create the cluster: tokens, replicas, failure domain, limits",
+    init_opts, help};

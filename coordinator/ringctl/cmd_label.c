@@ -115,3 +115,6 @@ int ringctl_cmd_label(ringctl_args *a) {
     return ringctl_usage_error(a, l.id == NULL ? "missing node ID" : "missing KEY=VALUE");
   return ringctl_with_etcd(a, run, &l);
 }
+
+const ringctl_command ringctl_command_label = {
+    "label", ringctl_cmd_label, "set or remove a node's labels (its failure domains)", NULL, help};

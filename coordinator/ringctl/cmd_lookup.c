@@ -80,3 +80,6 @@ int ringctl_cmd_lookup(ringctl_args *a) {
     return ringctl_usage_error(a, "missing KEY");
   return ringctl_with_etcd(a, run, (void *)key);
 }
+
+const ringctl_command ringctl_command_lookup = {"lookup", ringctl_cmd_lookup,
+                                                "which nodes own a key", NULL, help};

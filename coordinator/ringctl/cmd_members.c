@@ -52,3 +52,7 @@ static int run(ringctl_ctx *ctx, void *ud) {
 }
 
 int ringctl_cmd_members(ringctl_args *a) { return ringctl_run_plain(a, help, run, NULL); }
+
+const ringctl_command ringctl_command_members = {
+    "members", ringctl_cmd_members, "every node in full: state, liveness, acks, labels", NULL,
+    help};

@@ -133,3 +133,7 @@ int ringctl_cmd_plan(ringctl_args *a) {
     return rc;
   return ringctl_with_etcd(a, run, &s);
 }
+
+const ringctl_command ringctl_command_plan = {
+    "plan", ringctl_cmd_plan, "show the proposed plan, save it (-o), or plan a what-if", plan_opts,
+    help};

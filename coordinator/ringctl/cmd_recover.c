@@ -431,3 +431,7 @@ int ringctl_cmd_recover(ringctl_args *a) {
   free(s.without_buf);
   return rc;
 }
+
+const ringctl_command ringctl_command_recover = {
+    "recover", ringctl_cmd_recover,
+    "after an etcd restore: rebuild the table from what hosts hold (--yes)", recover_opts, help};

@@ -106,3 +106,6 @@ int ringctl_cmd_remove(ringctl_args *a) {
     return rc;
   return ringctl_with_etcd(a, run, &r);
 }
+
+const ringctl_command ringctl_command_remove = {
+    "remove", ringctl_cmd_remove, "forget a drained or down node that owns nothing", NULL, help};

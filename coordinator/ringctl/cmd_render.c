@@ -14,12 +14,13 @@ enum { OPT_SVG };
 static const ringctl_opt render_opts[] = {{"svg", OPT_SVG, true}, {NULL, 0, false}};
 
 static const char help[] =
-    "Usage: ringctl render --svg FILE\n"
+    "Usage: ringctl render --svg FILE [--json]\n"
     "\n"
     "Draws the live table as an SVG picture: the tokens around a circle, one ring per\n"
     "replica slot (slot 0, the primary, innermost) coloured by owner; an outer band\n"
     "coloured by the primary's failure domain; ticks where a move is pending; and a\n"
-    "legend of the nodes.\n";
+    "legend of the nodes.\n"
+    "  --json  {\"svg\":FILE,\"version\":N}: what was drawn where\n";
 
 static int apply(const ringctl_args *a, int id, const char *value, void *ud) {
   if (id != OPT_SVG)
@@ -43,8 +44,14 @@ static int draw(ringctl_ctx *ctx, const rk_state *st, const ring_table *t, void 
   picture p = {t, st->config.failure_domain};
   if (ringctl_write_file(path, fill_svg, &p) != 0)
     return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "cannot write %s", path);
-  printf("drew version %llu to %s\n", (unsigned long long)ring_table_version(t), path);
-  return RINGCTL_EXIT_OK;
+  if (!ctx->a->globals->json) {
+    printf("drew version %llu to %s\n", (unsigned long long)ring_table_version(t), path);
+    return RINGCTL_EXIT_OK;
+  }
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "svg", path);
+  cJSON_AddNumberToObject(o, "version", (double)ring_table_version(t));
+  return ringctl_json_emit(o);
 }
 
 static int run(ringctl_ctx *ctx, void *ud) {
@@ -61,3 +68,6 @@ int ringctl_cmd_render(ringctl_args *a) {
     return ringctl_usage_error(a, "--svg FILE is required");
   return ringctl_with_etcd(a, run, (void *)svg);
 }
+
+const ringctl_command ringctl_command_render = {
+    "render", ringctl_cmd_render, "draw the ring as an SVG picture", render_opts, help};

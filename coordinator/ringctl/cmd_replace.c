@@ -142,3 +142,7 @@ int ringctl_cmd_replace(ringctl_args *a) {
     return ringctl_usage_error(a, "a node cannot replace itself");
   return ringctl_with_etcd(a, run, &r);
 }
+
+const ringctl_command ringctl_command_replace = {
+    "replace", ringctl_cmd_replace, "a new node takes an old one's token-replicas one for one",
+    NULL, help};

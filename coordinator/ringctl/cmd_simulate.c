@@ -18,28 +18,31 @@ static const ringctl_opt simulate_opts[] = {
     {NULL, 0, false},
 };
 
-static void print_help(void) {
-  printf("Usage: ringctl simulate [--nodes N] [--keys K] [--tokens T] [--json]\n"
-         "\n"
-         "Compares placement schemes on the keys session-0 .. session-<K-1>: modulo\n"
-         "hashing, a hashed ring with 1, 10, 100 and 500 virtual nodes per node,\n"
-         "rendezvous, jump consistent hash, Maglev (its lookup table rebuilt whole),\n"
-         "and Ringkeeper's fixed tokens placed by the planner (R = 1). For each: the\n"
-         "share of keys that move when a node joins N nodes and when one leaves, and\n"
-         "keys per node over the mean. Then bounded-load routing on the fixed-token\n"
-         "table at caps 1.05 and 1.25 on a skewed (Zipf) request stream, plain and\n"
-         "with hysteresis and the sticky map: affinity, churn and max/mean load.\n"
-         "Last, weighted rendezvous with top-k replicas: a weight-3 node's share of\n"
-         "keys (ideal 30%%) next to the seed's 29.9%%. Offline: no cluster is\n"
-         "contacted. Output is deterministic.\n"
-         "\n"
-         "Options:\n"
-         "  --nodes N   nodes before the change, 1 .. %u (default 8)\n"
-         "  --keys K    keys, 1 .. %u (default 100000)\n"
-         "  --tokens T  fixed tokens, a power of two in [%u, %u] (default 65536)\n"
-         "  --json      one line of JSON instead of tables\n",
-         SIM_NODES_MAX, SIM_KEYS_MAX, RING_TOKENS_MIN, RING_TOKENS_MAX);
-}
+/* The limits are written out so the help is one constant the manual page
+ * and completion read too; the asserts keep them the parser's. */
+_Static_assert(SIM_NODES_MAX == 10000u && SIM_KEYS_MAX == 100000000u, "simulate's help");
+_Static_assert(RING_TOKENS_MIN == 64u && RING_TOKENS_MAX == 65536u, "simulate's help");
+
+static const char help_text[] =
+    "Usage: ringctl simulate [--nodes N] [--keys K] [--tokens T] [--json]\n"
+    "\n"
+    "Compares placement schemes on the keys session-0 .. session-<K-1>: modulo\n"
+    "hashing, a hashed ring with 1, 10, 100 and 500 virtual nodes per node,\n"
+    "rendezvous, jump consistent hash, Maglev (its lookup table rebuilt whole),\n"
+    "and Ringkeeper's fixed tokens placed by the planner (R = 1). For each: the\n"
+    "share of keys that move when a node joins N nodes and when one leaves, and\n"
+    "keys per node over the mean. Then bounded-load routing on the fixed-token\n"
+    "table at caps 1.05 and 1.25 on a skewed (Zipf) request stream, plain and\n"
+    "with hysteresis and the sticky map: affinity, churn and max/mean load.\n"
+    "Last, weighted rendezvous with top-k replicas: a weight-3 node's share of\n"
+    "keys (ideal 30%) next to the seed's 29.9%. Offline: no cluster is\n"
+    "contacted. Output is deterministic.\n"
+    "\n"
+    "Options:\n"
+    "  --nodes N   nodes before the change, 1 .. 10000 (default 8)\n"
+    "  --keys K    keys, 1 .. 100000000 (default 100000)\n"
+    "  --tokens T  fixed tokens, a power of two in [64, 65536] (default 65536)\n"
+    "  --json      one line of JSON instead of tables\n";
 
 /* --tokens must be a power of two in [64, 65536], as a table's T. */
 static int parse_tokens(const ringctl_args *a, const char *value, uint32_t *out) {
@@ -100,7 +103,7 @@ int ringctl_cmd_simulate(ringctl_args *a) {
   int rc = parse(a, &p, &help);
   if (rc != RINGCTL_EXIT_OK || help) {
     if (help)
-      print_help();
+      fputs(help_text, stdout);
     return rc;
   }
   sim_report r;
@@ -117,3 +120,7 @@ int ringctl_cmd_simulate(ringctl_args *a) {
   }
   return RINGCTL_EXIT_OK;
 }
+
+const ringctl_command ringctl_command_simulate = {
+    "simulate", ringctl_cmd_simulate,
+    "compare placement schemes: keys moved on a join or leave, balance", simulate_opts, help_text};

@@ -174,3 +174,7 @@ static int run(ringctl_ctx *ctx, void *ud) {
 }
 
 int ringctl_cmd_status(ringctl_args *a) { return ringctl_run_plain(a, help, run, NULL); }
+
+const ringctl_command ringctl_command_status = {
+    "status", ringctl_cmd_status, "version, leader, nodes and their shares, current plan", NULL,
+    help};

@@ -136,3 +136,6 @@ int ringctl_cmd_throttle(ringctl_args *a) {
     return rc;
   return ringctl_with_etcd(a, run, &c);
 }
+
+const ringctl_command ringctl_command_throttle = {
+    "throttle", ringctl_cmd_throttle, "show or change the migration limits", throttle_opts, help};

@@ -152,3 +152,6 @@ static int run(ringctl_ctx *ctx, void *ud) {
 }
 
 int ringctl_cmd_verify(ringctl_args *a) { return ringctl_run_plain(a, help, run, NULL); }
+
+const ringctl_command ringctl_command_verify = {
+    "verify", ringctl_cmd_verify, "check every placement invariant on the live table", NULL, help};

@@ -5,14 +5,17 @@
  *
  * A command is a function `int cmd(ringctl_args *a)` that reads its own
  * options with ringctl_next_opt (which also takes the global options
- * wherever they appear) and returns an exit code. Adding a command is one
- * entry in the table in ringctl.c plus its cmd_<name>.c.
+ * wherever they appear) and returns an exit code. Adding a command is its
+ * cmd_<name>.c, which defines its ringctl_command entry (name, summary,
+ * option table, help), and one line in ringctl_commands.c's list.
  */
 #ifndef RINGCTL_H
 #define RINGCTL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* ------------------------------------------------------------ exit codes */
 
@@ -112,6 +115,37 @@ int ringctl_parse(ringctl_args *a, const ringctl_opt *opts, const char *help_tex
 
 /* ------------------------------------------------------------- commands */
 
+/* One command as the parser, --help, `ringctl completion` and the manual
+ * page read it, so none of them can say other than the parser does. Each
+ * cmd_<name>.c defines its entry (ringctl_command_<name>); the list in
+ * ringctl_commands.c orders them. */
+typedef struct ringctl_command {
+  const char *name;            /* what the operator types */
+  int (*run)(ringctl_args *a); /* reads a's options, returns an exit code */
+  const char *summary;         /* one line for `ringctl --help` */
+  const ringctl_opt *opts;     /* the options run reads, {NULL}-ended; NULL: none */
+  const char *help;            /* what `ringctl NAME --help` prints */
+} ringctl_command;
+
+/* Every command, in the order `ringctl --help` lists them; *n gets how
+ * many. Static data: nothing to free. */
+const ringctl_command *const *ringctl_commands(size_t *n);
+
+/* The command named name, or NULL. */
+const ringctl_command *ringctl_command_find(const char *name);
+
+/* The global options (ringctl_args.c) and their help text, as --help, the
+ * completion and the manual page show them. */
+extern const ringctl_opt ringctl_global_opts[];
+extern const char ringctl_global_help[];
+
+/* `ringctl --help`: usage, the commands and the global options (ringctl.c). */
+void ringctl_print_usage(FILE *f);
+
+/* The manual page ringctl(1) in roff on f (ringctl_man.c): every command's
+ * summary and help text, the global options, the exit codes. */
+void ringctl_man_print(FILE *f);
+
 int ringctl_cmd_simulate(ringctl_args *a);
 int ringctl_cmd_balance(ringctl_args *a);
 int ringctl_cmd_init(ringctl_args *a);
@@ -137,5 +171,15 @@ int ringctl_cmd_lookup(ringctl_args *a);
 int ringctl_cmd_history(ringctl_args *a);
 int ringctl_cmd_verify(ringctl_args *a);
 int ringctl_cmd_render(ringctl_args *a);
+
+/* Each command's entry, defined beside its code. */
+extern const ringctl_command ringctl_command_init, ringctl_command_status, ringctl_command_members,
+    ringctl_command_plan, ringctl_command_apply, ringctl_command_pause, ringctl_command_resume,
+    ringctl_command_cancel, ringctl_command_accept_loss, ringctl_command_recover,
+    ringctl_command_drain, ringctl_command_undrain, ringctl_command_weight, ringctl_command_label,
+    ringctl_command_remove, ringctl_command_replace, ringctl_command_throttle,
+    ringctl_command_auto_apply, ringctl_command_balance, ringctl_command_lookup, ringctl_command_history,
+    ringctl_command_diff, ringctl_command_verify, ringctl_command_render, ringctl_command_simulate,
+    ringctl_command_completion;
 
 #endif /* RINGCTL_H */

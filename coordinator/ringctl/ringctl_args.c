@@ -36,7 +36,7 @@ enum {
   GLOBAL_AS
 };
 
-static const ringctl_opt global_opts[] = {
+const ringctl_opt ringctl_global_opts[] = {
     {"endpoints", GLOBAL_ENDPOINTS, true},
     {"cluster", GLOBAL_CLUSTER, true},
     {"json", GLOBAL_JSON, false},
@@ -49,6 +49,22 @@ static const ringctl_opt global_opts[] = {
     {"as", GLOBAL_AS, true},
     {NULL, 0, false},
 };
+
+/* Beside the table it describes: --help and the manual page print it. */
+const char ringctl_global_help[] =
+    "  --endpoints URLS      etcd endpoints, comma-separated (default\n"
+    "                        http://127.0.0.1:2379)\n"
+    "  --cluster NAME        cluster name: keys live under /ringkeeper/NAME/\n"
+    "  --json                machine-readable output: what a command shows, or what\n"
+    "                        a command that changes something did, as one JSON object\n"
+    "  --user NAME           etcd user (with --password-file)\n"
+    "  --password-file FILE  the etcd user's password, on its first line\n"
+    "  --cacert FILE         CA bundle that verifies etcd's TLS certificates\n"
+    "  --cert FILE           TLS client certificate (with --key)\n"
+    "  --key FILE            TLS client key\n"
+    "  --timeout DUR         per etcd request, e.g. 2s (default 5s)\n"
+    "  --as NAME             who the journal names for a change (default login@host)\n"
+    "  -h, --help            this help; `ringctl COMMAND --help` for a command's\n";
 
 /* Where each global option's value goes, by id (--json has none). */
 static const char **global_slot(ringctl_globals *g, int id) {
@@ -132,7 +148,7 @@ static int read_long(ringctl_args *a, const ringctl_opt *opts, const char *arg, 
   const char *inline_value = eq ? eq + 1 : NULL;
   const ringctl_opt *o = find_opt(opts, arg, len);
   *is_global = o == NULL;
-  if (o == NULL && (o = find_opt(global_opts, arg, len)) == NULL) {
+  if (o == NULL && (o = find_opt(ringctl_global_opts, arg, len)) == NULL) {
     ringctl_usage_error(a, "unknown option --%.*s", (int)len, arg);
     return RINGCTL_ARG_ERROR;
   }

@@ -11,7 +11,10 @@ src=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+# The library's components only: the daemons' are checked as packages
+# (check_deb.sh).
+cmake --install "$build" --prefix "$tmp/prefix" --component lib >/dev/null
+cmake --install "$build" --prefix "$tmp/prefix" --component dev >/dev/null
 lib=$(find "$tmp/prefix" -name 'libring.so.*.*' | head -n1)
 test -f "$tmp/prefix/include/ring.h"
 test -f "$tmp/prefix/include/ring_inline.h"
