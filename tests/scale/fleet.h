@@ -27,12 +27,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define FLEET_HOSTS_MAX 60000u  /* a table names at most 65535 nodes; room for joins */
+#define FLEET_HOSTS_MAX 60000u /* a table names at most 65535 nodes; room for joins */
 #define FLEET_CLIENTS_MAX 60000u
 #define FLEET_PROCS_MAX 64u
-#define FLEET_TXN_OPS 100u          /* etcd refuses a txn of more than 128 ops */
-#define FLEET_TXN_BYTES (1u << 20)  /* under etcd's 1.5 MiB request limit */
-#define FLEET_GAPS 4u               /* skipped ranges a fleet_seq keeps */
+#define FLEET_TXN_OPS 100u         /* etcd refuses a txn of more than 128 ops */
+#define FLEET_TXN_BYTES (1u << 20) /* under etcd's 1.5 MiB request limit */
+#define FLEET_GAPS 4u              /* skipped ranges a fleet_seq keeps */
 #define FLEET_KEY_MAX 160
 
 typedef struct fleet_opts {
@@ -64,26 +64,26 @@ void fleet_seq_note(fleet_seq *s, uint64_t version);
 /* What one slice did; summed by the parent. */
 typedef struct fleet_report {
   uint64_t hosts, clients;
-  uint64_t host_tables;      /* tables the slice's host watcher installed */
-  uint64_t host_last;        /* its last version */
-  uint64_t client_last_min;  /* lowest last version among clients (0: none) */
+  uint64_t host_tables;     /* tables the slice's host watcher installed */
+  uint64_t host_last;       /* its last version */
+  uint64_t client_last_min; /* lowest last version among clients (0: none) */
   uint64_t client_last_max;
   uint64_t client_swaps, client_deltas; /* ring_watcher_stats, summed */
-  uint64_t txns, txn_ops;    /* batched writes: acks, progress, alive */
-  uint64_t progress_values;  /* progress/<id> values written */
-  uint64_t requests;         /* etcd requests the slice sent (ring_etcd_requests) */
+  uint64_t txns, txn_ops;               /* batched writes: acks, progress, alive */
+  uint64_t progress_values;             /* progress/<id> values written */
+  uint64_t requests;                    /* etcd requests the slice sent (ring_etcd_requests) */
   uint64_t lease_refreshes, leases_lost;
-  uint64_t errors;           /* etcd calls that failed after their retries */
+  uint64_t errors; /* etcd calls that failed after their retries */
   uint64_t backs, skipped_pending, gaps_unchecked;
-  uint64_t gaps;             /* skipped versions without pending moves (allowed) */
+  uint64_t gaps; /* skipped versions without pending moves (allowed) */
 } fleet_report;
 
 /* --------------------------------------------------------- fleet_lease.c */
 
 typedef struct fleet_leases {
-  ring_etcd *c;  /* borrowed */
+  ring_etcd *c; /* borrowed */
   int64_t ttl_s;
-  int64_t *ids;  /* granted leases, malloc()'ed */
+  int64_t *ids; /* granted leases, malloc()'ed */
   uint32_t n, cap;
   pthread_t thread;
   bool running;
@@ -115,8 +115,7 @@ void fleet_hosts_stop(fleet_hosts *h, fleet_report *r, fleet_seq *seq);
 
 typedef struct fleet_clients fleet_clients;
 
-int fleet_clients_start(const fleet_opts *o, fleet_leases *l, fleet_clients **out,
-                        ring_error *err);
+int fleet_clients_start(const fleet_opts *o, fleet_leases *l, fleet_clients **out, ring_error *err);
 /* Stops every watcher; adds to r; calls check(ud, seq) on each client's
  * sequence; frees. */
 void fleet_clients_stop(fleet_clients *cl, fleet_report *r,

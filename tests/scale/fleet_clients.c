@@ -30,7 +30,7 @@ typedef struct client {
 
 struct fleet_clients {
   client *cl;
-  uint32_t n;  /* started */
+  uint32_t n; /* started */
   _Atomic uint64_t warnings;
 };
 
@@ -93,8 +93,8 @@ int fleet_clients_start(const fleet_opts *o, fleet_leases *l, fleet_clients **ou
     return RING_ENOMEM;
   }
   for (; fc->n < want; fc->n++) {
-    int rc = client_start(o, l, fc, &fc->cl[fc->n], o->client_base + fc->n * o->procs + o->proc,
-                          err);
+    int rc =
+        client_start(o, l, fc, &fc->cl[fc->n], o->client_base + fc->n * o->procs + o->proc, err);
     if (rc != RING_OK) {
       fprintf(stderr, "fleet_sim: client %u of slice %u: %s\n", fc->n, o->proc, err->message);
       fleet_clients_stop(fc, NULL, NULL, NULL);

@@ -137,10 +137,10 @@ struct fleet_hosts {
   uint32_t n;
   ring_live *live;
   ring_watcher *w;
-  fleet_seq seq;       /* the watcher's versions; watch thread until stopped */
-  ring_op *ack_ops;    /* n, prebuilt: only the value changes */
-  char ack_value[24];  /* the version being acked; watch thread */
-  uint64_t txns, ops;  /* watch thread (acks) */
+  fleet_seq seq;      /* the watcher's versions; watch thread until stopped */
+  ring_op *ack_ops;   /* n, prebuilt: only the value changes */
+  char ack_value[24]; /* the version being acked; watch thread */
+  uint64_t txns, ops; /* watch thread (acks) */
   pthread_t writer;
   bool writer_running;
   pthread_mutex_t mu; /* guards the queue and stop */
@@ -190,10 +190,17 @@ static int register_batch(fleet_hosts *fh, uint32_t from, uint32_t to, ring_erro
       snprintf(err->message, sizeof err->message, "alive/%s: no memory", h->id);
       goto out;
     }
-    cmps[k] = (ring_cmp){.key = keys[k], .key_len = (size_t)klen, .target = RING_CMP_CREATE,
-                         .op = RING_CMP_EQ, .number = 0};
-    ops[k] = (ring_op){.type = RING_OP_PUT, .key = keys[k], .key_len = (size_t)klen,
-                       .value = vals[k], .value_len = strlen(vals[k]), .lease = h->lease};
+    cmps[k] = (ring_cmp){.key = keys[k],
+                         .key_len = (size_t)klen,
+                         .target = RING_CMP_CREATE,
+                         .op = RING_CMP_EQ,
+                         .number = 0};
+    ops[k] = (ring_op){.type = RING_OP_PUT,
+                       .key = keys[k],
+                       .key_len = (size_t)klen,
+                       .value = vals[k],
+                       .value_len = strlen(vals[k]),
+                       .lease = h->lease};
   }
   ring_txn_result r = {0};
   rc = ring_etcd_txn(fh->c, cmps, k, ops, k, NULL, 0, &r, err);
@@ -315,11 +322,12 @@ static void write_job(fleet_hosts *fh, const job *j) {
     for (; i < j->n && j->g[i].host == h; i++)
       if (m == 0 || tokens[m - 1] != j->g[i].token) /* one token, two slots: listed once */
         tokens[m++] = j->g[i].token;
-    if ((vals[k] = fake_progress_encode(j->version, tokens, m, (uint64_t)m * 4096u, NULL)) ==
-        NULL)
+    if ((vals[k] = fake_progress_encode(j->version, tokens, m, (uint64_t)m * 4096u, NULL)) == NULL)
       goto fail;
-    ops[k] = (ring_op){.type = RING_OP_PUT, .key = fh->h[h].progress_key,
-                       .key_len = fh->h[h].progress_key_len, .value = vals[k],
+    ops[k] = (ring_op){.type = RING_OP_PUT,
+                       .key = fh->h[h].progress_key,
+                       .key_len = fh->h[h].progress_key_len,
+                       .value = vals[k],
                        .value_len = strlen(vals[k])};
     k++;
   }
@@ -410,10 +418,10 @@ static int hosts_alloc(const fleet_opts *o, ring_etcd *c, fleet_hosts **out) {
     host *h = &fh->h[i];
     snprintf(h->id, sizeof h->id, "h%05u", o->id_base + i * o->procs + o->proc);
     h->ack_key_len = (uint32_t)fleet_key(h->ack_key, sizeof h->ack_key, o->cluster, "acks/", h->id);
-    h->progress_key_len =
-        (uint32_t)fleet_key(h->progress_key, sizeof h->progress_key, o->cluster, "progress/", h->id);
-    fh->ack_ops[i] = (ring_op){.type = RING_OP_PUT, .key = h->ack_key,
-                               .key_len = h->ack_key_len, .value = fh->ack_value};
+    h->progress_key_len = (uint32_t)fleet_key(h->progress_key, sizeof h->progress_key, o->cluster,
+                                              "progress/", h->id);
+    fh->ack_ops[i] = (ring_op){
+        .type = RING_OP_PUT, .key = h->ack_key, .key_len = h->ack_key_len, .value = fh->ack_value};
   }
   *out = fh;
   return RING_OK;

@@ -47,8 +47,8 @@ static bool parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out) {
 }
 
 static int parse_args(int argc, char **argv, fleet_opts *o) {
-  *o = (fleet_opts){.endpoints = "http://127.0.0.1:2379", .hosts = 10000, .procs = 4, .zones = 8,
-                    .ttl_s = 600};
+  *o = (fleet_opts){
+      .endpoints = "http://127.0.0.1:2379", .hosts = 10000, .procs = 4, .zones = 8, .ttl_s = 600};
   uint32_t ttl = 600;
   for (int i = 1; i < argc; i++) {
     const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -171,7 +171,8 @@ static int slice_run(fleet_opts *o, fleet_report *r) {
     goto fail_start;
   uint64_t took = fleet_now_ms() - t0;
   fprintf(stderr, "fleet_sim: slice %u ready: %u leases in %.1f s%s\n", o->proc, l.n,
-          (double)took / 1000, took / 1000 > (uint64_t)o->ttl_s / 3 ? " (over a third of the TTL)" : "");
+          (double)took / 1000,
+          took / 1000 > (uint64_t)o->ttl_s / 3 ? " (over a third of the TTL)" : "");
 
   sigset_t stop;
   sigemptyset(&stop);
@@ -215,7 +216,8 @@ static void on_child(int sig) { (void)sig; } /* SIGCHLD must not be ignored for 
 
 static void sum(fleet_report *t, const fleet_report *r) {
   uint64_t min = t->client_last_min;
-  t->client_last_min = r->clients && (min == 0 || r->client_last_min < min) ? r->client_last_min : min;
+  t->client_last_min =
+      r->clients && (min == 0 || r->client_last_min < min) ? r->client_last_min : min;
   if (r->client_last_max > t->client_last_max)
     t->client_last_max = r->client_last_max;
   if (r->host_last > t->host_last)
