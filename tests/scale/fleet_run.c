@@ -30,12 +30,14 @@
 
 typedef struct run_opts {
   unsigned hosts, clients, procs, tokens, replicas, transfer_ms, idle_s;
+  unsigned max_request_bytes; /* etcd's --max-request-bytes; 0: etcd's default (1.5 MiB) */
   bool keep;
 } run_opts;
 
 static const char usage[] =
     "usage: fleet_run [--hosts N (10000)] [--clients M (0)] [--procs P (4)] [--tokens T (65536)]\n"
-    "                 [--replicas R (3)] [--transfer-ms MS (0)] [--idle-s S (10)] [--keep]\n";
+    "                 [--replicas R (3)] [--transfer-ms MS (0)] [--idle-s S (10)] [--keep]\n"
+    "                 [--etcd-max-request-bytes N (etcd's default)]\n";
 
 static bool parse_opts(int argc, char **argv, run_opts *o) {
   *o = (run_opts){.hosts = 10000, .procs = 4, .tokens = 65536, .replicas = 3, .idle_s = 10};
@@ -47,10 +49,14 @@ static bool parse_opts(int argc, char **argv, run_opts *o) {
     struct {
       const char *flag;
       unsigned *v, lo, hi;
-    } f[] = {{"--hosts", &o->hosts, 3, 50000},         {"--clients", &o->clients, 0, 50000},
-             {"--procs", &o->procs, 1, 64},            {"--tokens", &o->tokens, 64, 65536},
-             {"--replicas", &o->replicas, 1, 7},       {"--transfer-ms", &o->transfer_ms, 0, 600000},
-             {"--idle-s", &o->idle_s, 1, 600}};
+    } f[] = {{"--hosts", &o->hosts, 3, 50000},
+             {"--clients", &o->clients, 0, 50000},
+             {"--procs", &o->procs, 1, 64},
+             {"--tokens", &o->tokens, 64, 65536},
+             {"--replicas", &o->replicas, 1, 7},
+             {"--transfer-ms", &o->transfer_ms, 0, 600000},
+             {"--idle-s", &o->idle_s, 1, 600},
+             {"--etcd-max-request-bytes", &o->max_request_bytes, 0, 1u << 30}};
     size_t k = 0;
     while (k < sizeof f / sizeof f[0] && strcmp(argv[i], f[k].flag) != 0)
       k++;
@@ -113,9 +119,22 @@ static void spawn_fleet(proc *p, const char *name, const run_opts *o, unsigned h
   snprintf(pr, sizeof pr, "%u", procs);
   snprintf(base, sizeof base, "%u", id_base);
   snprintf(tr, sizeof tr, "%u", o->transfer_ms);
-  char *argv[] = {FLEET_SIM_BIN, "--endpoints",   ec.endpoints, "--cluster", CLUSTER,
-                  "--hosts",     h,               "--clients",  c,           "--procs",
-                  pr,            "--id-base",     base,         "--transfer-ms", tr, NULL};
+  char *argv[] = {FLEET_SIM_BIN,
+                  "--endpoints",
+                  ec.endpoints,
+                  "--cluster",
+                  CLUSTER,
+                  "--hosts",
+                  h,
+                  "--clients",
+                  c,
+                  "--procs",
+                  pr,
+                  "--id-base",
+                  base,
+                  "--transfer-ms",
+                  tr,
+                  NULL};
   if (proc_spawn(p, log, argv) != 0)
     die("cannot start fleet_sim");
 }
@@ -126,9 +145,22 @@ static void spawn_coordinator(void) {
   snprintf(log, sizeof log, "%s/coord.log", dir);
   /* --tick 1s (the default) so an idle look is what production pays;
    * --etcd-timeout 30s: a look at 20,000 host records takes more than 5 s */
-  char *argv[] = {RING_COORDINATOR_BIN, "--endpoints", ec.endpoints, "--cluster", CLUSTER,
-                  "--id",       "coord",      "--listen",   coord_listen, "--tick",  "1s",
-                  "--etcd-timeout", "30s",    "--log-level", "info",       NULL};
+  char *argv[] = {RING_COORDINATOR_BIN,
+                  "--endpoints",
+                  ec.endpoints,
+                  "--cluster",
+                  CLUSTER,
+                  "--id",
+                  "coord",
+                  "--listen",
+                  coord_listen,
+                  "--tick",
+                  "1s",
+                  "--etcd-timeout",
+                  "30s",
+                  "--log-level",
+                  "info",
+                  NULL};
   if (proc_spawn(&coord, log, argv) != 0)
     die("cannot start ring-coordinator");
 }
@@ -234,9 +266,10 @@ static double cpu_s(pid_t pid) {
   char *s = file_slurp(path);
   const char *p = strrchr(s, ')');
   unsigned long long ut = 0, st = 0;
-  /* after ") ": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime */
-  if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-                          &st) != 2)
+  /* after ") ": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
+   */
+  if (p == NULL ||
+      sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
     ut = st = 0;
   free(s);
   return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
@@ -304,7 +337,10 @@ int main(int argc, char **argv) {
   if (mkdtemp(dir) == NULL)
     return perror("mkdtemp"), 1;
   /* an 8 GiB quota: 20,000 host records rewritten each version add up */
-  etcd_cluster_start(&ec, 1, "--quota-backend-bytes 8589934592");
+  char extra[128];
+  snprintf(extra, sizeof extra, "--quota-backend-bytes 8589934592%s%.0u",
+           o.max_request_bytes ? " --max-request-bytes " : "", o.max_request_bytes);
+  etcd_cluster_start(&ec, 1, extra);
   ring_etcd_opts eo = {.endpoints = ec.endpoints, .timeout_ms = 30000};
   ring_error err;
   if (ring_etcd_open(&eo, &etcd, &err) != RING_OK)

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -260,6 +261,8 @@ static int spawn(fleet_opts *o, pid_t *pids, int *fds) {
       return -1;
     if (pid == 0) {
       close(pipefd[0]);
+      /* dies with the parent: a fleet whose parent was killed is of no use */
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
       o->proc = p;
       curl_global_init(CURL_GLOBAL_DEFAULT);
       fleet_report r = {0};
