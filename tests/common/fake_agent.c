@@ -30,8 +30,8 @@ static void sleep_ms(uint32_t ms) {
   nanosleep(&ts, NULL);
 }
 
-/* The alive/<id> value of proto/etcd.md; malloc()'ed, NULL on no memory. */
-static char *alive_encode(const fake_agent *a, const char *zone, const char *rack, double weight) {
+char *fake_alive_encode(const char *id, const char *addr, const char *zone, const char *rack,
+                        double weight) {
   char labels[160] = "";
   if (zone && rack)
     snprintf(labels, sizeof labels, "\"zone\":\"%s\",\"rack\":\"%s\"", zone, rack);
@@ -41,16 +41,13 @@ static char *alive_encode(const fake_agent *a, const char *zone, const char *rac
   if (asprintf(&json,
                "{\"format\":\"ringkeeper.alive.v1\",\"id\":\"%s\",\"addr\":\"%s\","
                "\"labels\":{%s},\"weight\":%.17g,\"started_ms\":%llu}",
-               a->id, a->addr, labels, weight, (unsigned long long)wall_ms()) < 0)
+               id, addr, labels, weight, (unsigned long long)wall_ms()) < 0)
     return NULL;
   return json;
 }
 
-/* The progress/<id> value: {"format","version","tokens":[...],"bytes"},
- * with the tokens held or (error not NULL) nothing held and the first 64
- * of them in "failing", one attempt each; malloc()'ed, NULL on no memory. */
-static char *progress_encode(uint64_t version, const uint32_t *tokens, uint32_t n, uint64_t bytes,
-                             const char *error) {
+char *fake_progress_encode(uint64_t version, const uint32_t *tokens, uint32_t n, uint64_t bytes,
+                           const char *error) {
   uint32_t k = error ? (n < 64 ? n : 64) : 0;
   size_t cap = 200 + (size_t)n * 12 + (size_t)k * (strlen(error ? error : "") + 48);
   char *json = malloc(cap);
@@ -121,8 +118,9 @@ static int write_progress_locked(fake_agent *a) {
   bool failing = a->fail_error[0] != '\0';
   if (a->want_version == 0 || a->want_version == (failing ? a->failed_version : a->written_version))
     return RING_OK;
-  char *json = progress_encode(a->want_version, a->want_tokens, a->n_want,
-                               (uint64_t)a->n_want * a->arc_bytes, failing ? a->fail_error : NULL);
+  char *json =
+      fake_progress_encode(a->want_version, a->want_tokens, a->n_want,
+                           (uint64_t)a->n_want * a->arc_bytes, failing ? a->fail_error : NULL);
   if (json == NULL)
     return RING_ENOMEM;
   char key[RING_ID_MAX * 2 + 40];
@@ -231,7 +229,8 @@ int fake_agent_start(fake_agent *a, ring_etcd *c, const fake_agent_opts *o, ring
   a->c = c;
   pthread_mutex_init(&a->mu, NULL);
   int rc = RING_ENOMEM;
-  a->alive_json = alive_encode(a, o->zone, o->rack, o->weight > 0 ? o->weight : 1.0);
+  a->alive_json =
+      fake_alive_encode(a->id, a->addr, o->zone, o->rack, o->weight > 0 ? o->weight : 1.0);
   if (a->alive_json == NULL)
     goto fail_json;
   rc = ring_live_new(&a->live);

@@ -72,6 +72,19 @@ typedef struct fake_agent {
   _Atomic bool lost;         /* the keeper reported the lease lost */
 } fake_agent;
 
+/* The alive/<id> value of proto/etcd.md (labels zone and rack when not
+ * NULL, started_ms now); malloc()'ed (the caller frees it), NULL on no
+ * memory. Shared with tests/scale/fleet_sim, which speaks for many hosts. */
+char *fake_alive_encode(const char *id, const char *addr, const char *zone, const char *rack,
+                        double weight);
+
+/* The progress/<id> value: {"format","version","tokens":[...],"bytes"},
+ * with the n tokens (ascending) held or (error not NULL) nothing held and
+ * the first 64 of them in "failing", one attempt each; malloc()'ed (the
+ * caller frees it), NULL on no memory. */
+char *fake_progress_encode(uint64_t version, const uint32_t *tokens, uint32_t n, uint64_t bytes,
+                           const char *error);
+
 /* Starts an agent: grants a lease, puts alive/<id>, starts keeping the
  * lease alive and watching the version. RING_OK, or an error with nothing
  * left running and *a unusable. */

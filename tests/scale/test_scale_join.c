@@ -21,8 +21,8 @@
 #include "proc_harness.h"
 #include "ring.h"
 #include "ring_etcd.h"
+#include "scale_util.h"
 
-#include <cjson/cJSON.h>
 #include <inttypes.h>
 
 #define CLUSTER "scale"
@@ -69,37 +69,9 @@ static void die(const char *fmt, ...) {
   exit(1);
 }
 
-/* The value at PREFIX<what> (malloc()'ed), NULL when absent. */
-static char *get(const char *what) {
-  char key[256];
-  snprintf(key, sizeof key, PREFIX "%s", what);
-  ring_kvs r = {0};
-  if (ring_etcd_range(etcd, key, strlen(key), NULL, &r, NULL) != RING_OK)
-    return NULL;
-  char *v = r.n ? strdup((const char *)r.kvs[0].value) : NULL;
-  ring_kvs_clear(&r);
-  return v;
-}
-
-static uint64_t get_u64(const char *what) {
-  char *v = get(what);
-  uint64_t n = v ? strtoull(v, NULL, 10) : 0;
-  free(v);
-  return n;
-}
-
-/* Keys under PREFIX<what> (a prefix). */
-static uint32_t count(const char *what) {
-  char key[256];
-  snprintf(key, sizeof key, PREFIX "%s", what);
-  ring_range_opts ro = {.prefix = true, .count_only = true};
-  ring_kvs r = {0};
-  if (ring_etcd_range(etcd, key, strlen(key), &ro, &r, NULL) != RING_OK)
-    return 0;
-  uint32_t n = (uint32_t)r.count;
-  ring_kvs_clear(&r);
-  return n;
-}
+static char *get(const char *what) { return scale_get(etcd, PREFIX, what); }
+static uint64_t get_u64(const char *what) { return scale_get_u64(etcd, PREFIX, what); }
+static uint32_t count(const char *what) { return scale_count(etcd, PREFIX, what); }
 
 static void spawn_agent(int i) {
   agent *a = &agents[i];
@@ -155,42 +127,11 @@ static bool all_acked(uint64_t v) {
 /* The proposed plan's id (into id[24]) once its input names `nodes` nodes. */
 static void wait_proposed(int nodes, char id[24], uint32_t *moves, double timeout_s) {
   double end = harness_now() + timeout_s;
-  for (;;) {
-    char *v = get("plan/proposed");
-    cJSON *j = v ? cJSON_Parse(v) : NULL;
-    free(v);
-    const cJSON *pid = cJSON_GetObjectItemCaseSensitive(j, "id");
-    const cJSON *in = cJSON_GetObjectItemCaseSensitive(j, "input");
-    const cJSON *mv = cJSON_GetObjectItemCaseSensitive(j, "moves_total");
-    int have = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(in, "nodes"));
-    bool ok = cJSON_IsString(pid) && have == nodes;
-    if (ok) {
-      snprintf(id, 24, "%s", pid->valuestring);
-      *moves = cJSON_IsNumber(mv) ? (uint32_t)mv->valuedouble : 0;
-    }
-    cJSON_Delete(j);
-    if (ok)
-      return;
+  while (!scale_proposed(etcd, PREFIX, nodes, id, moves)) {
     if (harness_now() > end)
       die("no plan for %d nodes proposed in %.0f s", nodes, timeout_s);
     harness_sleep_ms(200);
   }
-}
-
-/* Sum of every sample of `name` in the text (all label sets). */
-static double metric_sum(const char *text, const char *name) {
-  double s = 0;
-  size_t nl = strlen(name);
-  for (const char *l = text; l && *l;) {
-    const char *eol = strchr(l, '\n');
-    if (strncmp(l, name, nl) == 0 && (l[nl] == '{' || l[nl] == ' ')) {
-      const char *sp = memrchr(l, ' ', eol ? (size_t)(eol - l) : strlen(l));
-      if (sp)
-        s += strtod(sp + 1, NULL);
-    }
-    l = eol ? eol + 1 : NULL;
-  }
-  return s;
 }
 
 typedef struct counts {
@@ -200,15 +141,8 @@ typedef struct counts {
 /* etcd's handled requests (server side), and what the daemons sent. */
 static counts requests(void) {
   counts c = {0};
-  char hp[32];
-  snprintf(hp, sizeof hp, "127.0.0.1:%d", ec.m[0].client_port);
-  char *text = metrics_scrape(hp);
-  /* the KV operations etcd executed (the gRPC gateway's requests are not
-   * in grpc_server_handled_total); lease keep-alives are not among them */
-  const char *ops[] = {"etcd_mvcc_range_total", "etcd_mvcc_put_total", "etcd_mvcc_txn_total",
-                       "etcd_mvcc_delete_total"};
-  for (int i = 0; i < 4; i++)
-    c.server += metric_sum(text, ops[i]);
+  char *text = scale_etcd_metrics(&ec.m[0]);
+  c.server = scale_etcd_kv_ops(text);
   free(text);
   for (int i = 0; i < n_agents; i++) {
     double v = metric_get(agents[i].metrics, "ring_agent_etcd_requests_total", "");
