@@ -31,11 +31,11 @@ static int get(const rk_config *c) { return (int)c->balance; }
 static void set(rk_config *c, int value) { c->balance = (ring_balance)value; }
 
 int ringctl_cmd_balance(ringctl_args *a) {
-  static const ringctl_setting s = {help, "balance", "balance", "tokens or bytes", names, 2, get,
-                                    set};
+  static const ringctl_setting s = {help,  "balance", "balance", "tokens or bytes",
+                                    names, 2,         get,       set};
   return ringctl_setting_cmd(a, &s);
 }
 
 const ringctl_command ringctl_command_balance = {
-    "balance", ringctl_cmd_balance, "show or change what plans balance: tokens or bytes held",
-    NULL, help};
+    "balance", ringctl_cmd_balance, "show or change what plans balance: tokens or bytes held", NULL,
+    help};

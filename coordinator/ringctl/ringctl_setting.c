@@ -29,8 +29,7 @@ static int parse(const ringctl_args *a, int id, const char *value, void *ud) {
       p->value = i;
       return RINGCTL_EXIT_OK;
     }
-  return ringctl_usage_error(a, "%s: \"%s\" is not %s", p->s->label, value,
-                             p->s->choices);
+  return ringctl_usage_error(a, "%s: \"%s\" is not %s", p->s->label, value, p->s->choices);
 }
 
 static int show(ringctl_ctx *ctx, const ringctl_setting *s) {
