@@ -78,6 +78,8 @@ typedef struct coord_status {
   uint64_t history_ms;         /* rd_now_ms of that read */
   uint64_t history_checked_ms; /* rd_now_ms when the keys were last looked at */
   int64_t plans_mod;           /* the plan keys' mod revisions then (folded) */
+  struct cJSON *run_bytes;     /* the active run's bytes per receiver (coord_status_bytes.c) */
+  char run_bytes_id[RK_PLAN_ID_LEN + 1]; /* the run they were computed for; "": none */
 } coord_status;
 
 /* Stuck moves (coord_stuck.c). Locking: mu guards health only (the HTTP
@@ -229,6 +231,15 @@ int coord_status_init(coord *c);
 void coord_status_free(coord *c);
 /* The routes for rd_http_start_routes (stored in c->status). */
 const rd_http_route *coord_status_routes(coord *c);
+/* Adds to the status page's plan panel o the active run's bytes per
+ * receiver ("bytes_in"), their sum ("bytes_now"), the tokens whose size is
+ * known ("sizes_known") and the time at the throttle's byte rate ("eta_s",
+ * 0 without a limit): computed once per run from sizes/ (read then, as it
+ * is large), not every second. Nothing is added when no host reported
+ * sizes or the run's plan is not computed yet. */
+void coord_status_bytes(coord *c, const rk_state *s, struct cJSON *o);
+void coord_status_bytes_free(coord *c);
+
 /* rd_page_fn: the page for / and /status, the JSON for /status.json. */
 unsigned coord_status_page(void *ud, const char *path, rd_text *t, const char **type);
 /* The loop, leading: rebuilds the leader's view from s (and c->table when

@@ -201,9 +201,12 @@ static cJSON *proposed_json(const rk_plan_doc *d) {
 
 /* As `ringctl status`: the active run, else the proposed plan, else the
  * last finished run (a copy of the history's first entry). */
-static cJSON *plan_json(const coord *c, const rk_state *s) {
-  if (s->has_active)
-    return run_json(&s->active, true);
+static cJSON *plan_json(coord *c, const rk_state *s) {
+  if (s->has_active) {
+    cJSON *o = run_json(&s->active, true);
+    coord_status_bytes(c, s, o);
+    return o;
+  }
   if (s->has_proposed)
     return proposed_json(&s->proposed);
   const cJSON *last = c->status.last_run;
@@ -560,6 +563,15 @@ static const char page[] =
     "  text(\"plan-wave\", p.waves ? p.wave + \" of \" + p.waves : \"no waves\");\n"
     "  var rate = p.moves_per_s ? p.moves_per_s.toFixed(1) + \" moves/s\" : \"\";\n"
     "  if (p.bytes_per_s) rate += \", \" + bytes(p.bytes_per_s) + \"/s\";\n"
+    "  if (p.bytes_in) {\n"
+    "    var most = \"\", top = 0;\n"
+    "    for (var id in p.bytes_in) if (p.bytes_in[id] > top) { top = p.bytes_in[id]; most = id; "
+    "}\n"
+    "    rate += \"; \" + bytes(p.bytes_now) + \" to move, most to \" + most + \" (\" + bytes(top) "
+    "+"
+    " \")\";\n"
+    "    if (p.eta_s) rate += \", about \" + Math.round(p.eta_s) + \" s at the byte limit\";\n"
+    "  }\n"
     "  text(\"plan-rate\", rate);\n"
     "  var note = (p.reason || \"\") + (p.violations && p.violations.length ? \" \" + "
     "p.violations.join(\"; \") : \"\");\n"
@@ -700,5 +712,6 @@ void coord_status_free(coord *c) {
   cJSON_Delete(st->history);
   cJSON_Delete(st->last_run);
   free(st->targets);
+  coord_status_bytes_free(c);
   memset(st, 0, sizeof *st);
 }

@@ -519,21 +519,22 @@ void env_assert_balanced(const ring_table *t) {
 }
 
 cJSON *env_history_json(const char *id) {
-  const char *key = ENV_PREFIX "plan/history/";
-  ring_range_opts ro = {.prefix = true};
+  const char *key = ENV_PREFIX "plan/";
+  ring_range_opts ro = {.prefix = true}; /* plan/active and plan/history/ hold runs */
   ring_kvs kv;
   ring_error err;
   ck_assert_int_eq(ring_etcd_range(env.c, key, strlen(key), &ro, &kv, &err), RING_OK);
   cJSON *found = NULL;
   for (uint32_t i = 0; i < kv.n && !found; i++) {
     cJSON *o = cJSON_Parse((char *)kv.kvs[i].value);
-    if (o && strcmp(jstr(jobj(o, "plan"), "id"), id) == 0)
+    const cJSON *plan = o ? cJSON_GetObjectItemCaseSensitive(o, "plan") : NULL;
+    if (cJSON_IsObject(plan) && strcmp(jstr(plan, "id"), id) == 0)
       found = o;
     else
       cJSON_Delete(o);
   }
   ring_kvs_clear(&kv);
-  ck_assert_msg(found != NULL, "no plan %s in history", id);
+  ck_assert_msg(found != NULL, "no run of plan %s in plan/active or plan/history/", id);
   return found;
 }
 
@@ -614,4 +615,27 @@ ring_plan *env_plan_of(const char *id, ring_table **base) {
   free(vals);
   cJSON_Delete(h);
   return plan;
+}
+
+void env_put_sizes(const ring_table *t,
+                   uint64_t (*size)(const ring_table *t, uint32_t token, uint16_t owner)) {
+  uint32_t T = ring_table_tokens(t), R = ring_table_replicas(t);
+  for (uint16_t n = 0; n < ring_table_node_count(t); n++) {
+    rk_sizes z = {.version = ring_table_version(t)};
+    z.tokens = calloc(T, sizeof *z.tokens);
+    z.bytes = calloc(T, sizeof *z.bytes);
+    ck_assert(z.tokens && z.bytes);
+    for (uint32_t tok = 0; tok < T; tok++)
+      for (uint32_t r = 0; r < R; r++)
+        if (ring_table_owner(t, tok, r) == n) {
+          z.tokens[z.n] = tok;
+          z.bytes[z.n++] = size(t, tok, n);
+        }
+    char *json, what[RK_KEY_MAX_TEST];
+    ck_assert_int_eq(rk_sizes_encode(&z, &json, NULL), RING_OK);
+    snprintf(what, sizeof what, "sizes/%s", ring_table_node_id(t, n));
+    env_put(what, json);
+    free(json);
+    rk_sizes_free(&z);
+  }
 }

@@ -87,6 +87,10 @@ char *env_config_json(const env_config *k);
 
 /* Puts a raw value at <prefix><what>. */
 void env_put(const char *what, const char *value);
+/* sizes/<id> for every node of t, as its agent reports them: each token it
+ * owns, sized size(t, token, owner). */
+void env_put_sizes(const ring_table *t,
+                   uint64_t (*size)(const ring_table *t, uint32_t token, uint16_t owner));
 
 /* Creates (or rewrites) the cluster's config. */
 void env_config_put(const env_config *k);

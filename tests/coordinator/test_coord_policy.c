@@ -13,7 +13,6 @@
  * sizes are unknown, by the reported sizes once they all are.
  */
 #include "coord_env.h"
-#include "sizes.h"
 
 /* `ringctl auto-apply --json`'s policy. */
 static void assert_policy(const char *want) {
@@ -106,27 +105,10 @@ START_TEST(repair_runs_changes_wait) {
 }
 END_TEST
 
-/* sizes/<id> for every node of t: a1's arcs 40x the others. */
-static void put_sizes(const ring_table *t) {
-  uint32_t T = ring_table_tokens(t), R = ring_table_replicas(t);
-  for (uint16_t n = 0; n < ring_table_node_count(t); n++) {
-    rk_sizes z = {.version = ring_table_version(t)};
-    z.tokens = calloc(T, sizeof *z.tokens);
-    z.bytes = calloc(T, sizeof *z.bytes);
-    ck_assert(z.tokens && z.bytes);
-    for (uint32_t tok = 0; tok < T; tok++)
-      for (uint32_t r = 0; r < R; r++)
-        if (ring_table_owner(t, tok, r) == n) {
-          z.tokens[z.n] = tok;
-          z.bytes[z.n++] = strcmp(ring_table_node_id(t, n), "a1") == 0 ? 40000 : 1000;
-        }
-    char *json, what[64];
-    ck_assert_int_eq(rk_sizes_encode(&z, &json, NULL), RING_OK);
-    snprintf(what, sizeof what, "sizes/%s", ring_table_node_id(t, n));
-    env_put(what, json);
-    free(json);
-    rk_sizes_free(&z);
-  }
+/* a1's arcs weigh 40x the others. */
+static uint64_t a1_heavy(const ring_table *t, uint32_t tok, uint16_t owner) {
+  (void)tok;
+  return strcmp(ring_table_node_id(t, owner), "a1") == 0 ? 40000 : 1000;
 }
 
 /* Whether plan/proposed is balanced by bytes (it carries arc sizes). */
@@ -149,7 +131,7 @@ START_TEST(balance_bytes_follows_sizes) {
   WAIT_UNTIL(env_exists("plan/proposed"), 20, "no plan/proposed for a7's join");
   ck_assert(!proposed_by_bytes()); /* no sizes yet: by tokens */
   ring_table *t = env_table(v1);
-  put_sizes(t);
+  env_put_sizes(t, a1_heavy);
   ring_table_free(t);
   WAIT_UNTIL(proposed_by_bytes(), 20, "the join was not planned again by bytes");
   ck_assert_int_eq(env_ringctl(NULL, 0, "apply"), 0);

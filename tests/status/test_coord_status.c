@@ -298,6 +298,28 @@ static void check_json(const cJSON *s, const ring_table *t) {
   }
 }
 
+/* Arc t weighs 1000 * (t + 1) bytes. */
+static uint64_t token_size(const ring_table *t, uint32_t tok, uint16_t owner) {
+  (void)t, (void)owner;
+  return 1000u * (tok + 1);
+}
+
+/* The plan panel's bytes: per receiver and in all, the sum of its moves'
+ * arcs (a join: every move is to the new node). */
+static void check_bytes(const cJSON *p, const char *run_id) {
+  ring_table *base;
+  ring_plan *plan = env_plan_of(run_id, &base);
+  double want = 0;
+  for (uint32_t i = 0; i < ring_plan_move_count(plan); i++)
+    want += 1000.0 * (ring_plan_moves(plan)[i].token + 1);
+  ck_assert_double_gt(want, 0);
+  ck_assert_double_eq(jnum(p, "bytes_now"), want);
+  ck_assert_double_eq(jnum(jobj(p, "bytes_in"), "a5"), want);
+  ck_assert_double_eq(jnum(p, "sizes_known"), ring_table_tokens(base));
+  ring_plan_free(plan);
+  ring_table_free(base);
+}
+
 /* The page shows what /status.json says: version, plan (state, id, moves
  * done of total), and for every node of the table its state, replicas and
  * target (one decimal). */
@@ -378,7 +400,11 @@ START_TEST(page_follows_placement_and_join) {
   }
   ring_table_free(t);
 
-  /* a fifth node joins; its progress is held so the run stays active */
+  /* the hosts report their arcs' sizes; a fifth node joins; its progress
+   * is held so the run stays active */
+  t = env_table(v1);
+  env_put_sizes(t, token_size);
+  ring_table_free(t);
   fake_agent *a5 = env_agent_w("a5", "z1", 1.0, true);
   env_run run;
   WAIT_UNTIL(env_active(&run) && strcmp(run.phase, "pending") == 0, 20,
@@ -387,6 +413,7 @@ START_TEST(page_follows_placement_and_join) {
   s = status_when(0, vp, "active", run.id);
   const cJSON *p = jplan(s);
   ck_assert_double_eq(jnum(p, "moves_total"), run.moves_total);
+  check_bytes(p, run.id);
   ck_assert_double_eq(jnum(p, "base_version"), (double)v1);
   ck_assert_double_ge(jnum(p, "wave"), 1);
   ck_assert_double_le(jnum(p, "wave"), jnum(p, "waves"));
@@ -398,6 +425,9 @@ START_TEST(page_follows_placement_and_join) {
     check_dom(dom, t, "active", run.id, run.moves_done, run.moves_total);
     node_cell(dom, "a5", "state", v, sizeof v);
     ck_assert_str_eq(v, "joining");
+    char rate[256];
+    dom_id(dom, "plan-rate", rate, sizeof rate);
+    ck_assert_msg(strstr(rate, "to move, most to a5") != NULL, "plan-rate: %s", rate);
     free(dom);
   }
   ring_table_free(t);
