@@ -66,7 +66,7 @@ typedef struct render_input {
   const char *level;       /* the failure-domain level, "" for none */
   bool has_plan;           /* before and after differ: a plan is drawn */
   char title[160];
-  render_node *nodes;  /* one per node of table (malloc()'ed) */
+  render_node *nodes; /* one per node of table (malloc()'ed) */
   uint32_t n_nodes;
   rk_flow_pair *pairs; /* the plan's flows, most first (malloc()'ed; NULL: none) */
   uint32_t n_pairs;
@@ -76,8 +76,7 @@ typedef struct render_input {
  * or, when p is NULL, from live table t (targets: rk_node_targets).
  * Returns RING_OK, or RING_ENOMEM with nothing held. render_input_free
  * frees what it holds, not in. */
-int render_input_from(const ring_table *t, const ring_plan *p, const char *level,
-                      render_input *in);
+int render_input_from(const ring_table *t, const ring_plan *p, const char *level, render_input *in);
 void render_input_free(render_input *in);
 
 /* Picks at most `max` of n nodes, those with the highest score[] (ties:

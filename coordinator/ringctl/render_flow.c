@@ -23,9 +23,9 @@
 #define DOMAIN_GAP 16.0
 #define BLOCK_MIN 14.0 /* a block holds its label */
 #define BLOCK_W 18.0
-#define LEFT_X 300.0   /* left blocks' left edge */
-#define RIGHT_X 962.0  /* right blocks' left edge */
-#define LABEL_MIN 9.0  /* bands narrower than this carry no number */
+#define LEFT_X 300.0  /* left blocks' left edge */
+#define RIGHT_X 962.0 /* right blocks' left edge */
+#define LABEL_MIN 9.0 /* bands narrower than this carry no number */
 #define NODE_NEW 0xfffffffeu
 #define NODE_OTHER 0xffffffffu
 
@@ -98,7 +98,7 @@ static double gaps(const render_input *in, const side *s) {
   double g = 0;
   for (uint32_t j = 1; j < s->k; j++)
     g += strcmp(node_domain(in, s->node[j]), node_domain(in, s->node[j - 1])) != 0 ? DOMAIN_GAP
-                                                                                    : NODE_GAP;
+                                                                                   : NODE_GAP;
   return g;
 }
 
@@ -114,7 +114,7 @@ static void place(const render_input *in, side *s, double scale) {
   for (uint32_t j = 0; j < s->k; j++) {
     if (j > 0)
       y += strcmp(node_domain(in, s->node[j]), node_domain(in, s->node[j - 1])) != 0 ? DOMAIN_GAP
-                                                                                      : NODE_GAP;
+                                                                                     : NODE_GAP;
     double h = s->count[j] * scale;
     s->y[j] = y;
     s->h[j] = h > BLOCK_MIN ? h : BLOCK_MIN;

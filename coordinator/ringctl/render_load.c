@@ -37,8 +37,8 @@ typedef struct layout {
 static double bar_y(const layout *l, double v) { return Y_BASE - v * l->scale; }
 
 static bool new_domain(const layout *l, uint32_t j) {
-  return j > 0 && strcmp(l->in->nodes[l->order[j]].domain,
-                         l->in->nodes[l->order[j - 1]].domain) != 0;
+  return j > 0 &&
+         strcmp(l->in->nodes[l->order[j]].domain, l->in->nodes[l->order[j - 1]].domain) != 0;
 }
 
 static double top_of(const render_node *n) {
@@ -132,12 +132,13 @@ static void key(FILE *f, const layout *l) {
     svg_text(f, x + 16, y, 13, "start", "", "owned now (coloured by domain)");
     x += 250;
   }
-  fprintf(f, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#000\" "
-             "stroke-width=\"2\"/>\n",
+  fprintf(f,
+          "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#000\" "
+          "stroke-width=\"2\"/>\n",
           x, y - 4, x + 16, y - 4);
   svg_text(f, x + 22, y, 13, "start", "", "weighted target (number under the bar)");
-  svg_text(f, 24, 84, 12, "start", "fill=\"#555\"",
-           "token-replicas per node, grouped by %s", l->in->level[0] ? l->in->level : "node");
+  svg_text(f, 24, 84, 12, "start", "fill=\"#555\"", "token-replicas per node, grouped by %s",
+           l->in->level[0] ? l->in->level : "node");
 }
 
 /* "+N more nodes, each within D of its target", scores of the left out. */

@@ -36,11 +36,11 @@
 
 typedef struct sector_view {
   const render_input *in;
-  uint32_t n;          /* nodes */
-  uint32_t *count;     /* per node: token-replicas in the sector being drawn */
-  uint32_t *touched;   /* nodes whose count is not 0 */
+  uint32_t n;        /* nodes */
+  uint32_t *count;   /* per node: token-replicas in the sector being drawn */
+  uint32_t *touched; /* nodes whose count is not 0 */
   uint32_t n_touched;
-  int32_t *colour;     /* per node: its legend place, -1 when not listed */
+  int32_t *colour; /* per node: its legend place, -1 when not listed */
   uint32_t listed;
 } sector_view;
 
@@ -202,9 +202,8 @@ static void legend(FILE *f, const sector_view *v) {
       i++;
     const render_node *nd = &v->in->nodes[i];
     char label[160];
-    snprintf(label, sizeof label, "%s%s%s%s %.1f%%", nd->id, nd->domain[0] ? " (" : "",
-             nd->domain, nd->domain[0] ? ")" : "",
-             100.0 * ring_table_node_replicas(t, (uint16_t)i) / slots);
+    snprintf(label, sizeof label, "%s%s%s%s %.1f%%", nd->id, nd->domain[0] ? " (" : "", nd->domain,
+             nd->domain[0] ? ")" : "", 100.0 * ring_table_node_replicas(t, (uint16_t)i) / slots);
     double w = 22 + 7.0 * (double)strlen(label) + 16;
     if (x > LEG_X0 && x + w > LEG_X1) {
       x = LEG_X0;
@@ -227,8 +226,7 @@ static void centre(FILE *f, const ring_table *t, uint32_t sectors) {
   uint32_t T = ring_table_tokens(t);
   svg_text(f, CX, CY - 10, 16, "middle", "font-weight=\"bold\"", "version %llu",
            (unsigned long long)ring_table_version(t));
-  svg_text(f, CX, CY + 10, 12, "middle", "", "%u tokens x %u replicas", T,
-           ring_table_replicas(t));
+  svg_text(f, CX, CY + 10, 12, "middle", "", "%u tokens x %u replicas", T, ring_table_replicas(t));
   svg_text(f, CX, CY + 28, 12, "middle", "fill=\"#555\"", "%u sectors of %u tokens", sectors,
            (T + sectors - 1) / sectors);
 }
@@ -237,13 +235,20 @@ int render_ring(FILE *f, const render_input *in) {
   const ring_table *t = in->table;
   uint32_t n = ring_table_node_count(t), T = ring_table_tokens(t);
   uint32_t sectors = T < SECTORS ? T : SECTORS;
-  sector_view v = {in, n, calloc(n + 1, sizeof(uint32_t)), calloc(n + 1, sizeof(uint32_t)), 0,
-                 calloc(n + 1, sizeof(int32_t)), 0};
+  sector_view v = {in,
+                   n,
+                   calloc(n + 1, sizeof(uint32_t)),
+                   calloc(n + 1, sizeof(uint32_t)),
+                   0,
+                   calloc(n + 1, sizeof(int32_t)),
+                   0};
   int rc = v.count && v.touched && v.colour ? rank_nodes(&v) : -1;
   if (rc == 0) {
     svg_begin(f, in->title);
     svg_text(f, 24, 62, 13, "start", "",
-             "each of %u sectors: its owners' shares of the token-replicas, stacked in legend order; red dots: pending moves", sectors);
+             "each of %u sectors: its owners' shares of the token-replicas, stacked in legend "
+             "order; red dots: pending moves",
+             sectors);
     for (uint32_t s = 0; s < sectors; s++)
       sector(f, &v, s, sectors);
     pending(f, &v, sectors);

@@ -87,7 +87,7 @@ static bool has_text(const char *svg, const char *want) {
   do {                                                                                             \
     char want_[200];                                                                               \
     snprintf(want_, sizeof want_, __VA_ARGS__);                                                    \
-    ck_assert_msg(has_text(svg, want_), "no text \"%s\" in the picture", want_);                  \
+    ck_assert_msg(has_text(svg, want_), "no text \"%s\" in the picture", want_);                   \
   } while (0)
 
 /* ---------------------------------------------------------------- the writer */
@@ -213,6 +213,40 @@ START_TEST(ring_lists_every_share) {
 }
 END_TEST
 
+/* deploy/demo.sh's cluster: n1..n3 in z1..z3, T 4096, R 3; n4 joins in
+ * z4. With RENDER_KEEP, the pictures README.md shows (docs/img/). */
+START_TEST(demo_join) {
+  test_cluster c = {0};
+  for (int i = 1; i <= 3; i++) {
+    char id[8], zone[8];
+    snprintf(id, sizeof id, "n%d", i);
+    snprintf(zone, sizeof zone, "z%d", i);
+    cluster_add(&c, id, zone, zone, 1.0, RING_NODE_ACTIVE);
+  }
+  ring_plan_config cfg = config(4096, 3);
+  ring_plan *first = must_plan(NULL, &c, &cfg);
+  cluster_add(&c, "n4", "z4", "z4", 1.0, RING_NODE_JOINING);
+  ring_plan *p = must_plan(ring_plan_target(first), &c, &cfg);
+  render_input in;
+  const draw_fn fns[] = {render_ring, render_load, render_flow, render_ring, render_load};
+  const ring_plan *plans[] = {NULL, p, p, p, NULL};
+  for (int k = 0; k < 5; k++) {
+    const ring_table *live = k < 3 ? ring_plan_target(first) : ring_plan_target(p);
+    ck_assert_int_eq(render_input_from(live, plans[k], "zone", &in), RING_OK);
+    snprintf(in.title, sizeof in.title, "demo: %s", k < 3 ? "n4 joins" : "after the join");
+    size_t size;
+    char *svg = draw(fns[k], &in, &size);
+    ck_assert_uint_lt(size, 64 * 1024);
+    ck_assert(k == 0 || strstr(svg, ">n4") != NULL); /* n4 is drawn once it is in */
+    free(svg);
+    render_input_free(&in);
+  }
+  ring_plan_free(p);
+  ring_plan_free(first);
+  cluster_free(&c);
+}
+END_TEST
+
 /* ------------------------------------------------------------- 10,000 nodes */
 
 #define BIG_NODES 10000
@@ -260,6 +294,7 @@ static Suite *render_suite(void) {
   tcase_add_test(tc, load_of_the_live_table);
   tcase_add_test(tc, flow_counts_every_pair);
   tcase_add_test(tc, ring_lists_every_share);
+  tcase_add_test(tc, demo_join);
   tcase_add_test(tc, ten_thousand_nodes_stay_small);
   suite_add_tcase(s, tc);
   return s;
