@@ -109,8 +109,9 @@ static void take_sample(coord_status *st, const rk_state *s, uint64_t now) {
 
 /* n per second from a to b; 0 when the clock did not move forward. */
 static double rate(uint64_t from, uint64_t to, const coord_sample *a, const coord_sample *b) {
-  return b->t_ms > a->t_ms && to >= from ? (double)(to - from) * 1000.0 / (double)(b->t_ms - a->t_ms)
-                                         : 0;
+  return b->t_ms > a->t_ms && to >= from
+             ? (double)(to - from) * 1000.0 / (double)(b->t_ms - a->t_ms)
+             : 0;
 }
 
 static cJSON *rates_json(coord_status *st) {
