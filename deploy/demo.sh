@@ -4,8 +4,9 @@
 # each a ring-agent with the example ring-kv on its data dir), loads 100,000
 # keys, adds a 4th host, shows the plan, applies it with progress, then
 # checks that every key reads back its value and every arc's replicas are
-# identical, prints the share of data moved against the ideal 1/4, draws the
-# ring before and after, and brings the cluster down.
+# identical, prints the share of data moved against the ideal 1/4, draws
+# pictures (ringctl render: ring and load before, the join's load and flow,
+# ring and load after; SVG under $out/pictures/) and brings the cluster down.
 # Exit status 0 only when every check passed.
 # Usage: deploy/demo.sh   (as root on Debian; a few minutes on 2 cores)
 # Knobs: RING_DEMO_KEYS (100000), RING_DEMO_THREADS (256), RING_DEMO_TOKENS (4096),
@@ -91,9 +92,18 @@ rctl status
 step "load $keys keys through ring-kv (every write fsynced on its 3 replicas)"
 "${kvload[@]}" --load --threads "$threads" --interval 10s
 
-step "picture: the ring before the join"
-rctl render --svg "$out/ring-before.svg"
-echo "   $out/ring-before.svg"
+pictures="$out/pictures"
+mkdir -p "$pictures"
+draw() { # draw NAME ARGS...: one picture, its path and size
+  local name=$1
+  shift
+  rctl render --svg "$pictures/$name.svg" "$@" >/dev/null
+  echo "   $pictures/$name.svg ($(wc -c <"$pictures/$name.svg") bytes)"
+}
+
+step "pictures: the ring and the load before the join"
+draw ring-before --what ring
+draw load-before --what load
 
 step "add host n4 in zone z4"
 "${lc[@]}" add-node
@@ -113,6 +123,11 @@ done
   exit 1
 }
 read -r plan_id lower_bound < <(python3 -c 'import json,sys; p=json.load(sys.stdin); print(p["id"], p["lower_bound"])' <"$plan_json")
+
+step "pictures: the join's load (before, after, target) and its flow (who gives to whom)"
+rctl plan -o "$RK_HOME/join-plan.json" >/dev/null # kept: the flow is drawn again after the run
+draw load-join --what load --plan "$RK_HOME/join-plan.json"
+draw flow-join --what flow --plan "$RK_HOME/join-plan.json"
 
 step "ringctl plan"
 rctl plan
@@ -146,9 +161,9 @@ print("   ideal for 3 -> 4 equal hosts: 1/4 = %d (%.2f%%); planner's lower bound
 sys.exit(0 if run["state"] == "done" and moved == run["moves_total"] else 1)
 EOF
 
-step "picture: the ring after the join"
-rctl render --svg "$out/ring-after.svg"
-echo "   $out/ring-before.svg  ->  $out/ring-after.svg"
+step "pictures: the ring and the load after the join"
+draw ring-after --what ring
+draw load-after --what load
 
 if [ "${#failed[@]}" -gt 0 ]; then
   step "FAILED: ${failed[*]}"

@@ -345,4 +345,25 @@ int rk_recover_build(const ring_table *newest, const rk_agent_recovery *reps, ui
                      rk_recover *out, ring_error *err);
 void rk_recover_free(rk_recover *r);
 
+/* ------------------------------------------------- plan flows (plan_flow.c) */
+
+/* One (giver, receiver) pair of a plan's moves: `ringctl render --what
+ * flow` and the status page draw these. */
+typedef struct rk_flow_pair {
+  uint16_t from;  /* giver: node index of the plan's target table; RING_NODE_NONE for new
+                     replicas (a first placement, lost tokens) */
+  uint16_t to;    /* receiver: node index of the target table */
+  uint32_t count; /* moves from -> to */
+} rk_flow_pair;
+
+/* The moves of p aggregated by (from, to), most moves first (ties by from,
+ * then to). *pairs is malloc()'ed (free() it; NULL when p moves nothing)
+ * and holds *n entries, one per distinct pair: at most the move count.
+ * Returns RING_OK, or RING_ENOMEM with *pairs NULL and *n 0. */
+int rk_plan_flow(const ring_plan *p, rk_flow_pair **pairs, uint32_t *n);
+
+/* The value of the failure-domain level `level` for node i of t, "" when
+ * there is no level, no such node or no label: what pictures group by. */
+const char *rk_node_domain(const ring_table *t, uint16_t i, const char *level);
+
 #endif /* RING_COORD_CLUSTER_H */

@@ -60,6 +60,16 @@ enum {
   COORD_PLAN_CANCELLING
 };
 
+/* One sample of the active run's progress, for the status page's rate
+ * chart (coord_status_plan.c). */
+typedef struct coord_sample {
+  uint64_t t_ms;       /* rd_wall_ms when taken */
+  uint64_t moves_done; /* the run's cursor then */
+  uint64_t bytes_done;
+} coord_sample;
+
+#define COORD_SAMPLES_MAX 600 /* ten minutes at one a second; older ones are dropped */
+
 /* The status page's state (coord_status.c). Locking: mu guards json only,
  * and is held just to swap or copy it; the rest belongs to the loop. */
 typedef struct coord_status {
@@ -80,6 +90,12 @@ typedef struct coord_status {
   int64_t plans_mod;           /* the plan keys' mod revisions then (folded) */
   struct cJSON *run_bytes;     /* the active run's bytes per receiver (coord_status_bytes.c) */
   char run_bytes_id[RK_PLAN_ID_LEN + 1]; /* the run they were computed for; "": none */
+  /* the active run's flow and rates (coord_status_plan.c) */
+  char flow_plan[RK_PLAN_ID_LEN + 1];      /* the run flow was made for; "": none */
+  struct cJSON *flow;                      /* its "flow" object; NULL: none yet */
+  char samples_plan[RK_PLAN_ID_LEN + 1];   /* the run the samples follow; "": none */
+  coord_sample samples[COORD_SAMPLES_MAX]; /* a ring: the oldest at first */
+  uint32_t first, n_samples;               /* where the oldest is; how many */
 } coord_status;
 
 /* Stuck moves (coord_stuck.c). Locking: mu guards health only (the HTTP
@@ -240,6 +256,8 @@ const rd_http_route *coord_status_routes(coord *c);
 void coord_status_bytes(coord *c, const rk_state *s, struct cJSON *o);
 void coord_status_bytes_free(coord *c);
 
+/* The page for / and /status (coord_status_page.c): static, NUL-terminated. */
+extern const char coord_status_html[];
 /* rd_page_fn: the page for / and /status, the JSON for /status.json. */
 unsigned coord_status_page(void *ud, const char *path, rd_text *t, const char **type);
 /* The loop, leading: rebuilds the leader's view from s (and c->table when
@@ -249,6 +267,15 @@ void coord_status_observe(coord *c, const rk_state *s);
 /* The loop, not leading: at most once a second, reads the leader key and
  * makes the view "follower, leader is X". */
 void coord_status_follow(coord *c);
+
+/* The active run's part of the page (coord_status_plan.c), called by
+ * coord_status_observe: takes a progress sample (at most one a second;
+ * a new run starts a new series), and adds "flow" (who gives how many to
+ * whom, from c->run_plan) and "rates" (the samples as moves/s and
+ * bytes/s) to o. Both stay for the last run once it is over. */
+void coord_status_plan(coord *c, const rk_state *s, struct cJSON *o);
+/* Frees what coord_status_plan keeps. */
+void coord_status_plan_free(coord *c);
 
 /* Helpers shared by the parts. */
 int coord_key(const coord *c, char key[RK_KEY_MAX], const char *what);

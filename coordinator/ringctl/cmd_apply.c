@@ -22,8 +22,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define PLAN_FILE_MAX (64u << 20)
-
 /* -------------------------------------------------------------- arguments */
 
 enum { OPT_WAIT, OPT_STUCK_TIMEOUT };
@@ -76,35 +74,6 @@ static int apply(const ringctl_args *a, int id, const char *value, void *ud) {
 
 static bool is_plan_id(const char *s) {
   return strlen(s) == RK_PLAN_ID_LEN && strspn(s, "0123456789abcdef") == RK_PLAN_ID_LEN;
-}
-
-/* Reads a whole file into a malloc()'ed buffer. */
-static char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  char *buf = f ? malloc(PLAN_FILE_MAX + 1) : NULL;
-  if (buf != NULL) {
-    *len = fread(buf, 1, PLAN_FILE_MAX + 1, f);
-    if (ferror(f) || *len > PLAN_FILE_MAX) {
-      free(buf);
-      buf = NULL;
-    }
-  }
-  if (f != NULL)
-    fclose(f);
-  return buf;
-}
-
-static int load_file(ringctl_ctx *ctx, const char *path, rk_plan_doc *d) {
-  size_t len = 0;
-  char *json = read_file(path, &len);
-  if (json == NULL)
-    return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "cannot read plan file %s", path);
-  ring_error err = {RING_OK, ""};
-  int rc = rk_plan_doc_decode(json, len, d, &err);
-  free(json);
-  if (rc != RING_OK)
-    return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "%s is not a plan: %s", path, err.message);
-  return RINGCTL_EXIT_OK;
 }
 
 /* The proposed plan, if it is the one asked for (id NULL: any). */
@@ -249,7 +218,7 @@ static int approve_doc(ringctl_ctx *ctx, const rk_state *st, const rk_plan_doc *
 
 static int apply_file(ringctl_ctx *ctx, const rk_state *st, const apply_settings *s) {
   rk_plan_doc d;
-  int rc = load_file(ctx, s->target, &d);
+  int rc = ringctl_plan_load(ctx, s->target, &d);
   if (rc != RINGCTL_EXIT_OK)
     return rc;
   rc = approve_doc(ctx, st, &d, false, s);

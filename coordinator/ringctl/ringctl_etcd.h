@@ -149,6 +149,12 @@ uint64_t ringctl_now_ms(void);
 
 /* ------------------------------------------------------------------- plans */
 
+/* Reads a plan file saved by `ringctl plan -o` (at most 64 MiB) into *d
+ * (rk_plan_doc_free it). An unreadable file or one that is not a plan is a
+ * failure that says so, with *d holding nothing. The moves are not
+ * checked here: ringctl_plan_compute recomputes them. */
+int ringctl_plan_load(const ringctl_ctx *ctx, const char *path, rk_plan_doc *d);
+
 /* Recomputes a plan document's moves from tables/<base_version> and checks
  * its digest (rk_plan_doc_compute). A refused document gives *plan NULL and
  * OK (it is shown, not run). A digest mismatch is a failure that says so. */

@@ -157,12 +157,7 @@ int ringctl_label_violations(const rk_state *st, cJSON *arr);
 
 /* ----------------------------------------------------------------- pictures */
 
-/* Draws table t as SVG on f (render_svg.c): R concentric rings of tokens
- * coloured by owner (slot 0 innermost), an outer band coloured by the
- * slot-0 owner's value of `level` (the failure domain; "" for none),
- * pending owners marked outside it, and a legend. Returns 0, or -1 when
- * writing failed. */
-int ringctl_render_svg(FILE *f, const ring_table *t, const char *level);
+/* `ringctl render`'s pictures have a header of their own: render.h. */
 
 /* A restored etcd (ringctl_restore.c): whether c's history went back once
  * st is judged (rk_state_history; why gets the reason); st's view of it as

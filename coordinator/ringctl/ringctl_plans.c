@@ -1,9 +1,9 @@
 /*
  * ringctl_plans.c: plan documents in ringctl (ringctl_etcd.h, "plans"):
- * recomputing their moves, showing and saving them. Shared by plan,
- * plan --what-if and apply.
+ * loading saved ones, recomputing their moves, showing and saving them.
+ * Shared by plan, plan --what-if, apply and render.
  *
- * Sections: recomputing; showing; saving.
+ * Sections: loading; recomputing; showing; saving.
  */
 #include "ringctl_etcd.h"
 #include "ringctl_out.h"
@@ -11,6 +11,39 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ----------------------------------------------------------------- loading */
+
+#define PLAN_FILE_MAX (64u << 20) /* as apply has always read: bounds the read, not the planner */
+
+/* Reads a whole file into a malloc()'ed buffer. */
+static char *read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  char *buf = f ? malloc(PLAN_FILE_MAX + 1) : NULL;
+  if (buf != NULL) {
+    *len = fread(buf, 1, PLAN_FILE_MAX + 1, f);
+    if (ferror(f) || *len > PLAN_FILE_MAX) {
+      free(buf);
+      buf = NULL;
+    }
+  }
+  if (f != NULL)
+    fclose(f);
+  return buf;
+}
+
+int ringctl_plan_load(const ringctl_ctx *ctx, const char *path, rk_plan_doc *d) {
+  size_t len = 0;
+  char *json = read_file(path, &len);
+  if (json == NULL)
+    return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "cannot read plan file %s", path);
+  ring_error err = {RING_OK, ""};
+  int rc = rk_plan_doc_decode(json, len, d, &err);
+  free(json);
+  if (rc != RING_OK)
+    return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "%s is not a plan: %s", path, err.message);
+  return RINGCTL_EXIT_OK;
+}
 
 /* ------------------------------------------------------------- recomputing */
 

@@ -101,9 +101,11 @@ START_TEST(render_json) {
   char path[400];
   snprintf(path, sizeof path, "%s/ring.svg", fx_etcd.base);
   cJSON *j = fx_json(0, "j-render", "render --svg %s", path);
-  const char *const fields[] = {"svg", "version"};
-  fx_fields(j, fields, 2);
-  ck_assert_str_eq(fx_str(j, "svg"), path);
+  const char *const fields[] = {"file", "what", "bytes", "version"};
+  fx_fields(j, fields, 4);
+  ck_assert_str_eq(fx_str(j, "file"), path);
+  ck_assert_str_eq(fx_str(j, "what"), "ring");
+  ck_assert_int_gt((int)fx_num(j, "bytes"), 0);
   ck_assert_int_eq((int)fx_num(j, "version"), 1);
   cJSON_Delete(j);
   ck_assert_int_eq(access(path, R_OK), 0);

@@ -154,14 +154,29 @@ START_TEST(render_svg_well_formed) {
   check_xml(svg);
   ck_assert_ptr_nonnull(strstr(svg, "<svg xmlns=\"http://www.w3.org/2000/svg\""));
   ck_assert_ptr_nonnull(strstr(svg, "<path d=\"M"));
-  ck_assert_ptr_nonnull(strstr(svg, ">n5 (z2)"));                   /* the legend */
-  ck_assert_ptr_nonnull(strstr(svg, "token 5 slot 0: pending n0")); /* the mark */
+  ck_assert_ptr_nonnull(strstr(svg, ">n5 (z2) "));                      /* the legend */
+  ck_assert_ptr_nonnull(strstr(svg, "<title>1 pending moves</title>")); /* the mark */
+  ck_assert_uint_lt(strlen(svg), 64 * 1024); /* 64 sectors, not T*R slices */
   free(svg);
   if (system("command -v xmllint >/dev/null 2>&1") == 0) {
     char cmd[512];
     snprintf(cmd, sizeof cmd, "xmllint --noout '%s'", path);
     ck_assert_int_eq(system(cmd), 0);
   }
+  /* load of the live table, --json says where and how much */
+  snprintf(path, sizeof path, "%s/load.svg", fx_etcd.base);
+  cJSON *j = fx_json(0, "t-render", "render --what load --svg %s --json", path);
+  ck_assert_str_eq(cJSON_GetObjectItem(j, "file")->valuestring, path);
+  ck_assert_str_eq(cJSON_GetObjectItem(j, "what")->valuestring, "load");
+  svg = fx_slurp_file(path);
+  ck_assert_double_eq(cJSON_GetObjectItem(j, "bytes")->valuedouble, (double)strlen(svg));
+  ck_assert_ptr_nonnull(strstr(svg, ">n5<"));
+  cJSON_Delete(j);
+  free(svg);
+  FX_EXPECT_IN(1, err, "no plan is proposed", "t-render", "render --what flow --svg %s", path);
+  FX_EXPECT_IN(2, err, "--what", "t-render", "render --what pie");
+  FX_EXPECT_IN(2, err, "not both", "t-render", "render --plan x.json --proposed");
+  FX_EXPECT_IN(1, err, "cannot read plan file", "t-render", "render --plan /nonexistent.json");
   FX_EXPECT(1, "t-render", "render --svg /nonexistent-dir/ring.svg");
 }
 END_TEST

@@ -7,7 +7,9 @@
  * every node's token-replicas and weighted target (recomputed here by
  * env_targets, apart from the coordinator's own computation), the version
  * and the plan. A joining node shows up, with its plan active while its
- * progress is held and done after. A second coordinator's page says it
+ * progress is held and done after; the plan's flow chart writes each
+ * (giver, receiver) count /status.json gives, and its rate chart the
+ * samples' peak moves/s. A second coordinator's page says it
  * follows and names itself.
  *
  * Without /usr/bin/chromium the page checks are skipped with a message,
@@ -80,6 +82,21 @@ static cJSON *status_when(int coord, uint64_t v, const char *state, const char *
     cJSON_Delete(s);
     ck_assert_msg(!late, "/status.json never showed version %llu with a plan %s",
                   (unsigned long long)v, state);
+    harness_sleep_ms(100);
+  }
+}
+
+/* status_when, and until its flow is the plan's (counted once the loop
+ * holds the run's plan). */
+static cJSON *status_with_flow(int coord, uint64_t v, const char *state, const char *id) {
+  double end = harness_now() + 15;
+  for (;;) {
+    cJSON *s = status_when(coord, v, state, id);
+    const cJSON *f = jobj(s, "flow");
+    if (cJSON_IsObject(f) && strcmp(jstr(f, "plan"), id) == 0)
+      return s;
+    cJSON_Delete(s);
+    ck_assert_msg(harness_now() < end, "/status.json never showed the flow of %s", id);
     harness_sleep_ms(100);
   }
 }
@@ -170,14 +187,20 @@ static void text_at(const char *open, char *out, size_t cap) {
   out[n] = '\0';
 }
 
-/* The text of the element with id="id" ("" when there is none). */
-static void dom_id(const char *dom, const char *id, char *out, size_t cap) {
-  char want[96];
-  snprintf(want, sizeof want, "id=\"%s\"", id);
+/* The text of the first element with attr="value" ("" when there is
+ * none). */
+static void dom_attr(const char *dom, const char *attr, const char *value, char *out, size_t cap) {
+  char want[256];
+  snprintf(want, sizeof want, " %s=\"%s\"", attr, value);
   const char *at = strstr(dom, want);
   out[0] = '\0';
   if (at != NULL)
     text_at(at, out, cap);
+}
+
+/* The text of the element with id="id" ("" when there is none). */
+static void dom_id(const char *dom, const char *id, char *out, size_t cap) {
+  dom_attr(dom, "id", id, out, cap);
 }
 
 /* The row <tr data-<attr>="value">...</tr> as a string (malloc()'ed), NULL
@@ -367,6 +390,69 @@ static void check_dom(const char *dom, const ring_table *t, const char *plan_sta
   free(target);
 }
 
+/* The run's flow in /status.json: every move of it, all to `to` (a join),
+ * largest pair first, counted as the plan's moves. */
+static void check_flow_json(const cJSON *s, const char *id, double moves_total, const char *to) {
+  const cJSON *f = jobj(s, "flow"), *pair;
+  ck_assert_msg(cJSON_IsObject(f), "/status.json has no flow");
+  ck_assert_str_eq(jstr(f, "plan"), id);
+  ck_assert_double_eq(jnum(f, "moves"), moves_total);
+  double sum = jnum(f, "more_moves"), last = INFINITY;
+  cJSON_ArrayForEach(pair, jobj(f, "pairs")) {
+    ck_assert_str_eq(jstr(pair, "to"), to);
+    ck_assert_str_eq(jstr(pair, "to_domain"), "z1");
+    ck_assert_double_le(jnum(pair, "count"), last);
+    last = jnum(pair, "count");
+    sum += last;
+  }
+  ck_assert_double_eq(sum, moves_total);
+}
+
+/* The page's flow chart writes each pair's count where /status.json has
+ * it (data-pair="FROM TO"), and each receiver's total. */
+static void check_flow_dom(const char *dom, const cJSON *s, const char *to) {
+  const cJSON *pair;
+  char v[64], key[160], want[96];
+  double total = 0;
+  cJSON_ArrayForEach(pair, jobj(jobj(s, "flow"), "pairs")) {
+    snprintf(key, sizeof key, "%s %s", jstr(pair, "from"), jstr(pair, "to"));
+    dom_attr(dom, "data-pair", key, v, sizeof v);
+    snprintf(want, sizeof want, "%.0f", jnum(pair, "count"));
+    ck_assert_msg(strcmp(v, want) == 0, "the flow chart shows %s for %s, /status.json %s", v, key,
+                  want);
+    total += jnum(pair, "count");
+  }
+  dom_attr(dom, "data-flow-node", to, v, sizeof v);
+  snprintf(want, sizeof want, "%s (z1) gets %.0f", to, total);
+  ck_assert_str_eq(v, want);
+}
+
+/* The rate chart's peak is the samples' highest moves/s (to its one
+ * decimal), and the samples follow run `id`. Returns how many there are. */
+static int check_rates(const char *dom, const cJSON *s, const char *id) {
+  const cJSON *r = jobj(s, "rates"), *x;
+  ck_assert_msg(cJSON_IsObject(r), "/status.json has no rates");
+  ck_assert_str_eq(jstr(r, "plan"), id);
+  double peak = 0;
+  int n = 0;
+  cJSON_ArrayForEach(x, jobj(r, "samples")) {
+    ck_assert_double_ge(jnum(x, "moves_per_s"), 0);
+    ck_assert(cJSON_IsNumber(jobj(x, "bytes_per_s")) && cJSON_IsNumber(jobj(x, "t_ms")));
+    peak = fmax(peak, jnum(x, "moves_per_s"));
+    n++;
+  }
+  ck_assert_int_ge(n, 1);
+  ck_assert_int_le(n, 600);
+  if (dom != NULL) {
+    char v[64];
+    dom_id(dom, "rate-peak-moves", v, sizeof v);
+    ck_assert_msg(v[0] != '\0' && fabs(atof(v) - peak) <= 0.051,
+                  "the rate chart's peak is \"%s\", the samples' %.3f", v, peak);
+    ck_assert_ptr_nonnull(strstr(dom, "id=\"rate-chart\""));
+  }
+  return n;
+}
+
 /* ------------------------------------------------------------------ the test */
 
 START_TEST(page_follows_placement_and_join) {
@@ -410,7 +496,7 @@ START_TEST(page_follows_placement_and_join) {
   WAIT_UNTIL(env_active(&run) && strcmp(run.phase, "pending") == 0, 20,
              "no pending wave for a5's join");
   uint64_t vp = env_version();
-  s = status_when(0, vp, "active", run.id);
+  s = status_with_flow(0, vp, "active", run.id);
   const cJSON *p = jplan(s);
   ck_assert_double_eq(jnum(p, "moves_total"), run.moves_total);
   check_bytes(p, run.id);
@@ -419,7 +505,7 @@ START_TEST(page_follows_placement_and_join) {
   ck_assert_double_le(jnum(p, "wave"), jnum(p, "waves"));
   t = env_table(vp);
   check_json(s, t);
-  cJSON_Delete(s);
+  check_flow_json(s, run.id, run.moves_total, "a5");
   if (chromium) {
     char *dom = page_dom(0), v[64];
     check_dom(dom, t, "active", run.id, run.moves_done, run.moves_total);
@@ -428,8 +514,11 @@ START_TEST(page_follows_placement_and_join) {
     char rate[256];
     dom_id(dom, "plan-rate", rate, sizeof rate);
     ck_assert_msg(strstr(rate, "to move, most to a5") != NULL, "plan-rate: %s", rate);
+    check_flow_dom(dom, s, "a5"); /* held: the flow is what it was */
+    ck_assert_ptr_nonnull(strstr(dom, "id=\"rate-peak-moves\""));
     free(dom);
   }
+  cJSON_Delete(s);
   ring_table_free(t);
 
   /* released: the run reaches done and the page shows a5 with its share */
@@ -443,9 +532,13 @@ START_TEST(page_follows_placement_and_join) {
   ck_assert_double_eq(jnum(jplan(s), "moves_done"), join.moves_total);
   ck_assert_int_eq(cJSON_GetArraySize(jobj(s, "history")), 2);
   ck_assert_str_eq(jstr(cJSON_GetArrayItem(jobj(s, "history"), 0), "id"), join.id);
-  cJSON_Delete(s);
+  check_flow_json(s, join.id, join.moves_total, "a5"); /* the last run's stays */
+  if (!chromium)
+    check_rates(NULL, s, join.id);
   if (chromium) {
     char *dom = page_dom(0), v[64];
+    check_rates(dom, s, join.id); /* over: no sample is added any more */
+    check_flow_dom(dom, s, "a5");
     check_dom(dom, t, "done", join.id, join.moves_total, join.moves_total);
     node_cell(dom, "a5", "replicas", v, sizeof v);
     ck_assert_msg(fabs(atof(v) - 128) <= 1, "a5 shows %s replicas, its share is 128", v);
@@ -458,6 +551,7 @@ START_TEST(page_follows_placement_and_join) {
     }
     free(dom);
   }
+  cJSON_Delete(s);
   ring_table_free(t);
   env_pass();
 }
