@@ -39,8 +39,8 @@ static cJSON *compute(coord *c, const ring_plan *p, const ring_table *base,
                                 (double)in[i]);
     cJSON_AddNumberToObject(o, "bytes_now", (double)total);
     cJSON_AddNumberToObject(o, "sizes_known", known);
-    cJSON_AddNumberToObject(o, "eta_s",
-                            (double)rk_plan_eta_ms(p, arc, config->throttle.bytes_per_sec) / 1000.0);
+    cJSON_AddNumberToObject(
+        o, "eta_s", (double)rk_plan_eta_ms(p, arc, config->throttle.bytes_per_sec) / 1000.0);
   }
   free(in);
   free(arc);
