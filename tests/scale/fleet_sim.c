@@ -51,7 +51,7 @@ static int parse_args(int argc, char **argv, fleet_opts *o) {
   *o = (fleet_opts){
       .endpoints = "http://127.0.0.1:2379", .hosts = 10000, .procs = 4, .zones = 8, .ttl_s = 600};
   uint32_t ttl = 600;
-  for (int i = 1; i < argc; i++) {
+  for (int i = 1; i < argc; i += 2) { /* every option takes a value */
     const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     bool ok = v != NULL;
     if (ok && strcmp(f, "--endpoints") == 0)
@@ -81,7 +81,6 @@ static int parse_args(int argc, char **argv, fleet_opts *o) {
               usage);
       return 64;
     }
-    i++;
   }
   o->ttl_s = ttl;
   if (o->cluster == NULL || !ring_id_valid(o->cluster) || o->id_base + o->hosts > 100000 ||
