@@ -83,6 +83,17 @@ uint64_t rk_plan_eta_ms(const ring_plan *p, const uint64_t *arc_bytes, uint64_t 
   return (most * 1000u + rate - 1) / rate;
 }
 
+/* Why in cannot be weighed: into why (cap bytes). */
+static void say_why(const ring_table *t, uint32_t known, char *why, size_t cap) {
+  if (t == NULL)
+    snprintf(why, cap, "balance bytes: no table yet; planned by tokens");
+  else if (known < ring_table_tokens(t))
+    snprintf(why, cap, "balance bytes: sizes known for %u of %u tokens; planned by tokens", known,
+             ring_table_tokens(t));
+  else
+    snprintf(why, cap, "balance bytes: every arc is empty; planned by tokens");
+}
+
 int rk_input_weigh(const rk_state *s, const ring_table *t, rk_plan_input *in, char *why,
                    size_t cap) {
   why[0] = '\0';
@@ -91,21 +102,17 @@ int rk_input_weigh(const rk_state *s, const ring_table *t, rk_plan_input *in, ch
   uint64_t *arc = NULL;
   uint32_t known = 0;
   int rc = rk_arc_bytes(s, t, &arc, &known);
-  if (rc == RING_OK && t != NULL && known == ring_table_tokens(t))
-    rc = rk_plan_input_weigh(in, arc);
-  else if (rc == RING_OK)
-    rc = RING_EINVAL;
+  if (rc == RING_OK)
+    rc = t != NULL && known == ring_table_tokens(t) ? rk_plan_input_weigh(in, arc) : RING_EINVAL;
   free(arc);
-  if (rc == RING_ENOMEM)
-    return rc;
-  if (rc != RING_OK) {
+  if (rc == RING_EINVAL) { /* a plan is never weighed by guesses: tokens, and say so */
+    free(in->arc_q);
+    free(in->arc_w);
+    in->arc_q = NULL;
+    in->arc_w = NULL;
     in->balance = RING_BALANCE_TOKENS;
-    snprintf(why, cap,
-             t == NULL ? "balance bytes: no table yet; planned by tokens"
-             : known < ring_table_tokens(t)
-                 ? "balance bytes: sizes known for %u of %u tokens; planned by tokens"
-                 : "balance bytes: every arc is empty; planned by tokens",
-             known, t ? ring_table_tokens(t) : 0);
+    say_why(t, known, why, cap);
+    rc = RING_OK;
   }
-  return RING_OK;
+  return rc;
 }

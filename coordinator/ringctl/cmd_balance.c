@@ -25,14 +25,12 @@ static const char help[] =
     "Bytes drift as data grows; rebalance for drift with\n"
     "`ringctl plan --balance bytes -o FILE` and `ringctl apply FILE`.\n";
 
-static const char *const names[] = {"tokens", "bytes"}; /* ring_balance order */
-
 static int get(const rk_config *c) { return (int)c->balance; }
 static void set(rk_config *c, int value) { c->balance = (ring_balance)value; }
 
 int ringctl_cmd_balance(ringctl_args *a) {
-  static const ringctl_setting s = {help,  "balance", "balance", "tokens or bytes",
-                                    names, 2,         get,       set};
+  static const ringctl_setting s = {
+      help, "balance", "balance", "tokens or bytes", ringctl_balance_names, 2, get, set};
   return ringctl_setting_cmd(a, &s);
 }
 

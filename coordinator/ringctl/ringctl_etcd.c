@@ -320,16 +320,15 @@ int ringctl_auto_apply_opt(const ringctl_args *a, const char *value, rk_auto_app
   return RINGCTL_EXIT_OK;
 }
 
-int ringctl_balance_opt(const ringctl_args *a, const char *value, ring_balance *out) {
-  if (strcmp(value, "tokens") == 0 || strcmp(value, "bytes") == 0) {
-    *out = value[0] == 'b' ? RING_BALANCE_BYTES : RING_BALANCE_TOKENS;
-    return RINGCTL_EXIT_OK;
-  }
-  return ringctl_usage_error(a, "balance: \"%s\" is not tokens or bytes", value);
-}
+const char *const ringctl_balance_names[2] = {"tokens", "bytes"}; /* ring_balance order */
 
-const char *ringctl_balance_name(ring_balance b) {
-  return b == RING_BALANCE_BYTES ? "bytes" : "tokens";
+int ringctl_balance_opt(const ringctl_args *a, const char *value, ring_balance *out) {
+  for (int i = 0; i < 2; i++)
+    if (strcmp(value, ringctl_balance_names[i]) == 0) {
+      *out = (ring_balance)i;
+      return RINGCTL_EXIT_OK;
+    }
+  return ringctl_usage_error(a, "balance: \"%s\" is not tokens or bytes", value);
 }
 
 uint64_t ringctl_now_ms(void) {

@@ -251,7 +251,8 @@ int ringctl_setting_cmd(ringctl_args *a, const ringctl_setting *s);
 
 /* Parses a balance objective (tokens, bytes) into *out; as above. */
 int ringctl_balance_opt(const ringctl_args *a, const char *value, ring_balance *out);
-const char *ringctl_balance_name(ring_balance b); /* "tokens" or "bytes" */
+/* The objectives' names, indexed by ring_balance. */
+extern const char *const ringctl_balance_names[2];
 
 /* Applies throttle option id to *t. Returns RINGCTL_EXIT_OK, the usage
  * exit code after a message, or -1 when id is not a throttle option. */
