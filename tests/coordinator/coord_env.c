@@ -399,13 +399,25 @@ uint32_t env_replay(uint64_t from, uint64_t to, bool stream) {
   return changes;
 }
 
+/* plan/proposed's value, cut to 300 bytes, or "none": for messages. The
+ * buffer is static: one message at a time. */
+static const char *env_proposed_text(void) {
+  static char out[320];
+  char *v = env_get("plan/proposed", NULL);
+  snprintf(out, sizeof out, "%.300s", v && *v ? v : "none");
+  free(v);
+  return out;
+}
+
 env_run env_wait_done(int done, double timeout_s) {
   env_run last, a;
   memset(&last, 0, sizeof last);
   WAIT_UNTIL(env_history_count("done", &last) >= done && !env_active(&a) &&
                  !env_exists("plan/proposed"),
-             timeout_s, "no run #%d done in %.0f s (version %llu, history done %d)", done,
-             (double)timeout_s, (unsigned long long)env_version(), env_history_count("done", NULL));
+             timeout_s,
+             "no run #%d done in %.0f s (version %llu, history done %d, active %d, proposed %s)",
+             done, (double)timeout_s, (unsigned long long)env_version(),
+             env_history_count("done", NULL), env_active(&a), env_proposed_text());
   return last;
 }
 
