@@ -382,6 +382,23 @@ START_TEST(base64_strict) {
   ck_assert_int_eq(ring__base64_decode("AAA", 3, out, sizeof out), -1);
   ck_assert_int_eq(ring__base64_decode("AAAAAAAA", 8, out, 5), -1); /* capacity */
   ck_assert_int_eq(ring__base64_decode("A A=", 4, out, sizeof out), -1);
+  ck_assert_int_eq(ring__base64_decode("A=AA", 4, out, sizeof out), -1); /* '=' inside */
+  ck_assert_int_eq(ring__base64_decode("AA=A", 4, out, sizeof out), -1);
+  ck_assert_int_eq(ring__base64_decode("A===", 4, out, sizeof out), -1);
+  ck_assert_int_eq(ring__base64_decode("AA\xc1"
+                                       "A",
+                                       4, out, sizeof out),
+                   -1); /* high bit */
+  ck_assert_int_eq(ring__base64_decode("AAA=", 4, out, 1), -1);
+  /* every alphabet character in every position of a group decodes as the encoder wrote it */
+  static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  for (int i = 0; i < 64; i++) {
+    char g[5] = {al[i], al[(i + 1) % 64], al[(i + 7) % 64], al[(i + 13) % 64], '\0'};
+    char back[5];
+    ck_assert_int_eq(ring__base64_decode(g, 4, out, sizeof out), 3);
+    ring__base64_encode(out, 3, back);
+    ck_assert_str_eq(back, g);
+  }
   const uint8_t in[] = {0xff, 0x00, 0x7f, 0x80, 0x01};
   char enc[16];
   for (size_t n = 0; n <= sizeof in; n++) {
