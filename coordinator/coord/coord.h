@@ -17,6 +17,7 @@
 
 #include "cluster.h"
 #include "daemon.h"
+#include "state_cache.h"
 
 #include <stdatomic.h>
 
@@ -123,7 +124,8 @@ typedef struct coord {
   bool leading;
   ring_leadership lead;
 
-  ring_watch *watch; /* the cluster prefix: any change wakes the loop */
+  rk_cache *cache; /* the cluster's state, fed by the one watch on its prefix (which
+                      also wakes the loop); a new term starts from a full read */
 
   /* caches, owned by the loop */
   ring_table *table;   /* the table at `version` */
