@@ -34,8 +34,7 @@ int rk__part_of(const uint8_t *key, size_t len, size_t plen);
  * empty) and to s->bad. prefix_len: bytes of the part's key with the
  * cluster's prefix. Returns the parser's error (a control-plane record that
  * does not parse, err naming its key) or RING_OK. */
-int rk__part_parse(rk_state *s, size_t part, const ring_kvs *r, size_t prefix_len,
-                   ring_error *err);
+int rk__part_parse(rk_state *s, size_t part, const ring_kvs *r, size_t prefix_len, ring_error *err);
 
 /* Applies one watch event of part `part` to s (state_apply.c), as a full
  * read of the store after it would have read it: the key's entry and bad

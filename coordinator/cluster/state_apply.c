@@ -34,19 +34,27 @@ typedef struct layout {
 } layout;
 
 #define FIELD_END(f) (offsetof(rk_state, f) + sizeof(((rk_state *)0)->f))
-#define SINGLE(first, last) {true, offsetof(rk_state, first), FIELD_END(last), 0, 0, 0}
+#define SINGLE(first, last)                                                                        \
+  { true, offsetof(rk_state, first), FIELD_END(last), 0, 0, 0 }
 #define LIST(a, n)                                                                                 \
-  {false, 0, 0, offsetof(rk_state, a), offsetof(rk_state, n), sizeof(*((rk_state *)0)->a)}
+  { false, 0, 0, offsetof(rk_state, a), offsetof(rk_state, n), sizeof(*((rk_state *)0)->a) }
 
 /* In the order of rk__parts (cluster.c). */
 static const layout layouts[RK_N_PARTS] = {
-    SINGLE(has_config, config_mod), SINGLE(version, version_mod),
-    LIST(nodes, n_nodes),           LIST(alive, n_alive),
-    SINGLE(has_proposed, proposed_mod), SINGLE(has_active, active_mod),
-    LIST(acks, n_acks),             LIST(progress, n_progress),
-    SINGLE(has_leader, leader),     LIST(clients, n_clients),
-    SINGLE(has_stuck, stuck_mod),   LIST(missing, n_missing),
-    SINGLE(has_recovered, recovered), LIST(recovery, n_recovery),
+    SINGLE(has_config, config_mod),
+    SINGLE(version, version_mod),
+    LIST(nodes, n_nodes),
+    LIST(alive, n_alive),
+    SINGLE(has_proposed, proposed_mod),
+    SINGLE(has_active, active_mod),
+    LIST(acks, n_acks),
+    LIST(progress, n_progress),
+    SINGLE(has_leader, leader),
+    LIST(clients, n_clients),
+    SINGLE(has_stuck, stuck_mod),
+    LIST(missing, n_missing),
+    SINGLE(has_recovered, recovered),
+    LIST(recovery, n_recovery),
     LIST(sizes, n_sizes),
 };
 

@@ -50,25 +50,26 @@ struct rk_cache {
   queued *q;
   uint32_t nq, capq;
   size_t qbytes;
-  bool armed;      /* events are queued: the cache is, or is being, built */
-  int due;         /* a full read is due: its rk_resync_why; -1 none */
-  int64_t seen;    /* the highest revision the watch passed while armed */
+  bool armed;   /* events are queued: the cache is, or is being, built */
+  int due;      /* a full read is due: its rk_resync_why; -1 none */
+  int64_t seen; /* the highest revision the watch passed while armed */
   ring_watch *watch;
   void (*wake)(void *);
   void *wake_ud;
 
   /* The loop's. */
-  rk_state s;         /* valid while `valid` */
-  bool valid, ever;   /* ever: a state was built once (start vs dropped) */
-  int64_t wrote;      /* the caller's last write's revision */
-  uint64_t full_ms;   /* when the last full read was */
+  rk_state s;       /* valid while `valid` */
+  bool valid, ever; /* ever: a state was built once (start vs dropped) */
+  bool off;         /* rk_cache_full_reads */
+  int64_t wrote;    /* the caller's last write's revision */
+  uint64_t full_ms; /* when the last full read was */
 
   _Atomic uint64_t full[RK_RESYNC_KINDS], incremental, events;
 };
 
 static const char *const why_names[RK_RESYNC_KINDS] = {
-    "start", "dropped", "no_watch", "compacted", "overflow",
-    "gap",   "behind",  "error",    "periodic",  "diverged"};
+    "start",  "dropped", "no_watch", "compacted", "overflow", "gap",
+    "behind", "error",   "periodic", "diverged",  "off"};
 
 const char *rk_resync_why_name(rk_resync_why why) {
   return (unsigned)why < RK_RESYNC_KINDS ? why_names[why] : "?";
@@ -265,8 +266,9 @@ static void log_full(rk_resync_why why, const rk_state *s, uint64_t ms) {
   char rev[24], took[24];
   snprintf(rev, sizeof rev, "%" PRId64, s->revision);
   snprintf(took, sizeof took, "%" PRIu64, ms);
-  rd_log(why == RK_RESYNC_PERIODIC ? RD_DEBUG : RD_INFO, "full read of the cluster state", "why",
-         rk_resync_why_name(why), "revision", rev, "ms", took, NULL);
+  rd_log(why == RK_RESYNC_PERIODIC || why == RK_RESYNC_OFF ? RD_DEBUG : RD_INFO,
+         "full read of the cluster state", "why", rk_resync_why_name(why), "revision", rev, "ms",
+         took, NULL);
 }
 
 /* Reads whole into k->s, then applies what the watch queued above the
@@ -316,7 +318,7 @@ static int full_read(rk_cache *k, ring_etcd *c, rk_resync_why why, ring_error *e
  * RK_CACHE_CATCHUP_MS for the caller's own last write to come back. */
 static int full_why(rk_cache *k) {
   pthread_mutex_lock(&k->mu);
-  int why = k->due;
+  int why = k->off ? RK_RESYNC_OFF : k->due;
   if (why < 0 && !k->valid)
     why = k->ever ? RK_RESYNC_DROPPED : RK_RESYNC_START;
   if (why < 0 && k->watch == NULL)
@@ -431,6 +433,8 @@ void rk_cache_wrote(rk_cache *k, int64_t revision) {
   if (revision > k->wrote)
     k->wrote = revision;
 }
+
+void rk_cache_full_reads(rk_cache *k, bool on) { k->off = on; }
 
 void rk_cache_check_soon(rk_cache *k) { k->full_ms = rd_now_ms() - RK_CACHE_RESYNC_MS; }
 

@@ -56,11 +56,12 @@ typedef enum rk_resync_why {
   RK_RESYNC_ERROR,     /* applying an event failed (a record the full read refuses, memory) */
   RK_RESYNC_PERIODIC,  /* the RK_CACHE_RESYNC_MS check */
   RK_RESYNC_DIVERGED,  /* a check found the cache differed (counted besides periodic) */
+  RK_RESYNC_OFF,       /* rk_cache_full_reads: every look reads whole (logged at debug) */
   RK_RESYNC_KINDS
 } rk_resync_why;
 
 /* "start", "dropped", "no_watch", "compacted", "overflow", "gap", "behind",
- * "error", "periodic", "diverged". */
+ * "error", "periodic", "diverged", "off". */
 const char *rk_resync_why_name(rk_resync_why why);
 
 typedef struct rk_cache_stats {
@@ -101,6 +102,10 @@ void rk_cache_wrote(rk_cache *k, int64_t revision);
  * full read's error: etcd, or a control-plane record that does not parse)
  * *out is untouched and the next look reads whole again. */
 int rk_cache_look(rk_cache *k, ring_etcd *c, const rk_state **out, ring_error *err);
+
+/* on: every look reads whole (ring-coordinator --full-reads), as before the
+ * cache: for comparison, and a way out should the cache misbehave. */
+void rk_cache_full_reads(rk_cache *k, bool on);
 
 /* Makes the next look the periodic check (a full read the cache is
  * compared with) without waiting RK_CACHE_RESYNC_MS: for tests. */

@@ -157,6 +157,5 @@ bool rk_state_diff(const rk_state *a, const rk_state *b, char *why, size_t cap) 
   for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
     if (!same_list(&lists[i], why, cap))
       return false;
-  return same_node_mods(a, b, why, cap) && same_singles(a, b, why, cap) &&
-         same_bad(a, b, why, cap);
+  return same_node_mods(a, b, why, cap) && same_singles(a, b, why, cap) && same_bad(a, b, why, cap);
 }

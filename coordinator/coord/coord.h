@@ -30,6 +30,7 @@ typedef struct coord_opts {
   char *listen; /* /metrics, /healthz, the status page; NULL: none */
   char *log_level;
   bool auto_apply; /* approve every plan (policy all), whatever config says */
+  bool full_reads; /* read the whole state at every look, not the watch-fed cache */
   uint64_t lease_ttl_ms;
   uint64_t tick_ms; /* the loop's longest sleep */
   uint64_t compact_every_ms;
@@ -124,8 +125,9 @@ typedef struct coord {
   bool leading;
   ring_leadership lead;
 
-  rk_cache *cache; /* the cluster's state, fed by the one watch on its prefix (which
-                      also wakes the loop); a new term starts from a full read */
+  rk_cache *cache;     /* the cluster's state, fed by the one watch on its prefix (which
+                          also wakes the loop); a new term starts from a full read */
+  uint64_t cache_term; /* c->m.terms the cache was last used in */
 
   /* caches, owned by the loop */
   ring_table *table;   /* the table at `version` */

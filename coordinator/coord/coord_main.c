@@ -28,6 +28,9 @@ static rd_opt *opts_table(coord_opts *o) {
        "HOST:PORT for /metrics, /healthz and the status page (/)"},
       {"auto-apply", RD_OPT_BOOL, &o->auto_apply, 0, 0,
        "approve own plans (else the cluster config decides)"},
+      {"full-reads", RD_OPT_BOOL, &o->full_reads, 0, 0,
+       "read the whole cluster state at every look instead of keeping it from the watch "
+       "(the cost before the cache, for comparison; a fallback)"},
       {"lease-ttl", RD_OPT_MS, &o->lease_ttl_ms, 2000, 600000,
        "leadership lease; a follower takes over within 2 of these"},
       {"tick", RD_OPT_MS, &o->tick_ms, 50, 60000, "longest sleep between two looks at etcd"},
@@ -71,6 +74,7 @@ static int open_etcd(coord *c, char *msg, size_t cap) {
     return -1;
   if (rk_cache_new(c->o.cluster, &c->cache) != RING_OK)
     return snprintf(msg, cap, "out of memory"), -1;
+  rk_cache_full_reads(c->cache, c->o.full_reads);
   ring_error err = {0};
   if (rk_cache_watch(c->cache, c->etcd, wake_loop, c, &err) != RING_OK)
     rd_log(RD_WARN, "no watch yet: polling every tick and reading whole until etcd answers", "err",
@@ -115,6 +119,9 @@ static bool leader_step(coord *c) {
   const rk_state *s;
   ring_error err = {0};
   rd_health_step(&c->health);
+  uint64_t term = atomic_load(&c->m.terms);
+  if (term != c->cache_term) /* a new term, even one won back at once: read whole */
+    rk_cache_drop(c->cache), c->cache_term = term;
   if (rk_cache_look(c->cache, c->etcd, &s, &err) != RING_OK) {
     coord_trouble(c, "reading the cluster state", &err);
     return false;

@@ -62,8 +62,7 @@ static const char *const ids[] = {"h0", "h1", "h2", "h3", "h4", "h5", "h6", "h7"
 #define N_IDS 8
 
 /* A good record of the prefix `dir` for host id. */
-static int64_t put_good(ring_etcd *c, const char *cl, const char *dir, const char *id,
-                        unsigned r) {
+static int64_t put_good(ring_etcd *c, const char *cl, const char *dir, const char *id, unsigned r) {
   char what[RK_KEY_MAX];
   snprintf(what, sizeof what, "%s%s", dir, id);
   if (strcmp(dir, "nodes/") == 0) {
@@ -110,8 +109,8 @@ static int64_t put_bad(ring_etcd *c, const char *cl, const char *dir, const char
 
 /* One random change under the prefix; returns its revision. */
 static int64_t random_change(ring_etcd *c, const char *cl, unsigned r) {
-  static const char *const host_dirs[] = {"alive/", "acks/", "progress/", "clients/", "missing/",
-                                          "recovery/"};
+  static const char *const host_dirs[] = {"alive/",   "acks/",    "progress/",
+                                          "clients/", "missing/", "recovery/"};
   const char *id = ids[r % N_IDS];
   unsigned what = (r / N_IDS) % 10, how = (r / 80) % 4;
   if (what == 0) {
@@ -222,7 +221,8 @@ static etcd_cluster three;
 START_TEST(compaction_past_the_watch_reads_whole) {
   const char *cl = "cmp";
   etcd_cluster_start(&three, 3, NULL);
-  ring_etcd *wc = test_client(three.m[0].url, 3000, 500), *c = test_client(three.endpoints, 3000, 500);
+  ring_etcd *wc = test_client(three.m[0].url, 3000, 500),
+            *c = test_client(three.endpoints, 3000, 500);
   seed(c, cl);
   rk_cache *k = NULL;
   ck_assert_int_eq(rk_cache_new(cl, &k), RING_OK);
