@@ -449,6 +449,13 @@ void rk_cache_free(rk_cache *k) {
   free(k);
 }
 
+int64_t rk_cache_seen(rk_cache *k) {
+  pthread_mutex_lock(&k->mu);
+  int64_t seen = k->seen;
+  pthread_mutex_unlock(&k->mu);
+  return seen;
+}
+
 void rk_cache_stats_get(rk_cache *k, rk_cache_stats *out) {
   for (int i = 0; i < RK_RESYNC_KINDS; i++)
     out->full[i] = atomic_load(&k->full[i]);

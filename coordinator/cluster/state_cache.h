@@ -111,6 +111,10 @@ void rk_cache_full_reads(rk_cache *k, bool on);
  * compared with) without waiting RK_CACHE_RESYNC_MS: for tests. */
 void rk_cache_check_soon(rk_cache *k);
 
+/* The highest revision the watch has passed while the cache was kept (0
+ * before): how far the next look can reach without reading whole. */
+int64_t rk_cache_seen(rk_cache *k);
+
 void rk_cache_stats_get(rk_cache *k, rk_cache_stats *out);
 
 #endif /* RING_COORD_STATE_CACHE_H */

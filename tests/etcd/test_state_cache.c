@@ -7,6 +7,7 @@
  *   cache equals a fresh full read (rk_state_diff, the same comparison the
  *   cache's periodic check makes), and the looks were served from the
  *   watch, not by reading whole;
+ * - a burst of events past the queue's bounds: dropped, read whole;
  * - compaction past the watch's revision while its member is cut off: the
  *   cache notices, reads whole (counted as "compacted") and equals a read.
  */
@@ -211,6 +212,35 @@ START_TEST(dropped_cache_reads_whole) {
 }
 END_TEST
 
+START_TEST(a_burst_past_the_queue_bounds_reads_whole) {
+  const char *cl = "burst";
+  ring_etcd *c = test_client(one.endpoints, 30000, 0);
+  seed(c, cl);
+  rk_cache *k = NULL;
+  ck_assert_int_eq(rk_cache_new(cl, &k), RING_OK);
+  ck_assert_int_eq(rk_cache_watch(k, c, NULL, NULL, NULL), RING_OK);
+  assert_same(k, c, cl, 0);
+  /* 48 progress values of 1.4 MB between two looks: past the 64 MiB bound
+   * (a value over its cap counts its length, though it is not kept) */
+  static char big[1468006];
+  memset(big, '7', sizeof big);
+  int64_t rev = 0;
+  for (int i = 0; i < 48; i++)
+    rev = put_rev(c, cl, "progress/h3", big, sizeof big);
+  for (int i = 0; i < 600 && rk_cache_seen(k) < rev; i++)
+    harness_sleep_ms(100); /* every event delivered (and the queue dropped) before the look */
+  rk_cache_wrote(k, rev);
+  assert_same(k, c, cl, 1);
+  rk_cache_stats st;
+  rk_cache_stats_get(k, &st);
+  ck_assert_uint_eq(st.full[RK_RESYNC_OVERFLOW], 1);
+  rk_cache_wrote(k, put_good(c, cl, "progress/", "h3", 1)); /* and on from there */
+  assert_same(k, c, cl, 2);
+  rk_cache_free(k);
+  ring_etcd_close(c);
+}
+END_TEST
+
 static void setup(void) { etcd_cluster_start(&one, 1, NULL); }
 static void teardown(void) { etcd_cluster_stop(&one); }
 
@@ -263,6 +293,7 @@ int main(void) {
   tcase_add_unchecked_fixture(tc, setup, teardown);
   tcase_add_test(tc, random_changes_match_a_full_read);
   tcase_add_test(tc, dropped_cache_reads_whole);
+  tcase_add_test(tc, a_burst_past_the_queue_bounds_reads_whole);
   suite_add_tcase(s, tc);
   TCase *tc3 = tcase_create("three members");
   tcase_set_timeout(tc3, 300);
