@@ -193,14 +193,20 @@ START_TEST(random_changes_match_a_full_read) {
 }
 END_TEST
 
-START_TEST(dropped_cache_reads_whole) {
-  const char *cl = "drop";
-  ring_etcd *c = test_client(one.endpoints, 5000, 0);
+/* A cache of cluster cl, seeded, watching, past its first (full) look. */
+static rk_cache *seeded_cache(ring_etcd *c, const char *cl) {
   seed(c, cl);
   rk_cache *k = NULL;
   ck_assert_int_eq(rk_cache_new(cl, &k), RING_OK);
   ck_assert_int_eq(rk_cache_watch(k, c, NULL, NULL, NULL), RING_OK);
   assert_same(k, c, cl, 0);
+  return k;
+}
+
+START_TEST(dropped_cache_reads_whole) {
+  const char *cl = "drop";
+  ring_etcd *c = test_client(one.endpoints, 5000, 0);
+  rk_cache *k = seeded_cache(c, cl);
   rk_cache_drop(k); /* leadership lost: the next term starts from a full read */
   rk_cache_wrote(k, put_good(c, cl, "acks/", "h1", 5));
   assert_same(k, c, cl, 1);
@@ -215,11 +221,7 @@ END_TEST
 START_TEST(a_burst_past_the_queue_bounds_reads_whole) {
   const char *cl = "burst";
   ring_etcd *c = test_client(one.endpoints, 30000, 0);
-  seed(c, cl);
-  rk_cache *k = NULL;
-  ck_assert_int_eq(rk_cache_new(cl, &k), RING_OK);
-  ck_assert_int_eq(rk_cache_watch(k, c, NULL, NULL, NULL), RING_OK);
-  assert_same(k, c, cl, 0);
+  rk_cache *k = seeded_cache(c, cl);
   /* 48 progress values of 1.4 MB between two looks: past the 64 MiB bound
    * (a value over its cap counts its length, though it is not kept) */
   static char big[1468006];
