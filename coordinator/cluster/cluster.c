@@ -11,9 +11,11 @@
  *   5. a table's weighted targets
  */
 #include "cluster.h"
+#include "cluster_int.h"
 #include "ring_int.h"
 
 #include <cjson/cJSON.h>
+#include <xxhash.h>
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -24,17 +26,9 @@
 
 /* ------------------------------------------------------------- 1. the read */
 
-/* One part of the state: which bit asks for it, its key, whether the key
- * is a prefix, and for a prefix hosts write, their kind (else -1): those
- * are read in spans (rd_host_pages, daemon/host_read.c), the rest in one txn. */
-typedef struct part {
-  unsigned bit;
-  const char *what;
-  bool prefix;
-  int host;
-} part;
-
-static const part parts[] = {
+/* The parts of the state (cluster_int.h): one table serves the full read
+ * here and the watch-fed cache (state_cache.c). */
+const rk_part rk__parts[RK_N_PARTS] = {
     {RK_READ_CONFIG, "config", false, -1},
     {RK_READ_VERSION, "version", false, -1},
     {RK_READ_NODES, "nodes/", true, -1},
@@ -51,7 +45,7 @@ static const part parts[] = {
     {RK_READ_RECOVERY, "recovery/", true, RK_HOST_RECOVERY},
     {RK_READ_SIZES, "sizes/", true, RK_HOST_SIZES},
 };
-#define N_PARTS (sizeof parts / sizeof parts[0])
+#define N_PARTS ((size_t)RK_N_PARTS)
 
 typedef int (*part_parser)(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
 
@@ -71,7 +65,7 @@ static int parse_recovered(rk_state *s, const ring_kvs *r, size_t prefix_len, ri
 static int parse_recovery(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
 static int parse_sizes(rk_state *s, const ring_kvs *r, size_t prefix_len, ring_error *err);
 
-/* In the order of parts[]. */
+/* In the order of rk__parts[]. */
 static const part_parser parsers[N_PARTS] = {
     parse_config, parse_version, parse_nodes,     parse_alive,    parse_proposed,
     parse_active, parse_acks,    parse_progress,  parse_leader,   parse_clients,
@@ -86,12 +80,12 @@ static int read_txn(ring_etcd *c, char keys[][RK_KEY_MAX], unsigned what, rk_sta
   size_t idx[N_PARTS];
   uint32_t n = 0;
   for (size_t i = 0; i < N_PARTS; i++) {
-    if (!(what & parts[i].bit) || parts[i].host >= 0)
+    if (!(what & rk__parts[i].bit) || rk__parts[i].host >= 0)
       continue;
     ops[n] = (ring_op){.type = RING_OP_RANGE,
                        .key = keys[i],
                        .key_len = strlen(keys[i]),
-                       .prefix = parts[i].prefix};
+                       .prefix = rk__parts[i].prefix};
     idx[n++] = i;
   }
   if (n == 0) {
@@ -115,28 +109,40 @@ static int read_txn(ring_etcd *c, char keys[][RK_KEY_MAX], unsigned what, rk_sta
   return rc;
 }
 
-static int by_kind_host(const void *pa, const void *pb) {
+int rk__part_parse(rk_state *s, size_t part, const ring_kvs *r, size_t prefix_len,
+                   ring_error *err) {
+  return parsers[part](s, r, prefix_len, err);
+}
+
+/* A total order (kind, host, then revision and reason), so a state's bad
+ * list reads the same however it was built (whole, or by the cache). */
+int rk__bad_cmp(const void *pa, const void *pb) {
   const rk_bad_record *a = pa, *b = pb;
   if (a->kind != b->kind)
     return a->kind < b->kind ? -1 : 1;
-  return strcmp(a->host, b->host);
+  int c = strcmp(a->host, b->host);
+  if (c != 0)
+    return c;
+  if (a->mod_revision != b->mod_revision)
+    return a->mod_revision < b->mod_revision ? -1 : 1;
+  return strcmp(a->why, b->why);
 }
 
 static int read_once(ring_etcd *c, const char *cluster, unsigned what, rk_state *out,
                      ring_error *err) {
   char keys[N_PARTS][RK_KEY_MAX];
   for (size_t i = 0; i < N_PARTS; i++)
-    if (rk_key(keys[i], cluster, parts[i].what) < 0)
+    if (rk_key(keys[i], cluster, rk__parts[i].what) < 0)
       return ring__err(err, RING_EINVAL, "cluster name \"%.63s\" is not valid", cluster);
   rk_state s = {0};
   int rc = read_txn(c, keys, what, &s, err);
   for (size_t i = 0; i < N_PARTS && rc == RING_OK; i++) {
-    if (!(what & parts[i].bit) || parts[i].host < 0)
+    if (!(what & rk__parts[i].bit) || rk__parts[i].host < 0)
       continue;
     size_t plen = strlen(keys[i]);
     ring_kvs r;
-    rc = rd_host_pages(c, keys[i], plen, s.revision, rk_host_value_max((rk_host_kind)parts[i].host),
-                       &r, err);
+    rc = rd_host_pages(c, keys[i], plen, s.revision,
+                       rk_host_value_max((rk_host_kind)rk__parts[i].host), &r, err);
     if (rc == RING_OK) {
       rc = parsers[i](&s, &r, plen, err);
       ring_kvs_clear(&r);
@@ -147,7 +153,7 @@ static int read_once(ring_etcd *c, const char *cluster, unsigned what, rk_state 
     return rc;
   }
   if (s.n_bad > 1)
-    qsort(s.bad, s.n_bad, sizeof *s.bad, by_kind_host);
+    qsort(s.bad, s.n_bad, sizeof *s.bad, rk__bad_cmp);
   *out = s;
   return RING_OK;
 }
@@ -219,7 +225,9 @@ static void note_bad(rk_state *s, rk_bad_kind kind, const char *host, const ring
     s->bad = more;
   }
   rk_bad_record *b = &s->bad[s->n_bad++];
-  *b = (rk_bad_record){.kind = kind, .mod_revision = kv->mod_revision};
+  *b = (rk_bad_record){.kind = kind,
+                       .mod_revision = kv->mod_revision,
+                       .key_hash = XXH3_64bits(kv->key, kv->key_len)};
   snprintf(b->host, sizeof b->host, "%s", host);
   snprintf(b->why, sizeof b->why, "%s", why);
 }

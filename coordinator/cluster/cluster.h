@@ -89,6 +89,9 @@ typedef struct rk_bad_record {
                                  whose rest is no id: that rest, cut to 63
                                  bytes, anything but [a-z0-9._-] as '?' */
   int64_t mod_revision;       /* of the value judged */
+  uint64_t key_hash;          /* XXH3 of the whole key: which key it came from, so the
+                                 watch-fed cache (state_cache.c) replaces it when the
+                                 key changes */
   char why[RK_BAD_WHY_MAX];   /* e.g. "1468006 bytes over the 524288 cap" */
 } rk_bad_record;
 
@@ -181,6 +184,13 @@ struct cJSON *rk_bad_json(const rk_state *s, uint32_t max);
  * never parsed. RING_OK with has_config false when the cluster was never
  * initialised. On failure *out is untouched. */
 int rk_state_read(ring_etcd *c, const char *cluster, unsigned what, rk_state *out, ring_error *err);
+
+/* Whether a and b hold the same records (state_diff.c): the same keys,
+ * mod revisions where the state keeps them, records that encode alike,
+ * the same bad list. Not compared: revision (a cache and a read of one
+ * store revision may name different revisions of the same content). When
+ * they differ, why (cap bytes) names the first difference. */
+bool rk_state_diff(const rk_state *a, const rk_state *b, char *why, size_t cap);
 
 /* Lookups in a read state; NULL when absent. */
 rk_node *rk_state_node(const rk_state *s, const char *id);

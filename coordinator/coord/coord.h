@@ -17,6 +17,7 @@
 
 #include "cluster.h"
 #include "daemon.h"
+#include "state_cache.h"
 
 #include <stdatomic.h>
 
@@ -29,6 +30,7 @@ typedef struct coord_opts {
   char *listen; /* /metrics, /healthz, the status page; NULL: none */
   char *log_level;
   bool auto_apply; /* approve every plan (policy all), whatever config says */
+  bool full_reads; /* read the whole state at every look, not the watch-fed cache */
   uint64_t lease_ttl_ms;
   uint64_t tick_ms; /* the loop's longest sleep */
   uint64_t compact_every_ms;
@@ -123,7 +125,9 @@ typedef struct coord {
   bool leading;
   ring_leadership lead;
 
-  ring_watch *watch; /* the cluster prefix: any change wakes the loop */
+  rk_cache *cache;     /* the cluster's state, fed by the one watch on its prefix (which
+                          also wakes the loop); a new term starts from a full read */
+  uint64_t cache_term; /* c->m.terms the cache was last used in */
 
   /* caches, owned by the loop */
   ring_table *table;   /* the table at `version` */

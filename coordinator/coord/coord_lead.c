@@ -118,7 +118,12 @@ int coord_txn(coord *c, const ring_cmp *cmps, uint32_t n_cmps, const ring_op *op
               ring_error *err) {
   if (!c->leading)
     return ring__err(err, RING_ENOTLEADER, "not the leader");
-  int rc = ring_etcd_fenced_txn(c->etcd, &c->lead, cmps, n_cmps, ops, n_ops, NULL, 0, NULL, err);
+  ring_txn_result r = {0};
+  int rc = ring_etcd_fenced_txn(c->etcd, &c->lead, cmps, n_cmps, ops, n_ops, NULL, 0, &r, err);
+  if (rc == RING_OK && r.succeeded)
+    rk_cache_wrote(c->cache, r.revision); /* no look acts on a state older than this */
+  if (rc == RING_OK)
+    ring_txn_result_clear(&r);
   if (rc == RING_ENOTLEADER)
     coord_step_down(c, "a write found another leader");
   return rc;

@@ -28,6 +28,9 @@ static rd_opt *opts_table(coord_opts *o) {
        "HOST:PORT for /metrics, /healthz and the status page (/)"},
       {"auto-apply", RD_OPT_BOOL, &o->auto_apply, 0, 0,
        "approve own plans (else the cluster config decides)"},
+      {"full-reads", RD_OPT_BOOL, &o->full_reads, 0, 0,
+       "read the whole cluster state at every look instead of keeping it from the watch "
+       "(the cost before the cache, for comparison; a fallback)"},
       {"lease-ttl", RD_OPT_MS, &o->lease_ttl_ms, 2000, 600000,
        "leadership lease; a follower takes over within 2 of these"},
       {"tick", RD_OPT_MS, &o->tick_ms, 50, 60000, "longest sleep between two looks at etcd"},
@@ -64,23 +67,18 @@ static void on_stop(void *ud) {
   rd_waker_wake(&c->waker);
 }
 
-static int wake_on_change(void *ud, const ring_event *ev, uint32_t n, int64_t rev, bool compacted) {
-  (void)ev, (void)rev;
-  if (n > 0 || compacted)
-    rd_waker_wake(&((coord *)ud)->waker);
-  return 0;
-}
+static void wake_loop(void *ud) { rd_waker_wake(&((coord *)ud)->waker); }
 
 static int open_etcd(coord *c, char *msg, size_t cap) {
   if (rd_etcd_open(&c->o.etcd, &c->etcd, msg, cap) != 0)
     return -1;
+  if (rk_cache_new(c->o.cluster, &c->cache) != RING_OK)
+    return snprintf(msg, cap, "out of memory"), -1;
+  rk_cache_full_reads(c->cache, c->o.full_reads);
   ring_error err = {0};
-  char prefix[RK_KEY_MAX];
-  int len = coord_key(c, prefix, "");
-  if (ring_etcd_watch(c->etcd, prefix, (size_t)len, true, 0, wake_on_change, c, &c->watch, &err) !=
-      RING_OK)
-    rd_log(RD_WARN, "no watch yet: polling every tick until etcd answers", "err", err.message,
-           NULL); /* the loop still runs on its tick; the watch is retried below */
+  if (rk_cache_watch(c->cache, c->etcd, wake_loop, c, &err) != RING_OK)
+    rd_log(RD_WARN, "no watch yet: polling every tick and reading whole until etcd answers", "err",
+           err.message, NULL); /* the loop still runs on its tick; retried below */
   return 0;
 }
 
@@ -118,52 +116,51 @@ static int sync_table(coord *c, const rk_state *s) {
  * then retention). Returns
  * true when it wrote, so the loop looks again at once. */
 static bool leader_step(coord *c) {
-  rk_state s;
+  const rk_state *s;
   ring_error err = {0};
   rd_health_step(&c->health);
-  if (rk_state_read(c->etcd, c->o.cluster, RK_READ_ALL, &s, &err) != RING_OK) {
+  uint64_t term = atomic_load(&c->m.terms);
+  if (term != c->cache_term) /* a new term, even one won back at once: read whole */
+    rk_cache_drop(c->cache), c->cache_term = term;
+  if (rk_cache_look(c->cache, c->etcd, &s, &err) != RING_OK) {
     coord_trouble(c, "reading the cluster state", &err);
     return false;
   }
-  coord_metrics_observe(c, &s);
+  coord_metrics_observe(c, s);
   int wrote = -1;
-  if (coord_restore_step(c, &s))
+  if (coord_restore_step(c, s))
     wrote = 0; /* a restored etcd: act on nothing it says (coord_restore.c) */
-  else if (!s.has_config)
+  else if (!s->has_config)
     coord_trouble(c, "idle",
                   (ring__err(&err, RING_ENOTFOUND, "no config: run `ringctl init`"), &err));
-  else if (sync_table(c, &s) == RING_OK && (wrote = coord_membership(c, &s)) == 0 &&
-           (wrote = coord_run_step(c, &s)) == 0 && !s.has_active)
-    wrote = coord_propose(c, &s);
+  else if (sync_table(c, s) == RING_OK && (wrote = coord_membership(c, s)) == 0 &&
+           (wrote = coord_run_step(c, s)) == 0 && !s->has_active)
+    wrote = coord_propose(c, s);
   bool restored = atomic_load(&c->restore.restored);
   if (wrote == 0 && !restored)
-    wrote = coord_stuck_step(c, &s);
+    wrote = coord_stuck_step(c, s);
   if (wrote == 0 && !restored)
-    coord_gc(c, &s);
-  if (s.has_config && c->table != NULL) {
-    coord_missing_observe(c, &s);
-    coord_metrics_table(c, &s);
+    coord_gc(c, s);
+  if (s->has_config && c->table != NULL) {
+    coord_missing_observe(c, s);
+    coord_metrics_table(c, s);
   }
   if (wrote >= 0)
     rd_health_ok(&c->health);
   if (wrote <= 0) /* after a write the loop looks again at once */
-    coord_status_observe(c, &s);
-  rk_state_free(&s);
+    coord_status_observe(c, s);
   return wrote > 0;
 }
 
 static void run_loop(coord *c) {
   while (!atomic_load(&c->stop)) {
     bool again = false;
-    if (c->watch == NULL) {
-      char prefix[RK_KEY_MAX];
-      int len = coord_key(c, prefix, "");
-      ring_etcd_watch(c->etcd, prefix, (size_t)len, true, 0, wake_on_change, c, &c->watch, NULL);
-    }
+    if (!rk_cache_watching(c->cache))
+      rk_cache_watch(c->cache, c->etcd, wake_loop, c, NULL);
     if (coord_lead(c))
       again = leader_step(c);
-    else
-      coord_status_follow(c), coord_restore_follow(c);
+    else /* a new term starts from a full read */
+      rk_cache_drop(c->cache), coord_status_follow(c), coord_restore_follow(c);
     if (!again)
       rd_waker_wait(&c->waker, c->o.tick_ms);
   }
@@ -231,8 +228,7 @@ int main(int argc, char **argv) {
          NULL);
   run_loop(&c);
   coord_resign(&c);
-  if (c.watch)
-    ring_watch_cancel(c.watch);
+  rk_cache_free(c.cache);
   if (http)
     rd_http_stop(http);
   coord_status_free(&c);

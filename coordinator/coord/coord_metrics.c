@@ -138,6 +138,25 @@ void coord_metrics_forget(coord *c) {
   atomic_store(&c->m.down_replicas, 0);
 }
 
+/* The state cache's looks (coordinator/cluster/state_cache.h): full reads
+ * by why, looks served from the watch, events applied. */
+static void cache_metrics(coord *c, rd_text *t) {
+  rk_cache_stats st = {0};
+  if (c->cache != NULL)
+    rk_cache_stats_get(c->cache, &st);
+  rd_metric_head(t, "ring_coordinator_cache_resyncs_total", "counter",
+                 "full reads of the cluster state by why (diverged: a periodic check found the "
+                 "watch-fed cache differed from etcd, counted besides periodic)");
+  for (int i = 0; i < RK_RESYNC_KINDS; i++)
+    rd_metric_labeled(t, "ring_coordinator_cache_resyncs_total", "why",
+                      rk_resync_why_name((rk_resync_why)i), (double)st.full[i]);
+  rd_metric(t, "ring_coordinator_cache_looks_total", "counter",
+            "looks at the cluster served from the watch-fed cache (no full read)",
+            (double)st.incremental);
+  rd_metric(t, "ring_coordinator_cache_events_total", "counter",
+            "watch events applied to the cluster state cache", (double)st.events);
+}
+
 void coord_metrics_text(void *ud, rd_text *t) {
   coord *c = ud;
   coord_metrics *m = &c->m;
@@ -208,6 +227,7 @@ void coord_metrics_text(void *ud, rd_text *t) {
             "repair has yet to re-make",
             (double)atomic_load(&m->down_replicas));
   coord_missing_metrics(t);
+  cache_metrics(c, t);
 }
 
 /* Stuck moves first, then missing replicas (both last until data arrives

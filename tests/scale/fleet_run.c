@@ -31,13 +31,14 @@
 typedef struct run_opts {
   unsigned hosts, clients, procs, tokens, replicas, transfer_ms, idle_s;
   unsigned max_request_bytes; /* etcd's --max-request-bytes; 0: etcd's default (1.5 MiB) */
+  unsigned full_reads;        /* 1: the coordinator reads whole at every look (--full-reads) */
   bool keep;
 } run_opts;
 
 static const char usage[] =
     "usage: fleet_run [--hosts N (10000)] [--clients M (0)] [--procs P (4)] [--tokens T (65536)]\n"
     "                 [--replicas R (3)] [--transfer-ms MS (0)] [--idle-s S (10)] [--keep]\n"
-    "                 [--etcd-max-request-bytes N (etcd's default)]\n";
+    "                 [--etcd-max-request-bytes N (etcd's default)] [--full-reads 0|1 (0)]\n";
 
 static bool parse_opts(int argc, char **argv, run_opts *o) {
   *o = (run_opts){.hosts = 10000, .procs = 4, .tokens = 65536, .replicas = 3, .idle_s = 10};
@@ -56,7 +57,8 @@ static bool parse_opts(int argc, char **argv, run_opts *o) {
              {"--replicas", &o->replicas, 1, 7},
              {"--transfer-ms", &o->transfer_ms, 0, 600000},
              {"--idle-s", &o->idle_s, 1, 600},
-             {"--etcd-max-request-bytes", &o->max_request_bytes, 0, 1u << 30}};
+             {"--etcd-max-request-bytes", &o->max_request_bytes, 0, 1u << 30},
+             {"--full-reads", &o->full_reads, 0, 1}};
     size_t k = 0;
     while (k < sizeof f / sizeof f[0] && strcmp(argv[i], f[k].flag) != 0)
       k++;
@@ -139,7 +141,8 @@ static void spawn_fleet(proc *p, const char *name, const run_opts *o, unsigned h
     die("cannot start fleet_sim");
 }
 
-static void spawn_coordinator(void) {
+/* full_reads: the coordinator without its state cache, for comparison. */
+static void spawn_coordinator(bool full_reads) {
   snprintf(coord_listen, sizeof coord_listen, "127.0.0.1:%d", harness_free_port());
   char log[128];
   snprintf(log, sizeof log, "%s/coord.log", dir);
@@ -160,6 +163,7 @@ static void spawn_coordinator(void) {
                   "30s",
                   "--log-level",
                   "info",
+                  full_reads ? "--full-reads" : NULL,
                   NULL};
   if (proc_spawn(&coord, log, argv) != 0)
     die("cannot start ring-coordinator");
@@ -360,7 +364,7 @@ int main(int argc, char **argv) {
   printf("fleet_run registered hosts=%u clients=%u procs=%u in_s=%.1f\n", o.hosts, o.clients,
          o.procs, harness_now() - t);
 
-  spawn_coordinator();
+  spawn_coordinator(o.full_reads != 0);
   char id[24];
   uint32_t moves = 0;
   uint64_t polled = 0;
