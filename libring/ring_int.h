@@ -82,6 +82,12 @@ bool ring__parse_version(const uint8_t *p, size_t len, uint64_t *out);
  * RING_EINVAL when an argument is NULL or the key does not fit. */
 int ring__key(char *key, size_t cap, const char *cluster, const char *dir, const char *name);
 
+/* Where, under a cluster's prefix, the publish txn writes the new version's
+ * delta a second time (proto/etcd.md, "version/delta"): its name starts
+ * with "version", so one watch on that prefix carries the version and its
+ * delta in the same response, and a watcher one behind reads nothing more. */
+#define RING__VERSION_DELTA "version/delta"
+
 /* Character-class checks shared by the builder and the decoder. */
 bool ring__valid_label_value(const char *s);
 bool ring__valid_addr(const char *s);

@@ -1,14 +1,19 @@
 /*
  * watcher.c: the live ring watcher (ring_etcd.h, section 6): follows
  * /ringkeeper/<cluster>/version and keeps the matching table in a ring_live.
+ * It watches the prefix "version", which also holds version/delta: the
+ * publish txn writes the new version's delta there, so the delta arrives
+ * in the same watch response as the version and a watcher one version
+ * behind installs it with no request (proto/etcd.md, "version/delta").
  *
  * Sections:
  *   1. the watcher's state; keys; logging
  *   2. reading from etcd: the version; values, read once per client
- *   3. installing one version: from deltas/<v> when exactly one behind
- *      (proto/delta.md), else from tables/<v>; validation; swap; callback
+ *   3. installing one version: when exactly one behind, from the delta the
+ *      watch carried, else from deltas/<v> (proto/delta.md); else (or when
+ *      the delta is refused) from tables/<v>; validation; swap; callback
  *   4. following: catch up to the newest version, ack, retry with backoff
- *   5. the watch callback and the public calls
+ *   5. the watch callback (what one response carries) and the public calls
  *
  * Threads: ring_watcher_start installs the current table on the caller's
  * thread (so on_table first runs there); everything after runs on the
@@ -62,6 +67,9 @@ struct ring_watcher {
   ring_live *live; /* borrowed */
   char cluster[RING_ID_MAX + 1];
   char ack_id[RING_ID_MAX + 1]; /* "" without acks */
+  char vkey[KEY_MAX];           /* "/ringkeeper/<cluster>/version", also the watch's prefix */
+  char dkey[KEY_MAX];           /* ".../version/delta": the delta the publish txn carries */
+  size_t vkey_len, dkey_len;
   ring_table_cb on_table;
   void *ud;
   ring_log_cb log; /* never NULL: the embedder's, or stderr_line */
@@ -121,9 +129,8 @@ static void refuse(ring_watcher *w, uint64_t version, const char *source, const 
 /* Reads the version key: *version is 0 when it is absent or refused, and
  * *revision (if not NULL) the store revision read. */
 static int read_version(ring_watcher *w, uint64_t *version, int64_t *revision, ring_error *err) {
-  char key[KEY_MAX];
   ring_kvs kvs;
-  int rc = ring_etcd_range(w->c, key, make_key(w, key, "version", 0), NULL, &kvs, err);
+  int rc = ring_etcd_range(w->c, w->vkey, w->vkey_len, NULL, &kvs, err);
   if (rc != RING_OK)
     return rc;
   *version = 0;
@@ -265,31 +272,27 @@ static bool too_deep(const char *p, size_t len, int max) {
 
 /* ------------------------------------------------ 3. installing a version */
 
-/* The table version v from deltas/<v> applied to the table in service.
- * RING_OK with *out; RING_ENOTFOUND without a delta (or when the table in
- * service is no longer v-1); RING_EINVAL when the delta was refused
- * (logged, counted); else an etcd error. */
-static int from_delta(ring_watcher *w, uint64_t v, ring_table **out, ring_error *err) {
-  flight *f;
-  int rc = read_shared(w, "deltas/", v, &f, err);
-  if (rc != RING_OK)
-    return rc;
+/* The table version v from a delta's bytes (value, len) applied to the
+ * table in service. RING_OK with *out; RING_ENOTFOUND when the table in
+ * service is not (or no longer) v-1; RING_EINVAL when the delta was refused
+ * (logged, counted). */
+static int apply_delta(ring_watcher *w, uint64_t v, const char *value, size_t len,
+                       ring_table **out) {
   ring_error why = {0};
-  if (too_deep(f->value, f->len, NESTING_MAX)) {
+  int rc;
+  if (too_deep(value, len, NESTING_MAX)) {
     rc = ring__err(&why, RING_EJSON, "nested deeper than %d", NESTING_MAX);
   } else {
     /* Only what reads the base runs inside the section: a swap anywhere in
      * the process waits for every open section, and 100 watchers on a few
      * cores hold them long enough as it is. The seal reads only the result. */
     const ring_table *base = ring_live_enter(w->live);
-    rc = base && ring_table_version(base) == v - 1
-             ? ring__delta_build(base, f->value, f->len, out, &why)
-             : RING_ENOTFOUND;
+    rc = base && ring_table_version(base) == v - 1 ? ring__delta_build(base, value, len, out, &why)
+                                                   : RING_ENOTFOUND;
     ring_live_exit(w->live);
     if (rc == RING_OK && (rc = ring_table_seal(*out, &why)) != RING_OK)
       ring_table_free(*out);
   }
-  flight_release(f);
   if (rc == RING_ENOTFOUND) /* another writer swapped meanwhile: read the table */
     return rc;
   if (rc == RING_OK && ring_table_version(*out) != v) {
@@ -301,6 +304,18 @@ static int from_delta(ring_watcher *w, uint64_t v, ring_table **out, ring_error 
     return RING_OK;
   refuse(w, v, "delta", &why);
   return RING_EINVAL;
+}
+
+/* The table version v from deltas/<v> (read once per client, section 2).
+ * As apply_delta; RING_ENOTFOUND also without a delta; else an etcd error. */
+static int from_delta(ring_watcher *w, uint64_t v, ring_table **out, ring_error *err) {
+  flight *f;
+  int rc = read_shared(w, "deltas/", v, &f, err);
+  if (rc != RING_OK)
+    return rc;
+  rc = apply_delta(w, v, f->value, f->len, out);
+  flight_release(f);
+  return rc;
 }
 
 /* The table version v from tables/<v>. RING_OK with *out; RING_EINVAL when
@@ -331,16 +346,20 @@ static int from_table(ring_watcher *w, uint64_t v, ring_table **out, ring_error 
   return RING_EINVAL;
 }
 
-/* Installs version v: swap, count, call back. RING_OK also when v was
- * refused or something newer is already in service; else an etcd error
- * to retry (RING_ENOTFOUND: tables/<v> is missing). */
-static int install(ring_watcher *w, uint64_t v, ring_error *err) {
+/* Installs version v: swap, count, call back. carried: v's delta from the
+ * watch response, or NULL. A carried delta that is refused is not read
+ * again from deltas/<v> (the same txn wrote both): the table is. RING_OK
+ * also when v was refused or something newer is already in service; else
+ * an etcd error to retry (RING_ENOTFOUND: tables/<v> is missing). */
+static int install(ring_watcher *w, uint64_t v, const ring_kv *carried, ring_error *err) {
   ring_table *t = NULL;
   bool delta = false;
   int rc = RING_ENOTFOUND;
   uint64_t have = ring_live_version(w->live);
   if (have > 0 && have == v - 1) {
-    rc = from_delta(w, v, &t, err);
+    rc = carried ? apply_delta(w, v, carried->value ? (const char *)carried->value : "",
+                               carried->value_len, &t)
+                 : from_delta(w, v, &t, err);
     if (rc != RING_OK && rc != RING_ENOTFOUND && rc != RING_EINVAL)
       return rc; /* etcd trouble: retry later rather than fetch the whole table */
     delta = rc == RING_OK;
@@ -422,10 +441,12 @@ static bool held_back(ring_watcher *w) {
 }
 
 /* Brings the holder to the newest version and acks it. hint: a version
- * seen in an event, or 0 to read the version key. Retries etcd errors with
- * backoff until stopped, or `tries` times when tries > 0. Returns RING_OK
- * or the last error. */
-static int follow(ring_watcher *w, uint64_t hint, int tries, ring_error *err) {
+ * seen in an event, or 0 to read the version key; carried: hint's delta
+ * from the same event batch, or NULL (used on the first try only). Retries
+ * etcd errors with backoff until stopped, or `tries` times when tries > 0.
+ * Returns RING_OK or the last error. */
+static int follow(ring_watcher *w, uint64_t hint, const ring_kv *carried, int tries,
+                  ring_error *err) {
   long backoff = RING_WATCHER_BACKOFF_MIN_MS;
   int rc = RING_OK;
   for (int attempt = 1; !atomic_load(&w->stop); attempt++) {
@@ -434,7 +455,7 @@ static int follow(ring_watcher *w, uint64_t hint, int tries, ring_error *err) {
     if (rc == RING_OK && held_back(w))
       return RING_OK;
     if (rc == RING_OK && v > ring_live_version(w->live) && v != w->refused)
-      rc = install(w, v, err);
+      rc = install(w, v, hint ? carried : NULL, err);
     if (rc == RING_ENOTFOUND && hint == 0) { /* the key names a table that is not there */
       refuse(w, v, "table", err);
       w->refused = v;
@@ -461,28 +482,52 @@ static int follow(ring_watcher *w, uint64_t hint, int tries, ring_error *err) {
 
 /* ------------------------------------------ 5. callback, public calls */
 
-static int on_watch(void *ud, const ring_event *events, uint32_t n, int64_t revision,
-                    bool compacted) {
-  (void)revision;
-  ring_watcher *w = ud;
-  ring_error err = {0};
+static bool is_put(const ring_event *ev, const char *key, size_t len) {
+  return ev->type == RING_EVENT_PUT && ev->kv.key_len == len && memcmp(ev->kv.key, key, len) == 0;
+}
+
+/* The newest version put in a batch of events (0: none), and in *carried
+ * the version/delta put at that version's revision (NULL: none). A delta
+ * put at any other revision belongs to another txn, so it is not v's and
+ * is never used. Other keys under the prefix are not the watcher's:
+ * ignored. Deleted keys: keep serving what we have. */
+static uint64_t scan(ring_watcher *w, const ring_event *events, uint32_t n,
+                     const ring_kv **carried) {
   uint64_t newest = 0;
+  int64_t at = 0;
   for (uint32_t i = 0; i < n; i++) {
     uint64_t v;
-    if (events[i].type != RING_EVENT_PUT)
-      continue; /* a deleted version key: keep serving what we have */
+    if (!is_put(&events[i], w->vkey, w->vkey_len))
+      continue;
     if (ring__parse_version(events[i].kv.value, events[i].kv.value_len, &v)) {
-      newest = v > newest ? v : newest;
+      if (v > newest) {
+        newest = v;
+        at = events[i].kv.mod_revision;
+      }
       ring_etcd_note_version(w->c, v, events[i].kv.mod_revision); /* the history's rule */
     } else {
       refuse(w, 0, "version",
              &(ring_error){RING_EVERSION, "version: the key's new value is not a version"});
     }
   }
+  *carried = NULL;
+  for (uint32_t i = 0; i < n && newest > 0; i++)
+    if (is_put(&events[i], w->dkey, w->dkey_len) && events[i].kv.mod_revision == at)
+      *carried = &events[i].kv;
+  return newest;
+}
+
+static int on_watch(void *ud, const ring_event *events, uint32_t n, int64_t revision,
+                    bool compacted) {
+  (void)revision;
+  ring_watcher *w = ud;
+  ring_error err = {0};
+  const ring_kv *carried;
+  uint64_t newest = scan(w, events, n, &carried);
   if (compacted || n == 0) /* missed changes, or a quiet moment: read afresh */
-    follow(w, 0, 0, &err);
+    follow(w, 0, NULL, 0, &err);
   else if (newest > 0)
-    follow(w, newest, 0, &err);
+    follow(w, newest, carried, 0, &err);
   return atomic_load(&w->stop) ? 1 : 0;
 }
 
@@ -526,20 +571,20 @@ int ring_watcher_start(ring_etcd *c, const ring_watcher_opts *o, ring_live *live
   w->ud = o->ud;
   w->log = o->log ? o->log : stderr_line;
   w->log_ud = o->log_ud;
+  w->vkey_len = make_key(w, w->vkey, "version", 0);
+  w->dkey_len = make_key(w, w->dkey, RING__VERSION_DELTA, 0);
   /* The current table first; the watch starts right after the read, so
    * nothing published in between is missed. */
   uint64_t v = 0;
   int64_t rev = 0;
-  char key[KEY_MAX];
   for (int i = 1; (rc = read_version(w, &v, &rev, err)) != RING_OK && transient(rc) &&
                   i < RING_WATCHER_START_TRIES && pause_unless_stopped(w, 100L << i);
        i++)
     ;
   if (rc == RING_OK)
-    rc = follow(w, v, RING_WATCHER_START_TRIES, err);
-  if (rc == RING_OK)
-    rc = ring_etcd_watch(c, key, make_key(w, key, "version", 0), false, rev + 1, on_watch, w,
-                         &w->watch, err);
+    rc = follow(w, v, NULL, RING_WATCHER_START_TRIES, err);
+  if (rc == RING_OK) /* the prefix: version and version/delta (scan picks them out) */
+    rc = ring_etcd_watch(c, w->vkey, w->vkey_len, true, rev + 1, on_watch, w, &w->watch, err);
   if (rc != RING_OK) {
     watcher_free(w);
     return rc;

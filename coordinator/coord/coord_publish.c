@@ -1,9 +1,11 @@
 /*
  * coord_publish.c: publishing a table version.
  *
- * Publishing is one fenced txn: tables/<v>, deltas/<v>, version and the
- * caller's ops (plan/active or history), compared against the version and
- * plan/active mod revisions the step was computed from.
+ * Publishing is one fenced txn: tables/<v>, deltas/<v>, version/delta (the
+ * same delta again, next to `version`, so that a watcher's one watch
+ * response carries it: proto/etcd.md), version and the caller's ops
+ * (plan/active or history), compared against the version and plan/active
+ * mod revisions the step was computed from.
  */
 #include "coord.h"
 #include "ring_int.h"
@@ -17,6 +19,7 @@
 
 typedef struct pub {
   char ktable[RK_KEY_MAX], kdelta[RK_KEY_MAX], kver[RK_KEY_MAX], kact[RK_KEY_MAX];
+  char kcarry[RK_KEY_MAX]; /* version/delta */
   char ver[24];
   char *table, *delta;
   size_t table_len, delta_len;
@@ -32,6 +35,7 @@ static int encode(coord *c, const ring_table *next, pub *p, ring_error *err) {
   rk_key_version(p->ktable, c->o.cluster, "tables/", v);
   rk_key_version(p->kdelta, c->o.cluster, "deltas/", v);
   coord_key(c, p->kver, "version");
+  coord_key(c, p->kcarry, RING__VERSION_DELTA);
   coord_key(c, p->kact, "plan/active");
   snprintf(p->ver, sizeof p->ver, "%" PRIu64, v);
   return RING_OK;
@@ -62,13 +66,15 @@ int coord_publish(coord *c, const rk_state *s, ring_table *next, const ring_op *
          .op = RING_CMP_EQ,
          .number = s->has_active ? s->active_mod : 0},
     };
-    ring_op ops[3 + MAX_EXTRA];
+    ring_op ops[4 + MAX_EXTRA];
     uint32_t n = 0;
     ops[n++] = put(p.ktable, p.table, p.table_len);
-    if (p.delta)
+    if (p.delta) {
       ops[n++] = put(p.kdelta, p.delta, p.delta_len);
+      ops[n++] = put(p.kcarry, p.delta, p.delta_len);
+    }
     ops[n++] = put(p.kver, p.ver, strlen(p.ver));
-    uint64_t bytes = p.table_len + p.delta_len + strlen(p.ver);
+    uint64_t bytes = p.table_len + 2 * p.delta_len + strlen(p.ver);
     for (uint32_t i = 0; i < n_extra; i++) {
       ops[n++] = extra[i];
       bytes += extra[i].value_len;

@@ -12,7 +12,8 @@
  *      next to etcdctl doing the same puts in the same run
  *
  * Latency: the clock starts just before the publish txn (tables/<v>,
- * deltas/<v> and version in one request) and stops, per watcher, in its
+ * deltas/<v>, version/delta and version in one request: the watchers get
+ * the delta in the version's watch event) and stops, per watcher, in its
  * on_table callback, which runs right after the swap. "All swapped" is the
  * slowest watcher's time; p50/p99 are over versions. Versions are spaced
  * out (each waits until all watchers swapped the previous one), so every
@@ -152,7 +153,9 @@ static ring_table *next_table(const ring_table *prev, uint64_t v) {
   return t;
 }
 
-/* Publishes the next version in one txn: tables/<v>, deltas/<v>, version.
+/* Publishes the next version in one txn: tables/<v>, deltas/<v>,
+ * version/delta (the same delta, carried by the version's watch event) and
+ * version, as the coordinator does.
  * *t0 and *t1 (if not NULL) receive the times just before the request and
  * when etcd acknowledged it (committed). */
 static void publish_next(writer *w, double *t0, double *t1) {
@@ -160,6 +163,7 @@ static void publish_next(writer *w, double *t0, double *t1) {
   uint64_t v = ring_table_version(t);
   char tkey[96], dkey[96], vval[24];
   const char *vkey = "/ringkeeper/" CLUSTER "/version";
+  const char *ckey = "/ringkeeper/" CLUSTER "/version/delta";
   snprintf(tkey, sizeof tkey, "/ringkeeper/" CLUSTER "/tables/%llu", (unsigned long long)v);
   snprintf(dkey, sizeof dkey, "/ringkeeper/" CLUSTER "/deltas/%llu", (unsigned long long)v);
   snprintf(vval, sizeof vval, "%llu", (unsigned long long)v);
@@ -168,13 +172,14 @@ static void publish_next(writer *w, double *t0, double *t1) {
   if (ring_table_encode(t, &tj, &tl) != RING_OK ||
       (w->cur && ring_delta_encode(w->cur, t, &dj, &dl) != RING_OK))
     die("encode", NULL);
-  ring_op ops[3] = {{RING_OP_PUT, tkey, strlen(tkey), tj, tl, 0, false},
+  ring_op ops[4] = {{RING_OP_PUT, tkey, strlen(tkey), tj, tl, 0, false},
                     {RING_OP_PUT, vkey, strlen(vkey), vval, strlen(vval), 0, false},
-                    {RING_OP_PUT, dkey, strlen(dkey), dj, dl, 0, false}};
+                    {RING_OP_PUT, dkey, strlen(dkey), dj, dl, 0, false},
+                    {RING_OP_PUT, ckey, strlen(ckey), dj, dl, 0, false}};
   ring_error err;
   if (t0)
     *t0 = harness_now();
-  if (ring_etcd_txn(w->c, NULL, 0, ops, dj ? 3 : 2, NULL, 0, NULL, &err) != RING_OK)
+  if (ring_etcd_txn(w->c, NULL, 0, ops, dj ? 4 : 2, NULL, 0, NULL, &err) != RING_OK)
     die("publish", &err);
   if (t1)
     *t1 = harness_now();

@@ -6,7 +6,10 @@
  * logged and counted while the last good table stays; acks written; 100
  * watchers in one process; etcd killed and restarted mid-publishing (reads
  * never stop); compaction mid-publishing, and while the watchers are cut
- * off by a proxy, so that each watch resumes into a compacted past.
+ * off by a proxy, so that each watch resumes into a compacted past. And
+ * the delta carried in the version's watch response (version/delta): taken
+ * with no request when one behind; never when two behind, or when it is
+ * junk (refused, counted), where the table is read instead.
  */
 #include "etcd_harness.h"
 #include "etcd_client.h"
@@ -78,16 +81,20 @@ static void corrupt_checksum(char *json, size_t len) {
     p[i] = p[i] == '0' ? '1' : '0';
 }
 
-enum { BAD_TABLE = 1, BAD_DELTA = 2, NO_DELTA = 4 };
+/* OLD_WRITER: as a coordinator from before version/delta (deltas/<v> only);
+ * GARBAGE_CARRY: version/delta holds junk, deltas/<v> the good delta. */
+enum { BAD_TABLE = 1, BAD_DELTA = 2, NO_DELTA = 4, OLD_WRITER = 8, GARBAGE_CARRY = 16 };
 
-/* Publishes table t as version v in one txn: tables/<v>, deltas/<v> (from
- * the writer's current table when v follows it) and version. Returns a
- * ring_errno; RING_OK also when an uncertain txn turns out applied. */
+/* Publishes table t as version v in one txn: tables/<v>, deltas/<v> and
+ * version/delta (from the writer's current table when v follows it) and
+ * version. Returns a ring_errno; RING_OK also when an uncertain txn turns
+ * out applied. */
 static int publish_table(writer *w, const ring_table *t, int flags) {
   uint64_t v = ring_table_version(t);
-  char tkey[96], dkey[96], vkey[64], vval[24];
+  char tkey[96], dkey[96], ckey[96], vkey[64], vval[24];
   snprintf(tkey, sizeof tkey, "/ringkeeper/" CLUSTER "/tables/%llu", (unsigned long long)v);
   snprintf(dkey, sizeof dkey, "/ringkeeper/" CLUSTER "/deltas/%llu", (unsigned long long)v);
+  snprintf(ckey, sizeof ckey, "/ringkeeper/" CLUSTER "/version/delta");
   snprintf(vkey, sizeof vkey, "/ringkeeper/" CLUSTER "/version");
   snprintf(vval, sizeof vval, "%llu", (unsigned long long)v);
   char *tj = NULL, *dj = NULL;
@@ -100,11 +107,16 @@ static int publish_table(writer *w, const ring_table *t, int flags) {
                ring_delta_encode(w->cur, t, &dj, &dl) == RING_OK;
   if (delta && (flags & BAD_DELTA))
     corrupt_checksum(dj, dl);
-  ring_op ops[3] = {{RING_OP_PUT, tkey, strlen(tkey), tj, tl, 0, false},
+  static const char junk[] = "{\"format\":\"ringkeeper.delta.v1\",[[[";
+  bool junk_carry = delta && (flags & GARBAGE_CARRY);
+  ring_op ops[4] = {{RING_OP_PUT, tkey, strlen(tkey), tj, tl, 0, false},
                     {RING_OP_PUT, vkey, strlen(vkey), vval, strlen(vval), 0, false},
-                    {RING_OP_PUT, dkey, strlen(dkey), dj, dl, 0, false}};
+                    {RING_OP_PUT, dkey, strlen(dkey), dj, dl, 0, false},
+                    {RING_OP_PUT, ckey, strlen(ckey), junk_carry ? junk : dj,
+                     junk_carry ? strlen(junk) : dl, 0, false}};
+  uint32_t n_ops = !delta ? 2 : (flags & OLD_WRITER) ? 3 : 4;
   ring_error err;
-  int rc = ring_etcd_txn(w->c, NULL, 0, ops, delta ? 3 : 2, NULL, 0, NULL, &err);
+  int rc = ring_etcd_txn(w->c, NULL, 0, ops, n_ops, NULL, 0, NULL, &err);
   if (rc == RING_EUNKNOWN) { /* re-read, never retry blind */
     ring_kvs kv;
     if (ring_etcd_range(w->c, vkey, strlen(vkey), NULL, &kv, &err) == RING_OK) {
@@ -927,6 +939,140 @@ START_TEST(partition_then_compaction) {
 }
 END_TEST
 
+/* ------------------------------------ one watch response per version */
+
+/* Waits until f's callback saw version v (its counters are set by then). */
+static bool wait_called(follower *f, uint64_t v) {
+  double end = harness_now() + 10;
+  while (atomic_load(&f->s.last) < v && harness_now() < end)
+    harness_sleep_ms(2);
+  return atomic_load(&f->s.last) >= v;
+}
+
+/* A writer, and a watcher on a client of its own (so its requests can be
+ * counted) with no ack. */
+typedef struct counted {
+  ring_etcd *wc, *c; /* the writer's client, the watcher's */
+  writer wr;
+  follower f;
+} counted;
+
+/* Starts k on a fresh cluster: the watcher serves version 1. */
+static void counted_start(counted *k) {
+  k->wc = client(one.endpoints);
+  k->wr = (writer){k->wc, NULL, 0};
+  wipe(k->wc);
+  ck_assert_int_eq(publish_next(&k->wr, 0), RING_OK);
+  k->c = client(one.endpoints);
+  follower_start(&k->f, k->c, NULL);
+  ck_assert_uint_eq(ring_live_version(k->f.live), 1);
+}
+
+/* Checks what holds after every step (the table, no step back), and stops. */
+static void counted_stop(counted *k) {
+  assert_serving(&k->f, k->wr.cur);
+  ck_assert(!atomic_load(&k->f.s.backwards));
+  follower_stop(&k->f);
+  ring_etcd_close(k->c);
+  writer_free(&k->wr);
+  ring_etcd_close(k->wc);
+}
+
+/* Publishes the next version with flags and returns how many requests the
+ * watcher's client made until it was called back with it. */
+static uint64_t requests_for_next(counted *k, int flags) {
+  uint64_t r0 = ring_etcd_requests(k->c);
+  ck_assert_int_eq(publish_next(&k->wr, flags), RING_OK);
+  ck_assert(wait_called(&k->f, k->wr.v));
+  return ring_etcd_requests(k->c) - r0;
+}
+
+/* The next good version is taken from its carried delta, with no request. */
+static void next_by_carried_delta(counted *k) {
+  uint64_t d0 = stats(&k->f).deltas;
+  ck_assert_uint_eq(requests_for_next(k, 0), 0);
+  ck_assert_uint_eq(stats(&k->f).deltas, d0 + 1);
+  assert_serving(&k->f, k->wr.cur);
+}
+
+START_TEST(carried_delta_needs_no_request) {
+  counted k;
+  counted_start(&k);
+  for (int i = 0; i < 5; i++) /* version and delta in one response: nothing to read */
+    next_by_carried_delta(&k);
+  /* a publisher from before version/delta: deltas/<v> is read, as before */
+  ck_assert_uint_eq(requests_for_next(&k, OLD_WRITER), 1);
+  ck_assert_uint_eq(stats(&k.f).deltas, 6);
+  /* no delta at all: deltas/<v> is missing, so the table is read */
+  ck_assert_uint_eq(requests_for_next(&k, NO_DELTA), 2);
+  ck_assert_uint_eq(stats(&k.f).deltas, 6);
+  /* version/delta still holds an older delta, written at another revision
+   * than this version: not used (the old writer's path) */
+  ck_assert_uint_eq(requests_for_next(&k, OLD_WRITER), 1);
+  ck_assert_uint_eq(stats(&k.f).deltas, 7);
+  next_by_carried_delta(&k);
+  ring_watcher_stats s = stats(&k.f);
+  ck_assert_uint_eq(s.rejected, 0);
+  ck_assert_uint_eq(s.swaps, atomic_load(&k.f.s.calls));
+  counted_stop(&k);
+}
+END_TEST
+
+START_TEST(two_behind_reads_the_table) {
+  counted k;
+  counted_start(&k);
+  /* version 3 published over 1: its carried delta has base 2, which this
+   * watcher never had, so it must not apply it and reads tables/3 */
+  ring_table *skip = next_table(k.wr.cur, 2), *jump = next_table(skip, 3);
+  ring_table_free(k.wr.cur);
+  k.wr.cur = skip;
+  k.wr.v = 2;
+  uint64_t r0 = ring_etcd_requests(k.c);
+  ck_assert_int_eq(publish_table(&k.wr, jump, 0), RING_OK);
+  ring_table_free(k.wr.cur);
+  k.wr.cur = jump;
+  k.wr.v = 3;
+  ck_assert(wait_called(&k.f, 3));
+  ck_assert_uint_eq(ring_etcd_requests(k.c) - r0, 1); /* tables/3 */
+  ring_watcher_stats s = stats(&k.f);
+  ck_assert_uint_eq(s.version, 3);
+  ck_assert_uint_eq(s.deltas, 0);
+  ck_assert_uint_eq(s.rejected, 0);
+  assert_serving(&k.f, k.wr.cur);
+  next_by_carried_delta(&k); /* one behind again */
+  counted_stop(&k);
+}
+END_TEST
+
+START_TEST(garbage_carried_delta_reads_the_table) {
+  counted k;
+  counted_start(&k);
+  int saved;
+  char path[] = "/tmp/test_watcher_log_XXXXXX", log[8192];
+  capture_stderr_begin(&saved, path);
+  /* junk in version/delta: refused, counted, logged; the table is read */
+  uint64_t junk = requests_for_next(&k, GARBAGE_CARRY);
+  ring_watcher_stats s1 = stats(&k.f);
+  /* a carried delta whose checksum is wrong: the same */
+  uint64_t bad = requests_for_next(&k, BAD_DELTA);
+  ring_watcher_stats s2 = stats(&k.f);
+  capture_stderr_end(saved, path, log, sizeof log);
+  ck_assert_uint_eq(junk, 1); /* tables/2, not deltas/2 */
+  ck_assert_uint_eq(s1.version, 2);
+  ck_assert_uint_eq(s1.rejected, 1);
+  ck_assert_uint_eq(s1.deltas, 0);
+  ck_assert_uint_eq(bad, 1);
+  ck_assert_uint_eq(s2.version, 3);
+  ck_assert_uint_eq(s2.rejected, 2);
+  ck_assert_uint_eq(s2.deltas, 0);
+  ck_assert_msg(strstr(log, "version=2 source=delta err=") != NULL, "%s", log);
+  ck_assert_ptr_nonnull(strstr(log, "version=3 source=delta err=\"checksum"));
+  assert_serving(&k.f, k.wr.cur);
+  next_by_carried_delta(&k);
+  counted_stop(&k);
+}
+END_TEST
+
 static void setup(void) { etcd_cluster_start(&one, 1, NULL); }
 static void teardown(void) { etcd_cluster_stop(&one); }
 
@@ -945,5 +1091,12 @@ int main(void) {
   tcase_add_test(tc, partition_then_compaction);
   tcase_add_test(tc, etcd_killed_while_publishing);
   suite_add_tcase(s, tc);
+  TCase *one_event = tcase_create("one_event"); /* CK_RUN_CASE=one_event runs these alone */
+  tcase_set_timeout(one_event, 120);
+  tcase_add_unchecked_fixture(one_event, setup, teardown);
+  tcase_add_test(one_event, carried_delta_needs_no_request);
+  tcase_add_test(one_event, two_behind_reads_the_table);
+  tcase_add_test(one_event, garbage_carried_delta_reads_the_table);
+  suite_add_tcase(s, one_event);
   return run_suite_as(s, 1); /* fixtures hold processes */
 }
