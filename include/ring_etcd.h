@@ -302,9 +302,11 @@ RING_EXTERN int ring_etcd_fenced_txn(ring_etcd *c, const ring_leadership *l, con
 /* ------------------------------------------------ 6. live ring watcher */
 
 /* Follows /ringkeeper/<cluster>/version and keeps the matching table in a
- * ring_live: on each new version it fetches deltas/<v> when it is exactly
- * one version behind (proto/delta.md) and tables/<v> otherwise, validates
- * the result, swaps it in and calls the callback. A table that fails
+ * ring_live: on each new version, when it is exactly one version behind,
+ * it applies the delta that came in the same watch response (version/delta,
+ * proto/etcd.md), or else fetches deltas/<v> (proto/delta.md); otherwise,
+ * or when the delta is refused, tables/<v>. It validates the result, swaps
+ * it in and calls the callback. A table that fails
  * validation is refused, logged and counted, and the last good table stays
  * in service; so it does while etcd is unreachable, and while its client's
  * history went back (section 1, ring_watcher_restored below). */

@@ -69,7 +69,7 @@ struct ring_watcher {
   char ack_id[RING_ID_MAX + 1]; /* "" without acks */
   char vkey[KEY_MAX];           /* "/ringkeeper/<cluster>/version", also the watch's prefix */
   char dkey[KEY_MAX];           /* ".../version/delta": the delta the publish txn carries */
-  size_t vkey_len, dkey_len;
+  size_t vkey_len, dkey_len;    /* their lengths */
   ring_table_cb on_table;
   void *ud;
   ring_log_cb log; /* never NULL: the embedder's, or stderr_line */

@@ -3,7 +3,9 @@
  * versions and 2 plans and a pass every second, runs that publish dozens of
  * versions leave at most 3 tables and deltas behind the current version
  * (plus the active run's base), at most 2 history entries, and etcd's
- * history compacted: a read at the first revision is refused.
+ * history compacted: a read at the first revision is refused. The delta
+ * carried next to `version` (version/delta) stays one key, equal to the
+ * current version's deltas/<v>.
  */
 #include "coord_env.h"
 
@@ -75,6 +77,20 @@ START_TEST(tables_history_and_revisions_stay_bounded) {
       10, "after version %llu: %u tables, %u deltas, %u history entries", (unsigned long long)v,
       count_keys("tables/"), count_keys("deltas/"), count_keys("plan/history/"));
   WAIT_UNTIL(!revision_readable(1), 10, "etcd still serves revision 1: nothing was compacted");
+  /* version/delta is one key, overwritten by each publish in the txn that
+   * writes deltas/<v>: the same bytes, at the version key's revision */
+  char dname[32];
+  snprintf(dname, sizeof dname, "deltas/%llu", (unsigned long long)v);
+  int64_t carried_mod, delta_mod, version_mod;
+  char *carried = env_get("version/delta", &carried_mod), *delta = env_get(dname, &delta_mod);
+  free(env_get("version", &version_mod));
+  ck_assert_ptr_nonnull(carried);
+  ck_assert_ptr_nonnull(delta);
+  ck_assert_str_eq(carried, delta);
+  ck_assert_int_eq(carried_mod, version_mod);
+  ck_assert_uint_eq(count_keys("version"), 2); /* version and version/delta, nothing more */
+  free(carried);
+  free(delta);
   /* what remains is the newest: the current table reads and verifies */
   ring_table *t = env_verify_clean();
   ck_assert_uint_eq(ring_table_version(t), v);
