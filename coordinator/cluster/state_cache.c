@@ -203,18 +203,34 @@ static int64_t apply_range(rk_cache *k, rk_state *s, const queued *q, uint32_t f
 
 /* ------------------------------------------- 2. a full read, and the check */
 
-/* Waits (mu held) until the watch passed rev, at most ms, or until a full
- * read became due; returns whether it passed. */
-static bool wait_seen(rk_cache *k, int64_t rev, uint64_t ms) {
+/* CLOCK_MONOTONIC (the condition's clock) ms from now. */
+static struct timespec after_ms(uint64_t ms) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   t.tv_sec += (time_t)(ms / 1000);
   t.tv_nsec += (long)(ms % 1000) * 1000000L;
   if (t.tv_nsec >= 1000000000L)
     t.tv_sec++, t.tv_nsec -= 1000000000L;
-  while (k->seen < rev && k->due < 0 && k->armed)
-    if (pthread_cond_timedwait(&k->cv, &k->mu, &t) != 0)
+  return t;
+}
+
+/* Waits (mu held) until the watch passed rev, or until a full read became
+ * due, or until the watch passed no new revision for stall_ms, or after
+ * cap_ms in all; returns whether it passed. */
+static bool wait_seen(rk_cache *k, int64_t rev, uint64_t stall_ms, uint64_t cap_ms) {
+  uint64_t now = rd_now_ms(), end = now + cap_ms, quiet_until = now + stall_ms;
+  int64_t last = k->seen;
+  while (k->seen < rev && k->due < 0 && k->armed && now < end) {
+    struct timespec t = after_ms((quiet_until < end ? quiet_until : end) - now);
+    pthread_cond_timedwait(&k->cv, &k->mu, &t);
+    now = rd_now_ms();
+    if (k->seen > last) { /* moving: the quiet window starts again */
+      last = k->seen;
+      quiet_until = now + stall_ms;
+    } else if (now >= quiet_until) {
       break;
+    }
+  }
   return k->seen >= rev;
 }
 
@@ -247,7 +263,7 @@ static void check_cache(rk_cache *k, const rk_state *fresh, queued **q, uint32_t
   bool same = at >= 0 && rk_state_diff(&k->s, fresh, why, sizeof why);
   if (!same && at >= 0) {
     pthread_mutex_lock(&k->mu);
-    wait_seen(k, fresh->revision, 1000);
+    wait_seen(k, fresh->revision, 1000, 1000);
     pthread_mutex_unlock(&k->mu);
     take_more(k, q, n);
     at = apply_range(k, &k->s, *q, (uint32_t)at, *n, k->s.revision, fresh->revision, &err);
@@ -315,7 +331,8 @@ static int full_read(rk_cache *k, ring_etcd *c, rk_resync_why why, ring_error *e
 /* ---------------------------------------------------------------- 3. a look */
 
 /* Why this look must read whole, -1 when the cache serves it. Waits up to
- * RK_CACHE_CATCHUP_MS for the caller's own last write to come back. */
+ * RK_CACHE_CATCHUP_MS for the caller's own last write to come back, while
+ * the watch is moving (wait_seen). */
 static int full_why(rk_cache *k) {
   pthread_mutex_lock(&k->mu);
   int why = k->off ? RK_RESYNC_OFF : k->due;
@@ -325,7 +342,8 @@ static int full_why(rk_cache *k) {
     why = RK_RESYNC_NO_WATCH;
   if (why < 0 && rd_now_ms() - k->full_ms >= RK_CACHE_RESYNC_MS)
     why = RK_RESYNC_PERIODIC;
-  if (why < 0 && k->s.revision < k->wrote && !wait_seen(k, k->wrote, RK_CACHE_CATCHUP_MS))
+  if (why < 0 && k->s.revision < k->wrote &&
+      !wait_seen(k, k->wrote, RK_CACHE_STALL_MS, RK_CACHE_CATCHUP_MS))
     why = k->due >= 0 ? k->due : RK_RESYNC_BEHIND;
   pthread_mutex_unlock(&k->mu);
   return why;

@@ -40,9 +40,15 @@
 
 /* How long a look waits for its own last write to come back through the
  * watch before it reads whole instead. A watch on loopback delivers in
- * about a millisecond; a write that changed no key sends no event, and
- * this bounds the wait for it. */
-#define RK_CACHE_CATCHUP_MS 200u
+ * about a millisecond, but behind a burst (10,000 hosts' acks of a version
+ * arrive together) it can lag by seconds while it is plainly moving: a
+ * full read then costs far more than the wait (0.7 s of CPU and a read of
+ * every host record at 10,000 hosts) and lands no sooner. So the look
+ * waits while the watch makes progress, giving up when it passes no new
+ * revision for RK_CACHE_STALL_MS (a stuck or lost stream) or after
+ * RK_CACHE_CATCHUP_MS in all. */
+#define RK_CACHE_STALL_MS 1000u
+#define RK_CACHE_CATCHUP_MS 5000u
 
 /* Why a look read whole (ring_coordinator_cache_resyncs_total{why}). */
 typedef enum rk_resync_why {
@@ -52,11 +58,12 @@ typedef enum rk_resync_why {
   RK_RESYNC_COMPACTED, /* etcd compacted past the watch (or its history went back) */
   RK_RESYNC_OVERFLOW,  /* the queue passed RK_CACHE_EVENTS_MAX or RK_CACHE_BYTES_MAX */
   RK_RESYNC_GAP,       /* an event older than one already queued */
-  RK_RESYNC_BEHIND,    /* its own last write did not come back in RK_CACHE_CATCHUP_MS */
-  RK_RESYNC_ERROR,     /* applying an event failed (a record the full read refuses, memory) */
-  RK_RESYNC_PERIODIC,  /* the RK_CACHE_RESYNC_MS check */
-  RK_RESYNC_DIVERGED,  /* a check found the cache differed (counted besides periodic) */
-  RK_RESYNC_OFF,       /* rk_cache_full_reads: every look reads whole (logged at debug) */
+  RK_RESYNC_BEHIND, /* its own last write did not come back (RK_CACHE_STALL_MS, RK_CACHE_CATCHUP_MS)
+                     */
+  RK_RESYNC_ERROR,  /* applying an event failed (a record the full read refuses, memory) */
+  RK_RESYNC_PERIODIC, /* the RK_CACHE_RESYNC_MS check */
+  RK_RESYNC_DIVERGED, /* a check found the cache differed (counted besides periodic) */
+  RK_RESYNC_OFF,      /* rk_cache_full_reads: every look reads whole (logged at debug) */
   RK_RESYNC_KINDS
 } rk_resync_why;
 

@@ -8,6 +8,9 @@
  *   cache's periodic check makes), and the looks were served from the
  *   watch, not by reading whole;
  * - a burst of events past the queue's bounds: dropped, read whole;
+ * - the coordinator's own write: a look waits for it while the watch
+ *   moves (for longer than the stall window in all), and reads whole
+ *   ("behind") when the watch never brings it;
  * - compaction past the watch's revision while its member is cut off: the
  *   cache notices, reads whole (counted as "compacted") and equals a read.
  */
@@ -18,6 +21,7 @@
 #include "state_cache.h"
 
 #include <check.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 
@@ -193,6 +197,13 @@ START_TEST(random_changes_match_a_full_read) {
 }
 END_TEST
 
+/* How many full reads the cache made for why. */
+static uint64_t full_reads(rk_cache *k, rk_resync_why why) {
+  rk_cache_stats st;
+  rk_cache_stats_get(k, &st);
+  return st.full[why];
+}
+
 /* A cache of cluster cl, seeded, watching, past its first (full) look. */
 static rk_cache *seeded_cache(ring_etcd *c, const char *cl) {
   seed(c, cl);
@@ -210,9 +221,7 @@ START_TEST(dropped_cache_reads_whole) {
   rk_cache_drop(k); /* leadership lost: the next term starts from a full read */
   rk_cache_wrote(k, put_good(c, cl, "acks/", "h1", 5));
   assert_same(k, c, cl, 1);
-  rk_cache_stats st;
-  rk_cache_stats_get(k, &st);
-  ck_assert_uint_eq(st.full[RK_RESYNC_DROPPED], 1);
+  ck_assert_uint_eq(full_reads(k, RK_RESYNC_DROPPED), 1);
   rk_cache_free(k);
   ring_etcd_close(c);
 }
@@ -233,12 +242,63 @@ START_TEST(a_burst_past_the_queue_bounds_reads_whole) {
     harness_sleep_ms(100); /* every event delivered (and the queue dropped) before the look */
   rk_cache_wrote(k, rev);
   assert_same(k, c, cl, 1);
-  rk_cache_stats st;
-  rk_cache_stats_get(k, &st);
-  ck_assert_uint_eq(st.full[RK_RESYNC_OVERFLOW], 1);
+  ck_assert_uint_eq(full_reads(k, RK_RESYNC_OVERFLOW), 1);
   rk_cache_wrote(k, put_good(c, cl, "progress/", "h3", 1)); /* and on from there */
   assert_same(k, c, cl, 2);
   rk_cache_free(k);
+  ring_etcd_close(c);
+}
+END_TEST
+
+START_TEST(own_write_the_watch_never_brings_reads_whole) {
+  const char *cl = "own";
+  ring_etcd *c = test_client(one.endpoints, 5000, 0);
+  rk_cache *k = seeded_cache(c, cl);
+  ring_error err = {0};
+  int64_t rev = 0; /* outside the cluster's prefix: no event comes for it */
+  ck_assert_msg(ring_etcd_put(c, "/elsewhere/x", 12, "1", 1, 0, &rev, NULL, &err) == RING_OK, "%s",
+                err.message);
+  rk_cache_wrote(k, rev);
+  assert_same(k, c, cl, 1);
+  ck_assert_uint_eq(full_reads(k, RK_RESYNC_BEHIND), 1);
+  rk_cache_free(k);
+  ring_etcd_close(c);
+}
+END_TEST
+
+/* Puts PACED_PUTS acks 150 ms apart: a watch that lags but moves. */
+#define PACED_PUTS 8
+static void *paced_puts(void *arg) {
+  ring_etcd *c = arg;
+  for (unsigned i = 0; i < PACED_PUTS; i++) {
+    harness_sleep_ms(150);
+    put_good(c, "paced", "acks/", ids[i % N_IDS], 100 + i);
+  }
+  return NULL;
+}
+
+START_TEST(own_write_behind_a_moving_watch_is_waited_for) {
+  const char *cl = "paced";
+  ring_etcd *c = test_client(one.endpoints, 5000, 0), *w = test_client(one.endpoints, 5000, 0);
+  rk_cache *k = seeded_cache(c, cl);
+  /* The write the look waits for lands 1.2 s from now, past the stall
+   * window's reach from the start, but the watch passes a revision every
+   * 150 ms: the look waits for it rather than reading whole. */
+  int64_t now = put_good(c, cl, "acks/", "h0", 99);
+  rk_cache_wrote(k, now);
+  assert_same(k, c, cl, 0);
+  pthread_t t;
+  ck_assert_int_eq(pthread_create(&t, NULL, paced_puts, w), 0);
+  rk_cache_wrote(k, now + PACED_PUTS);
+  const rk_state *cached = NULL;
+  ck_assert_int_eq(rk_cache_look(k, c, &cached, NULL), RING_OK);
+  ck_assert_int_ge(cached->revision, now + PACED_PUTS);
+  pthread_join(t, NULL);
+  assert_same(k, c, cl, 1);
+  ck_assert_uint_eq(full_reads(k, RK_RESYNC_BEHIND), 0);
+  ck_assert_uint_eq(full_reads(k, RK_RESYNC_START), 1);
+  rk_cache_free(k);
+  ring_etcd_close(w);
   ring_etcd_close(c);
 }
 END_TEST
@@ -296,6 +356,8 @@ int main(void) {
   tcase_add_test(tc, random_changes_match_a_full_read);
   tcase_add_test(tc, dropped_cache_reads_whole);
   tcase_add_test(tc, a_burst_past_the_queue_bounds_reads_whole);
+  tcase_add_test(tc, own_write_the_watch_never_brings_reads_whole);
+  tcase_add_test(tc, own_write_behind_a_moving_watch_is_waited_for);
   suite_add_tcase(s, tc);
   TCase *tc3 = tcase_create("three members");
   tcase_set_timeout(tc3, 300);

@@ -1,15 +1,22 @@
 /*
  * fleet_clients.c: one slice of the fleet's clients (fleet.h). Each is
  * what a data-plane process embedding libring is to the cluster
- * (proto/etcd.md, `clients/<name>`): its own etcd client (connections,
- * single-flight reads: nothing shared with the other clients), a lease,
+ * (proto/etcd.md, `clients/<name>`): an etcd client, a lease,
  * clients/<name> under it written before its watcher starts, and a real
  * ring_watcher with ack id <name>, so it takes part in the version barrier
  * and reads every table or delta itself. The lease is kept alive with the
- * slice's others (fleet_lease.c); that is the only thing shared.
+ * slice's others (fleet_lease.c).
  *
- * Cost: one watch thread (256 KiB stack), two connections (the watch and
- * one pooled) and one table in memory per client.
+ * The etcd client is the client's own by default (--clients-per-conn 1:
+ * its connections and single-flight reads shared with nobody). With
+ * --clients-per-conn K, K clients share one ring_etcd: one pool of
+ * connections for their reads and acks, as watchers in one process do;
+ * each still has its own watch stream (ring_etcd_watch opens one
+ * connection per watch). That is what lets 10,000 clients fit etcd's file
+ * limit on one machine: K = 1 costs etcd two descriptors a client.
+ *
+ * Cost: one watch thread (256 KiB stack), one watch connection and one
+ * table in memory per client; one pooled connection per ring_etcd.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -22,7 +29,8 @@
 
 typedef struct client {
   char name[16];
-  ring_etcd *c;
+  ring_etcd *c; /* shared with the others of its group; the first of the group owns it */
+  bool owns;
   ring_live *live;
   ring_watcher *w;
   fleet_seq seq; /* the watch thread's until the watcher stops */
@@ -50,12 +58,15 @@ static void on_table(void *ud, const ring_table *t) {
   fleet_seq_note(&c->seq, ring_table_version(t));
 }
 
+/* shared: the etcd client of the client's group, or NULL to open one. */
 static int client_start(const fleet_opts *o, fleet_leases *l, fleet_clients *fc, client *c,
-                        uint32_t num, ring_error *err) {
+                        uint32_t num, ring_etcd *shared, ring_error *err) {
   snprintf(c->name, sizeof c->name, "c%05u", num);
   ring_etcd_opts eo = {.endpoints = o->endpoints, .timeout_ms = 30000};
-  int rc = ring_etcd_open(&eo, &c->c, err);
-  if (rc != RING_OK)
+  int rc = RING_OK;
+  c->owns = shared == NULL;
+  c->c = shared;
+  if (c->owns && (rc = ring_etcd_open(&eo, &c->c, err)) != RING_OK)
     return rc;
   int64_t lease;
   char key[FLEET_KEY_MAX];
@@ -78,7 +89,8 @@ static int client_start(const fleet_opts *o, fleet_leases *l, fleet_clients *fc,
 fail:
   ring_live_free(c->live);
   c->live = NULL;
-  ring_etcd_close(c->c);
+  if (c->owns)
+    ring_etcd_close(c->c);
   c->c = NULL;
   return rc;
 }
@@ -93,8 +105,9 @@ int fleet_clients_start(const fleet_opts *o, fleet_leases *l, fleet_clients **ou
     return RING_ENOMEM;
   }
   for (; fc->n < want; fc->n++) {
-    int rc =
-        client_start(o, l, fc, &fc->cl[fc->n], o->client_base + fc->n * o->procs + o->proc, err);
+    ring_etcd *shared = fc->n % o->per_conn ? fc->cl[fc->n - 1].c : NULL;
+    int rc = client_start(o, l, fc, &fc->cl[fc->n], o->client_base + fc->n * o->procs + o->proc,
+                          shared, err);
     if (rc != RING_OK) {
       fprintf(stderr, "fleet_sim: client %u of slice %u: %s\n", fc->n, o->proc, err->message);
       fleet_clients_stop(fc, NULL, NULL, NULL);
@@ -123,13 +136,16 @@ void fleet_clients_stop(fleet_clients *fc, fleet_report *r,
         r->client_last_min = c->seq.last;
       if (c->seq.last > r->client_last_max)
         r->client_last_max = c->seq.last;
-      r->requests += ring_etcd_requests(c->c);
+      if (c->owns)
+        r->requests += ring_etcd_requests(c->c);
     }
     if (check)
       check(ud, &c->seq);
     ring_live_free(c->live);
-    ring_etcd_close(c->c);
   }
+  for (uint32_t i = 0; i < fc->n; i++) /* every watcher of a group stopped: close */
+    if (fc->cl[i].owns)
+      ring_etcd_close(fc->cl[i].c);
   free(fc->cl);
   free(fc);
 }

@@ -29,7 +29,7 @@
 /* ------------------------------------------------------------ options */
 
 typedef struct run_opts {
-  unsigned hosts, clients, procs, tokens, replicas, transfer_ms, idle_s;
+  unsigned hosts, clients, procs, tokens, replicas, transfer_ms, idle_s, per_conn;
   unsigned max_request_bytes; /* etcd's --max-request-bytes; 0: etcd's default (1.5 MiB) */
   unsigned full_reads;        /* 1: the coordinator reads whole at every look (--full-reads) */
   bool keep;
@@ -38,10 +38,12 @@ typedef struct run_opts {
 static const char usage[] =
     "usage: fleet_run [--hosts N (10000)] [--clients M (0)] [--procs P (4)] [--tokens T (65536)]\n"
     "                 [--replicas R (3)] [--transfer-ms MS (0)] [--idle-s S (10)] [--keep]\n"
-    "                 [--etcd-max-request-bytes N (etcd's default)] [--full-reads 0|1 (0)]\n";
+    "                 [--etcd-max-request-bytes N (etcd's default)] [--full-reads 0|1 (0)]\n"
+    "                 [--clients-per-conn K (1)]\n";
 
 static bool parse_opts(int argc, char **argv, run_opts *o) {
-  *o = (run_opts){.hosts = 10000, .procs = 4, .tokens = 65536, .replicas = 3, .idle_s = 10};
+  *o = (run_opts){
+      .hosts = 10000, .procs = 4, .tokens = 65536, .replicas = 3, .idle_s = 10, .per_conn = 1};
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--keep") == 0) {
       o->keep = true;
@@ -58,7 +60,8 @@ static bool parse_opts(int argc, char **argv, run_opts *o) {
              {"--transfer-ms", &o->transfer_ms, 0, 600000},
              {"--idle-s", &o->idle_s, 1, 600},
              {"--etcd-max-request-bytes", &o->max_request_bytes, 0, 1u << 30},
-             {"--full-reads", &o->full_reads, 0, 1}};
+             {"--full-reads", &o->full_reads, 0, 1},
+             {"--clients-per-conn", &o->per_conn, 1, 1000}};
     size_t k = 0;
     while (k < sizeof f / sizeof f[0] && strcmp(argv[i], f[k].flag) != 0)
       k++;
@@ -114,13 +117,14 @@ static void die(const char *fmt, ...) {
 
 static void spawn_fleet(proc *p, const char *name, const run_opts *o, unsigned hosts,
                         unsigned clients, unsigned procs, unsigned id_base) {
-  char log[128], h[16], c[16], pr[16], base[16], tr[16];
+  char log[128], h[16], c[16], pr[16], base[16], tr[16], pc[16];
   snprintf(log, sizeof log, "%s/%s.log", dir, name);
   snprintf(h, sizeof h, "%u", hosts);
   snprintf(c, sizeof c, "%u", clients);
   snprintf(pr, sizeof pr, "%u", procs);
   snprintf(base, sizeof base, "%u", id_base);
   snprintf(tr, sizeof tr, "%u", o->transfer_ms);
+  snprintf(pc, sizeof pc, "%u", o->per_conn);
   char *argv[] = {FLEET_SIM_BIN,
                   "--endpoints",
                   ec.endpoints,
@@ -136,6 +140,8 @@ static void spawn_fleet(proc *p, const char *name, const run_opts *o, unsigned h
                   base,
                   "--transfer-ms",
                   tr,
+                  "--clients-per-conn",
+                  pc,
                   NULL};
   if (proc_spawn(p, log, argv) != 0)
     die("cannot start fleet_sim");
@@ -246,16 +252,18 @@ static uint64_t apply_and_wait(const char *id, unsigned everyone, double *t_done
 /* -------------------------------------------------------------- figures */
 
 typedef struct etcd_counts {
-  double requests, sent, received, coord_requests;
+  double reads, writes, ops, sent, received, coord_requests;
 } etcd_counts;
 
-/* etcd's own count of the KV operations it executed (scale_etcd_kv_ops)
- * and its gRPC bytes, which the gateway's traffic goes through; and the
- * coordinator's count of what it sent. */
+/* etcd's own count of the KV requests it answered (scale_etcd_kv_requests)
+ * and of the operations in them (scale_etcd_kv_ops: a txn of 100 acks is
+ * one request, 101 operations), its gRPC bytes, which the gateway's
+ * traffic goes through; and the coordinator's count of what it sent. */
 static etcd_counts counts_now(void) {
   etcd_counts c = {0};
   char *text = scale_etcd_metrics(&ec.m[0]);
-  c.requests = scale_etcd_kv_ops(text);
+  scale_etcd_kv_requests(text, &c.reads, &c.writes);
+  c.ops = scale_etcd_kv_ops(text);
   c.sent = scale_metric_sum(text, "etcd_network_client_grpc_sent_bytes_total");
   c.received = scale_metric_sum(text, "etcd_network_client_grpc_received_bytes_total");
   free(text);
@@ -387,15 +395,18 @@ int main(int argc, char **argv) {
   etcd_counts c1 = counts_now();
   uint64_t own = ring_etcd_requests(etcd) - req0; /* this driver's reads, not the fleet's */
   double versions = (double)(v1 - v0), hosts = o.hosts + 1.0;
-  double reqs = c1.requests - c0.requests - (double)own;
+  double reads = c1.reads - c0.reads - (double)own; /* the driver only reads */
+  double writes = c1.writes - c0.writes, reqs = reads + writes;
   printf("fleet_run join hosts=%.0f clients=%u moves=%u versions=%.0f apply_to_done_s=%.2f"
          " apply_to_all_acked_s=%.2f\n",
          hosts, o.clients, moves, versions, t_done - t, t_acked - t);
   double coord_reqs = c1.coord_requests - c0.coord_requests;
-  printf("fleet_run join etcd_kv_requests=%.0f per_version=%.0f per_host_per_version=%.3f"
-         " coordinator_requests_per_version=%.1f fleet_requests_per_version=%.1f\n",
-         reqs, reqs / versions, reqs / versions / hosts, coord_reqs / versions,
-         (reqs - coord_reqs) / versions);
+  printf("fleet_run join etcd_requests=%.0f per_version=%.0f reads_per_version=%.0f"
+         " writes_per_version=%.0f per_host_per_version=%.3f coordinator_requests_per_version=%.1f"
+         " others_requests_per_version=%.1f kv_ops_per_version=%.0f\n",
+         reqs, reqs / versions, reads / versions, writes / versions, reqs / versions / hosts,
+         coord_reqs / versions, (reqs - coord_reqs) / versions,
+         (c1.ops - c0.ops - (double)own) / versions);
   printf("fleet_run join etcd_sent_bytes_per_version=%.0f etcd_received_bytes_per_version=%.0f"
          " (the driver's own acks/ polls: %" PRIu64 " value bytes in all)\n",
          (c1.sent - c0.sent) / versions, (c1.received - c0.received) / versions, polled);

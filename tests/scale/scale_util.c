@@ -57,12 +57,19 @@ bool scale_proposed(ring_etcd *c, const char *prefix, int nodes, char id[24], ui
   return ok;
 }
 
-double scale_metric_sum(const char *text, const char *name) {
+/* Sum of the samples of `name` whose line holds every one of labels[0..n)
+ * (exact text such as `grpc_method="Put"`). */
+static double metric_sum_where(const char *text, const char *name, const char *const *labels,
+                               int n) {
   double s = 0;
   size_t nl = strlen(name);
   for (const char *l = text; l && *l;) {
     const char *eol = strchr(l, '\n');
-    if (strncmp(l, name, nl) == 0 && (l[nl] == '{' || l[nl] == ' ')) {
+    size_t len = eol ? (size_t)(eol - l) : strlen(l);
+    bool match = strncmp(l, name, nl) == 0 && (l[nl] == '{' || l[nl] == ' ');
+    for (int i = 0; match && i < n; i++)
+      match = memmem(l, len, labels[i], strlen(labels[i])) != NULL;
+    if (match) {
       const char *sp = memrchr(l, ' ', eol ? (size_t)(eol - l) : strlen(l));
       if (sp)
         s += strtod(sp + 1, NULL);
@@ -70,6 +77,10 @@ double scale_metric_sum(const char *text, const char *name) {
     l = eol ? eol + 1 : NULL;
   }
   return s;
+}
+
+double scale_metric_sum(const char *text, const char *name) {
+  return metric_sum_where(text, name, NULL, 0);
 }
 
 char *scale_etcd_metrics(const etcd_member *m) {
@@ -85,4 +96,16 @@ double scale_etcd_kv_ops(const char *text) {
   for (int i = 0; i < 4; i++)
     s += scale_metric_sum(text, ops[i]);
   return s;
+}
+
+void scale_etcd_kv_requests(const char *text, double *reads, double *writes) {
+  static const char *const methods[] = {"grpc_method=\"Range\"", "grpc_method=\"Put\"",
+                                        "grpc_method=\"Txn\"", "grpc_method=\"DeleteRange\""};
+  double n[4];
+  for (int i = 0; i < 4; i++) {
+    const char *labels[] = {"grpc_service=\"etcdserverpb.KV\"", methods[i]};
+    n[i] = metric_sum_where(text, "grpc_server_handled_total", labels, 2);
+  }
+  *reads = n[0];
+  *writes = n[1] + n[2] + n[3];
 }

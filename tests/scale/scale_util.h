@@ -28,8 +28,13 @@ double scale_metric_sum(const char *text, const char *name);
 /* The /metrics text of an etcd member (malloc()'ed), or NULL. */
 char *scale_etcd_metrics(const etcd_member *m);
 /* The KV operations etcd executed, from its /metrics text: the sum of
- * etcd_mvcc_{range,put,txn,delete}_total. The gRPC gateway's requests are
- * not in grpc_server_handled_total; lease keep-alives are no KV operation. */
+ * etcd_mvcc_{range,put,txn,delete}_total. A txn of 100 puts counts 101
+ * here: this is the store's work, not the requests. Lease keep-alives are
+ * no KV operation. */
 double scale_etcd_kv_ops(const char *text);
+/* The KV requests etcd answered, from grpc_server_handled_total of the
+ * service etcdserverpb.KV (the JSON gateway's requests pass through it):
+ * *reads the Range calls, *writes the Put, Txn and DeleteRange calls. */
+void scale_etcd_kv_requests(const char *text, double *reads, double *writes);
 
 #endif /* RING_SCALE_UTIL_H */
