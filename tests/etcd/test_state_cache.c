@@ -266,12 +266,12 @@ START_TEST(own_write_the_watch_never_brings_reads_whole) {
 }
 END_TEST
 
-/* Puts PACED_PUTS acks 150 ms apart: a watch that lags but moves. */
-#define PACED_PUTS 8
+/* Puts PACED_PUTS acks 300 ms apart: a watch that lags but moves. */
+#define PACED_PUTS 12
 static void *paced_puts(void *arg) {
   ring_etcd *c = arg;
   for (unsigned i = 0; i < PACED_PUTS; i++) {
-    harness_sleep_ms(150);
+    harness_sleep_ms(300);
     put_good(c, "paced", "acks/", ids[i % N_IDS], 100 + i);
   }
   return NULL;
@@ -281,9 +281,9 @@ START_TEST(own_write_behind_a_moving_watch_is_waited_for) {
   const char *cl = "paced";
   ring_etcd *c = test_client(one.endpoints, 5000, 0), *w = test_client(one.endpoints, 5000, 0);
   rk_cache *k = seeded_cache(c, cl);
-  /* The write the look waits for lands 1.2 s from now, past the stall
+  /* The write the look waits for lands 3.6 s from now, past the stall
    * window's reach from the start, but the watch passes a revision every
-   * 150 ms: the look waits for it rather than reading whole. */
+   * 300 ms: the look waits for it rather than reading whole. */
   int64_t now = put_good(c, cl, "acks/", "h0", 99);
   rk_cache_wrote(k, now);
   assert_same(k, c, cl, 0);
