@@ -33,20 +33,21 @@ typedef struct run_opts {
   unsigned max_request_bytes; /* etcd's --max-request-bytes; 0: etcd's default (1.5 MiB) */
   unsigned full_reads;        /* 1: the coordinator reads whole at every look (--full-reads) */
   bool keep;
+  bool clients_late; /* --clients-after-placement: clients start once the first table is out */
 } run_opts;
 
 static const char usage[] =
     "usage: fleet_run [--hosts N (10000)] [--clients M (0)] [--procs P (4)] [--tokens T (65536)]\n"
     "                 [--replicas R (3)] [--transfer-ms MS (0)] [--idle-s S (10)] [--keep]\n"
     "                 [--etcd-max-request-bytes N (etcd's default)] [--full-reads 0|1 (0)]\n"
-    "                 [--clients-per-conn K (1)]\n";
+    "                 [--clients-per-conn K (1)] [--clients-after-placement]\n";
 
 static bool parse_opts(int argc, char **argv, run_opts *o) {
   *o = (run_opts){
       .hosts = 10000, .procs = 4, .tokens = 65536, .replicas = 3, .idle_s = 10, .per_conn = 1};
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--keep") == 0) {
-      o->keep = true;
+    if (strcmp(argv[i], "--keep") == 0 || strcmp(argv[i], "--clients-after-placement") == 0) {
+      *(argv[i][2] == 'k' ? &o->keep : &o->clients_late) = true;
       continue;
     }
     struct {
@@ -81,7 +82,7 @@ static bool parse_opts(int argc, char **argv, run_opts *o) {
 static etcd_cluster ec;
 static ring_etcd *etcd;
 static char dir[64];
-static proc coord, fleet, joiner;
+static proc coord, fleet, joiner, late; /* late: the clients, with --clients-after-placement */
 static char coord_listen[32];
 static bool failed;
 
@@ -92,8 +93,11 @@ static void stop_all(void) {
   /* a fleet revokes its leases on the way out: 20,000 take a while */
   proc_signal(&fleet, SIGTERM);
   proc_signal(&joiner, SIGTERM);
+  proc_signal(&late, SIGTERM);
   if (proc_wait(&fleet, 300) < 0)
     proc_kill(&fleet);
+  if (proc_wait(&late, 300) < 0)
+    proc_kill(&late);
   if (proc_wait(&joiner, 60) < 0)
     proc_kill(&joiner);
   ring_etcd_close(etcd);
@@ -182,7 +186,8 @@ static void wait_count(const char *what, uint32_t n, double timeout_s) {
   while (scale_count(etcd, PREFIX, what) < n) {
     if (harness_now() > end)
       die("%u of %u %s keys after %.0f s", scale_count(etcd, PREFIX, what), n, what, timeout_s);
-    if (!proc_running(&fleet) || (joiner.pid && !proc_running(&joiner)))
+    if (!proc_running(&fleet) || (joiner.pid && !proc_running(&joiner)) ||
+        (late.pid && !proc_running(&late)))
       die("fleet_sim exited");
     harness_sleep_ms(250);
   }
@@ -215,6 +220,16 @@ static uint32_t acked(uint64_t v, uint64_t *bytes) {
   return n;
 }
 
+/* Waits until `everyone` acked version v (polling acks/ every 50 ms). */
+static void wait_acked(uint64_t v, unsigned everyone, double timeout_s, uint64_t *polled) {
+  double end = harness_now() + timeout_s;
+  while (acked(v, polled) < everyone) {
+    if (harness_now() > end)
+      die("version %" PRIu64 " acked by %u of %u", v, acked(v, polled), everyone);
+    harness_sleep_ms(50);
+  }
+}
+
 /* Approves plan id; returns once its run is done (t_done) and `everyone`
  * acked the final version (returned; its time in *t_acked). *polled:
  * bytes of acks/ this driver read meanwhile. */
@@ -240,11 +255,7 @@ static uint64_t apply_and_wait(const char *id, unsigned everyone, double *t_done
     die("plan %s did not end done", id);
   *t_done = harness_now();
   uint64_t v = scale_get_u64(etcd, PREFIX, "version");
-  while (acked(v, polled) < everyone) {
-    if (harness_now() > end)
-      die("version %" PRIu64 " acked by %u of %u", v, acked(v, polled), everyone);
-    harness_sleep_ms(50);
-  }
+  wait_acked(v, everyone, end - harness_now(), polled);
   *t_acked = harness_now();
   return v;
 }
@@ -366,11 +377,12 @@ int main(int argc, char **argv) {
     die("ringctl init exited %d: %s", rc, out);
 
   double t = harness_now();
-  spawn_fleet(&fleet, "fleet", &o, o.hosts, o.clients, o.procs, 0);
+  unsigned early = o.clients_late ? 0 : o.clients; /* clients started with the hosts */
+  spawn_fleet(&fleet, "fleet", &o, o.hosts, early, o.procs, 0);
   wait_count("alive/", o.hosts, 120 + o.hosts / 50.0);
-  wait_count("clients/", o.clients, 120 + o.clients / 20.0);
-  printf("fleet_run registered hosts=%u clients=%u procs=%u in_s=%.1f\n", o.hosts, o.clients,
-         o.procs, harness_now() - t);
+  wait_count("clients/", early, 120 + early / 20.0);
+  printf("fleet_run registered hosts=%u clients=%u procs=%u in_s=%.1f\n", o.hosts, early, o.procs,
+         harness_now() - t);
 
   spawn_coordinator(o.full_reads != 0);
   char id[24];
@@ -379,9 +391,16 @@ int main(int argc, char **argv) {
   double t_done, t_acked;
   wait_proposed((int)o.hosts, id, &moves, 300);
   t = harness_now();
-  apply_and_wait(id, o.hosts + o.clients, &t_done, &t_acked, &polled);
+  uint64_t v = apply_and_wait(id, o.hosts + early, &t_done, &t_acked, &polled);
   printf("fleet_run first_placement tokens=%u replicas=%u apply_to_all_acked_s=%.2f\n", o.tokens,
          o.replicas, t_acked - t);
+  if (o.clients_late) { /* each reads the table once as it starts, not all at one moment */
+    t = harness_now();
+    spawn_fleet(&late, "clients", &o, 0, o.clients, o.procs, 0);
+    wait_count("clients/", o.clients, 120 + o.clients / 20.0);
+    wait_acked(v, o.hosts + o.clients, 600, &polled);
+    printf("fleet_run clients started=%u all_acked_s=%.1f\n", o.clients, harness_now() - t);
+  }
 
   spawn_fleet(&joiner, "joiner", &o, 1, 0, 1, o.hosts);
   wait_count("alive/", o.hosts + 1, 60);
@@ -431,7 +450,8 @@ int main(int argc, char **argv) {
   printf("fleet_run verify exit=%d: %.200s", rc, out);
   failed |= rc != 0;
   stop_all();
-  failed |= !fleet_report_ok(&fleet, "fleet") || !fleet_report_ok(&joiner, "joiner");
+  failed |= !fleet_report_ok(&fleet, "fleet") || !fleet_report_ok(&joiner, "joiner") ||
+            (late.log[0] && !fleet_report_ok(&late, "clients"));
   printf("fleet_run %s\n", failed ? "FAILED" : "ok");
   proc_dir_done(dir, !failed && !o.keep, "RING_TEST_KEEP_LOGS");
   curl_global_cleanup();
