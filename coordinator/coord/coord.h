@@ -98,8 +98,7 @@ typedef struct coord_status {
   atomic_bool wanted;          /* the HTTP thread waits for a newer json */
   rd_http_route routes[4];     /* /, /status, /status.json, end */
   bool leading;                /* json is the leader's view */
-  int64_t revision;            /* the etcd revision json shows (leader's view) */
-  uint64_t stamp;              /* and the state stamp */
+  uint64_t stamp;              /* the state stamp it shows (leader's view) */
   uint64_t built_ms;           /* rd_now_ms when json was built; 0: never */
   char *nodes;                 /* the "nodes" array as JSON text (free); NULL: none */
   coord_memo nodes_key;        /* the look it was made at */

@@ -454,7 +454,6 @@ void coord_status_observe(coord *c, const rk_state *s) {
     return;
   publish(c, o, s->stamp);
   st->leading = true;
-  st->revision = s->revision;
   st->stamp = s->stamp;
   st->built_ms = now;
 }
@@ -481,7 +480,6 @@ void coord_status_follow(coord *c) {
   }
   publish(c, head(c, "follower", known ? &leader : NULL), 0);
   st->leading = false;
-  st->revision = 0;
   st->stamp = 0;
   st->built_ms = now;
 }
