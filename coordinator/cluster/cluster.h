@@ -102,6 +102,9 @@ const char *rk_bad_text(const rk_bad_record *b, char *buf, size_t size);
 
 typedef struct rk_state {
   int64_t revision; /* the store revision of the read */
+  uint64_t stamp;   /* 0 from rk_state_read; a cache's look (state_cache.h) sets a
+                       number that changes whenever the content may have changed, so
+                       equal nonzero stamps of one cache mean equal content */
 
   bool has_config;
   rk_config config;

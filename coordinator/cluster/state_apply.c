@@ -156,6 +156,34 @@ static int insert_from(rk_state *s, rk_state *tmp, const layout *l, ring_error *
   return RING_OK;
 }
 
+/* Swaps n bytes of a and b. */
+static void swap_bytes(char *a, char *b, size_t n) {
+  char buf[256];
+  for (size_t at = 0; at < n; at += sizeof buf) {
+    size_t k = n - at < sizeof buf ? n - at : sizeof buf;
+    memcpy(buf, a + at, k);
+    memcpy(a + at, b + at, k);
+    memcpy(b + at, buf, k);
+  }
+}
+
+/* A put of a key s holds an entry for, whose parse made an entry of the
+ * same id: swaps it in place of the old one (nothing moves, so a burst of
+ * updates costs O(log n) each, not O(n)); tmp keeps the old entry, for
+ * rk_state_free. False (nothing done) when it is not that case. */
+static bool replace_in_place(rk_state *s, rk_state *tmp, const layout *l, const char *id) {
+  bool found;
+  if (*count_of(tmp, l) != 1 || strcmp(*arr_of(tmp, l), id) != 0)
+    return false;
+  uint32_t at = find_id(*arr_of(s, l), *count_of(s, l), l->size, id, &found);
+  if (!found)
+    return false;
+  swap_bytes(*arr_of(s, l) + (size_t)at * l->size, *arr_of(tmp, l), l->size);
+  if (l->arr == offsetof(rk_state, nodes))
+    s->node_mod[at] = tmp->node_mod[0];
+  return true;
+}
+
 /* ------------------------------------------------------------ bad records */
 
 /* Removes s's bad record of the key whose hash is h (a key makes one at
@@ -205,13 +233,14 @@ int rk__state_apply(rk_state *s, int part, size_t plen, const ring_event *ev, ri
   bool put = ev->type == RING_EVENT_PUT;
   ring_kvs one = {.kvs = (ring_kv *)&ev->kv, .n = put, .count = put};
   rk_state tmp = {0};
+  char id[RING_ID_MAX + 1];
   drop_bad(s, XXH3_64bits(ev->kv.key, ev->kv.key_len));
-  int rc = l->single ? RING_OK : remove_key(s, l, &ev->kv, prefix_len, err);
-  if (rc == RING_OK && (put || l->single))
-    rc = rk__part_parse(&tmp, (size_t)part, &one, prefix_len, err);
+  int rc = put || l->single ? rk__part_parse(&tmp, (size_t)part, &one, prefix_len, err) : RING_OK;
   if (rc == RING_OK && l->single)
     swap_single(s, &tmp, l);
-  else if (rc == RING_OK)
+  else if (rc == RING_OK &&
+           !(put && rd_host_key_id(&ev->kv, prefix_len, id) && replace_in_place(s, &tmp, l, id)) &&
+           (rc = remove_key(s, l, &ev->kv, prefix_len, err)) == RING_OK)
     rc = insert_from(s, &tmp, l, err);
   if (rc == RING_OK)
     rc = add_bad(s, &tmp, err);

@@ -58,11 +58,14 @@ struct rk_cache {
   void *wake_ud;
 
   /* The loop's. */
-  rk_state s;       /* valid while `valid` */
-  bool valid, ever; /* ever: a state was built once (start vs dropped) */
-  bool off;         /* rk_cache_full_reads */
-  int64_t wrote;    /* the caller's last write's revision */
-  uint64_t full_ms; /* when the last full read was */
+  rk_state s;                    /* valid while `valid` */
+  bool valid, ever;              /* ever: a state was built once (start vs dropped) */
+  bool off;                      /* rk_cache_full_reads */
+  int64_t wrote;                 /* the caller's last write's revision */
+  uint64_t full_ms;              /* when the last full read was */
+  uint64_t stamps;               /* the last rk_state.stamp given */
+  uint64_t check_ms;             /* the periodic check's period (RK_CACHE_RESYNC_MS) */
+  char corrupt[RING_ID_MAX + 1]; /* rk_cache_corrupt's node; "": none (done) */
 
   _Atomic uint64_t full[RK_RESYNC_KINDS], incremental, events;
 };
@@ -312,6 +315,7 @@ static int full_read(rk_cache *k, ring_etcd *c, rk_resync_why why, ring_error *e
   k->valid = false;
   if (rc == RING_OK) {
     k->s = fresh;
+    k->s.stamp = ++k->stamps;
     k->full_ms = rd_now_ms();
     log_full(why, &fresh, k->full_ms - t0);
     if (apply_range(k, &k->s, q, 0, n, fresh.revision, INT64_MAX, err) < 0)
@@ -340,7 +344,7 @@ static int full_why(rk_cache *k) {
     why = k->ever ? RK_RESYNC_DROPPED : RK_RESYNC_START;
   if (why < 0 && k->watch == NULL)
     why = RK_RESYNC_NO_WATCH;
-  if (why < 0 && rd_now_ms() - k->full_ms >= RK_CACHE_RESYNC_MS)
+  if (why < 0 && rd_now_ms() - k->full_ms >= k->check_ms)
     why = RK_RESYNC_PERIODIC;
   if (why < 0 && k->s.revision < k->wrote &&
       !wait_seen(k, k->wrote, RK_CACHE_STALL_MS, RK_CACHE_CATCHUP_MS))
@@ -356,8 +360,11 @@ static bool step_forward(rk_cache *k, ring_error *err) {
   queued *q = NULL;
   uint32_t n = 0;
   take_more(k, &q, &n);
+  uint64_t before = atomic_load(&k->events);
   int64_t at = apply_range(k, &k->s, q, 0, n, k->s.revision, INT64_MAX, err);
   taken_free(q, n);
+  if (atomic_load(&k->events) != before)
+    k->s.stamp = ++k->stamps; /* the content moved: what was kept for the old stamp goes */
   if (at < 0) {
     rk_state_free(&k->s);
     k->valid = false;
@@ -365,12 +372,24 @@ static bool step_forward(rk_cache *k, ring_error *err) {
   return at >= 0;
 }
 
+/* rk_cache_corrupt's alteration, at a look served from the watch. */
+static void corrupt_once(rk_cache *k) {
+  rk_node *n = k->corrupt[0] != '\0' ? rk_state_node(&k->s, k->corrupt) : NULL;
+  if (n == NULL)
+    return;
+  n->weight = n->weight * 2 + 1;
+  k->s.stamp = ++k->stamps;
+  rd_log(RD_WARN, "test knob: altered a cached record (RING_TEST_CACHE_CORRUPT)", "node",
+         k->corrupt, NULL);
+  k->corrupt[0] = '\0';
+}
+
 int rk_cache_look(rk_cache *k, ring_etcd *c, const rk_state **out, ring_error *err) {
   ring_error local = {RING_OK, ""};
   ring_error *e = err != NULL ? err : &local;
   int why = full_why(k), rc = RING_OK;
   if (why < 0 && step_forward(k, e))
-    atomic_fetch_add(&k->incremental, 1);
+    atomic_fetch_add(&k->incremental, 1), corrupt_once(k);
   else
     rc = full_read(k, c, why >= 0 ? (rk_resync_why)why : RK_RESYNC_ERROR, e);
   if (rc == RING_OK)
@@ -392,6 +411,7 @@ int rk_cache_new(const char *cluster, rk_cache **out) {
   k->plen = (size_t)len;
   snprintf(k->cluster, sizeof k->cluster, "%s", cluster);
   k->due = -1;
+  k->check_ms = RK_CACHE_RESYNC_MS;
   pthread_mutex_init(&k->mu, NULL);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
@@ -454,7 +474,15 @@ void rk_cache_wrote(rk_cache *k, int64_t revision) {
 
 void rk_cache_full_reads(rk_cache *k, bool on) { k->off = on; }
 
-void rk_cache_check_soon(rk_cache *k) { k->full_ms = rd_now_ms() - RK_CACHE_RESYNC_MS; }
+void rk_cache_check_soon(rk_cache *k) { k->full_ms = rd_now_ms() - k->check_ms; }
+
+void rk_cache_check_every(rk_cache *k, uint64_t ms) {
+  k->check_ms = ms != 0 ? ms : RK_CACHE_RESYNC_MS;
+}
+
+void rk_cache_corrupt(rk_cache *k, const char *id) {
+  snprintf(k->corrupt, sizeof k->corrupt, "%s", id != NULL ? id : "");
+}
 
 void rk_cache_free(rk_cache *k) {
   if (k == NULL)

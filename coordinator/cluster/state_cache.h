@@ -109,7 +109,10 @@ void rk_cache_wrote(rk_cache *k, int64_t revision);
  * queued, or a full read (logged with why). *out is lent until the next
  * look, rk_cache_drop or rk_cache_free; never free it. On failure (the
  * full read's error: etcd, or a control-plane record that does not parse)
- * *out is untouched and the next look reads whole again. */
+ * *out is untouched and the next look reads whole again. (*out)->stamp is
+ * new for every full read and every look that applied an event, and never
+ * 0: what the caller computes from the state alone may be kept while the
+ * stamp stays the same. */
 int rk_cache_look(rk_cache *k, ring_etcd *c, const rk_state **out, ring_error *err);
 
 /* on: every look reads whole (ring-coordinator --full-reads), as before the
@@ -117,8 +120,18 @@ int rk_cache_look(rk_cache *k, ring_etcd *c, const rk_state **out, ring_error *e
 void rk_cache_full_reads(rk_cache *k, bool on);
 
 /* Makes the next look the periodic check (a full read the cache is
- * compared with) without waiting RK_CACHE_RESYNC_MS: for tests. */
+ * compared with) without waiting for it: for tests. */
 void rk_cache_check_soon(rk_cache *k);
+
+/* Test knobs (ring-coordinator sets them from RING_TEST_CACHE_CHECK_MS and
+ * RING_TEST_CACHE_CORRUPT, inert unless set; tests/coordinator/
+ * test_coord_cache.c). rk_cache_check_every: the periodic check every ms
+ * instead of RK_CACHE_RESYNC_MS (0: that again). rk_cache_corrupt: the
+ * first look served from the watch that holds node `id`'s record alters
+ * that record's weight in the cache alone (etcd keeps the true one), once,
+ * as a bug in the cache would; the look's state gets a new stamp. */
+void rk_cache_check_every(rk_cache *k, uint64_t ms);
+void rk_cache_corrupt(rk_cache *k, const char *id);
 
 /* The highest revision the watch has passed while the cache was kept (0
  * before): how far the next look can reach without reading whole. */

@@ -37,6 +37,16 @@ typedef struct coord_opts {
   uint64_t stuck_after_ms; /* a receiver without progress this long: its moves are stuck */
 } coord_opts;
 
+/* What the pure pieces of a look are computed from, besides the clock:
+ * the state's stamp (state_cache.h: it changes whenever the content may
+ * have), the table held (c->table_gen) and the term. A piece a part keeps
+ * under one key still holds at a look with the same key, so an idle look
+ * costs O(changes), not O(hosts); anything driven by the clock is still
+ * decided at every look. */
+typedef struct coord_memo {
+  uint64_t stamp, table_gen, term;
+} coord_memo;
+
 /* Counters and gauges read by /metrics from the server's thread. */
 typedef struct coord_metrics {
   _Atomic uint64_t leader; /* 1 while leading */
@@ -72,15 +82,27 @@ typedef struct coord_sample {
 
 #define COORD_SAMPLES_MAX 600 /* ten minutes at one a second; older ones are dropped */
 
-/* The status page's state (coord_status.c). Locking: mu guards json only,
- * and is held just to swap or copy it; the rest belongs to the loop. */
+/* The status page's state (coord_status.c). Locking: mu guards json and
+ * the fields after it up to routes, and is held to swap or copy json, or
+ * by the HTTP thread to wait for a newer one (cv); `wanted` and the two
+ * atomics are shared without it; the rest belongs to the loop. */
 typedef struct coord_status {
-  pthread_mutex_t mu;          /* guards json */
+  pthread_mutex_t mu;          /* guards json .. json_stamp */
+  pthread_cond_t cv;           /* broadcast when json is swapped */
   char *json;                  /* /status.json's body (cJSON_free); never NULL after init */
+  uint64_t serial;             /* counts the swaps of json */
+  uint64_t json_ms;            /* rd_now_ms when json was built */
+  uint64_t json_stamp;         /* the state stamp json shows (0: not the leader's view) */
+  _Atomic uint64_t asked_ms;   /* rd_now_ms of the last GET /status.json; 0: none yet */
+  _Atomic uint64_t latest;     /* the stamp of the loop's last look (0: not leading) */
+  atomic_bool wanted;          /* the HTTP thread waits for a newer json */
   rd_http_route routes[4];     /* /, /status, /status.json, end */
   bool leading;                /* json is the leader's view */
-  int64_t revision;            /* the etcd revision json shows (leader's view) */
+  uint64_t stamp;              /* the state stamp it shows (leader's view) */
   uint64_t built_ms;           /* rd_now_ms when json was built; 0: never */
+  char *nodes;                 /* the "nodes" array as JSON text (free); NULL: none */
+  coord_memo nodes_key;        /* the look it was made at */
+  uint64_t nodes_targets;      /* and the targets_key it used */
   uint64_t targets_key;        /* what targets were computed for; 0: none */
   double *targets;             /* per node index of that table; NULL: none */
   struct cJSON *history;       /* the finished runs shown, newest first; NULL: not read */
@@ -131,6 +153,7 @@ typedef struct coord {
 
   /* caches, owned by the loop */
   ring_table *table;   /* the table at `version` */
+  uint64_t table_gen;  /* counts the changes of `table` (coord_memo) */
   ring_plan *run_plan; /* the active run's plan, recomputed once */
   char run_plan_id[RK_PLAN_ID_LEN + 1];
   ring_table *run_base; /* its base table (NULL for a first placement) */
@@ -150,6 +173,14 @@ typedef struct coord {
 /* Records a failed step for /healthz and the log (rd_health_trouble) and
  * counts it in errors_total. */
 void coord_trouble(coord *c, const char *what, const ring_error *err);
+
+/* The key of a look at s. */
+coord_memo coord_memo_of(const coord *c, const rk_state *s);
+/* Whether what was kept under *kept holds for *now: the same key, from a
+ * cached state (stamp not 0; a plain read is never trusted this way). */
+bool coord_memo_same(const coord_memo *kept, const coord_memo *now);
+/* Replaces c->table (taking next, which may be NULL) and counts the change. */
+void coord_table_set(coord *c, ring_table *next);
 
 /* ------------------------------------------------------------ leadership */
 
@@ -262,22 +293,30 @@ void coord_status_bytes_free(coord *c);
 
 /* The page for / and /status (coord_status_page.c): static, NUL-terminated. */
 extern const char coord_status_html[];
-/* rd_page_fn: the page for / and /status, the JSON for /status.json. */
+/* rd_page_fn: the page for / and /status, the JSON for /status.json. A
+ * GET of the JSON that finds it a second old, or older than the state the
+ * loop last looked at (and 200 ms old), asks the loop for a new one and
+ * waits for it at most STATUS_WAIT_MS (then answers with what there is). */
 unsigned coord_status_page(void *ud, const char *path, rd_text *t, const char **type);
-/* The loop, leading: rebuilds the leader's view from s (and c->table when
- * it is at s's version) when s is newer (at most every 200 ms) or
- * the view is a second old. */
+/* The loop, leading: follows the active run (coord_status_plan_follow) and
+ * rebuilds the leader's view from s (and c->table when it is at s's
+ * version) when a GET waits for it, or, while the page was asked for in
+ * the last STATUS_WATCHED_MS, when s changed (at most every 200 ms) or the
+ * view is a second old. Nobody asking, an idle look builds nothing. */
 void coord_status_observe(coord *c, const rk_state *s);
-/* The loop, not leading: at most once a second, reads the leader key and
- * makes the view "follower, leader is X". */
+/* The loop, not leading: at most once a second (or when a GET waits),
+ * reads the leader key and makes the view "follower, leader is X". */
 void coord_status_follow(coord *c);
 
-/* The active run's part of the page (coord_status_plan.c), called by
- * coord_status_observe: takes a progress sample (at most one a second;
- * a new run starts a new series), and adds "flow" (who gives how many to
- * whom, from c->run_plan) and "rates" (the samples as moves/s and
- * bytes/s) to o. Both stay for the last run once it is over. */
-void coord_status_plan(coord *c, const rk_state *s, struct cJSON *o);
+/* The active run's part of the page (coord_status_plan.c).
+ * coord_status_plan_follow, at every look (whoever watches): takes a
+ * progress sample (at most one a second; a new run starts a new series)
+ * and counts the run's flow once (who gives how many to whom, from
+ * c->run_plan). coord_status_plan adds "flow" and "rates" (the samples
+ * as moves/s and bytes/s) to o. Both stay for the last run once it is
+ * over. */
+void coord_status_plan_follow(coord *c, const rk_state *s);
+void coord_status_plan(coord *c, struct cJSON *o);
 /* Frees what coord_status_plan keeps. */
 void coord_status_plan_free(coord *c);
 

@@ -69,12 +69,28 @@ static void on_stop(void *ud) {
 
 static void wake_loop(void *ud) { rd_waker_wake(&((coord *)ud)->waker); }
 
+/* Test knobs, inert unless set (state_cache.h, rk_cache_check_every and
+ * rk_cache_corrupt; tests/coordinator/test_coord_cache.c): the cache's
+ * periodic check every RING_TEST_CACHE_CHECK_MS, and one cached record
+ * of node RING_TEST_CACHE_CORRUPT altered, to see the check catch it. */
+static void test_knobs(rk_cache *k) {
+  const char *every = getenv("RING_TEST_CACHE_CHECK_MS"), *node = getenv("RING_TEST_CACHE_CORRUPT");
+  if (every != NULL) {
+    rk_cache_check_every(k, strtoull(every, NULL, 10));
+    rd_log(RD_WARN, "test knob: the cache's check runs every RING_TEST_CACHE_CHECK_MS", "ms", every,
+           NULL);
+  }
+  if (node != NULL)
+    rk_cache_corrupt(k, node);
+}
+
 static int open_etcd(coord *c, char *msg, size_t cap) {
   if (rd_etcd_open(&c->o.etcd, &c->etcd, msg, cap) != 0)
     return -1;
   if (rk_cache_new(c->o.cluster, &c->cache) != RING_OK)
     return snprintf(msg, cap, "out of memory"), -1;
   rk_cache_full_reads(c->cache, c->o.full_reads);
+  test_knobs(c->cache);
   ring_error err = {0};
   if (rk_cache_watch(c->cache, c->etcd, wake_loop, c, &err) != RING_OK)
     rd_log(RD_WARN, "no watch yet: polling every tick and reading whole until etcd answers", "err",
@@ -95,19 +111,38 @@ static void default_id(coord_opts *o) {
 
 /* ------------------------------------------------------------- the loop */
 
+coord_memo coord_memo_of(const coord *c, const rk_state *s) {
+  return (coord_memo){s->stamp, c->table_gen, atomic_load(&c->m.terms)};
+}
+
+bool coord_memo_same(const coord_memo *kept, const coord_memo *now) {
+  return now->stamp != 0 && kept->stamp == now->stamp && kept->table_gen == now->table_gen &&
+         kept->term == now->term;
+}
+
+void coord_table_set(coord *c, ring_table *next) {
+  if (next == NULL && c->table == NULL)
+    return;
+  ring_table_free(c->table);
+  c->table = next;
+  c->table_gen++;
+}
+
 /* Keeps c->table at the version in etcd (it changes under us only when
  * another leader published, or at start). */
 static int sync_table(coord *c, const rk_state *s) {
   if (c->table && ring_table_version(c->table) == s->version)
     return RING_OK;
-  ring_table_free(c->table);
-  c->table = NULL;
+  coord_table_set(c, NULL);
   ring_error err = {0};
   if (s->version == 0)
     return RING_OK;
-  int rc = rk_table_read(c->etcd, c->o.cluster, s->version, &c->table, &err);
+  ring_table *t = NULL;
+  int rc = rk_table_read(c->etcd, c->o.cluster, s->version, &t, &err);
   if (rc != RING_OK)
     coord_trouble(c, "reading the current table", &err);
+  else
+    coord_table_set(c, t);
   return rc;
 }
 

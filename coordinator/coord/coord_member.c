@@ -199,9 +199,10 @@ static bool may_mark_down(const rk_state *s) {
 }
 
 /* The record n should be now; returns true when it differs from *old.
- * now: wall time for the record's fields; mono: rd_now_ms for decisions. */
+ * now: wall time for the record's fields; mono: rd_now_ms for decisions.
+ * *due is lowered to when a node gone now would be marked down (mono). */
 static bool next_record(const coord *c, const rk_state *s, const rk_node *old, rk_node *n,
-                        uint64_t now, uint64_t mono, bool down_ok) {
+                        uint64_t now, uint64_t mono, bool down_ok, uint64_t *due) {
   *n = *old;
   const rk_alive_entry *a = rk_state_alive(s, old->id);
   int ti = c->table ? ring_table_find_node(c->table, old->id) : -1;
@@ -215,9 +216,11 @@ static bool next_record(const coord *c, const rk_state *s, const rk_node *old, r
     uint64_t gone_ms = gone_for(old->id, mono);
     if (old->lost_ms == 0)
       n->lost_ms = now != 0 ? now : 1; /* display only; 0 would say "alive" */
-    if (down_ok && gone_ms >= s->config.down_after_ms && old->state != RING_NODE_DOWN &&
-        old->state != RING_NODE_REMOVED)
+    bool may_go = old->state != RING_NODE_DOWN && old->state != RING_NODE_REMOVED;
+    if (down_ok && gone_ms >= s->config.down_after_ms && may_go)
       n->state = RING_NODE_DOWN;
+    else if (may_go && mono - gone_ms + s->config.down_after_ms < *due)
+      *due = mono - gone_ms + s->config.down_after_ms;
   }
   if (n->state == RING_NODE_JOINING && ti >= 0 && !s->has_active && !s->has_proposed &&
       ring_table_node_state(c->table, (uint16_t)ti) == RING_NODE_ACTIVE)
@@ -234,9 +237,22 @@ static bool next_record(const coord *c, const rk_state *s, const rk_node *old, r
   return n->state != old->state || n->lost_ms != old->lost_ms || strcmp(n->addr, old->addr) != 0;
 }
 
+/* A look that found nothing to write, and until when (rd_now_ms) the
+ * same state and table still ask for nothing: the first time a node gone
+ * then reaches down_after. Everything else a record becomes is a pure
+ * function of the state and the table. The loop's alone. */
+static struct {
+  coord_memo key;
+  uint64_t until_ms;
+} calm;
+
 int coord_membership(coord *c, const rk_state *s) {
   batch b = {.n = 0};
-  uint64_t now = rd_wall_ms(), mono = rd_now_ms();
+  uint64_t now = rd_wall_ms(), mono = rd_now_ms(), due = UINT64_MAX;
+  coord_memo key = coord_memo_of(c, s);
+  if (coord_memo_same(&calm.key, &key) && mono < calm.until_ms)
+    return 0;
+  calm.key = (coord_memo){0};
   int wrote = 0;
   for (uint32_t i = 0; i < s->n_alive; i++) {
     const rk_alive_entry *a = &s->alive[i];
@@ -259,7 +275,7 @@ int coord_membership(coord *c, const rk_state *s) {
   gone_begin(atomic_load(&c->m.terms));
   for (uint32_t i = 0; i < s->n_nodes; i++) {
     rk_node n;
-    if (!next_record(c, s, &s->nodes[i], &n, now, mono, down_ok))
+    if (!next_record(c, s, &s->nodes[i], &n, now, mono, down_ok, &due))
       continue;
     if (n.state != s->nodes[i].state)
       log_state(&n, n.lost_ms ? "lease gone past down_after" : "membership");
@@ -272,5 +288,7 @@ int coord_membership(coord *c, const rk_state *s) {
   }
   gone_end();
   int rc = flush(c, &b);
+  if (rc == RING_OK && wrote == 0 && down_ok) /* held down detection is reported at each look */
+    calm.key = key, calm.until_ms = due;
   return rc != RING_OK ? rc : wrote;
 }

@@ -66,6 +66,11 @@ static void observe_bad(const rk_state *s) {
 }
 
 void coord_metrics_observe(coord *c, const rk_state *s) {
+  static coord_memo seen; /* the look these gauges were set at: the same state sets the same */
+  coord_memo key = coord_memo_of(c, s);
+  if (coord_memo_same(&seen, &key))
+    return;
+  seen = key;
   uint64_t by_state[5] = {0};
   for (uint32_t i = 0; i < s->n_nodes; i++)
     if ((unsigned)s->nodes[i].state < 5)
@@ -115,11 +120,19 @@ static bool down_replicas(const rk_state *s, const ring_table *t, uint64_t *held
 }
 
 void coord_metrics_table(coord *c, const rk_state *s) {
+  static struct {
+    coord_memo key;
+    bool lagging; /* someone has not acked the version */
+  } kept;         /* what the state and table say, kept while they are the same */
   const ring_table *t = c->table;
   if (t == NULL || ring_table_version(t) != s->version)
     return;
+  coord_memo key = coord_memo_of(c, s);
+  bool same = coord_memo_same(&kept.key, &key);
+  if (!same)
+    kept.lagging = rk_barrier_laggard(s, t, s->version) != NULL;
   uint64_t now = rd_now_ms(), wait = 0;
-  if (rk_barrier_laggard(s, t, s->version) == NULL) {
+  if (!kept.lagging) {
     lag_version = 0;
   } else {
     if (lag_version != s->version)
@@ -128,12 +141,17 @@ void coord_metrics_table(coord *c, const rk_state *s) {
   }
   atomic_store(&c->m.barrier_wait_ms, wait);
   uint64_t held;
+  if (same)
+    return;
+  kept.key = key;
   if (down_replicas(s, t, &held)) /* out of memory: the last count stays */
     atomic_store(&c->m.down_replicas, held);
+  else
+    kept.key = (coord_memo){0}; /* counted again at the next look */
 }
 
 void coord_metrics_forget(coord *c) {
-  lag_version = 0;
+  lag_version = 0; /* the kept figures are for a term: the next has another key */
   atomic_store(&c->m.barrier_wait_ms, 0);
   atomic_store(&c->m.down_replicas, 0);
 }

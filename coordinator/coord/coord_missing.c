@@ -56,6 +56,10 @@ void coord_missing_observe(coord *c, const rk_state *s) {
       c->table != NULL && ring_table_version(c->table) == s->version ? c->table : NULL;
   if (t == NULL && s->version != 0)
     return;
+  static coord_memo shown_at; /* the look the view was made at: the same look makes the same */
+  coord_memo key = coord_memo_of(c, s);
+  if (coord_memo_same(&shown_at, &key))
+    return;
   rk_missing_view v;
   if (rk_missing_view_make(s, t, &v) != RING_OK)
     return; /* out of memory: what was shown stays until the next look */
@@ -65,6 +69,7 @@ void coord_missing_observe(coord *c, const rk_state *s) {
   log_change(line);
   set(line, rk_missing_json(&v), v.replicas, v.n_lost);
   rk_missing_view_free(&v);
+  shown_at = key;
 }
 
 void coord_missing_forget(void) { set("", NULL, 0, 0); }

@@ -3,8 +3,10 @@
  * records, config) differs from the table and no run is active, the plan
  * for it is computed and stored, replacing one made for an older
  * membership or base version. When the auto-apply policy approves the
- * plan (every plan, or repairs only) the run starts in the same txn. The planner runs only when its
- * input changed (a hash of it), so an idle cluster costs one read per tick and no CPU.
+ * plan (every plan, or repairs only) the run starts in the same txn. The
+ * planner runs only when its input changed (a hash of it), and the input
+ * is built and checked against the table only when the state or the table
+ * changed (coord_memo), so an idle look costs no read and O(1) CPU here.
  */
 #include "coord.h"
 
@@ -184,25 +186,59 @@ static int weigh(coord *c, rk_plan_input *in, char *why, size_t cap) {
   return rc;
 }
 
-int coord_propose(coord *c, const rk_state *s) {
-  rk_plan_input in;
+/* The desired membership judged against the table at one look: whether
+ * they match, else the input's hash. Both are pure functions of the
+ * state and the table (the planner's input and ring_table_verify cost
+ * O(hosts + tokens)), so they are kept while the look's key is the same.
+ * The loop's alone; one coordinator per process. */
+static struct {
+  coord_memo key;
+  bool matches;  /* no plan is needed */
+  uint64_t hash; /* else input_hash of the input and version */
+} judged;
+
+/* The planner's input for s into *in (rk_plan_input_free it). */
+static int desired(coord *c, const rk_state *s, rk_plan_input *in) {
   ring_error err = {0};
-  int rc = rk_desired_input(s, c->table, &in, &err);
-  if (rc != RING_OK) {
+  int rc = rk_desired_input(s, c->table, in, &err);
+  if (rc != RING_OK)
     coord_trouble(c, "building the planner's input", &err);
+  return rc;
+}
+
+/* Fills `judged` for this look unless it holds already; RING_OK or the
+ * input's error (nothing kept then). */
+static int judge(coord *c, const rk_state *s) {
+  coord_memo key = coord_memo_of(c, s);
+  if (coord_memo_same(&judged.key, &key))
+    return RING_OK;
+  rk_plan_input in;
+  int rc = desired(c, s, &in);
+  if (rc != RING_OK)
     return rc;
-  }
-  if (in.n_nodes == 0 || rk_input_matches_table(&in, c->table)) {
-    rk_plan_input_free(&in);
+  judged.matches = in.n_nodes == 0 || rk_input_matches_table(&in, c->table);
+  judged.hash = judged.matches ? 0 : input_hash(&in, s->version);
+  judged.key = judged.matches || judged.hash != 0 ? key : (coord_memo){0};
+  rk_plan_input_free(&in);
+  return RING_OK;
+}
+
+int coord_propose(coord *c, const rk_state *s) {
+  int rc = judge(c, s);
+  if (rc != RING_OK)
+    return rc;
+  if (judged.matches) {
     c->input_hash = 0;
     return s->has_proposed ? withdraw(c, s) : 0;
   }
-  uint64_t h = input_hash(&in, s->version);
+  uint64_t h = judged.hash;
   bool fresh = s->has_proposed && s->proposed.base_version == s->version;
-  if (h == c->input_hash && fresh && !auto_apply(c, s, &s->proposed)) {
-    rk_plan_input_free(&in);
+  if (h == c->input_hash && fresh && !auto_apply(c, s, &s->proposed))
     return 0; /* proposed for exactly this input already */
-  }
+  rk_plan_input in;
+  if ((rc = desired(c, s, &in)) != RING_OK)
+    return rc;
+  ring_error err = {0};
   rk_plan_doc d;
   ring_plan *p = NULL;
   char why[160];

@@ -93,8 +93,7 @@ int coord_publish(coord *c, const rk_state *s, ring_table *next, const ring_op *
     ring_table_free(next);
     return rc;
   }
-  ring_table_free(c->table);
-  c->table = next;
+  coord_table_set(c, next);
   atomic_store(&c->m.version, ring_table_version(next));
   return RING_OK;
 }

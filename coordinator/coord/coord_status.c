@@ -13,6 +13,20 @@
  * client never holds up the loop and the loop never waits on etcd for a
  * client. Without --listen nothing is built.
  *
+ * Cost. The leader's view is O(hosts) to build, so it is built only when
+ * someone reads it: a GET that finds it stale (a second old, or older
+ * than the loop's last look at a changed state and 200 ms old) sets
+ * `wanted`, wakes the loop and waits at most STATUS_WAIT_MS for the new
+ * one, so every field (generated_ms, health, rates) is as fresh as when
+ * the loop rebuilt it every second; while the page was read in the last
+ * STATUS_WATCHED_MS the loop also rebuilds it ahead, on the old rule.
+ * The "nodes" array, the O(hosts) part, is kept as text for the state
+ * stamp, table and targets it shows (coord_memo), so a rebuild of an
+ * unchanged state copies it. At most one build per 200 ms whatever
+ * asks; the memory is the JSON and that text. An idle look that nobody
+ * reads builds nothing; the progress samples and the flow are still
+ * taken at every look.
+ *
  * /status.json (application/json), "format":"ringkeeper.status.v1":
  *   {"format","cluster","self":ID,"role":"starting"|"follower"|"leader",
  *    "leader":null|{"id","addr"},"generated_ms":UNIX_MS,
@@ -52,11 +66,13 @@
  * host its count, first tokens and the refill's failing reasons, and the
  * tokens every owner lacks.
  */
+#define _GNU_SOURCE /* pthread_condattr_setclock, strdup */
 #include "coord.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <xxhash.h>
 
 #ifndef STATUS_HISTORY_MAX
@@ -74,23 +90,35 @@
 #ifndef STATUS_HISTORY_EVERY_MS
 #define STATUS_HISTORY_EVERY_MS 30000 /* re-read history even when its keys look the same */
 #endif
+#ifndef STATUS_WAIT_MS
+#define STATUS_WAIT_MS 1000 /* a GET waits this long at most for the loop's new view */
+#endif
+#ifndef STATUS_WATCHED_MS
+#define STATUS_WATCHED_MS 5000 /* after a GET, the loop rebuilds ahead this long */
+#endif
 
 #define JSON_TYPE "application/json"
 #define HTML_TYPE "text/html; charset=utf-8"
 
 /* ------------------------------------------------------------ /status.json */
 
-/* Swaps o's text in as the published JSON (o is deleted either way); on a
- * failed print the old text stays. */
-static void publish(coord *c, cJSON *o) {
+/* Swaps o's text in as the published JSON of the state stamp `stamp` (0:
+ * not the leader's view) and wakes a GET waiting for it (o is deleted
+ * either way); on a failed print the old text stays. */
+static void publish(coord *c, cJSON *o, uint64_t stamp) {
   char *json = o != NULL ? cJSON_PrintUnformatted(o) : NULL;
   cJSON_Delete(o);
   if (json == NULL)
     return;
-  pthread_mutex_lock(&c->status.mu);
-  char *old = c->status.json;
-  c->status.json = json;
-  pthread_mutex_unlock(&c->status.mu);
+  coord_status *st = &c->status;
+  pthread_mutex_lock(&st->mu);
+  char *old = st->json;
+  st->json = json;
+  st->serial++;
+  st->json_ms = rd_now_ms();
+  st->json_stamp = stamp;
+  pthread_cond_broadcast(&st->cv);
+  pthread_mutex_unlock(&st->mu);
   cJSON_free(old);
 }
 
@@ -339,6 +367,30 @@ static void refresh_history(coord *c, const rk_state *s, uint64_t now_ms) {
   st->history_ms = now_ms;
 }
 
+/* The "nodes" array of s against t as JSON text, made again only when
+ * the look's key (coord_memo: the state, the table) or the targets
+ * changed; a raw cJSON item to add, NULL when out of memory. */
+static cJSON *nodes_json(coord *c, const rk_state *s, const ring_table *t) {
+  coord_status *st = &c->status;
+  coord_memo key = coord_memo_of(c, s);
+  if (st->nodes == NULL || !coord_memo_same(&st->nodes_key, &key) ||
+      st->nodes_targets != st->targets_key) {
+    cJSON *nodes = cJSON_CreateArray();
+    for (uint32_t i = 0; nodes != NULL && i < s->n_nodes; i++)
+      cJSON_AddItemToArray(nodes, node_json(s, i, t, st->targets));
+    char *text = nodes != NULL ? cJSON_PrintUnformatted(nodes) : NULL;
+    cJSON_Delete(nodes);
+    if (text == NULL)
+      return NULL;
+    free(st->nodes);
+    st->nodes = strdup(text); /* cJSON's allocator may not be free()'s */
+    cJSON_free(text);
+    st->nodes_key = st->nodes != NULL ? key : (coord_memo){0};
+    st->nodes_targets = st->targets_key;
+  }
+  return st->nodes != NULL ? cJSON_CreateRaw(st->nodes) : NULL;
+}
+
 static cJSON *leader_json(coord *c, const rk_state *s, const ring_table *t) {
   cJSON *o = head(c, "leader", s->has_leader ? &s->leader : NULL);
   rd_text health = {0};
@@ -350,25 +402,46 @@ static cJSON *leader_json(coord *c, const rk_state *s, const ring_table *t) {
   free(health.p);
   cJSON_AddItemToObject(o, "config", config_json(s));
   cJSON_AddNumberToObject(o, "version", (double)s->version);
-  cJSON *nodes = cJSON_AddArrayToObject(o, "nodes");
-  for (uint32_t i = 0; i < s->n_nodes; i++)
-    cJSON_AddItemToArray(nodes, node_json(s, i, t, c->status.targets));
+  cJSON *nodes = nodes_json(c, s, t);
+  if (nodes == NULL) { /* out of memory: no view this time, the old one stays */
+    cJSON_Delete(o);
+    return NULL;
+  }
+  cJSON_AddItemToObject(o, "nodes", nodes);
   cJSON_AddItemToObject(o, "plan", plan_json(c, s));
   cJSON_AddItemToObject(o, "history",
                         c->status.history != NULL ? cJSON_Duplicate(c->status.history, true)
                                                   : cJSON_CreateArray());
   cJSON_AddItemToObject(o, "bad_records", rk_bad_json(s, STATUS_BAD_MAX));
   cJSON_AddItemToObject(o, "missing", coord_missing_json());
-  coord_status_plan(c, s, o); /* "flow" and "rates" */
+  coord_status_plan(c, o); /* "flow" and "rates" */
   return o;
+}
+
+/* Whether a view built at built_ms of stamp `shown` is stale at now when
+ * the loop's last look was at stamp `latest`: the rule the loop rebuilt
+ * by at every look before the view was built on demand. */
+static bool stale(uint64_t now, uint64_t built_ms, uint64_t shown, uint64_t latest) {
+  uint64_t age = now - built_ms;
+  return built_ms == 0 || age >= STATUS_REFRESH_MS || (shown != latest && age >= STATUS_GAP_MS);
+}
+
+/* Whether the page was read lately (the loop then rebuilds ahead). */
+static bool watched(coord_status *st, uint64_t now) {
+  uint64_t asked = atomic_load(&st->asked_ms);
+  return asked != 0 && now - asked < STATUS_WATCHED_MS;
 }
 
 void coord_status_observe(coord *c, const rk_state *s) {
   coord_status *st = &c->status;
+  if (c->o.listen == NULL)
+    return;
+  coord_status_plan_follow(c, s);
+  atomic_store(&st->latest, s->stamp);
   uint64_t now = rd_now_ms();
-  uint64_t age = now - st->built_ms;
-  if (c->o.listen == NULL || (st->leading && age < STATUS_REFRESH_MS &&
-                              (s->revision == st->revision || age < STATUS_GAP_MS)))
+  bool wanted = atomic_exchange(&st->wanted, false);
+  if (st->leading && !wanted &&
+      !(watched(st, now) && stale(now, st->built_ms, st->stamp, s->stamp)))
     return;
   /* right after a publish c->table is ahead of s: show no table rather
    * than another version's */
@@ -376,9 +449,12 @@ void coord_status_observe(coord *c, const rk_state *s) {
       c->table != NULL && ring_table_version(c->table) == s->version ? c->table : NULL;
   refresh_targets(st, t);
   refresh_history(c, s, now);
-  publish(c, leader_json(c, s, t));
+  cJSON *o = leader_json(c, s, t);
+  if (o == NULL)
+    return;
+  publish(c, o, s->stamp);
   st->leading = true;
-  st->revision = s->revision;
+  st->stamp = s->stamp;
   st->built_ms = now;
 }
 
@@ -387,8 +463,11 @@ void coord_status_observe(coord *c, const rk_state *s) {
 void coord_status_follow(coord *c) {
   coord_status *st = &c->status;
   uint64_t now = rd_now_ms();
-  if (c->o.listen == NULL ||
-      (!st->leading && st->built_ms != 0 && now - st->built_ms < STATUS_REFRESH_MS))
+  if (c->o.listen == NULL)
+    return;
+  atomic_store(&st->latest, 0);
+  bool wanted = atomic_exchange(&st->wanted, false);
+  if (!st->leading && !wanted && st->built_ms != 0 && now - st->built_ms < STATUS_REFRESH_MS)
     return;
   char key[RK_KEY_MAX];
   int len = coord_key(c, key, "leader");
@@ -399,9 +478,9 @@ void coord_status_follow(coord *c) {
     known = rk_leader_decode((const char *)kv.value, kv.value_len, &leader, NULL) == RING_OK;
     ring_kv_clear(&kv);
   }
-  publish(c, head(c, "follower", known ? &leader : NULL));
+  publish(c, head(c, "follower", known ? &leader : NULL), 0);
   st->leading = false;
-  st->revision = 0;
+  st->stamp = 0;
   st->built_ms = now;
 }
 
@@ -415,9 +494,26 @@ unsigned coord_status_page(void *ud, const char *path, rd_text *t, const char **
     return 200;
   }
   *type = JSON_TYPE;
-  pthread_mutex_lock(&c->status.mu);
-  ring__sb_printf(t, "%s", c->status.json != NULL ? c->status.json : "{}");
-  pthread_mutex_unlock(&c->status.mu);
+  coord_status *st = &c->status;
+  uint64_t now = rd_now_ms();
+  atomic_store(&st->asked_ms, now);
+  pthread_mutex_lock(&st->mu);
+  if (stale(now, st->json_ms, st->json_stamp, atomic_load(&st->latest))) {
+    uint64_t serial = st->serial;
+    atomic_store(&st->wanted, true);
+    rd_waker_wake(&c->waker);
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += STATUS_WAIT_MS / 1000;
+    until.tv_nsec += (long)(STATUS_WAIT_MS % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L)
+      until.tv_sec++, until.tv_nsec -= 1000000000L;
+    while (st->serial == serial)
+      if (pthread_cond_timedwait(&st->cv, &st->mu, &until) != 0)
+        break; /* the loop is busy: what there is */
+  }
+  ring__sb_printf(t, "%s", st->json != NULL ? st->json : "{}");
+  pthread_mutex_unlock(&st->mu);
   return 200;
 }
 
@@ -433,15 +529,25 @@ const rd_http_route *coord_status_routes(coord *c) {
 int coord_status_init(coord *c) {
   coord_status *st = &c->status;
   memset(st, 0, sizeof *st);
-  int rc = pthread_mutex_init(&st->mu, NULL);
+  pthread_condattr_t ca;
+  int rc = pthread_condattr_init(&ca);
+  if (rc != 0)
+    return rc;
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* rd_now_ms's clock */
+  rc = pthread_cond_init(&st->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  if (rc == 0 && (rc = pthread_mutex_init(&st->mu, NULL)) != 0)
+    pthread_cond_destroy(&st->cv);
   if (rc == 0)
-    publish(c, head(c, "starting", NULL));
+    publish(c, head(c, "starting", NULL), 0);
   return rc;
 }
 
 void coord_status_free(coord *c) {
   coord_status *st = &c->status;
   pthread_mutex_destroy(&st->mu);
+  pthread_cond_destroy(&st->cv);
+  free(st->nodes);
   cJSON_free(st->json);
   cJSON_Delete(st->history);
   cJSON_Delete(st->last_run);

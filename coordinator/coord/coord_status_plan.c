@@ -5,11 +5,12 @@
  *
  * Sections: the flow; the samples; /status.json.
  *
- * Both belong to the loop (coord_status_observe calls in). The flow is
- * counted once per run from the plan the loop already holds (c->run_plan,
- * rk_plan_flow) and kept as JSON; the samples are a ring of at most
- * COORD_SAMPLES_MAX, one a second while a run is active, so the page's
- * chart covers the last ten minutes of a run of any length.
+ * Both belong to the loop (coord_status_observe calls in at every look,
+ * whether or not anyone reads the page). The flow is counted once per run
+ * from the plan the loop already holds (c->run_plan, rk_plan_flow) and
+ * kept as JSON; the samples are a ring of at most COORD_SAMPLES_MAX, one a
+ * second while a run is active, so the page's chart covers the last ten
+ * minutes of a run of any length.
  *
  * In /status.json:
  *   "flow":null|{"plan":ID,"moves":N,"pairs":[{"from":ID|null (new
@@ -29,7 +30,7 @@
 #ifndef STATUS_FLOW_PAIRS
 #define STATUS_FLOW_PAIRS 24 /* pairs listed: what a page can draw legibly */
 #endif
-#define SAMPLE_EVERY_MS 900 /* the page is rebuilt about once a second: take each */
+#define SAMPLE_EVERY_MS 900 /* the loop looks about once a second: take each */
 
 /* ---------------------------------------------------------------- the flow */
 
@@ -134,10 +135,13 @@ static cJSON *rates_json(coord_status *st) {
 
 /* ------------------------------------------------------------ /status.json */
 
-void coord_status_plan(coord *c, const rk_state *s, cJSON *o) {
-  coord_status *st = &c->status;
+void coord_status_plan_follow(coord *c, const rk_state *s) {
   refresh_flow(c, s);
-  take_sample(st, s, rd_wall_ms());
+  take_sample(&c->status, s, rd_wall_ms());
+}
+
+void coord_status_plan(coord *c, cJSON *o) {
+  coord_status *st = &c->status;
   cJSON_AddItemToObject(o, "flow",
                         st->flow != NULL ? cJSON_Duplicate(st->flow, true) : cJSON_CreateNull());
   cJSON_AddItemToObject(o, "rates", rates_json(st));

@@ -616,10 +616,63 @@ START_TEST(follower_page) {
 }
 END_TEST
 
+static double wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
+static bool lists_node(const cJSON *s, const char *id) {
+  const cJSON *n;
+  cJSON_ArrayForEach(n, jobj(s, "nodes")) {
+    if (strcmp(jstr(n, "id"), id) == 0)
+      return true;
+  }
+  return false;
+}
+
+/* The leader builds its view only when it is read (coord_status.c,
+ * "Cost"): after nobody read the page for longer than the loop rebuilds
+ * ahead (STATUS_WATCHED_MS, 5 s), the first GET still gets a view of now:
+ * generated within the second, listing a node that joined meanwhile, at
+ * the state's current revision. */
+START_TEST(unread_page_is_current_when_read) {
+  env_config k = {.tokens = 64, .replicas = 1, .failure_domain = "", .auto_apply = true};
+  env_bootstrap(&k, 2, 2, 1, "--auto-apply");
+  cJSON *s = status_json(0);
+  ck_assert_str_eq(jstr(s, "role"), "leader");
+  cJSON_Delete(s);
+  harness_sleep_ms(6000); /* unread */
+  env_agent("a3", "z0");
+  env_node n;
+  WAIT_UNTIL(env_node_read("a3", &n), 10, "no record for a3");
+  env_wait_done(2, 60);
+  harness_sleep_ms(6000); /* unread again, the cluster idle */
+  double asked = wall_ms();
+  s = status_json(0);
+  double generated = jnum(s, "generated_ms");
+  ck_assert_msg(generated >= asked - 1000 && generated <= wall_ms() + 1000,
+                "the view read was generated %.0f ms before the GET", asked - generated);
+  ck_assert_msg(lists_node(s, "a3"), "the view does not list a3");
+  ck_assert_double_eq(jnum(s, "version"), (double)env_version());
+  ck_assert_str_eq(jstr(jplan(s), "state"), "done");
+  ck_assert_str_eq(jstr(s, "health"), "ok");
+  cJSON_Delete(s);
+  /* read again at once: the same state, served as built (no second build
+   * within STATUS_GAP_MS) or rebuilt, never older */
+  s = status_json(0);
+  ck_assert_double_ge(jnum(s, "generated_ms"), generated);
+  cJSON_Delete(s);
+  env_pass();
+}
+END_TEST
+
 int main(void) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
-  const env_test tests[] = {{page_follows_placement_and_join, 400}, {follower_page, 300}};
-  int rc = env_main("coord_status", tests, 2);
+  const env_test tests[] = {{page_follows_placement_and_join, 400},
+                            {follower_page, 300},
+                            {unread_page_is_current_when_read, 300}};
+  int rc = env_main("coord_status", tests, 3);
   curl_global_cleanup();
   return rc;
 }
