@@ -6,15 +6,23 @@
  * share at once, ~1/13 of the slots). Prints figures; it never passes or
  * fails on time.
  *
- * Each figure is the median of `--reps` runs of one apply and the free of
- * its result, on a base of the same content each time.
+ * Columns: "apply+seal" is one ring_delta_apply and the free of its
+ * result, on the same base each time. "100 watchers" is what one version
+ * costs 100 watchers of one process through the shared build
+ * (ring__delta_apply_shared, as libring's watcher calls it), in one
+ * thread: "apart" when each holds its own copy of the base (read apart,
+ * as right after they start: one build, then 99 exact base comparisons),
+ * "shared" when they hold the one base the cache gave them (one build, 99
+ * references). Each is the median of `--reps` runs (a tenth as many for
+ * the 100-watcher columns).
  *
  *   bench_delta [--quick] [--reps N]
  */
 #define _POSIX_C_SOURCE 200809L
 #include "bench_stats.h"
-#include "ring.h"
+#include "delta_int.h"
 #include "test_cluster.h"
+#include "test_tables.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -81,20 +89,9 @@ static ring_table *placed(const ring_table *base, uint32_t n, uint32_t tokens, u
 
 /* bench_etcd's next version: 8 tokens swap their first two replicas. */
 static ring_table *swapped(const ring_table *prev) {
-  ring_table *t;
-  const uint64_t v = ring_table_version(prev) + 1;
-  if (ring_table_clone(prev, v, &t) != RING_OK)
-    die("clone", NULL);
-  const uint32_t T = ring_table_tokens(prev);
-  for (uint32_t k = 0; k < 8; k++) {
-    uint32_t tok = (uint32_t)((v * 977 + k * 131) % T);
-    uint16_t a = ring_table_owner(prev, tok, 0), b = ring_table_owner(prev, tok, 1);
-    ring_table_set_owner(t, tok, 0, b);
-    ring_table_set_owner(t, tok, 1, a);
-  }
-  ring_error err;
-  if (ring_table_seal(t, &err) != RING_OK)
-    die("seal", &err);
+  ring_table *t = test_table_swapped(prev, ring_table_version(prev) + 1, 8, 977, 131);
+  if (t == NULL)
+    die("next table", NULL);
   return t;
 }
 
@@ -117,20 +114,66 @@ static double apply_us(const ring_table *base, const char *delta, size_t len, in
   return m;
 }
 
-static void one_case(const char *name, const ring_table *a, const ring_table *b,
-                     const options *o) {
+#define WATCHERS 100
+
+/* Median microseconds for WATCHERS watchers to get the table of delta
+ * through the shared build, from bases[i] (all the same table, or copies). */
+static double shared_us(ring_table *const *bases, const char *delta, size_t len, int reps) {
+  double *dt = malloc((size_t)reps * sizeof *dt);
+  ring_table *got[WATCHERS];
+  for (int i = 0; i < reps; i++) {
+    ring__delta_cache_clear(); /* every run builds once */
+    double t0 = now();
+    for (int w = 0; w < WATCHERS; w++) {
+      ring_error err;
+      if (ring__delta_apply_shared(bases[w], delta, len, &got[w], &err) != RING_OK)
+        die("shared apply", &err);
+    }
+    dt[i] = (now() - t0) * 1e6;
+    for (int w = 0; w < WATCHERS; w++)
+      ring_table_free(got[w]);
+  }
+  double m = bench_median(dt, (size_t)reps);
+  free(dt);
+  return m;
+}
+
+/* A copy of t read apart: encoded and decoded. */
+static ring_table *copy_of(const ring_table *t) {
+  char *json;
+  size_t len;
+  ring_table *c;
+  ring_error err;
+  if (ring_table_encode(t, &json, &len) != RING_OK || ring_table_decode(json, len, &c, &err))
+    die("copy", &err);
+  free(json);
+  return c;
+}
+
+static void one_case(const char *name, const ring_table *a, const ring_table *b, const options *o) {
   char *delta;
   size_t len;
   if (ring_delta_encode(a, b, &delta, &len) != RING_OK)
     die("encode", NULL);
-  printf("  %-28s T %5u R %u: delta %7zu bytes   apply+seal %8.1f us\n", name,
-         ring_table_tokens(a), ring_table_replicas(a), len, apply_us(a, delta, len, o->reps));
+  ring_table *apart[WATCHERS], *same[WATCHERS];
+  for (int w = 0; w < WATCHERS; w++) {
+    apart[w] = copy_of(a);
+    same[w] = apart[0];
+  }
+  int few = o->reps / 10 > 3 ? o->reps / 10 : 3;
+  printf("  %-26s T %5u: delta %6zu B  apply+seal %7.1f us   100 watchers: apart %7.1f us, "
+         "shared %7.1f us\n",
+         name, ring_table_tokens(a), len, apply_us(a, delta, len, o->reps),
+         shared_us(apart, delta, len, few), shared_us(same, delta, len, few));
+  for (int w = 0; w < WATCHERS; w++)
+    ring_table_free(apart[w]);
+  ring__delta_cache_clear();
   free(delta);
 }
 
 int main(int argc, char **argv) {
   options o = parse_options(argc, argv);
-  printf("bench_delta: ring_delta_apply, median of %d runs%s\n", o.reps, o.quick ? " (quick)" : "");
+  printf("bench_delta: R 3, 12 nodes; median of %d runs%s\n", o.reps, o.quick ? " (quick)" : "");
   const uint32_t sizes[] = {16384, 65536};
   for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
     ring_table *a = placed(NULL, 12, sizes[k], 1);
