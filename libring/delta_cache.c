@@ -49,7 +49,7 @@
 #include <string.h>
 #include <time.h>
 
-#define CACHE_SLOTS 4             /* a few versions of a few clusters */
+#define CACHE_SLOTS 4              /* a few versions of a few clusters */
 #define CACHE_DELTA_MAX (1u << 20) /* a delta of ~130,000 owner changes */
 #define CACHE_WAIT_MS 2000L        /* then a waiter builds for itself */
 
@@ -137,8 +137,8 @@ static int build_claimed(entry *e, const ring_table *base, const char *json, siz
   return rc;
 }
 
-int ring__delta_apply_shared(const ring_table *base, const char *json, size_t len,
-                             ring_table **out, ring_error *err) {
+int ring__delta_apply_shared(const ring_table *base, const char *json, size_t len, ring_table **out,
+                             ring_error *err) {
   if (base == NULL || json == NULL || out == NULL || !base->sealed || len > CACHE_DELTA_MAX)
     return ring_delta_apply(base, json, len, out, err); /* which names what is wrong */
   pthread_once(&cache.once, cache_init);
@@ -171,7 +171,8 @@ int ring__delta_apply_shared(const ring_table *base, const char *json, size_t le
   pthread_mutex_unlock(&cache.lock);
   release(&held);
   free(copy);
-  return e ? build_claimed(e, base, json, len, out, err) : ring_delta_apply(base, json, len, out, err);
+  return e ? build_claimed(e, base, json, len, out, err)
+           : ring_delta_apply(base, json, len, out, err);
 }
 
 void ring__delta_cache_stats_get(ring__delta_cache_stats *out) {

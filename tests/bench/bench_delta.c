@@ -142,7 +142,7 @@ static double shared_us(ring_table *const *bases, const char *delta, size_t len,
 static ring_table *copy_of(const ring_table *t) {
   char *json;
   size_t len;
-  ring_table *c;
+  ring_table *c = NULL;
   ring_error err;
   if (ring_table_encode(t, &json, &len) != RING_OK || ring_table_decode(json, len, &c, &err))
     die("copy", &err);
