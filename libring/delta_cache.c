@@ -142,10 +142,6 @@ int ring__delta_apply_shared(const ring_table *base, const char *json, size_t le
   if (base == NULL || json == NULL || out == NULL || !base->sealed || len > CACHE_DELTA_MAX)
     return ring_delta_apply(base, json, len, out, err); /* which names what is wrong */
   pthread_once(&cache.once, cache_init);
-  char *copy = malloc(len ? len : 1);
-  if (copy == NULL)
-    return ring_delta_apply(base, json, len, out, err);
-  memcpy(copy, json, len);
   struct timespec until = ring__deadline_ms(CACHE_WAIT_MS);
   pthread_mutex_lock(&cache.lock);
   entry *e;
@@ -157,20 +153,20 @@ int ring__delta_apply_shared(const ring_table *base, const char *json, size_t le
     e->used = ++cache.tick;
     cache.stats.hits++;
     pthread_mutex_unlock(&cache.lock);
-    free(copy);
     return RING_OK;
   }
   entry held = {0};
-  if (e == NULL && (e = victim()) != NULL) { /* claim it */
+  char *copy = e == NULL ? malloc(len ? len : 1) : NULL; /* once per key: under the lock */
+  if (copy != NULL && (e = victim()) != NULL) {          /* claim it */
     take(e, &held);
+    memcpy(copy, json, len);
     *e = (entry){ring__table_ref(base), copy, len, NULL, ++cache.tick};
-    copy = NULL;
-  } else {
-    e = NULL; /* still being built after the wait, or every slot is: build alone */
+  } else { /* still being built after the wait, every slot is, or no memory: build alone */
+    free(copy);
+    e = NULL;
   }
   pthread_mutex_unlock(&cache.lock);
   release(&held);
-  free(copy);
   return e ? build_claimed(e, base, json, len, out, err)
            : ring_delta_apply(base, json, len, out, err);
 }
