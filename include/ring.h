@@ -164,6 +164,11 @@ RING_EXTERN int ring_table_decode(const char *json, size_t len, ring_table **out
  * result and encoding again gives the same bytes. */
 RING_EXTERN int ring_table_encode(const ring_table *t, char **json, size_t *len);
 
+/* Releases a table the caller was given. A sealed table never changes, so
+ * libring may hand one table to several holders (the watchers of one
+ * process that follow the same table share the one built from a delta);
+ * it is freed when the last of them frees it. Each holder frees it once,
+ * as always. */
 RING_EXTERN void ring_table_free(ring_table *t);
 
 /* Parameters of a new, empty table. Strings are copied. */

@@ -309,7 +309,10 @@ RING_EXTERN int ring_etcd_fenced_txn(ring_etcd *c, const ring_leadership *l, con
  * it in and calls the callback. A table that fails
  * validation is refused, logged and counted, and the last good table stays
  * in service; so it does while etcd is unreachable, and while its client's
- * history went back (section 1, ring_watcher_restored below). */
+ * history went back (section 1, ring_watcher_restored below). Watchers of
+ * one process that follow the same table build a delta's table once and
+ * share it (each ring_live holds a reference): the callback's table may be
+ * the very one another watcher's callback gets. */
 typedef struct ring_watcher ring_watcher;
 
 typedef void (*ring_table_cb)(void *ud, const ring_table *t);

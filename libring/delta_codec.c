@@ -10,9 +10,21 @@
  *
  * ring_delta_apply builds the result through the same builder API as the
  * table decoder, and seals it, so a result obeys every rule a decoded
- * table does. It is ring__delta_build (libring/delta_int.h: everything
- * that reads the base) and then the seal, which reads only the result. Like the table, v1 is
- * closed: unknown or repeated fields are refused.
+ * table does. Like the table, v1 is closed: unknown or repeated fields are
+ * refused.
+ *
+ * The seal is the short one (ring__table_seal_tokens), because the base
+ * is sealed: a token no owner record names has its base owners,
+ * renumbered one-to-one (a dropped node's slots must all be re-owned, or
+ * the delta is refused), so it is still in range and distinct; only the
+ * tokens the records changed are checked again, with every pending entry
+ * (the delta lists them all). The nodes' replica counts start as the
+ * base's and follow each record, instead of a recount of T*R slots. The
+ * result's owners checksum stays the full XXH3 over T*R slots, checked
+ * against the delta's: it proves the unchanged slots too. What the short
+ * seal accepts is exactly what ring_table_seal would (test_delta_codec's
+ * property test holds one to the other, ring__delta_build giving the
+ * unsealed result).
  */
 #include "codec_int.h"
 #include "delta_int.h"
@@ -40,6 +52,8 @@ typedef struct apply_ctx {
   uint32_t *kept;      /* L: base indexes of the surviving nodes, in order */
   uint32_t n_kept;     /* |L| */
   uint32_t node_count; /* nodes in the result */
+  uint32_t *touched;   /* tokens an owner record changed, ascending, each once */
+  uint32_t n_touched;
   ring_error *err;
 } apply_ctx;
 
@@ -205,7 +219,8 @@ static uint32_t record_slot(const uint8_t *r) {
   return (uint32_t)r[0] | (uint32_t)r[1] << 8 | (uint32_t)r[2] << 16 | (uint32_t)r[3] << 24;
 }
 
-/* Applies owner change i (record r) to the result; prev: the previous slot. */
+/* Applies owner change i (record r) to the result; prev: the previous slot.
+ * Keeps the nodes' replica counts and the list of changed tokens. */
 static int apply_record(apply_ctx *a, const uint8_t *r, size_t i, uint32_t prev) {
   uint16_t *owners = a->t->owners;
   const uint32_t R = a->t->view.replicas;
@@ -225,17 +240,26 @@ static int apply_record(apply_ctx *a, const uint8_t *r, size_t i, uint32_t prev)
   if (owners[slot] == node)
     return ring__err(a->err, RING_EOWNERS, "owners: record %zu: owners[%u][%u] is already node %u",
                      i, slot / R, slot % R, node);
+  if (a->n_touched == 0 || a->touched[a->n_touched - 1] != slot / R)
+    a->touched[a->n_touched++] = slot / R;
+  if (owners[slot] != RING_NODE_NONE) /* NONE: a dropped node's, counted for no one */
+    a->t->nodes[owners[slot]].replicas--;
+  a->t->nodes[node].replicas++;
   owners[slot] = node;
   return RING_OK;
 }
 
-/* Renumbers the base's owners into the result, then applies the changes. */
+/* Renumbers the base's owners into the result, then applies the changes.
+ * The result's replica counts start as their base nodes' (appended nodes
+ * own nothing yet) and follow each change. */
 static int decode_owners(apply_ctx *a) {
   const ring_table *b = a->base;
   uint16_t *owners = a->t->owners;
   const uint32_t R = a->t->view.replicas;
   const size_t slots = (size_t)a->t->view.tokens * R;
   const bool dropped = a->n_kept < b->n_nodes;
+  for (uint32_t i = 0; i < a->t->n_nodes; i++)
+    a->t->nodes[i].replicas = i < a->n_kept ? b->nodes[a->kept[i]].replicas : 0;
   if (dropped)
     for (size_t s = 0; s < slots; s++)
       owners[s] = a->remap[b->owners[s]];
@@ -251,8 +275,11 @@ static int decode_owners(apply_ctx *a) {
                      "owners: %zu base64 characters, want 8 per record and at most %zu records",
                      have, slots);
   uint8_t *raw = malloc(n ? n * RECORD_BYTES : 1);
-  if (raw == NULL)
+  a->touched = malloc((n ? n : 1) * sizeof *a->touched);
+  if (raw == NULL || a->touched == NULL) {
+    free(raw);
     return ring__err(a->err, RING_ENOMEM, "owners: %zu records", n);
+  }
   if (ring__base64_decode(b64, have, raw, n * RECORD_BYTES) != (long)(n * RECORD_BYTES))
     rc = ring__err(a->err, RING_EOWNERS, "owners: not canonical base64");
   for (size_t i = 0; rc == RING_OK && i < n; i++)
@@ -267,6 +294,9 @@ static int decode_owners(apply_ctx *a) {
   return rc;
 }
 
+/* The result's owners hash to what the delta says: the proof that the
+ * whole owner array, not only the changed slots, is the table the delta
+ * was made from. Kept in the result, which seals with it. */
 static int check_result_checksum(apply_ctx *a) {
   uint64_t want = 0, have = ring__owners_checksum(a->t);
   int rc = ring__json_checksum(a->root, "checksum", &want, a->err);
@@ -274,6 +304,8 @@ static int check_result_checksum(apply_ctx *a) {
     rc = ring__err(a->err, RING_ECHECKSUM,
                    "checksum: result owners hash to %016" PRIx64 ", delta says %016" PRIx64, have,
                    want);
+  a->t->owners_sum = have;
+  a->t->sum_known = rc == RING_OK;
   return rc;
 }
 
@@ -295,8 +327,10 @@ static int decode_pending(apply_ctx *a) {
 
 /* ------------------------------------------------------------------ apply */
 
-int ring__delta_build(const ring_table *base, const char *json, size_t len, ring_table **out,
-                      ring_error *err) {
+/* Reads the delta and builds the result on base; seals it (fast, see the
+ * top of the file) when `seal`, else leaves it unsealed. */
+static int build(const ring_table *base, const char *json, size_t len, bool seal, ring_table **out,
+                 ring_error *err) {
   if (base == NULL || json == NULL || out == NULL)
     return ring__err(err, RING_EINVAL, "ring_delta_apply: NULL argument");
   if (!base->sealed)
@@ -316,10 +350,13 @@ int ring__delta_build(const ring_table *base, const char *json, size_t len, ring
   if (rc == RING_OK)
     rc = check_result_checksum(&a);
   if (rc == RING_OK)
-    rc = decode_pending(&a);
+    rc = decode_pending(&a); /* strictly ascending, as the fast seal needs */
+  if (rc == RING_OK && seal)
+    rc = ring__table_seal_tokens(a.t, a.touched, a.n_touched, err);
   cJSON_Delete(root);
   free(a.remap);
   free(a.kept);
+  free(a.touched);
   if (rc != RING_OK) {
     ring_table_free(a.t);
     return rc;
@@ -328,26 +365,17 @@ int ring__delta_build(const ring_table *base, const char *json, size_t len, ring
   return RING_OK;
 }
 
+int ring__delta_build(const ring_table *base, const char *json, size_t len, ring_table **out,
+                      ring_error *err) {
+  return build(base, json, len, false, out, err);
+}
+
 int ring_delta_apply(const ring_table *base, const char *json, size_t len, ring_table **out,
                      ring_error *err) {
-  if (out == NULL)
-    return ring__err(err, RING_EINVAL, "ring_delta_apply: NULL argument");
-  ring_table *t = NULL;
-  int rc = ring__delta_build(base, json, len, &t, err);
-  if (rc == RING_OK && (rc = ring_table_seal(t, err)) != RING_OK)
-    ring_table_free(t);
-  if (rc == RING_OK)
-    *out = t;
-  return rc;
+  return build(base, json, len, true, out, err);
 }
 
 /* ---------------------------------------------------------------- encoder */
-
-static bool nodes_equal(const ring__node *x, const ring__node *y) {
-  const char *keys[RING_LABELS_MAX], *values[RING_LABELS_MAX];
-  ring_node_spec sx = ring__node_spec(x, x->state, keys, values);
-  return same_node(&sx, y);
-}
 
 static int check_pair(const ring_table *from, const ring_table *to) {
   if (from == NULL || to == NULL || !from->sealed || !to->sealed)
@@ -386,7 +414,7 @@ static void encode_node_changes(ring__sbuf *b, const ring_table *from, const rin
     while (k < from->n_nodes && remap[k] == RING_NODE_NONE)
       k++;
     const ring__node *was = k < from->n_nodes ? &from->nodes[k++] : NULL;
-    if (was != NULL && nodes_equal(was, &to->nodes[i]))
+    if (was != NULL && ring__node_same(was, &to->nodes[i]))
       continue;
     ring__sb_printf(b, "%s[%u,", first ? "" : ",", i);
     ring__node_record_encode(b, &to->nodes[i]);

@@ -8,6 +8,7 @@
 #include "ring.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 /* A label: offsets of its key ([a-z0-9._-]{1,63}) and value
@@ -40,7 +41,13 @@ typedef struct ring__pending {
 } ring__pending;
 
 /* The view comes first so that ring_table_view is a cast in spirit and the
- * fields a lookup touches share one cache line. */
+ * fields a lookup touches share one cache line.
+ *
+ * References: a sealed table never changes, so one table may serve several
+ * holders (the watchers of one process that follow the same table share
+ * the one built from a delta, delta_cache.c). Each holder owns a reference;
+ * ring_table_free drops one and frees the table with the last. A new table
+ * has one, its builder's; ring__table_ref adds one to a sealed table. */
 struct ring_table {
   ring_view view;   /* owners, seed, T, shift, R */
   uint16_t *owners; /* T*R, writable alias of view.owners */
@@ -53,10 +60,14 @@ struct ring_table {
   ring__pending *pending; /* sorted by (token, slot), unique */
   uint32_t n_pending;
   uint32_t cap_pending;
-  uint32_t *index;    /* id hash -> node index + 1, open addressing */
-  uint32_t cap_index; /* power of two, >= 2 * n_nodes, or 0 */
-  uint32_t n_serving; /* nodes owning a token, not down/removed; set by seal */
-  bool sealed;        /* validated and frozen */
+  uint32_t *index;       /* id hash -> node index + 1, open addressing */
+  uint32_t cap_index;    /* power of two, >= 2 * n_nodes, or 0 */
+  uint32_t n_serving;    /* nodes owning a token, not down/removed; set by seal */
+  uint64_t owners_sum;   /* ring__owners_checksum's value, when sum_known */
+  bool sum_known;        /* owners_sum is the owners' checksum: set by seal (or by a decoder
+                            that verified it just before sealing), cleared by an owner change */
+  bool sealed;           /* validated and frozen */
+  _Atomic uint32_t refs; /* holders; the table is freed when the last one frees it */
 };
 
 static inline const char *ring__node_addr(const ring__node *n) { return n->strings; }
@@ -99,6 +110,26 @@ ring_node_spec ring__node_spec(const ring__node *n, ring_node_state state, const
 
 /* Full validation of a table's contents (what seal and decode check). */
 int ring__table_validate(const ring_table *t, ring_error *err);
+/* Seals t when it is known valid outside the listed tokens: what
+ * ring_table_seal does, in O(n_tokens*R^2 + pending) instead of O(T*R^2).
+ * For the delta codec, whose result is a sealed base with some slots
+ * changed. The caller vouches that (a) every token not in tokens[] (sorted
+ * ascending, each once) has valid owners: in range and distinct; (b) each
+ * node's `replicas` already counts its slots; (c) the pending entries are
+ * sorted by (token, slot). What it checks then is exactly what
+ * ring__table_validate would find wrong, with the same code and message:
+ * R against the node count, the listed tokens' owners, every pending
+ * entry. On RING_OK t is sealed; on failure t is unchanged. */
+int ring__table_seal_tokens(ring_table *t, const uint32_t *tokens, uint32_t n_tokens,
+                            ring_error *err);
+/* Adds a holder to a sealed table (ring_table_free drops it); returns t. */
+ring_table *ring__table_ref(const ring_table *t);
+/* Whether two tables hold the same contents: version, cluster, failure
+ * domain, seed, T, R, every node record, owner and pending entry. Exact
+ * (no hash decides it); O(1) when a == b, O(T*R) at worst. */
+bool ring__table_same(const ring_table *a, const ring_table *b);
+/* Whether two node records are the same: id, addr, labels, weight, state. */
+bool ring__node_same(const ring__node *a, const ring__node *b);
 /* Whether a node takes traffic: it owns a token and is not down or removed. */
 static inline bool ring__node_serves(const ring__node *n) {
   return n->replicas > 0 && n->state != RING_NODE_DOWN && n->state != RING_NODE_REMOVED;
@@ -107,7 +138,8 @@ static inline bool ring__node_serves(const ring__node *n) {
 /* Recomputes per-node replica counts and n_serving; marks sealed. */
 void ring__table_freeze(ring_table *t);
 
-/* XXH3 over the owners as little-endian bytes, whatever the host order. */
+/* XXH3 over the owners as little-endian bytes, whatever the host order.
+ * O(1) for a sealed table (seal keeps it), O(T*R) otherwise. */
 uint64_t ring__owners_checksum(const ring_table *t);
 
 /* Strict RFC 4648 base64 (with padding). encode writes 4*ceil(n/3) chars

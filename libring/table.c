@@ -2,7 +2,7 @@
  * table.c: the fixed-token table: building, validation, accessors.
  *
  * Sections: character classes; node index (id -> index hash); building;
- * validation and sealing; accessors.
+ * sharing (references) and comparing; accessors.
  *
  * A table is built unsealed (ring_table_new / _add_node / _set_owner /
  * _add_pending), then ring_table_seal validates it and freezes it. The
@@ -161,6 +161,7 @@ int ring_table_new(const ring_table_params *p, ring_table **out, ring_error *err
                         .shift = 64 - log2_u32(p->tokens),
                         .replicas = p->replicas};
   t->version = p->version;
+  atomic_init(&t->refs, 1);
   strcpy(t->cluster, p->cluster);
   strcpy(t->failure_domain, p->failure_domain ? p->failure_domain : "");
   *out = t;
@@ -168,7 +169,8 @@ int ring_table_new(const ring_table_params *p, ring_table **out, ring_error *err
 }
 
 void ring_table_free(ring_table *t) {
-  if (t == NULL)
+  /* acq_rel: the last holder sees every other holder's reads done */
+  if (t == NULL || atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1)
     return;
   free(t->owners);
   for (uint32_t i = 0; t->nodes && i < t->n_nodes; i++)
@@ -292,6 +294,7 @@ int ring_table_set_owner(ring_table *t, uint32_t token, uint32_t slot, uint16_t 
   if (t == NULL || t->sealed || token >= t->view.tokens || slot >= t->view.replicas)
     return RING_EINVAL;
   t->owners[(size_t)token * t->view.replicas + slot] = node;
+  t->sum_known = false;
   return RING_OK;
 }
 
@@ -360,6 +363,41 @@ int ring_table_clone(const ring_table *t, uint64_t version, ring_table **out) {
   }
   *out = c;
   return RING_OK;
+}
+
+/* ------------------------------------------------- sharing, comparing */
+
+ring_table *ring__table_ref(const ring_table *t) {
+  ring_table *m = (ring_table *)t; /* the count is the one field a sealed table changes */
+  atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
+  return m;
+}
+
+bool ring__node_same(const ring__node *a, const ring__node *b) {
+  /* a node's strings block is built from its fields in one order, so equal
+   * fields give equal blocks and label offsets */
+  return strcmp(a->id, b->id) == 0 && a->strings_len == b->strings_len &&
+         memcmp(a->strings, b->strings, a->strings_len) == 0 && a->n_labels == b->n_labels &&
+         memcmp(a->labels, b->labels, a->n_labels * sizeof *a->labels) == 0 &&
+         a->weight == b->weight && a->state == b->state;
+}
+
+bool ring__table_same(const ring_table *a, const ring_table *b) {
+  if (a == b)
+    return true;
+  if (a->version != b->version || a->view.seed != b->view.seed ||
+      a->view.tokens != b->view.tokens || a->view.replicas != b->view.replicas ||
+      a->n_nodes != b->n_nodes || a->n_pending != b->n_pending ||
+      strcmp(a->cluster, b->cluster) != 0 || strcmp(a->failure_domain, b->failure_domain) != 0 ||
+      ring__owners_checksum(a) != ring__owners_checksum(b))
+    return false;
+  for (uint32_t i = 0; i < a->n_nodes; i++)
+    if (!ring__node_same(&a->nodes[i], &b->nodes[i]))
+      return false;
+  const size_t slots = (size_t)a->view.tokens * a->view.replicas;
+  return (a->n_pending == 0 ||
+          memcmp(a->pending, b->pending, a->n_pending * sizeof *a->pending) == 0) &&
+         memcmp(a->owners, b->owners, slots * sizeof *a->owners) == 0;
 }
 
 /* -------------------------------------------------------------- accessors */

@@ -1,7 +1,9 @@
 /*
  * table_validate.c: the structural rules every table obeys, checked when a
  * table is sealed (and so when one is decoded): owners in range and
- * distinct per token, R <= node count, pending entries well formed.
+ * distinct per token, R <= node count, pending entries well formed. A full
+ * seal checks every token; the delta codec's seal (ring__table_seal_tokens)
+ * checks the tokens its delta changed, the rest being its sealed base's.
  * Placement quality (balance, failure domains) is the planner verifier's job.
  */
 #include "ring_int.h"
@@ -11,19 +13,18 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-static int check_owners(const ring_table *t, ring_error *err) {
-  const uint32_t T = t->view.tokens, R = t->view.replicas;
-  for (uint32_t tok = 0; tok < T; tok++) {
-    const uint16_t *o = &t->owners[(size_t)tok * R];
-    for (uint32_t r = 0; r < R; r++) {
-      if (o[r] >= t->n_nodes)
-        return ring__err(err, RING_EINDEX, "owners[%u][%u]: node index %u, %u nodes", tok, r, o[r],
-                         t->n_nodes);
-      for (uint32_t q = 0; q < r; q++)
-        if (o[q] == o[r])
-          return ring__err(err, RING_EDUPOWNER, "token %u: slots %u and %u both owned by %s", tok,
-                           q, r, t->nodes[o[r]].id);
-    }
+/* One token's owners: node indexes in range and distinct. */
+static int check_token(const ring_table *t, uint32_t tok, ring_error *err) {
+  const uint32_t R = t->view.replicas;
+  const uint16_t *o = &t->owners[(size_t)tok * R];
+  for (uint32_t r = 0; r < R; r++) {
+    if (o[r] >= t->n_nodes)
+      return ring__err(err, RING_EINDEX, "owners[%u][%u]: node index %u, %u nodes", tok, r, o[r],
+                       t->n_nodes);
+    for (uint32_t q = 0; q < r; q++)
+      if (o[q] == o[r])
+        return ring__err(err, RING_EDUPOWNER, "token %u: slots %u and %u both owned by %s", tok, q,
+                         r, t->nodes[o[r]].id);
   }
   return RING_OK;
 }
@@ -61,14 +62,36 @@ static int check_pending_entry(const ring_table *t, uint32_t i, ring_error *err)
   return RING_OK;
 }
 
-int ring__table_validate(const ring_table *t, ring_error *err) {
+static int check_replicas(const ring_table *t, ring_error *err) {
   if (t->view.replicas > t->n_nodes)
     return ring__err(err, RING_EREPLICAS, "replicas: %u exceeds the %u nodes", t->view.replicas,
                      t->n_nodes);
-  int rc = check_owners(t, err);
+  return RING_OK;
+}
+
+static int check_pending(const ring_table *t, ring_error *err) {
+  int rc = RING_OK;
   for (uint32_t i = 0; rc == RING_OK && i < t->n_pending; i++)
     rc = check_pending_entry(t, i, err);
   return rc;
+}
+
+int ring__table_validate(const ring_table *t, ring_error *err) {
+  int rc = check_replicas(t, err);
+  for (uint32_t tok = 0; rc == RING_OK && tok < t->view.tokens; tok++)
+    rc = check_token(t, tok, err);
+  return rc == RING_OK ? check_pending(t, err) : rc;
+}
+
+/* The last step of every seal, once the nodes' replica counts are right. */
+static void seal_counted(ring_table *t) {
+  t->n_serving = 0;
+  for (uint32_t i = 0; i < t->n_nodes; i++)
+    t->n_serving += ring__node_serves(&t->nodes[i]);
+  if (!t->sum_known)
+    t->owners_sum = ring__owners_checksum(t);
+  t->sum_known = true;
+  t->sealed = true;
 }
 
 void ring__table_freeze(ring_table *t) {
@@ -77,10 +100,19 @@ void ring__table_freeze(ring_table *t) {
     t->nodes[i].replicas = 0;
   for (size_t s = 0; s < slots; s++)
     t->nodes[t->owners[s]].replicas++;
-  t->n_serving = 0;
-  for (uint32_t i = 0; i < t->n_nodes; i++)
-    t->n_serving += ring__node_serves(&t->nodes[i]);
-  t->sealed = true;
+  seal_counted(t);
+}
+
+int ring__table_seal_tokens(ring_table *t, const uint32_t *tokens, uint32_t n_tokens,
+                            ring_error *err) {
+  if (t == NULL || t->sealed)
+    return ring__err(err, RING_EINVAL, "ring_table_seal: NULL or sealed table");
+  int rc = check_replicas(t, err);
+  for (uint32_t i = 0; rc == RING_OK && i < n_tokens; i++)
+    rc = check_token(t, tokens[i], err);
+  if (rc == RING_OK && (rc = check_pending(t, err)) == RING_OK)
+    seal_counted(t);
+  return rc;
 }
 
 int ring_table_seal(ring_table *t, ring_error *err) {
@@ -95,6 +127,8 @@ int ring_table_seal(ring_table *t, ring_error *err) {
 }
 
 uint64_t ring__owners_checksum(const ring_table *t) {
+  if (t->sealed && t->sum_known)
+    return t->owners_sum;
   const size_t slots = (size_t)t->view.tokens * t->view.replicas;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   return XXH3_64bits(t->owners, slots * sizeof *t->owners);

@@ -33,7 +33,9 @@
  * 0.5 KiB) and, while installing, the new table and what building it
  * takes: a fetched value (shared by the watchers of one client, below)
  * and its parse, at most a few times the table's size, freed as soon as
- * the new table is in. The watch's buffers are ring_etcd_watch's.
+ * the new table is in. The watch's buffers are ring_etcd_watch's. A table
+ * built from a delta is built once per process and shared by the watchers
+ * that follow the same table (delta_cache.c), which keeps the last few.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "delta_int.h"
@@ -283,15 +285,15 @@ static int apply_delta(ring_watcher *w, uint64_t v, const char *value, size_t le
   if (too_deep(value, len, NESTING_MAX)) {
     rc = ring__err(&why, RING_EJSON, "nested deeper than %d", NESTING_MAX);
   } else {
-    /* Only what reads the base runs inside the section: a swap anywhere in
-     * the process waits for every open section, and 100 watchers on a few
-     * cores hold them long enough as it is. The seal reads only the result. */
-    const ring_table *base = ring_live_enter(w->live);
-    rc = base && ring_table_version(base) == v - 1 ? ring__delta_build(base, value, len, out, &why)
-                                                   : RING_ENOTFOUND;
+    /* A reference to the base, and the read section is over: a swap
+     * anywhere in the process waits for every open section, and building
+     * (or waiting for another watcher of the process to build, the same
+     * delta on the same table: delta_cache.c) takes far longer. */
+    const ring_table *in = ring_live_enter(w->live);
+    ring_table *base = in && ring_table_version(in) == v - 1 ? ring__table_ref(in) : NULL;
     ring_live_exit(w->live);
-    if (rc == RING_OK && (rc = ring_table_seal(*out, &why)) != RING_OK)
-      ring_table_free(*out);
+    rc = base ? ring__delta_apply_shared(base, value, len, out, &why) : RING_ENOTFOUND;
+    ring_table_free(base);
   }
   if (rc == RING_ENOTFOUND) /* another writer swapped meanwhile: read the table */
     return rc;

@@ -33,6 +33,7 @@
 #include "bench_stats.h"
 #include "ring_etcd.h"
 #include "test_cluster.h"
+#include "test_tables.h"
 
 #include <malloc.h>
 #include <pthread.h>
@@ -137,19 +138,9 @@ static ring_table *first_table(uint32_t tokens) {
 
 /* The next version: a few tokens swap their first two replicas. */
 static ring_table *next_table(const ring_table *prev, uint64_t v) {
-  ring_table *t;
-  if (ring_table_clone(prev, v, &t) != RING_OK)
-    die("clone", NULL);
-  const uint32_t T = ring_table_tokens(prev);
-  for (uint32_t k = 0; k < 8; k++) {
-    uint32_t tok = (uint32_t)((v * 977 + k * 131) % T);
-    uint16_t a = ring_table_owner(prev, tok, 0), b = ring_table_owner(prev, tok, 1);
-    ring_table_set_owner(t, tok, 0, b);
-    ring_table_set_owner(t, tok, 1, a);
-  }
-  ring_error err;
-  if (ring_table_seal(t, &err) != RING_OK)
-    die("seal", &err);
+  ring_table *t = test_table_swapped(prev, v, 8, 977, 131);
+  if (t == NULL)
+    die("next table", NULL);
   return t;
 }
 

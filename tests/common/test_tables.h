@@ -45,4 +45,27 @@ static inline ring_table *test_table_rr(uint32_t tokens, uint32_t replicas, uint
   return t;
 }
 
+/* The next version of prev, as a publisher's step: k tokens, number i at
+ * (v * a + i * b) % T, swap their first two owners (they stay distinct),
+ * so its delta moves 2k slots. R >= 2. Sealed; NULL on failure (no
+ * asserts: writer threads call it). */
+static inline ring_table *test_table_swapped(const ring_table *prev, uint64_t v, uint32_t k,
+                                             uint64_t a, uint64_t b) {
+  ring_table *t;
+  if (ring_table_clone(prev, v, &t) != RING_OK)
+    return NULL;
+  const uint32_t T = ring_table_tokens(prev);
+  for (uint32_t i = 0; i < k; i++) {
+    uint32_t tok = (uint32_t)((v * a + i * b) % T);
+    uint16_t x = ring_table_owner(prev, tok, 0), y = ring_table_owner(prev, tok, 1);
+    ring_table_set_owner(t, tok, 0, y);
+    ring_table_set_owner(t, tok, 1, x);
+  }
+  if (ring_table_seal(t, NULL) != RING_OK) {
+    ring_table_free(t);
+    return NULL;
+  }
+  return t;
+}
+
 #endif /* RING_TEST_TABLES_H */

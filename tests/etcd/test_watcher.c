@@ -9,12 +9,14 @@
  * off by a proxy, so that each watch resumes into a compacted past. And
  * the delta carried in the version's watch response (version/delta): taken
  * with no request when one behind; never when two behind, or when it is
- * junk (refused, counted), where the table is read instead.
+ * junk (refused, counted), where the table is read instead; and built once
+ * per process, the watchers following the same table sharing it.
  */
 #include "etcd_harness.h"
 #include "etcd_client.h"
 #include "ring_etcd.h"
 #include "test_cluster.h"
+#include "test_tables.h"
 #include "check_main.h"
 
 #include <check.h>
@@ -51,21 +53,7 @@ static ring_table *first_table(uint32_t tokens) {
  * distinct), so every delta moves a few slots. NULL on failure (no asserts:
  * writer threads call it). */
 static ring_table *next_table(const ring_table *prev, uint64_t v) {
-  ring_table *t;
-  if (ring_table_clone(prev, v, &t) != RING_OK)
-    return NULL;
-  const uint32_t T = ring_table_tokens(prev);
-  for (uint32_t k = 0; k < 4; k++) {
-    uint32_t tok = (uint32_t)((v * 13 + k * 31) % T);
-    uint16_t a = ring_table_owner(prev, tok, 0), b = ring_table_owner(prev, tok, 1);
-    ring_table_set_owner(t, tok, 0, b);
-    ring_table_set_owner(t, tok, 1, a);
-  }
-  if (ring_table_seal(t, NULL) != RING_OK) {
-    ring_table_free(t);
-    return NULL;
-  }
-  return t;
+  return test_table_swapped(prev, v, 4, 13, 31);
 }
 
 typedef struct writer {
@@ -1073,6 +1061,48 @@ START_TEST(garbage_carried_delta_reads_the_table) {
 }
 END_TEST
 
+#define SHARE 4
+
+/* Watchers of one process that follow the same table serve the one table
+ * built from each delta (libring/delta_cache.c), whether they share a
+ * client or each has its own: the same pointer, after their first tables
+ * were read apart. */
+START_TEST(watchers_share_tables) {
+  ring_etcd *wc = client(one.endpoints), *common = client(one.endpoints), *own[SHARE];
+  wipe(wc);
+  writer wr = {wc, NULL, 0};
+  ck_assert_int_eq(publish_next(&wr, 0), RING_OK);
+  follower f[2 * SHARE];
+  for (int i = 0; i < SHARE; i++) {
+    follower_start(&f[i], common, NULL);
+    own[i] = client(one.endpoints);
+    follower_start(&f[SHARE + i], own[i], NULL);
+  }
+  for (int n = 0; n < 5; n++) {
+    ck_assert_int_eq(publish_next(&wr, 0), RING_OK);
+    ck_assert(wait_all(f, 2 * SHARE, wr.v, 20));
+    const ring_table *first = ring_live_enter(f[0].live);
+    for (int i = 1; i < 2 * SHARE; i++) {
+      ck_assert_ptr_eq(ring_live_enter(f[i].live), first);
+      ring_live_exit(f[i].live);
+    }
+    ring_live_exit(f[0].live);
+  }
+  assert_serving(&f[0], wr.cur);
+  for (int i = 0; i < 2 * SHARE; i++) {
+    ring_watcher_stats s = stats(&f[i]);
+    ck_assert_uint_eq(s.deltas, 5);
+    ck_assert_uint_eq(s.rejected, 0);
+  }
+  followers_stop(f, 2 * SHARE);
+  for (int i = 0; i < SHARE; i++)
+    ring_etcd_close(own[i]);
+  ring_etcd_close(common);
+  writer_free(&wr);
+  ring_etcd_close(wc);
+}
+END_TEST
+
 static void setup(void) { etcd_cluster_start(&one, 1, NULL); }
 static void teardown(void) { etcd_cluster_stop(&one); }
 
@@ -1097,6 +1127,7 @@ int main(void) {
   tcase_add_test(one_event, carried_delta_needs_no_request);
   tcase_add_test(one_event, two_behind_reads_the_table);
   tcase_add_test(one_event, garbage_carried_delta_reads_the_table);
+  tcase_add_test(one_event, watchers_share_tables);
   suite_add_tcase(s, one_event);
   return run_suite_as(s, 1); /* fixtures hold processes */
 }

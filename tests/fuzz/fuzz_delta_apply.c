@@ -4,14 +4,19 @@
  * input must either fail with a ring_errno and a message, leaving the
  * output untouched, or give a table that (a) the encoder turns into a delta
  * that applies to the same table, byte for byte, and (b) round-trips
- * through the table codec.
+ * through the table codec. Either way ring_delta_apply's short seal (only
+ * the tokens the delta changes are checked again) must agree with the
+ * full validation of the unsealed result (ring__delta_build, then
+ * ring__table_validate): the same verdict, code and message; and the
+ * process's shared build (ring__delta_apply_shared, as the watcher calls
+ * it) must give the same table or the same refusal.
  *
  * The base: cluster "demo", version 7, seed 42, T=64, R=3, failure domain
  * "zone"; nodes n0..n5 (zones z0..z2, addr 127.0.0.1:7101+i), n0..n3 own
  * owners[t][r] = (t+r)%4, n4 is pending on (3,1) and (9,2), n5 is removed
  * and owns nothing.
  */
-#include "ring.h"
+#include "../../libring/delta_int.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -55,6 +60,30 @@ static bool same_encoding(const ring_table *a, const ring_table *b) {
   return same;
 }
 
+/* The full validation of the unsealed result agrees with rc and err. */
+static void check_full_seal(const ring_table *base, const uint8_t *data, size_t size, int rc,
+                            const ring_error *err) {
+  ring_table *full = NULL;
+  ring_error e = {0};
+  int frc = ring__delta_build(base, (const char *)data, size, &full, &e);
+  if (frc == RING_OK)
+    frc = ring__table_validate(full, &e);
+  ring_table_free(full);
+  if (frc != rc || strcmp(e.message, err->message) != 0)
+    abort();
+}
+
+/* The shared build gives the same table as t (NULL: the same refusal, rc). */
+static void check_shared(const ring_table *base, const uint8_t *data, size_t size, int rc,
+                         const ring_table *t) {
+  ring_table *s = NULL;
+  int src = ring__delta_apply_shared(base, (const char *)data, size, &s, NULL);
+  if (src != rc || (t != NULL && !ring__table_same(s, t)))
+    abort();
+  ring_table_free(s);
+  ring__delta_cache_clear(); /* each input leaves nothing behind */
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static ring_table *base;
   if (base == NULL)
@@ -62,6 +91,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ring_table *t = (ring_table *)0x1;
   ring_error err = {0};
   int rc = ring_delta_apply(base, (const char *)data, size, &t, &err);
+  check_full_seal(base, data, size, rc, &err);
+  check_shared(base, data, size, rc, rc == RING_OK ? t : NULL);
   if (rc != RING_OK) {
     if (err.code != rc || err.message[0] == '\0' || t != (ring_table *)0x1)
       abort(); /* every failure is named, and the output untouched */

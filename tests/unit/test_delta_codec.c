@@ -4,11 +4,15 @@
  * reordered, changed and appended nodes, and the versions a coordinator
  * publishes while executing planner plans wave by wave), the encoder's
  * refusals, a wrong base, and one test per validation error checking the
- * code and that the message names the offending field.
+ * code and that the message names the offending field. A property test
+ * holds ring_delta_apply's short seal (only the tokens a delta changes
+ * are checked again, replica counts kept from the base) to the full one
+ * (ring__table_validate over the whole result, counts recounted) on random
+ * and hostile deltas.
  */
 #include "ring.h"
+#include "delta_int.h"
 #include "json_edit.h"
-#include "ring_int.h"
 #include "test_cluster.h"
 #include "check_main.h"
 
@@ -449,6 +453,249 @@ START_TEST(round_trip_planner_versions) {
 }
 END_TEST
 
+/* R=3 on three nodes n0..n2 (*base, version 1), and a delta that drops n2
+ * and gives its slots to n0: R exceeds the node count (a seal checks that
+ * before distinctness). Returns the malloc()'ed delta. */
+static char *too_few_nodes_delta(ring_table **base) {
+  ring_table_params p = {"demo", "", 1, 0, 64, 3};
+  ring_table *a, *b;
+  ck_assert_int_eq(ring_table_new(&p, &a, NULL), RING_OK);
+  for (int i = 0; i < 3; i++) {
+    char id[8];
+    snprintf(id, sizeof id, "n%d", i);
+    ring_node_spec s = {id, "h:1", NULL, NULL, 0, 1.0, RING_NODE_ACTIVE};
+    ck_assert_int_eq(ring_table_add_node(a, &s, NULL, NULL), RING_OK);
+  }
+  for (uint32_t tok = 0; tok < 64; tok++)
+    for (uint32_t r = 0; r < 3; r++)
+      ring_table_set_owner(a, tok, r, (uint16_t)r);
+  ck_assert_int_eq(ring_table_seal(a, NULL), RING_OK);
+  ck_assert_int_eq(ring_table_clone(a, 2, &b), RING_OK);
+  ck_assert_int_eq(ring_table_seal(b, NULL), RING_OK);
+  char *json;
+  ck_assert_int_eq(ring_delta_encode(a, b, &json, NULL), RING_OK);
+  cJSON *root = cJSON_Parse(json);
+  free(json);
+  cJSON_ReplaceItemInObjectCaseSensitive(root, "dropped", cJSON_CreateRaw("[2]"));
+  cJSON_ReplaceItemInObjectCaseSensitive(root, "node_count", cJSON_CreateNumber(2));
+  uint8_t raw[64 * 6];
+  uint16_t owners[64 * 3];
+  for (uint32_t tok = 0; tok < 64; tok++) {
+    uint32_t s = tok * 3 + 2;
+    uint8_t *r = raw + 6 * tok;
+    r[0] = (uint8_t)s, r[1] = 0, r[2] = 0, r[3] = 0, r[4] = 0, r[5] = 0;
+    owners[tok * 3] = 0, owners[tok * 3 + 1] = 1, owners[tok * 3 + 2] = 0;
+  }
+  char b64[600], sum[64];
+  ring__base64_encode(raw, sizeof raw, b64);
+  snprintf(sum, sizeof sum, "xxh3-64:%016llx",
+           (unsigned long long)XXH3_64bits(owners, sizeof owners));
+  cJSON_ReplaceItemInObjectCaseSensitive(root, "owners", cJSON_CreateString(b64));
+  cJSON_ReplaceItemInObjectCaseSensitive(root, "checksum", cJSON_CreateString(sum));
+  json = cJSON_PrintUnformatted(root);
+  cJSON_Delete(root);
+  ring_table_free(b);
+  *base = a;
+  return json;
+}
+
+/* ------------------------------------- the short seal against the full one */
+
+/* What check_seals_agree saw, summed over a run, to show that the hostile
+ * deltas reach the seal's checks rather than stopping earlier. */
+typedef struct seal_tally {
+  uint32_t accepted, dup_owner, pending, replicas, other;
+} seal_tally;
+
+/* Applies json to base both ways: ring_delta_apply (the short seal) and
+ * ring__delta_build then ring__table_validate over the whole result (what
+ * ring_table_seal checks) and ring__table_freeze (its recount). They must
+ * accept alike, refuse with the same code and message, and accepted, give
+ * the same table with the same replica counts and serving nodes. */
+static void check_seals_agree(const ring_table *base, const char *json, size_t len,
+                              seal_tally *tally) {
+  ring_table *fast = (ring_table *)0x1, *full = NULL;
+  ring_error ef = {0}, eb = {0};
+  int rf = ring_delta_apply(base, json, len, &fast, &ef);
+  int rb = ring__delta_build(base, json, len, &full, &eb);
+  bool built = rb == RING_OK;
+  if (built && (rb = ring__table_validate(full, &eb)) == RING_OK)
+    ring__table_freeze(full);
+  ck_assert_msg(rf == rb, "short seal %d (%s), full %d (%s)\n%.600s", rf, ef.message, rb,
+                eb.message, json);
+  ck_assert_str_eq(ef.message, eb.message);
+  if (rf != RING_OK) {
+    ck_assert_ptr_eq(fast, (ring_table *)0x1);
+    if (built)
+      ring_table_free(full);
+    *(rf == RING_EDUPOWNER   ? &tally->dup_owner
+      : rf == RING_EPENDING  ? &tally->pending
+      : rf == RING_EREPLICAS ? &tally->replicas
+                             : &tally->other) += built;
+    return;
+  }
+  tally->accepted++;
+  ck_assert(ring__table_same(fast, full));
+  ck_assert_int_eq(ring__table_validate(fast, NULL), RING_OK);
+  for (uint16_t i = 0; i < ring_table_node_count(full); i++)
+    ck_assert_uint_eq(ring_table_node_replicas(fast, i), ring_table_node_replicas(full, i));
+  ck_assert_uint_eq(fast->n_serving, full->n_serving);
+  ck_assert_uint_eq(ring__owners_checksum(fast), ring__owners_checksum(full));
+  ring_table_free(fast);
+  ring_table_free(full);
+}
+
+typedef struct record {
+  uint32_t slot;
+  uint16_t node;
+} record;
+
+/* Sets slot s of the result to node x in a delta's owner records (n of
+ * them, sorted, room for one more), and in res, the owners it gives. */
+static void set_record(record *r, uint32_t *n, uint16_t *res, uint32_t s, uint16_t x) {
+  uint32_t i = 0;
+  while (i < *n && r[i].slot < s)
+    i++;
+  if (i == *n || r[i].slot != s) { /* none yet: the renumbered base owner is res[s] */
+    if (res[s] == x)
+      return;
+    memmove(&r[i + 1], &r[i], (*n - i) * sizeof *r);
+    (*n)++;
+  }
+  r[i] = (record){s, x};
+  res[s] = x;
+}
+
+/* A node for slot (tok, r) of the result that breaks a rule, or not:
+ * another slot's owner of the token (a duplicate), an index past the
+ * node count, or any node. */
+static uint16_t hostile_owner(uint64_t *s, const uint16_t *res, uint32_t R, uint32_t n,
+                              uint32_t tok, uint32_t r) {
+  switch (below(s, 4)) {
+  case 0:
+  case 1:
+    if (R > 1) {
+      uint32_t q = (r + 1 + below(s, R - 1)) % R;
+      return res[tok * R + q];
+    }
+    return (uint16_t)below(s, n);
+  case 2:
+    return (uint16_t)(n + below(s, 3));
+  default:
+    return (uint16_t)below(s, n);
+  }
+}
+
+/* Rewrites the delta's owner records and checksum (so the result's
+ * checksum matches and the seal is reached) with k hostile changes. */
+static void hostile_owners(uint64_t *s, cJSON *root, const ring_table *target, uint32_t k) {
+  const uint32_t T = ring_table_tokens(target), R = ring_table_replicas(target);
+  const uint32_t n = ring_table_node_count(target);
+  const char *b64 = cJSON_GetObjectItemCaseSensitive(root, "owners")->valuestring;
+  size_t have = strlen(b64), nrec = have / 8;
+  uint8_t *raw = malloc(nrec * 6 + 6 * k + 6);
+  ck_assert_int_eq(ring__base64_decode(b64, have, raw, nrec * 6), (long)(nrec * 6));
+  record *rec = malloc((nrec + k + 1) * sizeof *rec);
+  uint16_t *res = malloc((size_t)T * R * sizeof *res);
+  memcpy(res, ring_table_view(target)->owners, (size_t)T * R * sizeof *res);
+  uint32_t nr = (uint32_t)nrec;
+  for (uint32_t i = 0; i < nr; i++) {
+    const uint8_t *p = raw + 6 * i;
+    rec[i] =
+        (record){(uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24,
+                 (uint16_t)(p[4] | p[5] << 8)};
+  }
+  for (uint32_t j = 0; j < k; j++) {
+    uint32_t tok = below(s, T), r = below(s, R);
+    set_record(rec, &nr, res, tok * R + r, hostile_owner(s, res, R, n, tok, r));
+  }
+  for (uint32_t i = 0; i < nr; i++) {
+    uint8_t *p = raw + 6 * i;
+    p[0] = (uint8_t)rec[i].slot, p[1] = (uint8_t)(rec[i].slot >> 8);
+    p[2] = (uint8_t)(rec[i].slot >> 16), p[3] = (uint8_t)(rec[i].slot >> 24);
+    p[4] = (uint8_t)rec[i].node, p[5] = (uint8_t)(rec[i].node >> 8);
+  }
+  char *text = malloc(ring__base64_encoded_len(6 * nr) + 1), sum[64];
+  ring__base64_encode(raw, 6 * nr, text);
+  cJSON_ReplaceItemInObjectCaseSensitive(root, "owners", cJSON_CreateString(text));
+  snprintf(sum, sizeof sum, "xxh3-64:%016llx",
+           (unsigned long long)XXH3_64bits(res, (size_t)T * R * sizeof *res));
+  cJSON_ReplaceItemInObjectCaseSensitive(root, "checksum", cJSON_CreateString(sum));
+  free(text);
+  free(res);
+  free(rec);
+  free(raw);
+}
+
+/* Replaces the pending list with a few random entries: in order or not,
+ * on owners, repeated nodes, indexes past the node count. */
+static void hostile_pending(uint64_t *s, cJSON *root, const ring_table *target) {
+  const uint32_t T = ring_table_tokens(target), R = ring_table_replicas(target);
+  const uint32_t n = ring_table_node_count(target);
+  char list[1024] = "[";
+  uint32_t tok = below(s, 4), want = 1 + below(s, 6);
+  for (uint32_t i = 0; i < want && tok < T; i++) {
+    uint32_t slot = below(s, R);
+    uint32_t node = below(s, 8) == 0 ? n + below(s, 2) : below(s, n);
+    snprintf(list + strlen(list), sizeof list - strlen(list), "%s[%u,%u,%u]", i ? "," : "", tok,
+             slot, node);
+    uint32_t step = below(s, 4);
+    tok += step == 0 ? 0 : step == 1 ? 1 : below(s, T / 2);
+  }
+  strcat(list, "]");
+  cJSON_ReplaceItemInObjectCaseSensitive(root, "pending", cJSON_CreateRaw(list));
+}
+
+START_TEST(short_seal_matches_full) {
+  seal_tally tally = {0};
+  uint64_t s = 0x5ea15eedu;
+  uint32_t serial = 0;
+  for (int round = 0; round < 150; round++) {
+    model a, b;
+    random_model(&s, &a, &serial);
+    random_successor(&s, &a, &b, &serial);
+    ring_table *ta = model_build(&a), *tb = model_build(&b);
+    char *json;
+    size_t len;
+    ck_assert_int_eq(ring_delta_encode(ta, tb, &json, &len), RING_OK);
+    check_seals_agree(ta, json, len, &tally); /* as encoded: valid */
+    for (int variant = 0; variant < 6; variant++) {
+      cJSON *root = cJSON_Parse(json);
+      uint32_t kind = below(&s, 3);
+      if (kind != 1)
+        hostile_owners(&s, root, tb, 1 + below(&s, 3));
+      if (kind != 0)
+        hostile_pending(&s, root, tb);
+      char *text = cJSON_PrintUnformatted(root);
+      cJSON_Delete(root);
+      check_seals_agree(ta, text, strlen(text), &tally);
+      free(text);
+    }
+    free(json);
+    free(a.owners);
+    free(b.owners);
+    ring_table_free(ta);
+    ring_table_free(tb);
+  }
+  /* the run reached the seal's checks, each way */
+  ck_assert_uint_gt(tally.accepted, 150);
+  ck_assert_uint_gt(tally.dup_owner, 50);
+  ck_assert_uint_gt(tally.pending, 50);
+}
+END_TEST
+
+/* R against the node count, the first check of a seal: both seals refuse. */
+START_TEST(short_seal_replicas) {
+  seal_tally tally = {0};
+  ring_table *a;
+  char *json = too_few_nodes_delta(&a);
+  check_seals_agree(a, json, strlen(json), &tally);
+  ck_assert_uint_eq(tally.replicas, 1);
+  free(json);
+  ring_table_free(a);
+}
+END_TEST
+
 /* ------------------------------------------------------ encoder refusals */
 
 START_TEST(encode_refusals) {
@@ -804,49 +1051,11 @@ START_TEST(err_pending) {
 END_TEST
 
 START_TEST(err_replicas) {
-  /* R=3 on three nodes, one dropped and its slots given to the others:
-   * R exceeds the node count (seal checks that before distinctness) */
-  ring_table_params p = {"demo", "", 1, 0, 64, 3};
-  ring_table *a, *b;
-  ck_assert_int_eq(ring_table_new(&p, &a, NULL), RING_OK);
-  for (int i = 0; i < 3; i++) {
-    char id[8];
-    snprintf(id, sizeof id, "n%d", i);
-    ring_node_spec s = {id, "h:1", NULL, NULL, 0, 1.0, RING_NODE_ACTIVE};
-    ck_assert_int_eq(ring_table_add_node(a, &s, NULL, NULL), RING_OK);
-  }
-  for (uint32_t tok = 0; tok < 64; tok++)
-    for (uint32_t r = 0; r < 3; r++)
-      ring_table_set_owner(a, tok, r, (uint16_t)r);
-  ck_assert_int_eq(ring_table_seal(a, NULL), RING_OK);
-  ck_assert_int_eq(ring_table_clone(a, 2, &b), RING_OK);
-  ck_assert_int_eq(ring_table_seal(b, NULL), RING_OK);
-  char *json;
-  ck_assert_int_eq(ring_delta_encode(a, b, &json, NULL), RING_OK);
-  cJSON *root = cJSON_Parse(json);
-  free(json);
-  cJSON_ReplaceItemInObjectCaseSensitive(root, "dropped", cJSON_CreateRaw("[2]"));
-  cJSON_ReplaceItemInObjectCaseSensitive(root, "node_count", cJSON_CreateNumber(2));
-  uint8_t raw[64 * 6];
-  uint16_t owners[64 * 3];
-  for (uint32_t tok = 0; tok < 64; tok++) {
-    uint32_t s = tok * 3 + 2;
-    uint8_t *r = raw + 6 * tok;
-    r[0] = (uint8_t)s, r[1] = 0, r[2] = 0, r[3] = 0, r[4] = 0, r[5] = 0;
-    owners[tok * 3] = 0, owners[tok * 3 + 1] = 1, owners[tok * 3 + 2] = 0;
-  }
-  char b64[600], sum[64];
-  ring__base64_encode(raw, sizeof raw, b64);
-  snprintf(sum, sizeof sum, "xxh3-64:%016llx",
-           (unsigned long long)XXH3_64bits(owners, sizeof owners));
-  cJSON_ReplaceItemInObjectCaseSensitive(root, "owners", cJSON_CreateString(b64));
-  cJSON_ReplaceItemInObjectCaseSensitive(root, "checksum", cJSON_CreateString(sum));
-  json = cJSON_PrintUnformatted(root);
-  cJSON_Delete(root);
+  ring_table *a;
+  char *json = too_few_nodes_delta(&a);
   expect_on(a, json, RING_EREPLICAS, "replicas: 3 exceeds the 2 nodes");
   free(json);
   ring_table_free(a);
-  ring_table_free(b);
 }
 END_TEST
 
@@ -861,6 +1070,11 @@ int main(void) {
   tcase_add_test(tc, round_trip_planner_versions);
   tcase_add_test(tc, encode_refusals);
   suite_add_tcase(s, tc);
+  TCase *ts = tcase_create("short_seal");
+  tcase_set_timeout(ts, 120);
+  tcase_add_test(ts, short_seal_matches_full);
+  tcase_add_test(ts, short_seal_replicas);
+  suite_add_tcase(s, ts);
   TCase *te = tcase_create("errors");
   tcase_add_test(te, err_arguments);
   tcase_add_test(te, err_json);
