@@ -40,6 +40,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "delta_int.h"
 #include "etcd_int.h"
+#include "table_reads.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -167,6 +168,7 @@ typedef struct flight {
   ring_error err;
   char *value; /* malloc()'ed, NUL-terminated; NULL unless rc is RING_OK */
   size_t len;
+  int64_t create_rev, mod_rev; /* the key's, as read */
 } flight;
 
 static struct {
@@ -196,6 +198,8 @@ static void flight_fly(flight *f) {
   } else {
     f->value = (char *)kvs.kvs[0].value; /* taken over */
     f->len = kvs.kvs[0].value_len;
+    f->create_rev = kvs.kvs[0].create_revision;
+    f->mod_rev = kvs.kvs[0].mod_revision;
     kvs.kvs[0].value = NULL;
     if (f->value == NULL && (f->value = calloc(1, 1)) == NULL) /* an empty value */
       f->rc = ring__err(&f->err, RING_ENOMEM, "%s", f->key);
@@ -320,19 +324,57 @@ static int from_delta(ring_watcher *w, uint64_t v, ring_table **out, ring_error 
   return rc;
 }
 
-/* The table version v from tables/<v>. RING_OK with *out; RING_EINVAL when
- * it was refused (logged, counted); else an etcd error (RING_ENOTFOUND when
- * the key is absent). */
-static int from_table(ring_watcher *w, uint64_t v, ring_table **out, ring_error *err) {
-  flight *f;
-  int rc = read_shared(w, "tables/", v, &f, err);
+/* A table kept by another watcher of the process (table_reads.c) for
+ * tables/<v> as etcd holds it now: RING_OK with *out, RING_ENOTFOUND when
+ * none is (or the key is gone), else an etcd error. id gets the key and
+ * the etcd cluster id, for keeping what the caller reads instead. */
+static int kept_table(ring_watcher *w, uint64_t v, ring__read_id *id, ring_table **out,
+                      ring_error *err) {
+  ring_etcd_history h;
+  ring_etcd_history_get(w->c, &h);
+  *id = (ring__read_id){.etcd = h.went_back ? 0 : h.cluster_id};
+  id->key_len = make_key(w, id->key, "tables/", v);
+  if (!ring__table_reads_known(id))
+    return RING_ENOTFOUND;
+  ring_range_opts ro = {.keys_only = true};
+  ring_kvs kvs;
+  int rc = ring_etcd_range(w->c, id->key, id->key_len, &ro, &kvs, err);
   if (rc != RING_OK)
+    return rc;
+  if (kvs.n == 1) {
+    id->create_rev = kvs.kvs[0].create_revision;
+    id->mod_rev = kvs.kvs[0].mod_revision;
+  }
+  ring_kvs_clear(&kvs);
+  ring_table *t = id->mod_rev > 0 ? ring__table_reads_find(id) : NULL;
+  if (t && (strcmp(ring_table_cluster(t), w->cluster) != 0 || ring_table_version(t) != v)) {
+    ring_table_free(t); /* kept for another cluster's watcher: not ours */
+    t = NULL;
+  }
+  *out = t;
+  return t ? RING_OK : RING_ENOTFOUND;
+}
+
+/* The table version v from tables/<v>: another watcher's of the process
+ * when it read the same value, else read (once per client, section 2) and
+ * kept for the others. RING_OK with *out; RING_EINVAL when it was refused
+ * (logged, counted); else an etcd error (RING_ENOTFOUND when the key is
+ * absent). */
+static int from_table(ring_watcher *w, uint64_t v, ring_table **out, ring_error *err) {
+  ring__read_id id;
+  int rc = kept_table(w, v, &id, out, err);
+  if (rc != RING_ENOTFOUND)
+    return rc;
+  flight *f;
+  if ((rc = read_shared(w, "tables/", v, &f, err)) != RING_OK)
     return rc;
   ring_error why = {0};
   ring_table *t = NULL;
   rc = too_deep(f->value, f->len, NESTING_MAX)
            ? ring__err(&why, RING_EJSON, "nested deeper than %d", NESTING_MAX)
            : ring_table_decode(f->value, f->len, &t, &why);
+  id.create_rev = f->create_rev;
+  id.mod_rev = f->mod_rev;
   flight_release(f);
   if (rc == RING_OK && strcmp(ring_table_cluster(t), w->cluster) != 0)
     rc = ring__err(&why, RING_EFIELD, "cluster: table is for \"%s\"", ring_table_cluster(t));
@@ -340,6 +382,7 @@ static int from_table(ring_watcher *w, uint64_t v, ring_table **out, ring_error 
     rc = ring__err(&why, RING_EVERSION, "version: table says %" PRIu64 ", key is %" PRIu64,
                    ring_table_version(t), v);
   if (rc == RING_OK) {
+    ring__table_reads_keep(&id, t);
     *out = t;
     return RING_OK;
   }

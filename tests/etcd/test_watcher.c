@@ -18,6 +18,7 @@
 #include "test_cluster.h"
 #include "test_tables.h"
 #include "check_main.h"
+#include "table_reads.h" /* ring__table_reads_clear: counted tests start clean */
 
 #include <check.h>
 #include <poll.h>
@@ -947,6 +948,9 @@ typedef struct counted {
 
 /* Starts k on a fresh cluster: the watcher serves version 1. */
 static void counted_start(counted *k) {
+  /* a table another test of this process read at the same key (an earlier
+   * cluster's tables/3, say) would cost a keys-only read on top */
+  ring__table_reads_clear();
   k->wc = client(one.endpoints);
   k->wr = (writer){k->wc, NULL, 0};
   wipe(k->wc);
@@ -1103,6 +1107,56 @@ START_TEST(watchers_share_tables) {
 }
 END_TEST
 
+/* Puts t at tables/<its version> alone (no version change): a key whose
+ * value was replaced, as after a restore from an older snapshot. */
+static void overwrite_table(ring_etcd *c, const ring_table *t) {
+  char key[96], *j = NULL;
+  size_t len = 0;
+  snprintf(key, sizeof key, "/ringkeeper/" CLUSTER "/tables/%llu",
+           (unsigned long long)ring_table_version(t));
+  ck_assert_int_eq(ring_table_encode(t, &j, &len), RING_OK);
+  ck_assert_int_eq(ring_etcd_put(c, key, strlen(key), j, len, 0, NULL, NULL, NULL), RING_OK);
+  free(j);
+}
+
+/* A watcher that starts after another of the process read the table
+ * takes that table (libring/table_reads.c: the key's revisions read, not
+ * its value), each with its own client; once the key holds another value
+ * (new revisions), a watcher that starts reads and serves the new one. */
+START_TEST(watchers_started_apart_share_the_table_read) {
+  ring_etcd *wc = client(one.endpoints), *own[3];
+  wipe(wc);
+  writer wr = {wc, NULL, 0};
+  ck_assert_int_eq(publish_next(&wr, 0), RING_OK);
+  follower f[3];
+  for (int i = 0; i < 2; i++) {
+    own[i] = client(one.endpoints);
+    follower_start(&f[i], own[i], NULL);
+  }
+  const ring_table *t0 = ring_live_enter(f[0].live);
+  ck_assert_ptr_eq(ring_live_enter(f[1].live), t0);
+  ring_live_exit(f[1].live);
+  ring_live_exit(f[0].live);
+  assert_serving(&f[1], wr.cur);
+
+  ring_table *other = first_table(128); /* version 1 too, another value */
+  overwrite_table(wc, other);
+  own[2] = client(one.endpoints);
+  follower_start(&f[2], own[2], NULL);
+  t0 = ring_live_enter(f[0].live);
+  ck_assert_ptr_ne(ring_live_enter(f[2].live), t0);
+  ring_live_exit(f[2].live);
+  ring_live_exit(f[0].live);
+  assert_serving(&f[2], other);
+  followers_stop(f, 3);
+  for (int i = 0; i < 3; i++)
+    ring_etcd_close(own[i]);
+  ring_table_free(other);
+  writer_free(&wr);
+  ring_etcd_close(wc);
+}
+END_TEST
+
 static void setup(void) { etcd_cluster_start(&one, 1, NULL); }
 static void teardown(void) { etcd_cluster_stop(&one); }
 
@@ -1112,6 +1166,7 @@ int main(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_unchecked_fixture(tc, setup, teardown);
   tcase_add_test(tc, follows_with_deltas_and_acks);
+  tcase_add_test(tc, watchers_started_apart_share_the_table_read);
   tcase_add_test(tc, refuses_corrupt_tables_and_deltas);
   tcase_add_test(tc, refuses_wrong_cluster_and_version);
   tcase_add_test(tc, start_refuses_bad_options);
