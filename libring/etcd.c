@@ -143,17 +143,15 @@ void ring__etcd_failover(ring_etcd *c, uint32_t from) {
 
 /* --------------------------------------------------------------- handles */
 
-CURL *ring__etcd_handle(ring_etcd *c, uint32_t ep, const char *path, bool with_token,
-                        struct curl_slist **headers) {
-  CURL *h = NULL;
-  pthread_mutex_lock(&c->lock);
-  if (c->n_pool > 0)
-    h = c->pool[--c->n_pool];
+/* Sets h (pooled or new; NULL: out of memory) up for ep and path. */
+static CURL *handle_setup(ring_etcd *c, CURL *h, uint32_t ep, const char *path, bool with_token,
+                          struct curl_slist **headers) {
   char auth[1024] = "";
+  pthread_mutex_lock(&c->lock);
   if (c->token && with_token)
     snprintf(auth, sizeof auth, "Authorization: %s", c->token);
   pthread_mutex_unlock(&c->lock);
-  if (h == NULL && (h = curl_easy_init()) == NULL)
+  if (h == NULL)
     return NULL;
   char url[1024];
   snprintf(url, sizeof url, "%s/v3/%s", c->endpoints[ep % c->n_endpoints], path);
@@ -175,6 +173,21 @@ CURL *ring__etcd_handle(ring_etcd *c, uint32_t ep, const char *path, bool with_t
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, *headers);
   atomic_fetch_add(&c->requests, 1);
   return h;
+}
+
+CURL *ring__etcd_handle(ring_etcd *c, uint32_t ep, const char *path, bool with_token,
+                        struct curl_slist **headers) {
+  CURL *h = NULL;
+  pthread_mutex_lock(&c->lock);
+  if (c->n_pool > 0)
+    h = c->pool[--c->n_pool];
+  pthread_mutex_unlock(&c->lock);
+  return handle_setup(c, h ? h : curl_easy_init(), ep, path, with_token, headers);
+}
+
+CURL *ring__etcd_handle_new(ring_etcd *c, uint32_t ep, const char *path, bool with_token,
+                            struct curl_slist **headers) {
+  return handle_setup(c, curl_easy_init(), ep, path, with_token, headers);
 }
 
 void ring__etcd_release(ring_etcd *c, CURL *h) {

@@ -93,6 +93,15 @@ int ring__etcd_error(const cJSON *j, long status, const char *what, bool *transi
 CURL *ring__etcd_handle(ring_etcd *c, uint32_t ep, const char *path, bool with_token,
                         struct curl_slist **headers);
 void ring__etcd_release(ring_etcd *c, CURL *h); /* back to the pool */
+/* The same, set up on a new handle rather than a pooled one, for a
+ * transfer run in a curl multi of its own (a watch's stream, the lease
+ * keeper's refreshes): a multi keeps connections in its own cache, so a
+ * pooled handle there would open a second connection while its own sat
+ * idle, two descriptors at etcd per watcher. curl_easy_cleanup it after
+ * removing it from the multi; the multi's cache keeps the connection for
+ * the next transfer. */
+CURL *ring__etcd_handle_new(ring_etcd *c, uint32_t ep, const char *path, bool with_token,
+                            struct curl_slist **headers);
 /* Moves c to the endpoint after `from` (unless another thread already did). */
 void ring__etcd_failover(ring_etcd *c, uint32_t from);
 /* Authenticates again (after the token expired); RING_EAUTH on refusal. */

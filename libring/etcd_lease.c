@@ -216,11 +216,10 @@ static int keeper_post(ring_keeper *k, long timeout_ms, int64_t *ttl_s, bool *st
   snprintf(body, sizeof body, "{\"ID\":\"%lld\"}", (long long)k->lease);
   uint32_t ep = atomic_load(&c->current) % c->n_endpoints;
   struct curl_slist *hdr = NULL;
-  CURL *h = ring__etcd_handle(c, ep, "lease/keepalive", true, &hdr);
+  CURL *h = ring__etcd_handle_new(c, ep, "lease/keepalive", true, &hdr);
   if (h == NULL || hdr == NULL) {
     curl_slist_free_all(hdr);
-    if (h)
-      ring__etcd_release(c, h);
+    curl_easy_cleanup(h);
     return ring__err(err, RING_ENOMEM, "keep-alive request");
   }
   ring__buf b = {NULL, 0, 0, KEEPER_REPLY_MAX, false};
@@ -248,7 +247,7 @@ static int keeper_post(ring_keeper *k, long timeout_ms, int64_t *ttl_s, bool *st
   long status = 0;
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
   curl_slist_free_all(hdr);
-  ring__etcd_release(c, h);
+  curl_easy_cleanup(h); /* its connection stays in k->multi's cache for the next refresh */
   int rc;
   if (*stopped)
     rc = ring__err(err, RING_ETIMEDOUT, "keeper stopped");

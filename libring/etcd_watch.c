@@ -463,11 +463,10 @@ static int run_stream(ring_watch *w, uint32_t ep) {
   ring__jstream_reset(&w->js);
   char *body = request_body(w);
   struct curl_slist *hdr = NULL;
-  CURL *h = body ? ring__etcd_handle(w->c, ep, "watch", true, &hdr) : NULL;
+  CURL *h = body ? ring__etcd_handle_new(w->c, ep, "watch", true, &hdr) : NULL;
   if (h == NULL || hdr == NULL) {
     curl_slist_free_all(hdr);
-    if (h)
-      ring__etcd_release(w->c, h);
+    curl_easy_cleanup(h);
     free(body);
     return ring__err(&w->stream_err, RING_ENOMEM, "etcd watch: request");
   }
@@ -486,10 +485,7 @@ static int run_stream(ring_watch *w, uint32_t ep) {
                : ring__err(&w->stream_err, RING_ENOMEM, "etcd watch: curl_multi_add_handle");
   curl_multi_remove_handle(w->multi, h);
   curl_slist_free_all(hdr);
-  if (atomic_load(&w->orphan)) /* cancel has returned: the caller may be closing c */
-    curl_easy_cleanup(h);
-  else
-    ring__etcd_release(w->c, h);
+  curl_easy_cleanup(h); /* the connection stays in w->multi's cache for the next stream */
   w->h = NULL;
   free(body);
   return rc;

@@ -13,10 +13,13 @@
  * connections for their reads and acks, as watchers in one process do;
  * each still has its own watch stream (ring_etcd_watch opens one
  * connection per watch). That is what lets 10,000 clients fit etcd's file
- * limit on one machine: K = 1 costs etcd two descriptors a client.
+ * limit on one machine: K = 1 costs etcd two or more descriptors a client.
  *
- * Cost: one watch thread (256 KiB stack), one watch connection and one
- * table in memory per client; one pooled connection per ring_etcd.
+ * Cost: one watch thread (256 KiB stack) and one watch connection per
+ * client (the tables are shared by the process's watchers: libring's
+ * delta_cache.c and table_reads.c); up to ETCD_POOL_MAX (8) idle pooled
+ * connections per ring_etcd, so 10,000 clients take K = 100 to stay
+ * inside etcd's 20,000 descriptors here.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
