@@ -50,9 +50,10 @@ struct rk_cache {
   queued *q;
   uint32_t nq, capq;
   size_t qbytes;
-  bool armed;   /* events are queued: the cache is, or is being, built */
-  int due;      /* a full read is due: its rk_resync_why; -1 none */
-  int64_t seen; /* the highest revision the watch passed while armed */
+  bool armed;       /* events are queued: the cache is, or is being, built */
+  int due;          /* a full read is due: its rk_resync_why; -1 none */
+  int64_t seen;     /* the highest revision the watch passed while armed */
+  uint64_t seen_ms; /* rd_now_ms when seen last moved (or the cache was armed) */
   ring_watch *watch;
   void (*wake)(void *);
   void *wake_ud;
@@ -62,12 +63,13 @@ struct rk_cache {
   bool valid, ever;              /* ever: a state was built once (start vs dropped) */
   bool off;                      /* rk_cache_full_reads */
   int64_t wrote;                 /* the caller's last write's revision */
+  uint64_t wrote_ms;             /* rd_now_ms when it was noted */
   uint64_t full_ms;              /* when the last full read was */
   uint64_t stamps;               /* the last rk_state.stamp given */
   uint64_t check_ms;             /* the periodic check's period (RK_CACHE_RESYNC_MS) */
   char corrupt[RING_ID_MAX + 1]; /* rk_cache_corrupt's node; "": none (done) */
 
-  _Atomic uint64_t full[RK_RESYNC_KINDS], incremental, events;
+  _Atomic uint64_t full[RK_RESYNC_KINDS], incremental, events, waits;
 };
 
 static const char *const why_names[RK_RESYNC_KINDS] = {
@@ -155,6 +157,7 @@ static void enqueue(rk_cache *k, const ring_event *ev, int part) {
 static int on_events(void *ud, const ring_event *ev, uint32_t n, int64_t rev, bool compacted) {
   rk_cache *k = ud;
   pthread_mutex_lock(&k->mu);
+  int64_t before = k->seen;
   if (k->armed && compacted)
     queue_clear(k, RK_RESYNC_COMPACTED), k->seen = rev - 1 < k->seen ? rev - 1 : k->seen;
   for (uint32_t i = 0; k->armed && !compacted && i < n; i++) {
@@ -166,6 +169,8 @@ static int on_events(void *ud, const ring_event *ev, uint32_t n, int64_t rev, bo
   }
   if (k->armed && n == 0 && !compacted && rev > k->seen)
     k->seen = rev; /* a progress notification: nothing up to rev */
+  if (k->seen != before)
+    k->seen_ms = rd_now_ms();
   pthread_cond_broadcast(&k->cv);
   pthread_mutex_unlock(&k->mu);
   if ((n > 0 || compacted) && k->wake != NULL)
@@ -300,6 +305,7 @@ static int full_read(rk_cache *k, ring_etcd *c, rk_resync_why why, ring_error *e
   if (!check)
     queue_clear(k, -1);
   k->armed = k->watch != NULL;
+  k->seen_ms = rd_now_ms();
   k->due = -1;
   pthread_mutex_unlock(&k->mu);
   atomic_fetch_add(&k->full[why], 1);
@@ -347,7 +353,7 @@ static int full_why(rk_cache *k) {
   if (why < 0 && rd_now_ms() - k->full_ms >= k->check_ms)
     why = RK_RESYNC_PERIODIC;
   if (why < 0 && k->s.revision < k->wrote &&
-      !wait_seen(k, k->wrote, RK_CACHE_STALL_MS, RK_CACHE_CATCHUP_MS))
+      !wait_seen(k, k->wrote, RK_CACHE_WAIT_MS, RK_CACHE_WAIT_MS))
     why = k->due >= 0 ? k->due : RK_RESYNC_BEHIND;
   pthread_mutex_unlock(&k->mu);
   return why;
@@ -461,6 +467,7 @@ int rk_cache_watch(rk_cache *k, ring_etcd *c, void (*wake)(void *), void *ud, ri
   pthread_mutex_lock(&k->mu);
   k->watch = w;
   k->seen = from - 1;
+  k->seen_ms = rd_now_ms();
   pthread_mutex_unlock(&k->mu);
   return rc;
 }
@@ -468,8 +475,24 @@ int rk_cache_watch(rk_cache *k, ring_etcd *c, void (*wake)(void *), void *ud, ri
 bool rk_cache_watching(const rk_cache *k) { return k->watch != NULL; }
 
 void rk_cache_wrote(rk_cache *k, int64_t revision) {
-  if (revision > k->wrote)
+  if (revision > k->wrote) {
     k->wrote = revision;
+    k->wrote_ms = rd_now_ms();
+  }
+}
+
+bool rk_cache_catching_up(rk_cache *k) {
+  if (!k->valid || k->off || k->s.revision >= k->wrote)
+    return false;
+  pthread_mutex_lock(&k->mu);
+  bool back = wait_seen(k, k->wrote, RK_CACHE_WAIT_MS, RK_CACHE_WAIT_MS);
+  uint64_t now = rd_now_ms();
+  bool wait = !back && k->due < 0 && k->armed && k->watch != NULL &&
+              now - k->seen_ms < RK_CACHE_STALL_MS && now - k->wrote_ms < RK_CACHE_CATCHUP_MS;
+  pthread_mutex_unlock(&k->mu);
+  if (wait)
+    atomic_fetch_add(&k->waits, 1);
+  return wait;
 }
 
 void rk_cache_full_reads(rk_cache *k, bool on) { k->off = on; }
@@ -507,4 +530,5 @@ void rk_cache_stats_get(rk_cache *k, rk_cache_stats *out) {
     out->full[i] = atomic_load(&k->full[i]);
   out->incremental = atomic_load(&k->incremental);
   out->events = atomic_load(&k->events);
+  out->waits = atomic_load(&k->waits);
 }

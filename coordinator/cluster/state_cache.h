@@ -38,19 +38,24 @@
  * at most this long. */
 #define RK_CACHE_RESYNC_MS 300000u
 
-/* How long a look waits for its own last write to come back through the
- * watch before it reads whole instead. A watch on loopback delivers in
- * about a millisecond, but when etcd is saturated (1,000 clients reading a
- * new table at once, a burst of acks) it lags by seconds, and a full read
- * then costs far more than the wait (0.7 s of CPU and a read of every host
- * record at 10,000 hosts; measured 1.5-11 s under that load at 1,000) and
- * lands no sooner. A stream that breaks is resumed by the watch from its
- * next revision, so nothing is lost by waiting; the full read is the net
- * for what cannot come (a write outside the prefix, a bug). So the look
- * waits while the watch makes progress, giving up when it passes no new
- * revision for RK_CACHE_STALL_MS or after RK_CACHE_CATCHUP_MS in all. */
-#define RK_CACHE_STALL_MS 3000u
-#define RK_CACHE_CATCHUP_MS 10000u
+/* How a look waits for the caller's own last write to come back through
+ * the watch. A watch on loopback delivers in about a millisecond, but when
+ * etcd is saturated (10,000 clients acking a version, each ack an event
+ * the cluster watch carries) it lags by seconds while plainly moving, and
+ * a full read then costs far more than waiting (0.7 s of CPU and a read
+ * of every host record at 10,000 hosts; measured 12.6 s on that saturated
+ * etcd) and lands no sooner. A stream that breaks is resumed by the watch
+ * from its next revision, so nothing is lost by waiting; the full read is
+ * the net for what cannot come (a write outside the prefix, a bug).
+ *
+ * So a look waits RK_CACHE_WAIT_MS at most; if the write is still not
+ * back, rk_cache_catching_up tells the caller to skip the look (and come
+ * back on the next event or tick) while the watch passed a new revision
+ * within RK_CACHE_STALL_MS and the write is younger than
+ * RK_CACHE_CATCHUP_MS; past those a look reads whole ("behind"). */
+#define RK_CACHE_WAIT_MS 250u
+#define RK_CACHE_STALL_MS 10000u
+#define RK_CACHE_CATCHUP_MS 30000u
 
 /* Why a look read whole (ring_coordinator_cache_resyncs_total{why}). */
 typedef enum rk_resync_why {
@@ -77,6 +82,7 @@ typedef struct rk_cache_stats {
   uint64_t full[RK_RESYNC_KINDS]; /* full reads by why (diverged: checks that differed) */
   uint64_t incremental;           /* looks served from the cache */
   uint64_t events;                /* events applied */
+  uint64_t waits;                 /* looks skipped: the watch was bringing the own write */
 } rk_cache_stats;
 
 typedef struct rk_cache rk_cache;
@@ -104,6 +110,13 @@ void rk_cache_drop(rk_cache *k);
 /* Notes a write of the caller's that etcd applied at `revision` (a txn's
  * header revision): no look returns a state older than it. */
 void rk_cache_wrote(rk_cache *k, int64_t revision);
+
+/* Whether the caller should skip this look: the cache is behind the
+ * caller's own last write (after waiting RK_CACHE_WAIT_MS for it), and the
+ * watch is still moving and within its bounds (RK_CACHE_STALL_MS,
+ * RK_CACHE_CATCHUP_MS). Counted in rk_cache_stats.waits. False when a look
+ * would be served now, or must read whole. */
+bool rk_cache_catching_up(rk_cache *k);
 
 /* The cluster's state now: the cache moved forward by what the watch
  * queued, or a full read (logged with why). *out is lent until the next

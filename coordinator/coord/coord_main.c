@@ -157,6 +157,8 @@ static bool leader_step(coord *c) {
   uint64_t term = atomic_load(&c->m.terms);
   if (term != c->cache_term) /* a new term, even one won back at once: read whole */
     rk_cache_drop(c->cache), c->cache_term = term;
+  if (rk_cache_catching_up(c->cache))
+    return false; /* the watch is bringing our last write: the next event or tick looks */
   if (rk_cache_look(c->cache, c->etcd, &s, &err) != RING_OK) {
     coord_trouble(c, "reading the cluster state", &err);
     return false;

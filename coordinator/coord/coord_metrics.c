@@ -173,6 +173,10 @@ static void cache_metrics(coord *c, rd_text *t) {
             (double)st.incremental);
   rd_metric(t, "ring_coordinator_cache_events_total", "counter",
             "watch events applied to the cluster state cache", (double)st.events);
+  rd_metric(t, "ring_coordinator_cache_waits_total", "counter",
+            "looks skipped while the watch, still moving, was bringing the coordinator's own "
+            "last write (etcd busy)",
+            (double)st.waits);
 }
 
 void coord_metrics_text(void *ud, rd_text *t) {

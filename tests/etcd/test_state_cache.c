@@ -8,9 +8,9 @@
  *   cache's periodic check makes), and the looks were served from the
  *   watch, not by reading whole;
  * - a burst of events past the queue's bounds: dropped, read whole;
- * - the coordinator's own write: a look waits for it while the watch
- *   moves (for longer than the stall window in all), and reads whole
- *   ("behind") when the watch never brings it;
+ * - the coordinator's own write: while the watch moves the caller is
+ *   told to skip its looks until it is back (rk_cache_catching_up), and a
+ *   look reads whole ("behind") when the watch never brings it;
  * - compaction past the watch's revision while its member is cut off: the
  *   cache notices, reads whole (counted as "compacted") and equals a read.
  */
@@ -267,7 +267,7 @@ START_TEST(own_write_the_watch_never_brings_reads_whole) {
 END_TEST
 
 /* Puts PACED_PUTS acks 300 ms apart: a watch that lags but moves. */
-#define PACED_PUTS 12
+#define PACED_PUTS 4
 static void *paced_puts(void *arg) {
   ring_etcd *c = arg;
   for (unsigned i = 0; i < PACED_PUTS; i++) {
@@ -281,15 +281,21 @@ START_TEST(own_write_behind_a_moving_watch_is_waited_for) {
   const char *cl = "paced";
   ring_etcd *c = test_client(one.endpoints, 5000, 0), *w = test_client(one.endpoints, 5000, 0);
   rk_cache *k = seeded_cache(c, cl);
-  /* The write the look waits for lands 3.6 s from now, past the stall
-   * window's reach from the start, but the watch passes a revision every
-   * 300 ms: the look waits for it rather than reading whole. */
+  /* The write the caller waits for lands 1.2 s from now, past a look's
+   * own wait (RK_CACHE_WAIT_MS), and the watch passes a revision every
+   * 300 ms: the caller is told to skip its looks until it is back, and no
+   * look reads whole. */
   int64_t now = put_good(c, cl, "acks/", "h0", 99);
   rk_cache_wrote(k, now);
   assert_same(k, c, cl, 0);
   pthread_t t;
   ck_assert_int_eq(pthread_create(&t, NULL, paced_puts, w), 0);
   rk_cache_wrote(k, now + PACED_PUTS);
+  int skipped = 0;
+  while (rk_cache_catching_up(k) && skipped < 200)
+    skipped++;
+  ck_assert_int_ge(skipped, 1);
+  ck_assert_int_lt(skipped, 200);
   const rk_state *cached = NULL;
   ck_assert_int_eq(rk_cache_look(k, c, &cached, NULL), RING_OK);
   ck_assert_int_ge(cached->revision, now + PACED_PUTS);
@@ -297,6 +303,9 @@ START_TEST(own_write_behind_a_moving_watch_is_waited_for) {
   assert_same(k, c, cl, 1);
   ck_assert_uint_eq(full_reads(k, RK_RESYNC_BEHIND), 0);
   ck_assert_uint_eq(full_reads(k, RK_RESYNC_START), 1);
+  rk_cache_stats st;
+  rk_cache_stats_get(k, &st);
+  ck_assert_uint_eq(st.waits, (uint64_t)skipped);
   rk_cache_free(k);
   ring_etcd_close(w);
   ring_etcd_close(c);
