@@ -46,6 +46,7 @@ typedef struct fleet_opts {
   uint32_t zones;       /* zone label z<k % zones> */
   uint32_t transfer_ms; /* simulated arc transfer before progress */
   uint32_t per_conn;    /* clients sharing one ring_etcd (its pool; each its own watch) */
+  uint32_t client_acks; /* 1: clients register and ack (the barrier); 0: they stamp */
   int64_t ttl_s;        /* every lease's TTL */
   uint32_t proc;        /* this process's slice */
 } fleet_opts;

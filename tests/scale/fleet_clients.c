@@ -15,6 +15,11 @@
  * connection per watch). That is what lets 10,000 clients fit etcd's file
  * limit on one machine: K = 1 costs etcd two or more descriptors a client.
  *
+ * With --client-acks 0 a client is one that stamps its requests with its
+ * version (proto/etcd.md: registration is optional): no lease, no
+ * clients/<name>, a watcher with no ack id; it takes no part in the
+ * barrier and writes nothing.
+ *
  * Cost: one watch thread (256 KiB stack) and one watch connection per
  * client (the tables are shared by the process's watchers: libring's
  * delta_cache.c and table_reads.c); up to ETCD_POOL_MAX (8) idle pooled
@@ -61,6 +66,19 @@ static void on_table(void *ud, const ring_table *t) {
   fleet_seq_note(&c->seq, ring_table_version(t));
 }
 
+/* clients/<name> under a lease of its own: the client takes part in the
+ * version barrier (proto/etcd.md, `clients/<name>`). */
+static int client_register(const fleet_opts *o, fleet_leases *l, client *c, ring_error *err) {
+  int64_t lease;
+  char key[FLEET_KEY_MAX];
+  static const char value[] = "{\"format\":\"ringkeeper.client.v1\",\"kind\":\"fleet-sim\"}";
+  int klen = fleet_key(key, sizeof key, o->cluster, "clients/", c->name);
+  int rc = fleet_leases_grant(l, &lease, err);
+  return rc != RING_OK ? rc
+                       : ring_etcd_put(c->c, key, (size_t)klen, value, sizeof value - 1, lease,
+                                       NULL, NULL, err);
+}
+
 /* shared: the etcd client of the client's group, or NULL to open one. */
 static int client_start(const fleet_opts *o, fleet_leases *l, fleet_clients *fc, client *c,
                         uint32_t num, ring_etcd *shared, ring_error *err) {
@@ -71,17 +89,11 @@ static int client_start(const fleet_opts *o, fleet_leases *l, fleet_clients *fc,
   c->c = shared;
   if (c->owns && (rc = ring_etcd_open(&eo, &c->c, err)) != RING_OK)
     return rc;
-  int64_t lease;
-  char key[FLEET_KEY_MAX];
-  static const char value[] = "{\"format\":\"ringkeeper.client.v1\",\"kind\":\"fleet-sim\"}";
-  int klen = fleet_key(key, sizeof key, o->cluster, "clients/", c->name);
-  if ((rc = fleet_leases_grant(l, &lease, err)) != RING_OK ||
-      (rc = ring_etcd_put(c->c, key, (size_t)klen, value, sizeof value - 1, lease, NULL, NULL,
-                          err)) != RING_OK ||
+  if ((o->client_acks && (rc = client_register(o, l, c, err)) != RING_OK) ||
       (rc = ring_live_new(&c->live)) != RING_OK)
     goto fail;
   ring_watcher_opts wo = {.cluster = o->cluster,
-                          .ack_id = c->name,
+                          .ack_id = o->client_acks ? c->name : NULL,
                           .on_table = on_table,
                           .ud = c,
                           .log = on_log,

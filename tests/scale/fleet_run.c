@@ -30,6 +30,7 @@
 
 typedef struct run_opts {
   unsigned hosts, clients, procs, tokens, replicas, transfer_ms, idle_s, per_conn;
+  unsigned client_acks;       /* 0: clients stamp their requests, no registration, no acks */
   unsigned max_request_bytes; /* etcd's --max-request-bytes; 0: etcd's default (1.5 MiB) */
   unsigned full_reads;        /* 1: the coordinator reads whole at every look (--full-reads) */
   bool keep;
@@ -40,7 +41,8 @@ static const char usage[] =
     "usage: fleet_run [--hosts N (10000)] [--clients M (0)] [--procs P (4)] [--tokens T (65536)]\n"
     "                 [--replicas R (3)] [--transfer-ms MS (0)] [--idle-s S (10)] [--keep]\n"
     "                 [--etcd-max-request-bytes N (etcd's default)] [--full-reads 0|1 (0)]\n"
-    "                 [--clients-per-conn K (1)] [--clients-after-placement]\n";
+    "                 [--clients-per-conn K (1)] [--clients-after-placement]\n"
+    "                 [--client-acks 0|1 (1)]\n";
 
 static bool parse_opts(int argc, char **argv, run_opts *o) {
   *o = (run_opts){
@@ -62,7 +64,8 @@ static bool parse_opts(int argc, char **argv, run_opts *o) {
              {"--idle-s", &o->idle_s, 1, 600},
              {"--etcd-max-request-bytes", &o->max_request_bytes, 0, 1u << 30},
              {"--full-reads", &o->full_reads, 0, 1},
-             {"--clients-per-conn", &o->per_conn, 1, 1000}};
+             {"--clients-per-conn", &o->per_conn, 1, 1000},
+             {"--client-acks", &o->client_acks, 0, 1}};
     size_t k = 0;
     while (k < sizeof f / sizeof f[0] && strcmp(argv[i], f[k].flag) != 0)
       k++;
@@ -83,6 +86,7 @@ static etcd_cluster ec;
 static ring_etcd *etcd;
 static char dir[64];
 static proc coord, fleet, joiner, late; /* late: the clients, with --clients-after-placement */
+static uint64_t final_version;          /* the join's last: every client must end on it */
 static char coord_listen[32];
 static bool failed;
 
@@ -121,7 +125,7 @@ static void die(const char *fmt, ...) {
 
 static void spawn_fleet(proc *p, const char *name, const run_opts *o, unsigned hosts,
                         unsigned clients, unsigned procs, unsigned id_base) {
-  char log[128], h[16], c[16], pr[16], base[16], tr[16], pc[16];
+  char log[128], h[16], c[16], pr[16], base[16], tr[16], pc[16], ca[4];
   snprintf(log, sizeof log, "%s/%s.log", dir, name);
   snprintf(h, sizeof h, "%u", hosts);
   snprintf(c, sizeof c, "%u", clients);
@@ -129,6 +133,7 @@ static void spawn_fleet(proc *p, const char *name, const run_opts *o, unsigned h
   snprintf(base, sizeof base, "%u", id_base);
   snprintf(tr, sizeof tr, "%u", o->transfer_ms);
   snprintf(pc, sizeof pc, "%u", o->per_conn);
+  snprintf(ca, sizeof ca, "%u", o->client_acks);
   char *argv[] = {FLEET_SIM_BIN,
                   "--endpoints",
                   ec.endpoints,
@@ -146,6 +151,8 @@ static void spawn_fleet(proc *p, const char *name, const run_opts *o, unsigned h
                   tr,
                   "--clients-per-conn",
                   pc,
+                  "--client-acks",
+                  ca,
                   NULL};
   if (proc_spawn(p, log, argv) != 0)
     die("cannot start fleet_sim");
@@ -188,6 +195,26 @@ static void wait_count(const char *what, uint32_t n, double timeout_s) {
       die("%u of %u %s keys after %.0f s", scale_count(etcd, PREFIX, what), n, what, timeout_s);
     if (!proc_running(&fleet) || (joiner.pid && !proc_running(&joiner)) ||
         (late.pid && !proc_running(&late)))
+      die("fleet_sim exited");
+    harness_sleep_ms(250);
+  }
+}
+
+/* Waits until every slice of fleet_sim p said it is ready (its hosts and
+ * clients started: clients that do not register leave no key to count). */
+static void wait_ready(proc *p, unsigned procs, double timeout_s) {
+  double end = harness_now() + timeout_s;
+  for (;;) {
+    char *log = file_slurp(p->log);
+    unsigned n = 0;
+    for (const char *at = log; at && (at = strstr(at, " ready: ")) != NULL; at++)
+      n++;
+    free(log);
+    if (n >= procs)
+      return;
+    if (harness_now() > end)
+      die("%u of %u fleet slices ready after %.0f s", n, procs, timeout_s);
+    if (!proc_running(p))
       die("fleet_sim exited");
     harness_sleep_ms(250);
   }
@@ -334,18 +361,24 @@ static double delta_bytes(uint64_t v0, uint64_t v1) {
 static bool fleet_report_ok(const proc *p, const char *name) {
   char *log = file_slurp(p->log);
   const char *line = strstr(log, "fleet_sim hosts=");
-  unsigned long long back = 1, skipped = 1;
+  unsigned long long back = 1, skipped = 1, clients = 0, last = 0;
   if (line) {
     const char *b = strstr(line, "went_back="), *s = strstr(line, "skipped_pending=");
+    const char *c = strstr(line, " clients="), *l = strstr(line, "client_last_min=");
     back = b ? strtoull(b + 10, NULL, 10) : 1;
     skipped = s ? strtoull(s + 16, NULL, 10) : 1;
+    clients = c ? strtoull(c + 9, NULL, 10) : 0;
+    last = l ? strtoull(l + 16, NULL, 10) : 0;
     const char *eol = strchr(line, '\n');
     printf("fleet_run %s: %.*s\n", name, eol ? (int)(eol - line) : (int)strlen(line), line);
   } else {
     fprintf(stderr, "fleet_run: %s printed no report\n", name);
   }
   free(log);
-  return line && back == 0 && skipped == 0;
+  if (line && clients > 0 && last < final_version)
+    fprintf(stderr, "fleet_run: %s: a client ended on version %llu, not %llu\n", name, last,
+            (unsigned long long)final_version);
+  return line && back == 0 && skipped == 0 && (clients == 0 || last >= final_version);
 }
 
 /* ---------------------------------------------------------------- the run */
@@ -378,9 +411,10 @@ int main(int argc, char **argv) {
 
   double t = harness_now();
   unsigned early = o.clients_late ? 0 : o.clients; /* clients started with the hosts */
+  unsigned acking = o.client_acks ? o.clients : 0; /* clients in the barrier */
   spawn_fleet(&fleet, "fleet", &o, o.hosts, early, o.procs, 0);
   wait_count("alive/", o.hosts, 120 + o.hosts / 50.0);
-  wait_count("clients/", early, 120 + early / 20.0);
+  wait_ready(&fleet, o.procs, 120 + early / 20.0);
   printf("fleet_run registered hosts=%u clients=%u procs=%u in_s=%.1f\n", o.hosts, early, o.procs,
          harness_now() - t);
 
@@ -391,14 +425,15 @@ int main(int argc, char **argv) {
   double t_done, t_acked;
   wait_proposed((int)o.hosts, id, &moves, 300);
   t = harness_now();
-  uint64_t v = apply_and_wait(id, o.hosts + early, &t_done, &t_acked, &polled);
+  uint64_t v =
+      apply_and_wait(id, o.hosts + (o.clients_late ? 0 : acking), &t_done, &t_acked, &polled);
   printf("fleet_run first_placement tokens=%u replicas=%u apply_to_all_acked_s=%.2f\n", o.tokens,
          o.replicas, t_acked - t);
   if (o.clients_late) { /* each reads the table once as it starts, not all at one moment */
     t = harness_now();
     spawn_fleet(&late, "clients", &o, 0, o.clients, o.procs, 0);
-    wait_count("clients/", o.clients, 120 + o.clients / 20.0);
-    wait_acked(v, o.hosts + o.clients, 600, &polled);
+    wait_ready(&late, o.procs, 120 + o.clients / 20.0);
+    wait_acked(v, o.hosts + acking, 600, &polled);
     printf("fleet_run clients started=%u all_acked_s=%.1f\n", o.clients, harness_now() - t);
   }
 
@@ -410,7 +445,8 @@ int main(int argc, char **argv) {
   polled = 0;
   etcd_counts c0 = counts_now();
   t = harness_now();
-  uint64_t v1 = apply_and_wait(id, o.hosts + 1 + o.clients, &t_done, &t_acked, &polled);
+  uint64_t v1 = apply_and_wait(id, o.hosts + 1 + acking, &t_done, &t_acked, &polled);
+  final_version = v1;
   etcd_counts c1 = counts_now();
   uint64_t own = ring_etcd_requests(etcd) - req0; /* this driver's reads, not the fleet's */
   double versions = (double)(v1 - v0), hosts = o.hosts + 1.0;

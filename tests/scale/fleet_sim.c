@@ -34,7 +34,7 @@ static const char usage[] =
     "usage: fleet_sim --endpoints URL --cluster NAME [--hosts N (10000)] [--clients M (0)]\n"
     "                 [--procs P (4)] [--transfer-ms MS (0)] [--zones Z (8)]\n"
     "                 [--lease-ttl S (600)] [--id-base K (0)] [--client-base K (0)]\n"
-    "                 [--clients-per-conn K (1)]\n"
+    "                 [--clients-per-conn K (1)] [--client-acks 0|1 (1)]\n"
     "Hosts are h<K>, K from --id-base; clients c<K>. Stops on SIGTERM/SIGINT.\n";
 
 /* A decimal in [lo, hi] into *out; false otherwise. */
@@ -54,7 +54,8 @@ static int parse_args(int argc, char **argv, fleet_opts *o) {
                     .procs = 4,
                     .zones = 8,
                     .ttl_s = 600,
-                    .per_conn = 1};
+                    .per_conn = 1,
+                    .client_acks = 1};
   uint32_t ttl = 600;
   for (int i = 1; i < argc; i += 2) { /* every option takes a value */
     const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -81,6 +82,8 @@ static int parse_args(int argc, char **argv, fleet_opts *o) {
       ok = parse_u32(v, 0, 99999, &o->client_base);
     else if (ok && strcmp(f, "--clients-per-conn") == 0)
       ok = parse_u32(v, 1, 1000, &o->per_conn);
+    else if (ok && strcmp(f, "--client-acks") == 0)
+      ok = parse_u32(v, 0, 1, &o->client_acks);
     else
       ok = false;
     if (!ok) {
