@@ -45,8 +45,13 @@ static const char usage[] =
     "                 [--client-acks 0|1 (1)]\n";
 
 static bool parse_opts(int argc, char **argv, run_opts *o) {
-  *o = (run_opts){
-      .hosts = 10000, .procs = 4, .tokens = 65536, .replicas = 3, .idle_s = 10, .per_conn = 1};
+  *o = (run_opts){.hosts = 10000,
+                  .procs = 4,
+                  .tokens = 65536,
+                  .replicas = 3,
+                  .idle_s = 10,
+                  .per_conn = 1,
+                  .client_acks = 1};
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--keep") == 0 || strcmp(argv[i], "--clients-after-placement") == 0) {
       *(argv[i][2] == 'k' ? &o->keep : &o->clients_late) = true;
