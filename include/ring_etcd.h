@@ -338,12 +338,19 @@ typedef void (*ring_log_cb)(void *log_ud, const ring_log_event *ev);
 typedef struct ring_watcher_opts {
   const char *cluster;    /* [a-z0-9._-]{1,63} */
   const char *ack_id;     /* when set, writes acks/<id> = version after each swap */
-  ring_table_cb on_table; /* called after each swap from the watcher's thread, or NULL */
+  ring_table_cb on_table; /* called after each swap from the watcher's thread (the
+                           * stream's, shared unless own_stream: never stop a watcher
+                           * from it), or NULL */
   void *ud;
   ring_log_cb log; /* NULL: one logfmt line per event on stderr,
                     * `ts=... level=warn msg="table refused" cluster=c
                     * version=7 source=table err="..."` */
   void *log_ud;    /* passed to log */
+  /* false (the default): the watchers of one client that follow one
+   * cluster share one watch stream and one thread, and their acks are
+   * written together (one etcd txn per batch of up to 128). true: a stream
+   * and thread of its own, so no other watcher's on_table ever delays it. */
+  bool own_stream;
 } ring_watcher_opts;
 
 /* Starts following. Reads the current table before returning (a cluster

@@ -15,15 +15,19 @@
  *   4. following: catch up to the newest version, ack, retry with backoff
  *   5. the watch callback (what one response carries) and the public calls
  *
- * Threads: ring_watcher_start installs the current table on the caller's
- * thread (so on_table first runs there); everything after runs on the
- * watch's thread (ring_etcd_watch calls back from there), one version at a
- * time, so the fields marked "watch thread" need no lock. Counters are
- * atomics, read by ring_watcher_stats_get from any thread. While etcd is
- * unreachable the callback waits out its backoff and retries; the watch
- * itself reconnects and resumes; readers keep the last table all along.
- * Errors etcd states (auth, permissions) are logged and not retried until
- * the next event, so a watcher never spins on them.
+ * Threads: ring_watcher_start joins the client's hub for the cluster
+ * (watch_hub.c: one stream and one thread per client and cluster, unless
+ * own_stream) and installs the current table on the caller's thread (so
+ * on_table first runs there); everything after runs on the hub's thread,
+ * one version at a time per watcher, so the fields marked "watch thread"
+ * need no lock (the hub holds a member while it hears anything). Acks are
+ * left due and written by the hub's flush, together with the acks of the
+ * client's other watchers (flush_acks). Counters are atomics, read by
+ * ring_watcher_stats_get from any thread. While etcd is unreachable the
+ * hub retries with backoff; the stream itself reconnects and resumes;
+ * readers keep the last table all along. Errors etcd states (auth,
+ * permissions) are logged and not retried until the next event, so a
+ * watcher never spins on them.
  *
  * A restored etcd: while the client's history went back (etcd_history.c)
  * nothing is installed or acked and the table in service stays; each look
@@ -41,8 +45,10 @@
 #include "delta_int.h"
 #include "etcd_int.h"
 #include "table_reads.h"
+#include "watch_hub.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,8 +83,10 @@ struct ring_watcher {
   void *ud;
   ring_log_cb log; /* never NULL: the embedder's, or stderr_line */
   void *log_ud;
-  ring_watch *watch;    /* NULL until started */
+  ring__hub *hub;       /* the stream, shared with the client's other watchers */
+  ring__hub_member m;   /* this watcher in the hub */
   uint64_t acked;       /* highest version acked; watch thread */
+  uint64_t ack_due;     /* a version whose ack the hub's flush writes, or 0; watch thread */
   uint64_t refused;     /* last version refused, never fetched again; watch thread */
   bool held_back;       /* stopped following: etcd's history went back; watch thread */
   _Atomic bool stop;    /* set once by ring_watcher_stop */
@@ -431,11 +439,17 @@ static int install(ring_watcher *w, uint64_t v, const ring_kv *carried, ring_err
 
 /* ------------------------------------------------------- 4. following */
 
-/* Writes acks/<id> = the version in service, if newer than the last ack. */
-static int ack(ring_watcher *w, ring_error *err) {
+/* Writes acks/<id> = the version in service, if newer than the last ack;
+ * defer: leaves it due (ack_due), for the hub's flush to write with the
+ * acks of the client's other watchers (flush_acks). */
+static int ack(ring_watcher *w, bool defer, ring_error *err) {
   uint64_t v = ring_live_version(w->live);
   if (w->ack_id[0] == '\0' || v <= w->acked)
     return RING_OK;
+  if (defer) {
+    w->ack_due = v;
+    return RING_OK;
+  }
   char key[KEY_MAX], value[24];
   int klen = ring__key(key, sizeof key, w->cluster, "acks/", w->ack_id);
   int vlen = snprintf(value, sizeof value, "%" PRIu64, v);
@@ -485,12 +499,12 @@ static bool held_back(ring_watcher *w) {
   return h.went_back;
 }
 
-/* Brings the holder to the newest version and acks it. hint: a version
- * seen in an event, or 0 to read the version key; carried: hint's delta
- * from the same event batch, or NULL (used on the first try only). Retries
- * etcd errors with backoff until stopped, or `tries` times when tries > 0.
- * Returns RING_OK or the last error. */
-static int follow(ring_watcher *w, uint64_t hint, const ring_kv *carried, int tries,
+/* Brings the holder to the newest version and acks it (defer: ack()).
+ * hint: a version seen in an event, or 0 to read the version key; carried:
+ * hint's delta from the same event batch, or NULL (used on the first try
+ * only). Retries etcd errors with backoff until stopped, or `tries` times
+ * when tries > 0. Returns RING_OK or the last error. */
+static int follow(ring_watcher *w, uint64_t hint, const ring_kv *carried, int tries, bool defer,
                   ring_error *err) {
   long backoff = RING_WATCHER_BACKOFF_MIN_MS;
   int rc = RING_OK;
@@ -507,7 +521,7 @@ static int follow(ring_watcher *w, uint64_t hint, const ring_kv *carried, int tr
       rc = RING_OK;
     }
     if (rc == RING_OK)
-      rc = ack(w, err);
+      rc = ack(w, defer, err);
     if (rc == RING_OK)
       return RING_OK;
     hint = 0; /* after any trouble, read the version afresh: it may have moved on */
@@ -562,18 +576,97 @@ static uint64_t scan(ring_watcher *w, const ring_event *events, uint32_t n,
   return newest;
 }
 
-static int on_watch(void *ud, const ring_event *events, uint32_t n, int64_t revision,
-                    bool compacted) {
-  (void)revision;
-  ring_watcher *w = ud;
+#define WATCHER_OF(mp) ((ring_watcher *)(void *)((char *)(mp)-offsetof(ring_watcher, m)))
+
+/* What the hub hands the watcher (watch_hub.h): a batch of the stream's
+ * events, or none (n == 0: read afresh). On the hub's thread (defer) one
+ * try, its ack left due for the flush: the hub retries with backoff. On
+ * the watcher's own thread, after starting: the start's tries. */
+static ring__heard heard(ring__hub_member *m, const ring_event *events, uint32_t n, bool defer) {
+  ring_watcher *w = WATCHER_OF(m);
+  const ring_kv *carried = NULL;
+  uint64_t newest = n ? scan(w, events, n, &carried) : 0;
+  if (atomic_load(&w->stop) || (n > 0 && newest == 0)) /* other keys under the prefix */
+    return RING__HEARD_DONE;
   ring_error err = {0};
-  const ring_kv *carried;
-  uint64_t newest = scan(w, events, n, &carried);
-  if (compacted || n == 0) /* missed changes, or a quiet moment: read afresh */
-    follow(w, 0, NULL, 0, &err);
-  else if (newest > 0)
-    follow(w, newest, carried, 0, &err);
-  return atomic_load(&w->stop) ? 1 : 0;
+  w->ack_due = 0;
+  int rc = follow(w, newest, carried, defer ? 1 : RING_WATCHER_START_TRIES, defer, &err);
+  if (rc == RING_OK)
+    return w->ack_due ? RING__HEARD_FLUSH : RING__HEARD_DONE;
+  return transient(rc) ? RING__HEARD_RETRY : RING__HEARD_DONE;
+}
+
+#define ACK_BATCH 128 /* puts per txn: etcd's default --max-txn-ops */
+
+/* One txn (one put when alone) of the acks due on batch[0..n). */
+static void ack_batch(ring_etcd *c, ring_watcher **batch, uint32_t n, ring_op *ops,
+                      char (*keys)[KEY_MAX], char (*values)[24]) {
+  for (uint32_t i = 0; i < n; i++) {
+    int klen = ring__key(keys[i], KEY_MAX, batch[i]->cluster, "acks/", batch[i]->ack_id);
+    int vlen = snprintf(values[i], 24, "%" PRIu64, batch[i]->ack_due);
+    ops[i] = (ring_op){.type = RING_OP_PUT,
+                       .key = keys[i],
+                       .key_len = klen > 0 ? (size_t)klen : 0,
+                       .value = values[i],
+                       .value_len = (size_t)vlen};
+  }
+  ring_error err = {0};
+  int rc = n == 1 ? ring_etcd_put(c, ops[0].key, ops[0].key_len, ops[0].value, ops[0].value_len, 0,
+                                  NULL, NULL, &err)
+                  : ring_etcd_txn(c, NULL, 0, ops, n, NULL, 0, NULL, &err);
+  for (uint32_t i = 0; i < n; i++) {
+    ring_watcher *w = batch[i];
+    if (rc == RING_OK)
+      w->acked = w->ack_due;
+    else
+      atomic_fetch_add(&w->errors, 1);
+    if (rc != RING_OK && !transient(rc))
+      log_line(RING_LOG_ERROR, "etcd refused the watcher", w, w->ack_due, "etcd", err.message);
+    w->m.owed = rc != RING_OK && transient(rc); /* auth, permissions: the next event retries */
+    w->ack_due = 0;
+  }
+}
+
+/* Whether batch[0..n) already writes w's ack key (etcd refuses a txn that
+ * names a key twice: two watchers with one ack id go in separate txns). */
+static bool same_key_in(ring_watcher *const *batch, uint32_t n, const ring_watcher *w) {
+  for (uint32_t i = 0; i < n; i++)
+    if (strcmp(batch[i]->ack_id, w->ack_id) == 0 && strcmp(batch[i]->cluster, w->cluster) == 0)
+      return true;
+  return false;
+}
+
+/* The hub's flush (watch_hub.h): the acks due of the client's watchers on
+ * the list, in txns of up to ACK_BATCH puts, so a process that speaks for
+ * many clients writes once per version and not once per client. */
+static void flush_acks(ring_etcd *c, ring__hub_member *list) {
+  ring_op *ops = malloc(ACK_BATCH * sizeof *ops);
+  char(*keys)[KEY_MAX] = malloc(ACK_BATCH * sizeof *keys);
+  char(*values)[24] = malloc(ACK_BATCH * sizeof *values);
+  ring_watcher **batch = malloc(ACK_BATCH * sizeof *batch);
+  for (bool more = true; more;) {
+    uint32_t n = 0;
+    more = false;
+    for (ring__hub_member *m = list; m; m = m->flush_next) {
+      ring_watcher *w = WATCHER_OF(m);
+      if (w->ack_due == 0)
+        continue;
+      if (!ops || !keys || !values || !batch) { /* out of memory: retried with backoff */
+        m->owed = true;
+        w->ack_due = 0;
+      } else if (n < ACK_BATCH && !same_key_in(batch, n, w)) {
+        batch[n++] = w;
+      } else {
+        more = true;
+      }
+    }
+    if (n > 0)
+      ack_batch(c, batch, n, ops, keys, values);
+  }
+  free(batch);
+  free(values);
+  free(keys);
+  free(ops);
 }
 
 static void watcher_free(ring_watcher *w) {
@@ -618,19 +711,28 @@ int ring_watcher_start(ring_etcd *c, const ring_watcher_opts *o, ring_live *live
   w->log_ud = o->log_ud;
   w->vkey_len = make_key(w, w->vkey, "version", 0);
   w->dkey_len = make_key(w, w->dkey, RING__VERSION_DELTA, 0);
-  /* The current table first; the watch starts right after the read, so
-   * nothing published in between is missed. */
+  w->m.heard = heard;
+  w->m.flush = flush_acks;
+  /* The stream first (the prefix: version and version/delta; scan picks
+   * them out), then the current table: a change after the read reaches
+   * this watcher through the hub, held or not (watch_hub.c, "Ordering"). */
+  rc = ring__hub_join(c, w->vkey, w->vkey_len, o->own_stream, &w->m, &w->hub, err);
+  if (rc != RING_OK) {
+    watcher_free(w);
+    return rc;
+  }
   uint64_t v = 0;
-  int64_t rev = 0;
-  for (int i = 1; (rc = read_version(w, &v, &rev, err)) != RING_OK && transient(rc) &&
+  for (int i = 1; (rc = read_version(w, &v, NULL, err)) != RING_OK && transient(rc) &&
                   i < RING_WATCHER_START_TRIES && pause_unless_stopped(w, 100L << i);
        i++)
     ;
   if (rc == RING_OK)
-    rc = follow(w, v, NULL, RING_WATCHER_START_TRIES, err);
-  if (rc == RING_OK) /* the prefix: version and version/delta (scan picks them out) */
-    rc = ring_etcd_watch(c, w->vkey, w->vkey_len, true, rev + 1, on_watch, w, &w->watch, err);
+    rc = follow(w, v, NULL, RING_WATCHER_START_TRIES, false, err);
+  if (rc != RING_OK)
+    atomic_store(&w->stop, true); /* heard() does nothing from here on */
+  ring__hub_release(&w->m);
   if (rc != RING_OK) {
+    ring__hub_leave(w->hub, &w->m);
     watcher_free(w);
     return rc;
   }
@@ -645,7 +747,7 @@ void ring_watcher_stop(ring_watcher *w) {
   atomic_store(&w->stop, true);
   pthread_cond_broadcast(&w->wake);
   pthread_mutex_unlock(&w->lock);
-  ring_watch_cancel(w->watch); /* joins the watch thread: no callback after this */
+  ring__hub_leave(w->hub, &w->m); /* waits for a round in progress: none uses w after it */
   watcher_free(w);
 }
 

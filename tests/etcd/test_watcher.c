@@ -14,6 +14,7 @@
  */
 #include "etcd_harness.h"
 #include "etcd_client.h"
+#include "proc_harness.h"
 #include "ring_etcd.h"
 #include "test_cluster.h"
 #include "test_tables.h"
@@ -1157,6 +1158,125 @@ START_TEST(watchers_started_apart_share_the_table_read) {
 }
 END_TEST
 
+/* ------------------------------------------------ one stream per client */
+
+#define SHARERS 20
+
+/* The watchers etcd holds now (its gauge), as the count of live watches. */
+static double etcd_watchers(void) {
+  char hp[32];
+  snprintf(hp, sizeof hp, "127.0.0.1:%d", one.m[0].client_port);
+  return metric_get(hp, "etcd_debugging_mvcc_watcher_total", "");
+}
+
+/* Starts n followers on c, each acking as "<prefix><i>", own_stream as given. */
+static void sharers_start(follower *f, int n, ring_etcd *c, const char *prefix, bool own) {
+  for (int i = 0; i < n; i++) {
+    char id[32];
+    snprintf(id, sizeof id, "%s%d", prefix, i);
+    memset(&f[i], 0, sizeof f[i]);
+    ck_assert_int_eq(ring_live_new(&f[i].live), RING_OK);
+    ring_watcher_opts o = {
+        .cluster = CLUSTER, .ack_id = id, .on_table = on_table, .ud = &f[i].s, .own_stream = own};
+    ring_error err;
+    ck_assert_msg(ring_watcher_start(c, &o, f[i].live, &f[i].w, &err) == RING_OK, "%s",
+                  err.message);
+  }
+}
+
+/* Publishes the next version; returns the requests c made until every
+ * follower acked it. */
+static uint64_t requests_until_acked(ring_etcd *c, writer *wr, follower *f, int n,
+                                     const char *prefix) {
+  uint64_t r0 = ring_etcd_requests(c);
+  ck_assert_int_eq(publish_next(wr, 0), RING_OK);
+  ck_assert(wait_all(f, n, wr->v, 10));
+  for (int i = 0; i < n; i++) {
+    char id[32];
+    snprintf(id, sizeof id, "%s%d", prefix, i);
+    assert_ack(wr->c, id, wr->v);
+  }
+  return ring_etcd_requests(c) - r0;
+}
+
+/* Watchers of one client share one etcd watch and write their acks in one
+ * txn a version; with own_stream each has its own watch and its own put. */
+START_TEST(watchers_of_a_client_share_a_stream_and_an_ack_txn) {
+  ring__table_reads_clear();
+  ring_etcd *wc = client(one.endpoints);
+  wipe(wc);
+  writer wr = {wc, NULL, 0};
+  ck_assert_int_eq(publish_next(&wr, 0), RING_OK);
+  double w0 = etcd_watchers();
+  ring_etcd *shared = client(one.endpoints), *apart = client(one.endpoints);
+  follower f[SHARERS], g[SHARERS];
+  sharers_start(f, SHARERS, shared, "s", false);
+  ck_assert_double_eq(etcd_watchers() - w0, 1);
+  for (int k = 0; k < 3; k++) /* the delta rides on the event: the acks are the only request */
+    ck_assert_uint_eq(requests_until_acked(shared, &wr, f, SHARERS, "s"), 1);
+  sharers_start(g, SHARERS, apart, "a", true);
+  ck_assert_double_eq(etcd_watchers() - w0, 1 + SHARERS);
+  ck_assert_uint_eq(requests_until_acked(apart, &wr, g, SHARERS, "a"), SHARERS);
+  followers_stop(g, SHARERS);
+  /* members leave one by one; the rest keep following; the last closes it */
+  for (int i = 0; i < SHARERS; i++) {
+    ck_assert_int_eq(publish_next(&wr, 0), RING_OK);
+    ck_assert(wait_all(f + i, SHARERS - i, wr.v, 10));
+    ck_assert_uint_eq(stats(&f[i]).errors, 0);
+    ck_assert(!atomic_load(&f[i].s.backwards));
+    follower_stop(&f[i]);
+  }
+  double end = harness_now() + 5; /* etcd drops a canceled watch as the stream closes */
+  while (etcd_watchers() - w0 > 0 && harness_now() < end)
+    harness_sleep_ms(20);
+  ck_assert_double_eq(etcd_watchers() - w0, 0);
+  ring_etcd_close(apart);
+  ring_etcd_close(shared);
+  writer_free(&wr);
+  ring_etcd_close(wc);
+}
+END_TEST
+
+/* Two watchers of one client with the same ack id (etcd refuses a txn that
+ * names a key twice) still ack, in separate writes, with no error; a
+ * watcher that joins a running stream misses nothing published while it
+ * starts. */
+START_TEST(same_ack_id_and_late_joiners) {
+  ring_etcd *wc = client(one.endpoints);
+  wipe(wc);
+  writer wr = {wc, NULL, 0};
+  ck_assert_int_eq(publish_next(&wr, 0), RING_OK);
+  ring_etcd *c = client(one.endpoints);
+  follower f[6];
+  follower_start(&f[0], c, "twin");
+  follower_start(&f[1], c, "twin");
+  follower_start(&f[2], c, "other");
+  for (int k = 0; k < 3; k++) {
+    ck_assert_int_eq(publish_next(&wr, 0), RING_OK);
+    ck_assert(wait_all(f, 3, wr.v, 10));
+    assert_ack(wc, "twin", wr.v);
+    assert_ack(wc, "other", wr.v);
+  }
+  for (int i = 3; i < 6; i++) { /* joiners while versions are published */
+    ck_assert_int_eq(publish_next(&wr, 0), RING_OK);
+    follower_start(&f[i], c, i == 5 ? "late" : NULL);
+    ck_assert_int_eq(publish_next(&wr, 0), RING_OK);
+  }
+  ck_assert(wait_all(f, 6, wr.v, 10));
+  assert_ack(wc, "late", wr.v);
+  for (int i = 0; i < 6; i++) {
+    ck_assert_uint_eq(stats(&f[i]).errors, 0);
+    ck_assert_uint_eq(stats(&f[i]).rejected, 0);
+    ck_assert(!atomic_load(&f[i].s.backwards));
+    assert_serving(&f[i], wr.cur);
+  }
+  followers_stop(f, 6);
+  ring_etcd_close(c);
+  writer_free(&wr);
+  ring_etcd_close(wc);
+}
+END_TEST
+
 static void setup(void) { etcd_cluster_start(&one, 1, NULL); }
 static void teardown(void) { etcd_cluster_stop(&one); }
 
@@ -1184,5 +1304,11 @@ int main(void) {
   tcase_add_test(one_event, garbage_carried_delta_reads_the_table);
   tcase_add_test(one_event, watchers_share_tables);
   suite_add_tcase(s, one_event);
+  TCase *shared = tcase_create("shared"); /* CK_RUN_CASE=shared runs these alone */
+  tcase_set_timeout(shared, 120);
+  tcase_add_unchecked_fixture(shared, setup, teardown);
+  tcase_add_test(shared, watchers_of_a_client_share_a_stream_and_an_ack_txn);
+  tcase_add_test(shared, same_ack_id_and_late_joiners);
+  suite_add_tcase(s, shared);
   return run_suite_as(s, 1); /* fixtures hold processes */
 }

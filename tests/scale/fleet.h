@@ -43,12 +43,13 @@ typedef struct fleet_opts {
   uint32_t procs;        /* slices; host k belongs to slice (k - id_base) % procs */
   uint32_t id_base;
   uint32_t client_base;
-  uint32_t zones;       /* zone label z<k % zones> */
-  uint32_t transfer_ms; /* simulated arc transfer before progress */
-  uint32_t per_conn;    /* clients sharing one ring_etcd (its pool; each its own watch) */
-  uint32_t client_acks; /* 1: clients register and ack (the barrier); 0: they stamp */
-  int64_t ttl_s;        /* every lease's TTL */
-  uint32_t proc;        /* this process's slice */
+  uint32_t zones;          /* zone label z<k % zones> */
+  uint32_t transfer_ms;    /* simulated arc transfer before progress */
+  uint32_t per_conn;       /* clients sharing one ring_etcd (its pool; each its own watch) */
+  uint32_t client_acks;    /* 1: clients register and ack (the barrier); 0: they stamp */
+  uint32_t shared_streams; /* 1: a group's clients share one watch stream and ack txn */
+  int64_t ttl_s;           /* every lease's TTL */
+  uint32_t proc;           /* this process's slice */
 } fleet_opts;
 
 /* The versions one watcher installed, in order of installation. */

@@ -11,9 +11,12 @@
  * its connections and single-flight reads shared with nobody). With
  * --clients-per-conn K, K clients share one ring_etcd: one pool of
  * connections for their reads and acks, as watchers in one process do;
- * each still has its own watch stream (ring_etcd_watch opens one
+ * each still has its own watch stream (ring_watcher_opts.own_stream: one
  * connection per watch). That is what lets 10,000 clients fit etcd's file
  * limit on one machine: K = 1 costs etcd two or more descriptors a client.
+ * With --shared-streams 1 the K clients are what K watchers of one process
+ * are by default: one watch stream, and one ack txn a version (libring's
+ * watch_hub.c) — a process that speaks for many, not K processes.
  *
  * With --client-acks 0 a client is one that stamps its requests with its
  * version (proto/etcd.md: registration is optional): no lease, no
@@ -97,7 +100,8 @@ static int client_start(const fleet_opts *o, fleet_leases *l, fleet_clients *fc,
                           .on_table = on_table,
                           .ud = c,
                           .log = on_log,
-                          .log_ud = fc};
+                          .log_ud = fc,
+                          .own_stream = !o->shared_streams};
   if ((rc = ring_watcher_start(c->c, &wo, c->live, &c->w, err)) != RING_OK)
     goto fail;
   return RING_OK;

@@ -31,6 +31,7 @@
 typedef struct run_opts {
   unsigned hosts, clients, procs, tokens, replicas, transfer_ms, idle_s, per_conn;
   unsigned client_acks;       /* 0: clients stamp their requests, no registration, no acks */
+  unsigned shared_streams;    /* 1: the clients of one ring_etcd share a stream and ack txn */
   unsigned max_request_bytes; /* etcd's --max-request-bytes; 0: etcd's default (1.5 MiB) */
   unsigned full_reads;        /* 1: the coordinator reads whole at every look (--full-reads) */
   bool keep;
@@ -42,7 +43,7 @@ static const char usage[] =
     "                 [--replicas R (3)] [--transfer-ms MS (0)] [--idle-s S (10)] [--keep]\n"
     "                 [--etcd-max-request-bytes N (etcd's default)] [--full-reads 0|1 (0)]\n"
     "                 [--clients-per-conn K (1)] [--clients-after-placement]\n"
-    "                 [--client-acks 0|1 (1)]\n";
+    "                 [--client-acks 0|1 (1)] [--shared-streams 0|1 (0)]\n";
 
 static bool parse_opts(int argc, char **argv, run_opts *o) {
   *o = (run_opts){.hosts = 10000,
@@ -70,7 +71,8 @@ static bool parse_opts(int argc, char **argv, run_opts *o) {
              {"--etcd-max-request-bytes", &o->max_request_bytes, 0, 1u << 30},
              {"--full-reads", &o->full_reads, 0, 1},
              {"--clients-per-conn", &o->per_conn, 1, 1000},
-             {"--client-acks", &o->client_acks, 0, 1}};
+             {"--client-acks", &o->client_acks, 0, 1},
+             {"--shared-streams", &o->shared_streams, 0, 1}};
     size_t k = 0;
     while (k < sizeof f / sizeof f[0] && strcmp(argv[i], f[k].flag) != 0)
       k++;
@@ -130,7 +132,7 @@ static void die(const char *fmt, ...) {
 
 static void spawn_fleet(proc *p, const char *name, const run_opts *o, unsigned hosts,
                         unsigned clients, unsigned procs, unsigned id_base) {
-  char log[128], h[16], c[16], pr[16], base[16], tr[16], pc[16], ca[4];
+  char log[128], h[16], c[16], pr[16], base[16], tr[16], pc[16], ca[4], ss[4];
   snprintf(log, sizeof log, "%s/%s.log", dir, name);
   snprintf(h, sizeof h, "%u", hosts);
   snprintf(c, sizeof c, "%u", clients);
@@ -139,6 +141,7 @@ static void spawn_fleet(proc *p, const char *name, const run_opts *o, unsigned h
   snprintf(tr, sizeof tr, "%u", o->transfer_ms);
   snprintf(pc, sizeof pc, "%u", o->per_conn);
   snprintf(ca, sizeof ca, "%u", o->client_acks);
+  snprintf(ss, sizeof ss, "%u", o->shared_streams);
   char *argv[] = {FLEET_SIM_BIN,
                   "--endpoints",
                   ec.endpoints,
@@ -158,6 +161,8 @@ static void spawn_fleet(proc *p, const char *name, const run_opts *o, unsigned h
                   pc,
                   "--client-acks",
                   ca,
+                  "--shared-streams",
+                  ss,
                   NULL};
   if (proc_spawn(p, log, argv) != 0)
     die("cannot start fleet_sim");

@@ -35,6 +35,7 @@ static const char usage[] =
     "                 [--procs P (4)] [--transfer-ms MS (0)] [--zones Z (8)]\n"
     "                 [--lease-ttl S (600)] [--id-base K (0)] [--client-base K (0)]\n"
     "                 [--clients-per-conn K (1)] [--client-acks 0|1 (1)]\n"
+    "                 [--shared-streams 0|1 (0)]\n"
     "Hosts are h<K>, K from --id-base; clients c<K>. Stops on SIGTERM/SIGINT.\n";
 
 /* A decimal in [lo, hi] into *out; false otherwise. */
@@ -84,6 +85,8 @@ static int parse_args(int argc, char **argv, fleet_opts *o) {
       ok = parse_u32(v, 1, 1000, &o->per_conn);
     else if (ok && strcmp(f, "--client-acks") == 0)
       ok = parse_u32(v, 0, 1, &o->client_acks);
+    else if (ok && strcmp(f, "--shared-streams") == 0)
+      ok = parse_u32(v, 0, 1, &o->shared_streams);
     else
       ok = false;
     if (!ok) {
