@@ -12,7 +12,7 @@ typedef struct ring__hub_member ring__hub_member;
 
 /* What hearing a batch left a member with. */
 typedef enum ring__heard {
-  RING__HEARD_DONE, /* nothing more to do */
+  RING__HEARD_DONE,  /* nothing more to do */
   RING__HEARD_FLUSH, /* its ack is due: the round's flush writes it */
   RING__HEARD_RETRY  /* etcd failed it: the hub asks again after a backoff */
 } ring__heard;
@@ -21,8 +21,8 @@ typedef enum ring__heard {
  * notification, compaction, a missed batch, a retry: read afresh). defer:
  * an ack may be left due (RING__HEARD_FLUSH) rather than written. Runs with
  * the member held (ring__hub_hold), never two at once for one member. */
-typedef ring__heard (*ring__hub_heard_fn)(ring__hub_member *m, const ring_event *events,
-                                         uint32_t n, bool defer);
+typedef ring__heard (*ring__hub_heard_fn)(ring__hub_member *m, const ring_event *events, uint32_t n,
+                                          bool defer);
 /* Writes the acks due of the members on the list (linked by flush_next;
  * all of the hub's, all held); sets owed on each it could not write. */
 typedef void (*ring__hub_flush_fn)(ring_etcd *c, ring__hub_member *list);

@@ -7,7 +7,8 @@
  *   1. options, clock, percentiles, memory readings
  *   2. publishing versions the way the coordinator does (one txn)
  *   3. watch latency: a `version` put -> all watchers swapped, and memory
- *      per watcher
+ *      per watcher; the same put -> all of as many bare watch streams
+ *      received it (the floor etcd sets)
  *   4. ops/s: ring_etcd_put and ring_etcd_txn, sequential and 4 threads,
  *      next to etcdctl doing the same puts in the same run
  *
@@ -330,6 +331,85 @@ static void bench_watchers(const options *o, const etcd_cluster *ec, bool shared
   ring_etcd_close(wc);
 }
 
+/* The floor under "put acknowledged -> all swapped" with a client each:
+ * the same number of bare watch streams (ring_etcd_watch, a client each),
+ * whose callback only notes when the version's event arrived. What etcd
+ * and its gateway take to push one event to n streams on this machine;
+ * the watchers' figure above is this plus parsing, applying and swapping. */
+typedef struct bare {
+  double *seen_at; /* per version */
+  int n_versions;
+  _Atomic uint64_t last;
+} bare;
+
+static int on_bare(void *ud, const ring_event *ev, uint32_t n, int64_t revision, bool compacted) {
+  (void)revision, (void)compacted;
+  double now = harness_now();
+  bare *b = ud;
+  static const char vkey[] = "/ringkeeper/" CLUSTER "/version";
+  for (uint32_t i = 0; i < n; i++) {
+    if (ev[i].kv.key_len != sizeof vkey - 1 || memcmp(ev[i].kv.key, vkey, sizeof vkey - 1) != 0)
+      continue;
+    uint64_t v = strtoull((const char *)ev[i].kv.value, NULL, 10);
+    if (v >= 1 && v <= (uint64_t)b->n_versions)
+      b->seen_at[v - 1] = now;
+    atomic_store_explicit(&b->last, v, memory_order_release);
+  }
+  return 0;
+}
+
+static void bench_bare_streams(const options *o, const etcd_cluster *ec) {
+  ring_etcd_opts eo = {.endpoints = ec->endpoints};
+  ring_etcd *wc;
+  ring_error err;
+  if (ring_etcd_open(&eo, &wc, &err))
+    die("open", &err);
+  writer w = {wc, o->tokens, NULL, 0, 0, 0};
+  const int n = o->watchers, nv = o->versions + 1;
+  bare *b = calloc((size_t)n, sizeof *b);
+  ring_etcd **clients = calloc((size_t)n, sizeof *clients);
+  ring_watch **watches = calloc((size_t)n, sizeof *watches);
+  static const char prefix[] = "/ringkeeper/" CLUSTER "/version";
+  for (int i = 0; i < n; i++) {
+    b[i].n_versions = nv;
+    b[i].seen_at = calloc((size_t)nv, sizeof *b[i].seen_at);
+    if (ring_etcd_open(&eo, &clients[i], &err) != RING_OK ||
+        ring_etcd_watch(clients[i], prefix, sizeof prefix - 1, true, 0, on_bare, &b[i], &watches[i],
+                        &err) != RING_OK)
+      die("watch", &err);
+  }
+  double *after = calloc((size_t)o->versions, sizeof *after);
+  for (int k = 0; k < o->versions; k++) {
+    double t0, t1;
+    publish_next(&w, &t0, &t1);
+    double end = harness_now() + 60, worst = 0;
+    for (int i = 0; i < n; i++) {
+      while (atomic_load_explicit(&b[i].last, memory_order_acquire) < w.v && harness_now() < end)
+        harness_sleep_ms(1);
+      if (atomic_load_explicit(&b[i].last, memory_order_acquire) < w.v)
+        die("a bare stream missed a version", NULL);
+      double dt = b[i].seen_at[w.v - 1] - t1;
+      worst = dt > worst ? dt : worst;
+    }
+    after[k] = worst;
+    harness_sleep_ms(o->quick ? 5 : 20);
+  }
+  printf("\n%d bare watch streams, one client each (the floor under the line above):\n", n);
+  printf("    put acknowledged -> all received:         p50 %6.1f ms  p99 %6.1f ms\n",
+         quantile(after, o->versions, 0.50) * 1000, quantile(after, o->versions, 0.99) * 1000);
+  for (int i = 0; i < n; i++) {
+    ring_watch_cancel(watches[i]);
+    ring_etcd_close(clients[i]);
+    free(b[i].seen_at);
+  }
+  free(watches);
+  free(clients);
+  free(b);
+  free(after);
+  ring_table_free(w.cur);
+  ring_etcd_close(wc);
+}
+
 /* ------------------------------------------------------------ 4. ops/s */
 
 typedef struct op_run {
@@ -446,6 +526,7 @@ int main(int argc, char **argv) {
          o.quick ? " (quick)" : "", ec.base);
   bench_watchers(&o, &ec, true);
   bench_watchers(&o, &ec, false);
+  bench_bare_streams(&o, &ec);
   bench_ops(&o, &ec);
   etcd_cluster_stop(&ec);
   return 0;
