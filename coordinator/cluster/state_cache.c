@@ -481,7 +481,7 @@ void rk_cache_wrote(rk_cache *k, int64_t revision) {
   }
 }
 
-bool rk_cache_catching_up(rk_cache *k) {
+bool rk_cache_catching_up(rk_cache *k, uint64_t *behind_ms) {
   if (!k->valid || k->off || k->s.revision >= k->wrote)
     return false;
   pthread_mutex_lock(&k->mu);
@@ -492,6 +492,8 @@ bool rk_cache_catching_up(rk_cache *k) {
   pthread_mutex_unlock(&k->mu);
   if (wait)
     atomic_fetch_add(&k->waits, 1);
+  if (wait && behind_ms != NULL)
+    *behind_ms = now - k->wrote_ms;
   return wait;
 }
 

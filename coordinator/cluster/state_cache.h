@@ -115,8 +115,9 @@ void rk_cache_wrote(rk_cache *k, int64_t revision);
  * caller's own last write (after waiting RK_CACHE_WAIT_MS for it), and the
  * watch is still moving and within its bounds (RK_CACHE_STALL_MS,
  * RK_CACHE_CATCHUP_MS). Counted in rk_cache_stats.waits. False when a look
- * would be served now, or must read whole. */
-bool rk_cache_catching_up(rk_cache *k);
+ * would be served now, or must read whole. When true, *behind_ms (if not
+ * NULL) is how long ago that write was made. */
+bool rk_cache_catching_up(rk_cache *k, uint64_t *behind_ms);
 
 /* The cluster's state now: the cache moved forward by what the watch
  * queued, or a full read (logged with why). *out is lent until the next

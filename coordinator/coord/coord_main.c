@@ -18,6 +18,11 @@
 #include <string.h>
 #include <unistd.h>
 
+/* A catch-up (rk_cache_catching_up) longer than this is degraded on
+ * /healthz: a watch a few seconds behind is a saturated etcd, which an
+ * operator should see before the full read at RK_CACHE_CATCHUP_MS. */
+#define COORD_CATCHUP_LOUD_MS 5000u
+
 /* ---------------------------------------------------------------- options */
 
 static rd_opt *opts_table(coord_opts *o) {
@@ -157,8 +162,16 @@ static bool leader_step(coord *c) {
   uint64_t term = atomic_load(&c->m.terms);
   if (term != c->cache_term) /* a new term, even one won back at once: read whole */
     rk_cache_drop(c->cache), c->cache_term = term;
-  if (rk_cache_catching_up(c->cache))
+  uint64_t behind_ms = 0;
+  if (rk_cache_catching_up(c->cache, &behind_ms)) {
+    if (behind_ms >= COORD_CATCHUP_LOUD_MS) { /* degraded on /healthz until a look is served */
+      char why[96];
+      snprintf(why, sizeof why, "the last write is %.1f s old and not back yet (etcd is slow)",
+               (double)behind_ms / 1000);
+      rd_health_trouble(&c->health, "waiting for the cluster watch", why);
+    }
     return false; /* the watch is bringing our last write: the next event or tick looks */
+  }
   if (rk_cache_look(c->cache, c->etcd, &s, &err) != RING_OK) {
     coord_trouble(c, "reading the cluster state", &err);
     return false;

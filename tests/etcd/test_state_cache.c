@@ -292,10 +292,14 @@ START_TEST(own_write_behind_a_moving_watch_is_waited_for) {
   ck_assert_int_eq(pthread_create(&t, NULL, paced_puts, w), 0);
   rk_cache_wrote(k, now + PACED_PUTS);
   int skipped = 0;
-  while (rk_cache_catching_up(k) && skipped < 200)
-    skipped++;
+  uint64_t behind_ms = 0, first_ms = 0;
+  while (rk_cache_catching_up(k, &behind_ms) && skipped < 200)
+    first_ms = skipped++ == 0 ? behind_ms : first_ms;
   ck_assert_int_ge(skipped, 1);
   ck_assert_int_lt(skipped, 200);
+  /* it says how old the write it waits for is: each skip waited a look's wait */
+  ck_assert_uint_ge(behind_ms, first_ms + (uint64_t)(skipped - 1) * (RK_CACHE_WAIT_MS - 50));
+  ck_assert_uint_lt(behind_ms, 10000);
   const rk_state *cached = NULL;
   ck_assert_int_eq(rk_cache_look(k, c, &cached, NULL), RING_OK);
   ck_assert_int_ge(cached->revision, now + PACED_PUTS);
