@@ -165,6 +165,7 @@ typedef struct ring_watcher_opts {
   void *ud;
   ring_log_cb log;
   void *log_ud;
+  _Bool own_stream;
 } ring_watcher_opts;
 
 int ring_watcher_start(ring_etcd *c, const ring_watcher_opts *o, ring_live *live, ring_watcher **out, ring_error *err);
