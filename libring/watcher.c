@@ -598,7 +598,22 @@ static ring__heard heard(ring__hub_member *m, const ring_event *events, uint32_t
 
 #define ACK_BATCH 128 /* puts per txn: etcd's default --max-txn-ops */
 
-/* One txn (one put when alone) of the acks due on batch[0..n). */
+/* Records how writing w's due ack went. */
+static void ack_done(ring_watcher *w, int rc, const ring_error *err) {
+  if (rc == RING_OK)
+    w->acked = w->ack_due;
+  else
+    atomic_fetch_add(&w->errors, 1);
+  if (rc != RING_OK && !transient(rc))
+    log_line(RING_LOG_ERROR, "etcd refused the watcher", w, w->ack_due, "etcd", err->message);
+  w->m.owed = rc != RING_OK && transient(rc); /* auth, permissions: the next event retries */
+  w->ack_due = 0;
+}
+
+/* One txn (one put when alone) of the acks due on batch[0..n). A txn etcd
+ * refuses as such (a --max-txn-ops below ACK_BATCH, a request size limit,
+ * one key it will not take) is written again as a put each, so a refusal
+ * holds up no other watcher's ack. */
 static void ack_batch(ring_etcd *c, ring_watcher **batch, uint32_t n, ring_op *ops,
                       char (*keys)[KEY_MAX], char (*values)[24]) {
   for (uint32_t i = 0; i < n; i++) {
@@ -611,19 +626,13 @@ static void ack_batch(ring_etcd *c, ring_watcher **batch, uint32_t n, ring_op *o
                        .value_len = (size_t)vlen};
   }
   ring_error err = {0};
-  int rc = n == 1 ? ring_etcd_put(c, ops[0].key, ops[0].key_len, ops[0].value, ops[0].value_len, 0,
-                                  NULL, NULL, &err)
-                  : ring_etcd_txn(c, NULL, 0, ops, n, NULL, 0, NULL, &err);
+  int rc = n == 1 ? RING_ENOTFOUND : ring_etcd_txn(c, NULL, 0, ops, n, NULL, 0, NULL, &err);
+  bool apart = n == 1 || (rc != RING_OK && !transient(rc));
   for (uint32_t i = 0; i < n; i++) {
-    ring_watcher *w = batch[i];
-    if (rc == RING_OK)
-      w->acked = w->ack_due;
-    else
-      atomic_fetch_add(&w->errors, 1);
-    if (rc != RING_OK && !transient(rc))
-      log_line(RING_LOG_ERROR, "etcd refused the watcher", w, w->ack_due, "etcd", err.message);
-    w->m.owed = rc != RING_OK && transient(rc); /* auth, permissions: the next event retries */
-    w->ack_due = 0;
+    if (apart)
+      rc = ring_etcd_put(c, ops[i].key, ops[i].key_len, ops[i].value, ops[i].value_len, 0, NULL,
+                         NULL, &err);
+    ack_done(batch[i], rc, &err);
   }
 }
 

@@ -1277,6 +1277,34 @@ START_TEST(same_ack_id_and_late_joiners) {
 }
 END_TEST
 
+/* An etcd that takes at most 4 operations a txn refuses the watchers'
+ * txn of 10 acks as such: each ack is then written on its own, and every
+ * watcher acks every version. */
+START_TEST(acks_past_a_small_txn_limit) {
+  etcd_cluster small;
+  etcd_cluster_start(&small, 1, "--max-txn-ops 4");
+  ring_etcd *wc = client(small.endpoints), *c = client(small.endpoints);
+  writer wr = {wc, NULL, 0};
+  ck_assert_int_eq(publish_next(&wr, 0), RING_OK);
+  follower f[10];
+  sharers_start(f, 10, c, "t", false);
+  for (int k = 0; k < 2; k++) {
+    ck_assert_int_eq(publish_next(&wr, 0), RING_OK);
+    ck_assert(wait_all(f, 10, wr.v, 10));
+    for (int i = 0; i < 10; i++) {
+      char id[16];
+      snprintf(id, sizeof id, "t%d", i);
+      assert_ack(wc, id, wr.v);
+    }
+  }
+  followers_stop(f, 10);
+  ring_etcd_close(c);
+  writer_free(&wr);
+  ring_etcd_close(wc);
+  etcd_cluster_stop(&small);
+}
+END_TEST
+
 static void setup(void) { etcd_cluster_start(&one, 1, NULL); }
 static void teardown(void) { etcd_cluster_stop(&one); }
 
@@ -1309,6 +1337,7 @@ int main(void) {
   tcase_add_unchecked_fixture(shared, setup, teardown);
   tcase_add_test(shared, watchers_of_a_client_share_a_stream_and_an_ack_txn);
   tcase_add_test(shared, same_ack_id_and_late_joiners);
+  tcase_add_test(shared, acks_past_a_small_txn_limit);
   suite_add_tcase(s, shared);
   return run_suite_as(s, 1); /* fixtures hold processes */
 }
