@@ -355,8 +355,10 @@ static void *canned_run(void *p) {
     char buf[4096];
     struct timeval tv = {.tv_sec = 2};
     setsockopt(cl, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    if (recv(cl, buf, sizeof buf, 0) > 0 && send(cl, c->reply, strlen(c->reply), MSG_NOSIGNAL) > 0)
+    if (recv(cl, buf, sizeof buf, 0) > 0) { /* counted before the reply: the client sees it after */
       atomic_fetch_add(&c->served, 1);
+      send(cl, c->reply, strlen(c->reply), MSG_NOSIGNAL);
+    }
     close(cl);
   }
   return NULL;

@@ -357,8 +357,8 @@ static void *dropper_main(void *arg) {
     size_t len = read_request(fd, req, sizeof req);
     if (d->forward && len > 0)
       forward(d, req, len);
+    atomic_fetch_add(&d->served, 1); /* before the close the client sees */
     close(fd);
-    atomic_fetch_add(&d->served, 1);
   }
   return NULL;
 }
