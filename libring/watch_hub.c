@@ -18,7 +18,8 @@
  * whose ack is due stay held until the round's flush has written it.
  * Members etcd failed are `owed`: after the round the hub's thread waits
  * out a backoff (monotonic clock; a closing hub cuts it short) and asks
- * them again, until they are done or a new batch arrives. The thread never
+ * them again, until they are done; each retry reads afresh, so what the
+ * stream holds meanwhile is covered, and comes after. The thread never
  * spins and never sleeps with the lock held, so a member leaving waits at
  * most for one round.
  *
@@ -256,13 +257,4 @@ void ring__hub_leave(ring__hub *h, ring__hub_member *m) {
   pthread_mutex_unlock(&hubs.lock);
   if (last)
     hub_free(h);
-}
-
-unsigned ring__hub_members(ring__hub *h) {
-  unsigned n = 0;
-  pthread_mutex_lock(&h->lock);
-  for (ring__hub_member *m = h->members; m; m = m->next)
-    n++;
-  pthread_mutex_unlock(&h->lock);
-  return n;
 }

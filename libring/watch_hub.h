@@ -52,7 +52,5 @@ void ring__hub_release(ring__hub_member *m);
 /* Leaves; the last member stops the stream and frees the hub. Not from a
  * callback of the hub's own thread. Waits for a round in progress. */
 void ring__hub_leave(ring__hub *h, ring__hub_member *m);
-/* Members of h now (for tests and stats). */
-unsigned ring__hub_members(ring__hub *h);
 
 #endif /* RING_WATCH_HUB_H */
