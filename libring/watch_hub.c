@@ -14,8 +14,8 @@
  *
  * A round: under the hub's lock, each member hears the batch, unless it is
  * held elsewhere (its own start, which reads afresh after joining): then
- * it is marked `missed` and hears a fresh read when it is let go. Members
- * whose ack is due stay held until the round's flush has written it.
+ * it is marked `missed` and hears a fresh read when it is let go. What a
+ * member leaves due (its ack) the round's flush writes, for all at once.
  * Members etcd failed are `owed`: after the round the hub's thread waits
  * out a backoff (monotonic clock; a closing hub cuts it short) and asks
  * them again, until they are done; each retry reads afresh, so what the
@@ -36,7 +36,8 @@
  *
  * Locks: hubs.lock (the list and refs) is never held with a hub's lock
  * waited for; a hub's lock is held for a round; a member's busy is only
- * tried (never waited for) under the hub's lock, so no order can deadlock.
+ * tried (never waited for) under the hub's lock, and held for one member's
+ * hearing at a time, so no order can deadlock.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "watch_hub.h"
@@ -76,15 +77,16 @@ static struct {
 
 /* -------------------------------------------------------------- rounds */
 
-/* Lets m go after a round; members on the flush list are let go after it. */
+/* Lets m go after it heard; one whose ack is due goes on the flush list.
+ * A member is held only while it hears: a round never holds more than one
+ * (what it leaves for the flush is in m->due, under the hub's lock). */
 static void settle(ring__hub_member *m, ring__heard heard, ring__hub_member **flush) {
   m->owed = heard == RING__HEARD_RETRY;
   if (heard == RING__HEARD_FLUSH) {
     m->flush_next = *flush;
     *flush = m;
-  } else {
-    pthread_mutex_unlock(&m->busy);
   }
+  pthread_mutex_unlock(&m->busy);
 }
 
 /* Every member (only_owed: every member owed) hears the batch; then the
@@ -105,11 +107,6 @@ static bool round_of(ring__hub *h, const ring_event *ev, uint32_t n, bool only_o
   }
   if (flush)
     flush->flush(h->c, flush);
-  while (flush) {
-    ring__hub_member *m = flush;
-    flush = m->flush_next;
-    pthread_mutex_unlock(&m->busy);
-  }
   for (ring__hub_member *m = h->members; m; m = m->next)
     owed |= m->owed;
   pthread_mutex_unlock(&h->lock);

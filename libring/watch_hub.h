@@ -19,12 +19,13 @@ typedef enum ring__heard {
 
 /* Called with a batch of the stream's events, or with n == 0 (a progress
  * notification, compaction, a missed batch, a retry: read afresh). defer:
- * an ack may be left due (RING__HEARD_FLUSH) rather than written. Runs with
- * the member held (ring__hub_hold), never two at once for one member. */
+ * an ack may be left due (RING__HEARD_FLUSH, with m->due set) rather than
+ * written. Runs with the member held, never two at once for one member. */
 typedef ring__heard (*ring__hub_heard_fn)(ring__hub_member *m, const ring_event *events, uint32_t n,
                                           bool defer);
-/* Writes the acks due of the members on the list (linked by flush_next;
- * all of the hub's, all held); sets owed on each it could not write. */
+/* Writes the acks due (m->due) of the members on the list (linked by
+ * flush_next; all of the hub's, under its lock but not held: a round
+ * holds one member at a time); sets owed on each it could not write. */
 typedef void (*ring__hub_flush_fn)(ring_etcd *c, ring__hub_member *list);
 
 /* Embedded in a member; the hub's fields are its own. */
@@ -34,6 +35,7 @@ struct ring__hub_member {
   /* the hub's: */
   ring__hub_member *next;       /* in the hub's list */
   ring__hub_member *flush_next; /* in one round's flush list */
+  uint64_t due;                 /* what heard left for the flush; under the hub's lock */
   pthread_mutex_t busy;         /* held while the member hears anything */
   _Atomic bool missed;          /* a batch arrived while it was held elsewhere */
   bool owed;                    /* etcd failed it; retried by the hub's thread */

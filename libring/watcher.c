@@ -83,14 +83,14 @@ struct ring_watcher {
   void *ud;
   ring_log_cb log; /* never NULL: the embedder's, or stderr_line */
   void *log_ud;
-  ring__hub *hub;       /* the stream, shared with the client's other watchers */
-  ring__hub_member m;   /* this watcher in the hub */
-  uint64_t acked;       /* highest version acked; watch thread */
-  uint64_t ack_due;     /* a version whose ack the hub's flush writes, or 0; watch thread */
-  uint64_t refused;     /* last version refused, never fetched again; watch thread */
-  bool held_back;       /* stopped following: etcd's history went back; watch thread */
-  _Atomic bool stop;    /* set once by ring_watcher_stop */
-  pthread_mutex_t lock; /* with wake: the backoff sleep, cut short by stop */
+  ring__hub *hub;         /* the stream, shared with the client's other watchers */
+  ring__hub_member m;     /* this watcher in the hub */
+  _Atomic uint64_t acked; /* highest version acked (by the watcher, or the hub's flush) */
+  uint64_t ack_due;       /* a version to leave for the hub's flush, or 0; watch thread */
+  uint64_t refused;       /* last version refused, never fetched again; watch thread */
+  bool held_back;         /* stopped following: etcd's history went back; watch thread */
+  _Atomic bool stop;      /* set once by ring_watcher_stop */
+  pthread_mutex_t lock;   /* with wake: the backoff sleep, cut short by stop */
   pthread_cond_t wake;
   _Atomic uint64_t swaps, deltas, rejected, errors; /* ring_watcher_stats */
 };
@@ -439,12 +439,19 @@ static int install(ring_watcher *w, uint64_t v, const ring_kv *carried, ring_err
 
 /* ------------------------------------------------------- 4. following */
 
+/* Raises w->acked to v (the watcher and the hub's flush both write it). */
+static void acked_at_least(ring_watcher *w, uint64_t v) {
+  uint64_t was = atomic_load(&w->acked);
+  while (was < v && !atomic_compare_exchange_weak(&w->acked, &was, v))
+    ;
+}
+
 /* Writes acks/<id> = the version in service, if newer than the last ack;
  * defer: leaves it due (ack_due), for the hub's flush to write with the
  * acks of the client's other watchers (flush_acks). */
 static int ack(ring_watcher *w, bool defer, ring_error *err) {
   uint64_t v = ring_live_version(w->live);
-  if (w->ack_id[0] == '\0' || v <= w->acked)
+  if (w->ack_id[0] == '\0' || v <= atomic_load(&w->acked))
     return RING_OK;
   if (defer) {
     w->ack_due = v;
@@ -457,7 +464,7 @@ static int ack(ring_watcher *w, bool defer, ring_error *err) {
     return ring__err(err, RING_EINVAL, "acks/%s: key too long", w->ack_id);
   int rc = ring_etcd_put(w->c, key, (size_t)klen, value, (size_t)vlen, 0, NULL, NULL, err);
   if (rc == RING_OK)
-    w->acked = v;
+    acked_at_least(w, v);
   return rc;
 }
 
@@ -591,23 +598,28 @@ static ring__heard heard(ring__hub_member *m, const ring_event *events, uint32_t
   ring_error err = {0};
   w->ack_due = 0;
   int rc = follow(w, newest, carried, defer ? 1 : RING_WATCHER_START_TRIES, defer, &err);
+  if (rc == RING_OK &&
+      w->ack_due != 0) { /* only when deferred: on the hub's thread, its lock held */
+    m->due = w->ack_due;
+    return RING__HEARD_FLUSH;
+  }
   if (rc == RING_OK)
-    return w->ack_due ? RING__HEARD_FLUSH : RING__HEARD_DONE;
+    return RING__HEARD_DONE;
   return transient(rc) ? RING__HEARD_RETRY : RING__HEARD_DONE;
 }
 
 #define ACK_BATCH 128 /* puts per txn: etcd's default --max-txn-ops */
 
-/* Records how writing w's due ack went. */
+/* Records how writing w's due ack (w->m.due) went. */
 static void ack_done(ring_watcher *w, int rc, const ring_error *err) {
   if (rc == RING_OK)
-    w->acked = w->ack_due;
+    acked_at_least(w, w->m.due);
   else
     atomic_fetch_add(&w->errors, 1);
   if (rc != RING_OK && !transient(rc))
-    log_line(RING_LOG_ERROR, "etcd refused the watcher", w, w->ack_due, "etcd", err->message);
+    log_line(RING_LOG_ERROR, "etcd refused the watcher", w, w->m.due, "etcd", err->message);
   w->m.owed = rc != RING_OK && transient(rc); /* auth, permissions: the next event retries */
-  w->ack_due = 0;
+  w->m.due = 0;
 }
 
 /* One txn (one put when alone) of the acks due on batch[0..n). A txn etcd
@@ -618,7 +630,7 @@ static void ack_batch(ring_etcd *c, ring_watcher **batch, uint32_t n, ring_op *o
                       char (*keys)[KEY_MAX], char (*values)[24]) {
   for (uint32_t i = 0; i < n; i++) {
     int klen = ring__key(keys[i], KEY_MAX, batch[i]->cluster, "acks/", batch[i]->ack_id);
-    int vlen = snprintf(values[i], 24, "%" PRIu64, batch[i]->ack_due);
+    int vlen = snprintf(values[i], 24, "%" PRIu64, batch[i]->m.due);
     ops[i] = (ring_op){.type = RING_OP_PUT,
                        .key = keys[i],
                        .key_len = klen > 0 ? (size_t)klen : 0,
@@ -658,11 +670,11 @@ static void flush_acks(ring_etcd *c, ring__hub_member *list) {
     more = false;
     for (ring__hub_member *m = list; m; m = m->flush_next) {
       ring_watcher *w = WATCHER_OF(m);
-      if (w->ack_due == 0)
+      if (m->due == 0)
         continue;
       if (!ops || !keys || !values || !batch) { /* out of memory: retried with backoff */
         m->owed = true;
-        w->ack_due = 0;
+        m->due = 0;
       } else if (n < ACK_BATCH && !same_key_in(batch, n, w)) {
         batch[n++] = w;
       } else {
