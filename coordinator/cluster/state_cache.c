@@ -497,6 +497,8 @@ bool rk_cache_catching_up(rk_cache *k, uint64_t *behind_ms) {
   return wait;
 }
 
+const rk_state *rk_cache_held(const rk_cache *k) { return k->valid ? &k->s : NULL; }
+
 void rk_cache_full_reads(rk_cache *k, bool on) { k->off = on; }
 
 void rk_cache_check_soon(rk_cache *k) { k->full_ms = rd_now_ms() - k->check_ms; }

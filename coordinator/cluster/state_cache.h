@@ -119,6 +119,11 @@ void rk_cache_wrote(rk_cache *k, int64_t revision);
  * NULL) is how long ago that write was made. */
 bool rk_cache_catching_up(rk_cache *k, uint64_t *behind_ms);
 
+/* The state the last look returned (lent as by rk_cache_look), or NULL
+ * when the cache holds none: what a caller that skips a look (above) can
+ * still show, at its revision. */
+const rk_state *rk_cache_held(const rk_cache *k);
+
 /* The cluster's state now: the cache moved forward by what the watch
  * queued, or a full read (logged with why). *out is lent until the next
  * look, rk_cache_drop or rk_cache_free; never free it. On failure (the

@@ -170,6 +170,8 @@ static bool leader_step(coord *c) {
                (double)behind_ms / 1000);
       rd_health_trouble(&c->health, "waiting for the cluster watch", why);
     }
+    /* a status page asked for meanwhile shows the last look, at its revision */
+    coord_status_observe(c, rk_cache_held(c->cache));
     return false; /* the watch is bringing our last write: the next event or tick looks */
   }
   if (rk_cache_look(c->cache, c->etcd, &s, &err) != RING_OK) {
