@@ -137,9 +137,8 @@ static void refuse(ring_watcher *w, uint64_t version, const char *source, const 
 
 /* ---------------------------------------------------- 2. reading etcd */
 
-/* Reads the version key: *version is 0 when it is absent or refused, and
- * *revision (if not NULL) the store revision read. */
-static int read_version(ring_watcher *w, uint64_t *version, int64_t *revision, ring_error *err) {
+/* Reads the version key: *version is 0 when it is absent or refused. */
+static int read_version(ring_watcher *w, uint64_t *version, ring_error *err) {
   ring_kvs kvs;
   int rc = ring_etcd_range(w->c, w->vkey, w->vkey_len, NULL, &kvs, err);
   if (rc != RING_OK)
@@ -153,8 +152,6 @@ static int read_version(ring_watcher *w, uint64_t *version, int64_t *revision, r
               kvs.kvs[0].value ? (const char *)kvs.kvs[0].value : "");
     refuse(w, 0, "version", &bad);
   }
-  if (revision)
-    *revision = kvs.revision;
   ring_kvs_clear(&kvs);
   return RING_OK;
 }
@@ -446,6 +443,23 @@ static void acked_at_least(ring_watcher *w, uint64_t v) {
     ;
 }
 
+/* The put of acks/<id> = v for w, written into key (KEY_MAX bytes) and
+ * value (24). key_len is 0 only if the key did not fit, which the checks
+ * of ring_watcher_start (ids of at most 63 bytes) rule out. */
+static ring_op ack_op(const ring_watcher *w, uint64_t v, char *key, char *value) {
+  int klen = ring__key(key, KEY_MAX, w->cluster, "acks/", w->ack_id);
+  int vlen = snprintf(value, 24, "%" PRIu64, v);
+  return (ring_op){.type = RING_OP_PUT,
+                   .key = key,
+                   .key_len = klen > 0 ? (size_t)klen : 0,
+                   .value = value,
+                   .value_len = (size_t)vlen};
+}
+
+static int put_op(ring_etcd *c, const ring_op *op, ring_error *err) {
+  return ring_etcd_put(c, op->key, op->key_len, op->value, op->value_len, 0, NULL, NULL, err);
+}
+
 /* Writes acks/<id> = the version in service, if newer than the last ack;
  * defer: leaves it due (ack_due), for the hub's flush to write with the
  * acks of the client's other watchers (flush_acks). */
@@ -458,11 +472,10 @@ static int ack(ring_watcher *w, bool defer, ring_error *err) {
     return RING_OK;
   }
   char key[KEY_MAX], value[24];
-  int klen = ring__key(key, sizeof key, w->cluster, "acks/", w->ack_id);
-  int vlen = snprintf(value, sizeof value, "%" PRIu64, v);
-  if (klen < 0)
+  ring_op op = ack_op(w, v, key, value);
+  if (op.key_len == 0)
     return ring__err(err, RING_EINVAL, "acks/%s: key too long", w->ack_id);
-  int rc = ring_etcd_put(w->c, key, (size_t)klen, value, (size_t)vlen, 0, NULL, NULL, err);
+  int rc = put_op(w->c, &op, err);
   if (rc == RING_OK)
     acked_at_least(w, v);
   return rc;
@@ -517,7 +530,7 @@ static int follow(ring_watcher *w, uint64_t hint, const ring_kv *carried, int tr
   int rc = RING_OK;
   for (int attempt = 1; !atomic_load(&w->stop); attempt++) {
     uint64_t v = hint;
-    rc = hint ? RING_OK : read_version(w, &v, NULL, err);
+    rc = hint ? RING_OK : read_version(w, &v, err);
     if (rc == RING_OK && held_back(w))
       return RING_OK;
     if (rc == RING_OK && v > ring_live_version(w->live) && v != w->refused)
@@ -628,24 +641,17 @@ static void ack_done(ring_watcher *w, int rc, const ring_error *err) {
  * holds up no other watcher's ack. */
 static void ack_batch(ring_etcd *c, ring_watcher **batch, uint32_t n, ring_op *ops,
                       char (*keys)[KEY_MAX], char (*values)[24]) {
-  for (uint32_t i = 0; i < n; i++) {
-    int klen = ring__key(keys[i], KEY_MAX, batch[i]->cluster, "acks/", batch[i]->ack_id);
-    int vlen = snprintf(values[i], 24, "%" PRIu64, batch[i]->m.due);
-    ops[i] = (ring_op){.type = RING_OP_PUT,
-                       .key = keys[i],
-                       .key_len = klen > 0 ? (size_t)klen : 0,
-                       .value = values[i],
-                       .value_len = (size_t)vlen};
-  }
+  for (uint32_t i = 0; i < n; i++)
+    ops[i] = ack_op(batch[i], batch[i]->m.due, keys[i], values[i]);
   ring_error err = {0};
-  int rc = n == 1 ? RING_ENOTFOUND : ring_etcd_txn(c, NULL, 0, ops, n, NULL, 0, NULL, &err);
-  bool apart = n == 1 || (rc != RING_OK && !transient(rc));
-  for (uint32_t i = 0; i < n; i++) {
-    if (apart)
-      rc = ring_etcd_put(c, ops[i].key, ops[i].key_len, ops[i].value, ops[i].value_len, 0, NULL,
-                         NULL, &err);
-    ack_done(batch[i], rc, &err);
+  int rc = RING_OK;
+  bool apart = n == 1;
+  if (!apart) {
+    rc = ring_etcd_txn(c, NULL, 0, ops, n, NULL, 0, NULL, &err);
+    apart = rc != RING_OK && !transient(rc);
   }
+  for (uint32_t i = 0; i < n; i++)
+    ack_done(batch[i], apart ? put_op(c, &ops[i], &err) : rc, &err);
 }
 
 /* Whether batch[0..n) already writes w's ack key (etcd refuses a txn that
@@ -743,7 +749,7 @@ int ring_watcher_start(ring_etcd *c, const ring_watcher_opts *o, ring_live *live
     return rc;
   }
   uint64_t v = 0;
-  for (int i = 1; (rc = read_version(w, &v, NULL, err)) != RING_OK && transient(rc) &&
+  for (int i = 1; (rc = read_version(w, &v, err)) != RING_OK && transient(rc) &&
                   i < RING_WATCHER_START_TRIES && pause_unless_stopped(w, 100L << i);
        i++)
     ;

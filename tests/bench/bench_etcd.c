@@ -231,15 +231,22 @@ static double table_heap(const writer *w) {
   return bytes;
 }
 
+/* A client of ec's member, or the benchmark ends. */
+static ring_etcd *open_client(const etcd_cluster *ec) {
+  ring_etcd_opts eo = {.endpoints = ec->endpoints};
+  ring_etcd *c;
+  ring_error err;
+  if (ring_etcd_open(&eo, &c, &err))
+    die("open", &err);
+  return c;
+}
+
 /* Latency and memory of o->watchers watchers: all on one shared client
  * (whose reads of one delta or table are joined) or each on its own
  * client (each reads for itself, as separate processes would). */
 static void bench_watchers(const options *o, const etcd_cluster *ec, bool shared_client) {
-  ring_etcd_opts eo = {.endpoints = ec->endpoints};
-  ring_etcd *wc;
+  ring_etcd *wc = open_client(ec);
   ring_error err;
-  if (ring_etcd_open(&eo, &wc, &err))
-    die("open", &err);
   writer w = {wc, o->tokens, NULL, 0, 0, 0};
   publish_next(&w, NULL, NULL); /* version 1, read by every watcher as it starts */
   const int n = o->watchers, nv = o->versions + 1;
@@ -250,9 +257,7 @@ static void bench_watchers(const options *o, const etcd_cluster *ec, bool shared
   double heap0 = heap_bytes();
   double s0 = harness_now();
   for (int i = 0; i < n; i++) {
-    if ((shared_client && i > 0 ? (clients[i] = clients[0], 0)
-                                : ring_etcd_open(&eo, &clients[i], &err)) != RING_OK)
-      die("open", &err);
+    clients[i] = shared_client && i > 0 ? clients[0] : open_client(ec);
     f[i].n_versions = nv;
     f[i].swapped_at = calloc((size_t)nv, sizeof *f[i].swapped_at);
     ring_watcher_opts wo = {.cluster = CLUSTER, .on_table = on_table, .ud = &f[i]};
@@ -359,12 +364,10 @@ static int on_bare(void *ud, const ring_event *ev, uint32_t n, int64_t revision,
 }
 
 static void bench_bare_streams(const options *o, const etcd_cluster *ec) {
-  ring_etcd_opts eo = {.endpoints = ec->endpoints};
-  ring_etcd *wc;
+  ring_etcd *wc = open_client(ec);
   ring_error err;
-  if (ring_etcd_open(&eo, &wc, &err))
-    die("open", &err);
   writer w = {wc, o->tokens, NULL, 0, 0, 0};
+  publish_next(&w, NULL, NULL); /* version 1; each measured one carries a delta, as above */
   const int n = o->watchers, nv = o->versions + 1;
   bare *b = calloc((size_t)n, sizeof *b);
   ring_etcd **clients = calloc((size_t)n, sizeof *clients);
@@ -373,8 +376,8 @@ static void bench_bare_streams(const options *o, const etcd_cluster *ec) {
   for (int i = 0; i < n; i++) {
     b[i].n_versions = nv;
     b[i].seen_at = calloc((size_t)nv, sizeof *b[i].seen_at);
-    if (ring_etcd_open(&eo, &clients[i], &err) != RING_OK ||
-        ring_etcd_watch(clients[i], prefix, sizeof prefix - 1, true, 0, on_bare, &b[i], &watches[i],
+    clients[i] = open_client(ec);
+    if (ring_etcd_watch(clients[i], prefix, sizeof prefix - 1, true, 0, on_bare, &b[i], &watches[i],
                         &err) != RING_OK)
       die("watch", &err);
   }
@@ -491,11 +494,7 @@ static double etcdctl_rate(const etcd_cluster *ec, bool txn, int loops, int ops)
 }
 
 static void bench_ops(const options *o, const etcd_cluster *ec) {
-  ring_etcd_opts eo = {.endpoints = ec->endpoints};
-  ring_etcd *c;
-  ring_error err;
-  if (ring_etcd_open(&eo, &c, &err))
-    die("open", &err);
+  ring_etcd *c = open_client(ec);
   client_rate(c, false, 1, 50); /* warm: the connection pool, etcd's caches */
   double put1 = client_rate(c, false, 1, o->ops), put4 = client_rate(c, false, 4, o->ops);
   double txn1 = client_rate(c, true, 1, o->ops), txn4 = client_rate(c, true, 4, o->ops);
