@@ -307,6 +307,9 @@ void coord_status_observe(coord *c, const rk_state *s);
 /* The loop, not leading: at most once a second (or when a GET waits),
  * reads the leader key and makes the view "follower, leader is X". */
 void coord_status_follow(coord *c);
+/* The loop, on winning an election: the page says "leader" at once, and
+ * that its first look is under way, until that look builds the view. */
+void coord_status_took_over(coord *c);
 
 /* The active run's part of the page (coord_status_plan.c).
  * coord_status_plan_follow, at every look (whoever watches): takes a

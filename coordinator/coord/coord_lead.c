@@ -92,6 +92,7 @@ static void campaign(coord *c) {
     atomic_store(&c->m.leader, 1);
     atomic_fetch_add(&c->m.terms, 1);
     rd_log(RD_INFO, "became leader", "id", c->o.id, NULL);
+    coord_status_took_over(c);
     rd_logf(RD_INFO, "fencing revision %" PRId64 " lease %" PRId64, c->lead.create_revision,
             c->lease);
   } else if (rc != RING_EBUSY) {

@@ -199,8 +199,10 @@ static bool leader_step(coord *c) {
   }
   if (wrote >= 0)
     rd_health_ok(&c->health);
-  if (wrote <= 0) /* after a write the loop looks again at once */
-    coord_status_observe(c, s);
+  /* after a write too: a page asked for while the loop writes look after
+   * look (a first placement) is built from this look, at its revision,
+   * rather than left to time out on the page before */
+  coord_status_observe(c, s);
   return wrote > 0;
 }
 

@@ -30,7 +30,8 @@
  * /status.json (application/json), "format":"ringkeeper.status.v1":
  *   {"format","cluster","self":ID,"role":"starting"|"follower"|"leader",
  *    "leader":null|{"id","addr"},"generated_ms":UNIX_MS,
- *   and while leading also
+ *   from winning the election to the first look (coord_status_took_over)
+ *    "health":"taking over: ..." and nothing else; from then on, leading,
  *    "revision":N (the etcd revision shown), "health":"ok"|REASON,
  *    "config":null|{"tokens","replicas","failure_domain","migration",
  *                   "auto_apply" ("none"|"repair"|"all"),"throttle":{"moves_per_node",
@@ -456,6 +457,26 @@ void coord_status_observe(coord *c, const rk_state *s) {
   st->leading = true;
   st->stamp = s->stamp;
   st->built_ms = now;
+}
+
+/* The page between winning an election and the first look: the role is
+ * the leader's from the moment it is (an operator who asks must not read
+ * "starting" from a leader that may already have published), the view
+ * still to come is said as the health, and the next look builds the
+ * leader's view whoever asks. */
+void coord_status_took_over(coord *c) {
+  coord_status *st = &c->status;
+  if (c->o.listen == NULL)
+    return;
+  rk_leader me = {0};
+  snprintf(me.id, sizeof me.id, "%s", c->o.id);
+  snprintf(me.addr, sizeof me.addr, "%s", c->o.listen);
+  cJSON *o = head(c, "leader", &me);
+  cJSON_AddStringToObject(o, "health", "taking over: the first look at the cluster is under way");
+  publish(c, o, 0);
+  st->leading = false; /* the next look builds, wanted or not */
+  st->stamp = 0;
+  st->built_ms = 0;
 }
 
 /* ------------------------------------------------------ a follower's view */

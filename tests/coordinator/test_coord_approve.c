@@ -49,7 +49,8 @@ START_TEST(proposals_wait_for_apply) {
   ck_assert_double_eq(jnum(p, "moves_total"), 0);
   cJSON_Delete(p);
   env_assert_nothing_runs(0, 2000);
-  ck_assert_double_eq(env_metric(0, "ring_coordinator_plan", "state=\"proposed\""), 1);
+  WAIT_UNTIL(env_metric(0, "ring_coordinator_plan", "state=\"proposed\"") == 1, 5,
+             "ring_coordinator_plan{state=\"proposed\"} is not 1");
 
   /* `ringctl apply` approves the current proposal */
   ck_assert_int_eq(env_ringctl(NULL, 0, "apply"), 0);

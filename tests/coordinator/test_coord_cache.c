@@ -75,7 +75,7 @@ START_TEST(divergence_is_caught_and_replaced) {
   ck_assert_double_eq(diverged(), 1);
   ck_assert(!env_exists("plan/proposed"));
   char body[512];
-  ck_assert_int_eq(env_healthz(0, body, sizeof body), 200);
+  WAIT_UNTIL(env_healthz(0, body, sizeof body) == 200, 10, "/healthz is not ok: %s", body);
   ck_assert_int_eq(proc_term(&env.coord[0], 10), 0);
   env_pass();
 }

@@ -91,8 +91,8 @@ static void check_status_json(uint32_t n, const char *to) {
 START_TEST(stuck_moves_are_loud) {
   env_config k = {.tokens = 64, .replicas = 2, .down_after_ms = 60000, .auto_apply = true};
   uint64_t v1 = env_bootstrap(&k, 4, 3, 1, "--stuck-after 1s");
-  ck_assert(metric_is("ring_coordinator_stuck_moves", 0));
-  ck_assert(healthz_has(200, "ok"));
+  WAIT_UNTIL(metric_is("ring_coordinator_stuck_moves", 0) && healthz_has(200, "ok"), 10,
+             "the bootstrapped cluster is not calm");
   k.auto_apply = false; /* the join waits for ringctl apply */
   env_config_put(&k);
   harness_sleep_ms(300);
@@ -109,7 +109,7 @@ START_TEST(stuck_moves_are_loud) {
   ck_assert(metric_is("ring_coordinator_failing_moves", 0));
   WAIT_UNTIL(stuck_key_is(n, "a5", "no progress reported by a5"), 10, "no stuck key");
   char body[1024];
-  ck_assert_int_eq(env_healthz(0, body, sizeof body), 503);
+  WAIT_UNTIL(env_healthz(0, body, sizeof body) == 503, 10, "/healthz is not degraded: %s", body);
   ck_assert_msg(strncmp(body, "degraded: ", 10) == 0 && strstr(body, "moves stuck for") &&
                     strstr(body, "-> a5: no progress reported by a5"),
                 "%s", body);
@@ -119,8 +119,8 @@ START_TEST(stuck_moves_are_loud) {
   WAIT_UNTIL(stuck_key_is(n, "a5", AGENT_ERROR " (1 attempt)"), 10,
              "the stuck key does not carry the agent's error");
   WAIT_UNTIL(metric_is("ring_coordinator_failing_moves", n), 10, "failing_moves is not %u", n);
-  ck_assert(metric_is("ring_coordinator_stuck_moves", n));
-  ck_assert(healthz_has(503, AGENT_ERROR));
+  WAIT_UNTIL(metric_is("ring_coordinator_stuck_moves", n) && healthz_has(503, AGENT_ERROR), 10,
+             "/healthz or the gauge does not carry the agent's error");
   ck_assert_int_eq(env_ringctl(out, sizeof out, "status"), 0);
   ck_assert_msg(strstr(out, "stuck moves: ") && strstr(out, AGENT_ERROR), "%s", out);
   check_status_json(n, "a5");
