@@ -1,5 +1,5 @@
 /*
- * agent_own.c: explicit ownership (DESIGN.md, "Arc storage on a host").
+ * agent_own.c: explicit ownership (docs/DESIGN.md, "Arcs on a host").
  *
  * An owner holds arcs/<token>/ for every token it owns, from the version
  * that gives it the token, possibly empty: a source's "not held" is then

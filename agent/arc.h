@@ -1,6 +1,6 @@
 /*
- * arc.h: arcs on a host and moving them between hosts (DESIGN.md, "Arc
- * storage on a host"; proto/arc.md, the transfer protocol). Internal to
+ * arc.h: arcs on a host and moving them between hosts (docs/DESIGN.md, "Arcs on
+ * a host"; proto/arc.md, the transfer protocol). Internal to
  * ring-agent; static library `ringarc`.
  *
  * Sections: the store; authentication; the server; the fetcher; the rate

@@ -354,7 +354,7 @@ RING_EXTERN uint64_t ring_live_version(ring_live *l);
 
 /* The planner turns (current table, desired nodes, config) into a target
  * table and the moves that reach it, grouped into throttled waves. It
- * keeps the invariants of DESIGN.md: distinct owners; distinct hard failure
+ * keeps the invariants of docs/DESIGN.md: distinct owners; distinct hard failure
  * domains (else it refuses and names the violations); every node within
  * one token-replica of its weighted target; minimal movement (every plan
  * reports its moves next to the lower bound); at most one replica of a

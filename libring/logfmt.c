@@ -1,5 +1,5 @@
 /*
- * logfmt.c: the one rule for writing a logfmt value (STYLE.md, logs), used
+ * logfmt.c: the one rule for writing a logfmt value (docs/STYLE.md, logs), used
  * by the watcher's default log line and by the daemons' logger
  * (daemon/log.c).
  *

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check_layers.py: the layers point one way (STYLE.md, rule 7).
+"""check_layers.py: the layers point one way (docs/STYLE.md, rule 7).
 
     embedders -> libring
     daemons (ring-agent, ring-coordinator, ringctl, examples/kv)

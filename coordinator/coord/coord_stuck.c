@@ -1,5 +1,5 @@
 /*
- * coord_stuck.c: stuck moves (DESIGN.md, migration: "a move that makes no
+ * coord_stuck.c: stuck moves (docs/DESIGN.md, "Migration": "a move that makes no
  * progress is reported stuck, never completed by guesswork").
  *
  * Sections: following the receivers; the stuck set; the `stuck` key;

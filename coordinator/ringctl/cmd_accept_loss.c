@@ -3,8 +3,8 @@
  * that the data of some moves in flight, or of replicas their owners
  * report missing (missing/<id>), is gone, so their receivers (or those
  * owners) may install those arcs empty (proto/etcd.md, `loss`). Nothing
- * else ever completes a move or a refill without its data (DESIGN.md,
- * "Arc storage on a host").
+ * else ever completes a move or a refill without its data (docs/DESIGN.md,
+ * "Arcs on a host").
  *
  * Usage: ringctl accept-loss TOKENS|--stuck|--lost [--version V] [--yes]
  *

@@ -4,7 +4,7 @@
  *
  * Usage: ringctl status [--json]
  *
- * --json prints the shape DESIGN.md fixes:
+ * --json prints the shape docs/DESIGN.md fixes:
  *   {"version":N,"nodes":[{"id","state","labels","weight","replicas","target"}],
  *    "plan":null|{"id","state","moves_total","moves_done"},
  * and after it

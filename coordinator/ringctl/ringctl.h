@@ -19,7 +19,7 @@
 
 /* ------------------------------------------------------------ exit codes */
 
-/* DESIGN.md, operator surface: scripts rely on these numbers. */
+/* docs/DESIGN.md, "The operator's surface": scripts rely on these numbers. */
 enum {
   RINGCTL_EXIT_OK = 0,      /* success */
   RINGCTL_EXIT_FAILURE = 1, /* runtime failure */

@@ -83,7 +83,7 @@ void ringctl_node_table(FILE *f, const ringctl_node_row *rows, uint32_t n, bool 
 
 /* ------------------------------------------------------------------- plans */
 
-/* ringctl plan --json's shape (DESIGN.md): id, base_version, moves_total,
+/* ringctl plan --json's shape (docs/DESIGN.md): id, base_version, moves_total,
  * lower_bound, waves, bytes, moves (from plan, [] when NULL), violations;
  * with arc sizes (arc_bytes: T entries, rk_arc_bytes; NULL: none known)
  * also "bytes_in" {node: bytes} and, with a byte rate in cfg, "eta_s". */

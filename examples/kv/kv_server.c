@@ -168,7 +168,7 @@ int kv_role(const ring_table *t, uint32_t token, int me) {
 }
 
 /* Once placed, an owner holds arcs/<token>/ for every token it owns
- * (DESIGN.md, explicit ownership); without it the arc is missing here and
+ * (docs/DESIGN.md, explicit ownership); without it the arc is missing here and
  * only the agent may bring it back, whole: creating it would hide the loss
  * from the agent's check and stand in the way of its atomic install. */
 int kv_role_here(kv_server *s, const ring_table *t, uint32_t token, int me) {

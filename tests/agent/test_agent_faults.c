@@ -78,7 +78,7 @@ START_TEST(receiver_killed_mid_transfer_resumes) {
 END_TEST
 
 /* Seals a new file of n bytes into arcs/<token>/ on agent i, as the data
- * plane does (DESIGN.md: written aside, renamed in, immutable after). */
+ * plane does (docs/DESIGN.md: written aside, renamed in, immutable after). */
 static void env_arc_seal(int i, uint32_t token, const char *name, size_t n) {
   char aside[460], path[460];
   snprintf(aside, sizeof aside, "%s/%s.sealing", env.a[i].data, name);

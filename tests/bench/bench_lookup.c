@@ -58,7 +58,7 @@
 #include <libmemcached/memcached.h>
 #endif
 
-#define BENCH_TOKENS 16384u /* T for every N unless --tokens: DESIGN.md's default */
+#define BENCH_TOKENS 16384u /* T for every N unless --tokens: docs/DESIGN.md's default */
 #define BENCH_REPLICAS 3u
 #define BENCH_ZONES 10u
 #define BENCH_KEYS_DEFAULT 10000u /* hot: in L2; --quick too */

@@ -253,7 +253,7 @@ void env_throttle(env_config *k, uint32_t per_node, uint32_t per_wave);
 
 /* ------------------------------------------------------- weighted targets */
 
-/* The weighted target of every node of t (DESIGN.md, invariant 2): serving
+/* The weighted target of every node of t (docs/DESIGN.md, invariant 2): serving
  * nodes (joining, active) share T*R by weight; a hard domain holds at most T
  * token-replicas and its excess goes to the other domains by weight; inside
  * a domain, nodes share by weight. target[i] is 0 for nodes that serve not. */

@@ -22,7 +22,7 @@
  * RING_PROPERTY_THREADS=N runs the cases on N threads (default: the online
  * CPUs, at most 8). Results do not depend on the thread count.
  *
- * Section 3 recomputes from the public API, and from DESIGN.md's rules,
+ * Section 3 recomputes from the public API, and from docs/DESIGN.md's rules,
  * what ring_plan_verify checks from the inside: the verifier shares the
  * target arithmetic (plan_quota.c) with the planner, so a bug in it would
  * pass the verifier but not these checks.
@@ -574,7 +574,7 @@ static void fill_domains(worker *w, uint32_t T, uint32_t R, double *left, double
   }
 }
 
-/* Weighted targets straight from DESIGN.md, not from the library, into
+/* Weighted targets straight from docs/DESIGN.md, not from the library, into
  * w->target: each domain's share of T*R by weight, a domain capped at T
  * with its excess shared by the others by weight, nodes by weight inside
  * their domain; 0 for nodes that do not serve. Needs w->dom. */
@@ -644,7 +644,7 @@ static void check_loads(const step *st, const ring_plan *p) {
       failf(st, "node %s: owns %u, table says %u, plan says before %u (counted %u) after %u", id,
             w->load[i], ring_table_node_replicas(t, k), pl.before, w->before[i], pl.after);
     if (fabs(pl.target - w->target[i]) > 1e-6)
-      failf(st, "node %s: plan reports target %.6f, DESIGN.md's is %.6f", id, pl.target,
+      failf(st, "node %s: plan reports target %.6f, docs/DESIGN.md's is %.6f", id, pl.target,
             w->target[i]);
   }
 }
@@ -745,7 +745,7 @@ static void check_replay(const step *st, const ring_plan *p) {
   free(rp.seen);
 }
 
-/* Lower bound from DESIGN.md alone: replicas on nodes that stop serving
+/* Lower bound from docs/DESIGN.md alone: replicas on nodes that stop serving
  * must move, and a serving node keeps at most ceil(target) and ends with at
  * least floor(target). The planner's own bound uses exact quotas, so it
  * can only be higher. Needs w->target and w->before. */
