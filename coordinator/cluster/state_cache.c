@@ -385,7 +385,7 @@ static void corrupt_once(rk_cache *k) {
     return;
   n->weight = n->weight * 2 + 1;
   k->s.stamp = ++k->stamps;
-  rd_log(RD_WARN, "test knob: altered a cached record (RING_TEST_CACHE_CORRUPT)", "node",
+  rd_log(RD_WARN, "test knob: altered a cached record", "node",
          k->corrupt, NULL);
   k->corrupt[0] = '\0';
 }

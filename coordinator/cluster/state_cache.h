@@ -142,9 +142,8 @@ void rk_cache_full_reads(rk_cache *k, bool on);
  * compared with) without waiting for it: for tests. */
 void rk_cache_check_soon(rk_cache *k);
 
-/* Test knobs (ring-coordinator sets them from RING_TEST_CACHE_CHECK_MS and
- * RING_TEST_CACHE_CORRUPT, inert unless set; tests/coordinator/
- * test_coord_cache.c). rk_cache_check_every: the periodic check every ms
+/* Test knobs (only the test build ring-coordinator-faults sets them, from
+ * its environment; tests/coordinator/test_coord_cache.c). rk_cache_check_every: the periodic check every ms
  * instead of RK_CACHE_RESYNC_MS (0: that again). rk_cache_corrupt: the
  * first look served from the watch that holds node `id`'s record alters
  * that record's weight in the cache alone (etcd keeps the true one), once,

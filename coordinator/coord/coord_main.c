@@ -74,10 +74,12 @@ static void on_stop(void *ud) {
 
 static void wake_loop(void *ud) { rd_waker_wake(&((coord *)ud)->waker); }
 
-/* Test knobs, inert unless set (state_cache.h, rk_cache_check_every and
- * rk_cache_corrupt; tests/coordinator/test_coord_cache.c): the cache's
- * periodic check every RING_TEST_CACHE_CHECK_MS, and one cached record
- * of node RING_TEST_CACHE_CORRUPT altered, to see the check catch it. */
+#ifdef RING_FAULT_INJECTION
+/* Test knobs, only in ring-coordinator-faults (never installed), inert
+ * unless set (state_cache.h, rk_cache_check_every and rk_cache_corrupt;
+ * tests/coordinator/test_coord_cache.c): the cache's periodic check every
+ * RING_TEST_CACHE_CHECK_MS, and one cached record of node
+ * RING_TEST_CACHE_CORRUPT altered, to see the check catch it. */
 static void test_knobs(rk_cache *k) {
   const char *every = getenv("RING_TEST_CACHE_CHECK_MS"), *node = getenv("RING_TEST_CACHE_CORRUPT");
   if (every != NULL) {
@@ -88,6 +90,9 @@ static void test_knobs(rk_cache *k) {
   if (node != NULL)
     rk_cache_corrupt(k, node);
 }
+#else
+static void test_knobs(rk_cache *k) { (void)k; }
+#endif
 
 static int open_etcd(coord *c, char *msg, size_t cap) {
   if (rd_etcd_open(&c->o.etcd, &c->etcd, msg, cap) != 0)

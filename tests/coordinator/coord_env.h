@@ -49,6 +49,7 @@ typedef struct coord_env {
   proc coord[ENV_COORDS];        /* ring-coordinator instances */
   char coord_id[ENV_COORDS][16]; /* their --id */
   char listen[ENV_COORDS][32];   /* their --listen, 127.0.0.1:<port> */
+  const char *coord_bin;         /* the binary env_coord_start runs; NULL: ring-coordinator */
   fake_agent agent[ENV_AGENTS];
   bool agent_used[ENV_AGENTS];
   bool passed; /* set by env_pass() at a test's end */

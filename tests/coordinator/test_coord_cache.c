@@ -41,7 +41,8 @@ START_TEST(divergence_is_caught_and_replaced) {
   ck_assert(!env_exists("plan/proposed"));
   ck_assert_int_eq(proc_term(&env.coord[0], 10), 0);
 
-  /* the same coordinator again, with the knobs */
+  /* the same coordinator again, its test build with the knobs */
+  env.coord_bin = RING_COORDINATOR_FAULTS_BIN;
   setenv("RING_TEST_CACHE_CHECK_MS", CHECK_MS, 1);
   setenv("RING_TEST_CACHE_CORRUPT", "a2", 1);
   env_coord_start(0, "coord-a", "");

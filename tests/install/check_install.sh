@@ -56,4 +56,10 @@ CMAKE
 cmake -S "$tmp/consumer" -B "$tmp/consumer/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
 cmake --build "$tmp/consumer/build" >/dev/null
 LD_LIBRARY_PATH=$(dirname "$lib") "$tmp/consumer/build/consumer" >/dev/null
+# No installed file names a test hook: fault injection is built only into
+# test binaries (ring-coordinator-faults), which are never installed.
+cmake --install "$build" --prefix "$tmp/all" >/dev/null
+hooks=$(grep -rl RING_TEST_ "$tmp/all" || true)
+[ -z "$hooks" ] || { echo "a test hook in an installed file:"; echo "$hooks"; exit 1; }
+[ -x "$tmp/all/bin/ring-coordinator" ] || { echo "ring-coordinator was not installed"; exit 1; }
 echo "install: headers, libring.pc, CMake package, SONAME $soname, $(nm -D --defined-only "$lib" | grep -c ' T ring_') exported functions: ok"
