@@ -385,8 +385,7 @@ static void corrupt_once(rk_cache *k) {
     return;
   n->weight = n->weight * 2 + 1;
   k->s.stamp = ++k->stamps;
-  rd_log(RD_WARN, "test knob: altered a cached record", "node",
-         k->corrupt, NULL);
+  rd_log(RD_WARN, "test knob: altered a cached record", "node", k->corrupt, NULL);
   k->corrupt[0] = '\0';
 }
 

@@ -143,11 +143,10 @@ void rk_cache_full_reads(rk_cache *k, bool on);
 void rk_cache_check_soon(rk_cache *k);
 
 /* Test knobs (only the test build ring-coordinator-faults sets them, from
- * its environment; tests/coordinator/test_coord_cache.c). rk_cache_check_every: the periodic check every ms
- * instead of RK_CACHE_RESYNC_MS (0: that again). rk_cache_corrupt: the
- * first look served from the watch that holds node `id`'s record alters
- * that record's weight in the cache alone (etcd keeps the true one), once,
- * as a bug in the cache would; the look's state gets a new stamp. */
+ * its environment; tests/coordinator/test_coord_cache.c). rk_cache_check_every: the periodic check
+ * every ms instead of RK_CACHE_RESYNC_MS (0: that again). rk_cache_corrupt: the first look served
+ * from the watch that holds node `id`'s record alters that record's weight in the cache alone (etcd
+ * keeps the true one), once, as a bug in the cache would; the look's state gets a new stamp. */
 void rk_cache_check_every(rk_cache *k, uint64_t ms);
 void rk_cache_corrupt(rk_cache *k, const char *id);
 

@@ -94,7 +94,8 @@ void env_coord_start(int i, const char *id, const char *extra) {
   snprintf(line, sizeof line,
            "%s --endpoints %s --cluster " ENV_CLUSTER
            " --id %s --listen %.31s --lease-ttl 2s --log-level debug --tick 200ms %s",
-           env.coord_bin != NULL ? env.coord_bin : RING_COORDINATOR_BIN, env.etcd.endpoints, id, env.listen[i], extra ? extra : "");
+           env.coord_bin != NULL ? env.coord_bin : RING_COORDINATOR_BIN, env.etcd.endpoints, id,
+           env.listen[i], extra ? extra : "");
   int a = 0;
   for (char *save = NULL, *tok = strtok_r(line, " ", &save); tok && a < PROC_ARGS_MAX - 1;
        tok = strtok_r(NULL, " ", &save))

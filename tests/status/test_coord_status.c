@@ -64,15 +64,31 @@ static cJSON *status_json(int coord) {
 
 static const cJSON *jplan(const cJSON *s) { return jobj(s, "plan"); }
 
+/* Whether every node of the page is in the state its record holds now: a
+ * page is built from a look, at its revision, so one built just before the
+ * coordinator's own write of a record (a joined node made active) shows the
+ * state before it; a check against the records waits for the page after. */
+static bool states_match(const cJSON *s) {
+  const cJSON *node;
+  cJSON_ArrayForEach(node, jobj(s, "nodes")) {
+    env_node rec;
+    if (!env_node_read(jstr(node, "id"), &rec) || strcmp(jstr(node, "state"), rec.state) != 0)
+      return false;
+  }
+  return true;
+}
+
 /* Polls coordinator i's /status.json until it shows version v with a plan
- * in `state` (and, when id is not NULL, that plan); returns it. */
+ * in `state` (and, when id is not NULL, that plan) and its nodes in the
+ * states of their records; returns it. */
 static cJSON *status_when(int coord, uint64_t v, const char *state, const char *id) {
   double end = harness_now() + 15;
   for (;;) {
     cJSON *s = status_json(coord);
     const cJSON *p = jplan(s);
     if (jnum(s, "version") == (double)v && cJSON_IsObject(p) &&
-        strcmp(jstr(p, "state"), state) == 0 && (id == NULL || strcmp(jstr(p, "id"), id) == 0))
+        strcmp(jstr(p, "state"), state) == 0 && (id == NULL || strcmp(jstr(p, "id"), id) == 0) &&
+        states_match(s))
       return s;
     char *text = cJSON_PrintUnformatted(s);
     bool late = harness_now() > end;
