@@ -134,6 +134,7 @@ typedef struct agent_metrics {
                                          loss the operator accepted */
   _Atomic uint64_t not_held;          /* a source the table names answered "not held" (signed) */
   _Atomic uint64_t bad_signatures;    /* answers refused: not signed by the node expected */
+  _Atomic uint64_t alive_refused;     /* alive/ values refused: over the cap, or no id */
   _Atomic uint64_t losses_accepted;   /* arcs installed empty on the operator's word */
   _Atomic uint64_t adopted;           /* empty arcs made for tokens granted with nothing to copy */
   _Atomic uint64_t missing;           /* owned tokens (not pending) with no arc here */
@@ -242,8 +243,10 @@ typedef struct agent {
   uint64_t restore_probe_ms;       /* rd_now_ms of the last read of the version key */
   bool recovery_written;           /* recovery/<id> is up for this restore */
 
-  rd_health health;             /* the last trouble of the loop, for /healthz */
-  uint64_t rate_bytes, rate_ms; /* last rate sample */
+  rd_health health;                         /* the last trouble of the loop, for /healthz */
+  uint64_t rate_bytes, rate_ms;             /* last rate sample */
+  uint64_t refused_logged;                  /* arc_store_refused when last logged (the loop's) */
+  char alive_refused_last[RING_ID_MAX + 1]; /* the host last named for a refused alive/ */
 
   agent_metrics m;
 } agent;

@@ -162,16 +162,29 @@ static int by_id(const void *x, const void *y) {
   return strcmp(((const alive_host *)x)->id, ((const alive_host *)y)->id);
 }
 
-/* Reads alive/. A failed read leaves the set unknown (not an error: the
- * sources are then tried in slot order). */
+/* Counts and names (once per new refusal) an alive/ value refused by the
+ * checks the coordinator applies: over the cap, or a key naming no id. */
+static void refuse_alive(agent *a, const char *id, const char *why) {
+  atomic_fetch_add(&a->m.alive_refused, 1);
+  if (strcmp(a->alive_refused_last, id) == 0)
+    return;
+  snprintf(a->alive_refused_last, sizeof a->alive_refused_last, "%s", id);
+  rd_log(RD_WARN, "refused an alive/ value: the host counts as not alive", "host", id, "why", why,
+         NULL);
+}
+
+/* Reads alive/, bounded as the coordinator reads it (rd_host_pages: a
+ * value over its cap is dropped as it arrives, so a host cannot make this
+ * agent hold megabytes of it). A failed read leaves the set unknown (not
+ * an error: the sources are then tried in slot order). */
 static void read_alive(agent *a, alive_set *out) {
   memset(out, 0, sizeof *out);
   char prefix[RK_KEY_MAX];
-  int plen = rk_key(prefix, a->o.cluster, "alive/");
-  ring_range_opts ro = {.prefix = true};
+  int plen = rk_key(prefix, a->o.cluster, rk_host_kind_dir(RK_HOST_ALIVE));
   ring_kvs r = {0};
   ring_error err = {0};
-  if (ring_etcd_range(a->etcd, prefix, (size_t)plen, &ro, &r, &err) != RING_OK) {
+  if (rd_host_pages(a->etcd, prefix, (size_t)plen, 0, rk_host_value_max(RK_HOST_ALIVE), &r, &err) !=
+      RING_OK) {
     atomic_fetch_add(&a->m.errors, 1);
     rd_log(RD_WARN, "reading alive/ failed: trying sources in slot order", "err", err.message,
            NULL);
@@ -181,11 +194,16 @@ static void read_alive(agent *a, alive_set *out) {
   for (uint32_t i = 0; out->h && i < r.n; i++) {
     alive_host *h = &out->h[out->n];
     const ring_kv *kv = &r.kvs[i];
-    if (kv->key_len <= (size_t)plen || kv->key_len - (size_t)plen > RING_ID_MAX)
-      continue;
-    memcpy(h->id, kv->key + plen, kv->key_len - (size_t)plen);
+    char why[RING_ERROR_MESSAGE_MAX];
+    int ok = rd_host_check(RK_HOST_ALIVE, kv, (size_t)plen, h->id, why, sizeof why);
+    if (ok <= 0)
+      refuse_alive(a, h->id, why);
+    if (ok < 0) {
+      memset(h->id, 0, sizeof h->id);
+      continue; /* names no host */
+    }
     rk_alive v;
-    if (rk_alive_decode((const char *)kv->value, kv->value_len, &v, NULL) == RING_OK)
+    if (ok > 0 && rk_alive_decode((const char *)kv->value, kv->value_len, &v, NULL) == RING_OK)
       snprintf(h->addr, sizeof h->addr, "%s", v.addr);
     out->n++;
   }

@@ -5,12 +5,28 @@
  */
 #include "agent.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #define RATE_WINDOW_MS 1000
 
+/* Names the last file the store refused (not a regular file) once per
+ * new refusal seen, so a planted FIFO is in the log, not a flood of it. */
+static void log_refused(agent *a) {
+  char last[300];
+  uint64_t n = arc_store_refused(a->store, last, sizeof last);
+  if (n == a->refused_logged)
+    return;
+  char count[24];
+  snprintf(count, sizeof count, "%" PRIu64, n);
+  rd_log(RD_WARN, "refused a file in arcs/ that is not a regular file (not listed, not served)",
+         "file", last, "total", count, NULL);
+  a->refused_logged = n;
+}
+
 void agent_metrics_tick(agent *a) {
+  log_refused(a);
   uint64_t now = rd_now_ms(), bytes = atomic_load(&a->m.bytes_in);
   if (a->rate_ms == 0) {
     a->rate_ms = now, a->rate_bytes = bytes;
@@ -124,8 +140,16 @@ void agent_metrics_text(void *ud, rd_text *t) {
   rd_metric(t, "ring_agent_bad_signatures_total", "counter",
             "answers refused: not signed by the node the table names at that address",
             (double)m->bad_signatures);
+  rd_metric(t, "ring_agent_alive_refused_total", "counter",
+            "alive/ values refused when read: over the cap the coordinator applies, or a key "
+            "naming no id (the host counts as not alive)",
+            (double)m->alive_refused);
   rd_metric(t, "ring_agent_losses_accepted_total", "counter",
             "arcs installed empty on the operator's accept-loss", (double)m->losses_accepted);
+  rd_metric(t, "ring_agent_arc_files_refused_total", "counter",
+            "names in arcs/<token>/ refused as not regular files (FIFO, link, device, "
+            "directory): never listed nor served",
+            (double)arc_store_refused(a->store, NULL, 0));
   arc_server_admit_metrics(a->server, "ring_agent_arc", t);
   rd_metric(t, "ring_agent_etcd_restored", "gauge",
             "1 while etcd's history went back (a restore from an older snapshot): nothing is "

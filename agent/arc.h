@@ -70,6 +70,11 @@ void arc_store_sweep_tmp(arc_store *s, const char *const *keep, uint32_t n_keep)
 /* Free bytes, and the size, of the store's file system (statvfs); 0 if
  * it cannot be read. */
 uint64_t arc_store_free_bytes(arc_store *s);
+/* Names in arcs/<token>/ refused since the store opened because they are
+ * not regular files (a FIFO, socket, device, directory or symbolic link:
+ * never listed in a manifest nor served); the last one as
+ * "<token>/<name>" into last[cap] when last is not NULL ("" if none). */
+uint64_t arc_store_refused(arc_store *s, char *last, size_t cap);
 uint64_t arc_store_capacity_bytes(arc_store *s);
 
 /* --------------------------------------------------------- authentication */

@@ -91,6 +91,20 @@ int arc__hash_fd(int fd, uint64_t len, XXH3_state_t *st) {
   return rc;
 }
 
+int arc__open_regular(int dfd, const char *name, struct stat *st) {
+  int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ELOOP ? -ENOTSUP : -errno; /* ELOOP: a symbolic link at name */
+  int rc = fstat(fd, st) != 0 ? -errno : !S_ISREG(st->st_mode) ? -ENOTSUP : 0;
+  int fl = rc == 0 ? fcntl(fd, F_GETFL) : -1;
+  if (rc == 0 && (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0))
+    rc = -errno;
+  if (rc == 0)
+    return fd;
+  close(fd);
+  return rc;
+}
+
 int arc__errno_code(int neg_errno) {
   switch (-neg_errno) {
   case ENOSPC:

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <xxhash.h>
 #if defined(__x86_64__) && !defined(XXH_INLINE_ALL)
 /* Files are hashed with AVX2 or AVX-512 where the CPU has them (libxxhash
@@ -36,6 +37,15 @@ int arc__rmtree(const char *path);
 /* Feeds the first len bytes of fd (from offset 0, with pread) to st;
  * 0, or a negative errno (-EIO if the file is shorter). */
 int arc__hash_fd(int fd, uint64_t len, XXH3_state_t *st);
+/* Opens name under dfd for reading, only a regular file: O_NOFOLLOW (a
+ * symbolic link is refused) and O_NONBLOCK (a FIFO or a device cannot
+ * block the open), then the type is checked on the descriptor itself, so
+ * nothing can be swapped in between a check and the open. O_NONBLOCK is
+ * cleared before returning. The descriptor (*st its fstat), -ENOTSUP when
+ * the name is not a regular file (a FIFO, socket, device, directory or
+ * symbolic link: the caller counts it as refused), or another negative
+ * errno. */
+int arc__open_regular(int dfd, const char *name, struct stat *st);
 /* A negative errno as a ring_errno: ENOSPC/EDQUOT -> RING_ENOSPC, EEXIST
  * and ENOTEMPTY -> RING_EEXIST, ENOMEM -> RING_ENOMEM, else RING_EIO. */
 int arc__errno_code(int neg_errno);
@@ -87,6 +97,9 @@ const char *arc__store_tmp(const arc_store *s);
  * arc). The descriptor (caller closes), RING_ENOTFOUND when the arc is not
  * held, RING_EUNAVAIL when arcs/ itself cannot be opened, RING_EIO. */
 int arc__store_open_arc(arc_store *s, uint32_t token, ring_error *err);
+/* Counts a name in arcs/<token>/ refused as not a regular file and keeps
+ * it as the last one (arc_store_refused). */
+void arc__store_refuse(arc_store *s, uint32_t token, const char *name);
 /* Renames the (fsynced) directory tmpdir to arcs/<token>/ without replacing
  * anything (RING_EEXIST), then fsyncs arcs/ and tmp/. */
 int arc__install_dir(arc_store *s, const char *tmpdir, uint32_t token, ring_error *err);

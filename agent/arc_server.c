@@ -276,9 +276,6 @@ static mhd_result unsatisfiable(struct MHD_Connection *c, uint64_t size) {
   return ok;
 }
 
-/* The file (a range of it with 206), sent from its descriptor. It is
- * opened under the arc's directory, itself opened without following a
- * symbolic link, so a link at arcs/<token> or at the name serves nothing. */
 /* Takes a streaming slot for this request (released by completed()), or
  * false when throttle.moves_per_node files are streaming already. */
 static bool take_slot(arc_server *srv, void **req) {
@@ -292,6 +289,10 @@ static bool take_slot(arc_server *srv, void **req) {
   return true;
 }
 
+/* The file (a range of it with 206), sent from its descriptor. It is
+ * opened under the arc's directory, itself opened without following a
+ * symbolic link, as a regular file only (arc__open_regular), so a link at
+ * arcs/<token> or at the name serves nothing and a FIFO blocks no worker. */
 static mhd_result serve_file(arc_server *srv, struct MHD_Connection *c, const answer_ctx *a,
                              const char *name, void **req) {
   if (!take_slot(srv, req))
@@ -301,15 +302,16 @@ static mhd_result serve_file(arc_server *srv, struct MHD_Connection *c, const an
   int dfd = arc__store_open_arc(srv->store, a->token, &err);
   if (dfd == RING_EUNAVAIL)
     return store_missing(srv, c, a);
-  int fd = dfd < 0 ? -1 : openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st;
+  int fd = dfd < 0 ? -ENOENT : arc__open_regular(dfd, name, &st);
   if (dfd >= 0)
     close(dfd);
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    if (fd >= 0)
-      close(fd);
-    return reply_text(srv, c, a, MHD_HTTP_NOT_FOUND, "no such file in a held arc\n");
+  if (fd == -ENOTSUP) { /* a FIFO would have blocked this worker in open(2) */
+    arc__store_refuse(srv->store, a->token, name);
+    return reply_text(srv, c, a, MHD_HTTP_NOT_FOUND, "not a regular file in a held arc\n");
   }
+  if (fd < 0)
+    return reply_text(srv, c, a, MHD_HTTP_NOT_FOUND, "no such file in a held arc\n");
   uint64_t size = (uint64_t)st.st_size, off = 0, len = size;
   const char *range = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_RANGE);
   int kind = parse_range(range, size, &off, &len);
@@ -405,11 +407,16 @@ static mhd_result route(void *cls, struct MHD_Connection *c, const char *url, co
   return serve_file(srv, c, &a, slash + 7, req);
 }
 
-/* A request ended (sent, failed or cut): its streaming slot, if any, is free. */
+/* A request ended (sent, failed or cut): its streaming slot, if any, is
+ * free, and the next request's headers on a kept-alive connection are due
+ * within the header deadline again. This callback replaces rd_admit's
+ * own (MHD_OPTION_NOTIFY_COMPLETED after the array), so it must arm the
+ * deadline itself: without it a client that sent one request could
+ * trickle the next one's headers for as long as it liked. */
 static void completed(void *cls, struct MHD_Connection *c, void **req,
                       enum MHD_RequestTerminationCode toe) {
   arc_server *srv = cls;
-  (void)c, (void)toe;
+  rd_admit_on_completed(srv->admit, c, req, toe);
   if (*req == &srv->serving)
     atomic_fetch_sub(&srv->serving, 1);
   *req = NULL;

@@ -52,7 +52,9 @@ struct arc_store {
   pthread_mutex_t lock;                /* guards buckets and n_cached */
   cache_entry *buckets[CACHE_BUCKETS]; /* by XXH3(token, name) */
   uint32_t n_cached;
-  uint64_t removals; /* names tmp/rm.<token>.<n>; under lock */
+  uint64_t removals;                   /* names tmp/rm.<token>.<n>; under lock */
+  uint64_t refused;                    /* names refused as not regular files; under lock */
+  char refused_last[ARC_NAME_MAX + 8]; /* "<token>/<name>" of the last; under lock */
 };
 
 static uint32_t bucket_of(uint32_t token, const char *name) {
@@ -204,17 +206,39 @@ static int by_name(const void *a, const void *b) {
   return strcmp(((const arc_file *)a)->name, ((const arc_file *)b)->name);
 }
 
+void arc__store_refuse(arc_store *s, uint32_t token, const char *name) {
+  pthread_mutex_lock(&s->lock);
+  s->refused++;
+  snprintf(s->refused_last, sizeof s->refused_last, "%" PRIu32 "/%.*s", token, ARC_NAME_MAX, name);
+  pthread_mutex_unlock(&s->lock);
+}
+
+uint64_t arc_store_refused(arc_store *s, char *last, size_t cap) {
+  if (s == NULL)
+    return 0;
+  pthread_mutex_lock(&s->lock);
+  uint64_t n = s->refused;
+  if (last != NULL && cap > 0)
+    snprintf(last, cap, "%s", s->refused_last);
+  pthread_mutex_unlock(&s->lock);
+  return n;
+}
+
+#define NOT_REGULAR 1 /* file_checksum: the name is no regular file (any more) */
+
 /* The checksum of dfd/name, from the cache or hashed now (and cached if
- * the file did not change while it was read). */
+ * the file did not change while it was read). NOT_REGULAR (refused and
+ * counted) when what is there now is not a regular file: the listing's
+ * check was by name, so it may have been swapped since. */
 static int file_checksum(arc_store *s, uint32_t token, int dfd, arc_file *f, ring_error *err) {
-  int fd = openat(dfd, f->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   struct stat st, after;
-  if (fd < 0 || fstat(fd, &st) != 0) {
-    int e = errno;
-    if (fd >= 0)
-      close(fd);
-    return ring__err(err, RING_EIO, "arc %" PRIu32 ": %s: %s", token, f->name, strerror(e));
+  int fd = arc__open_regular(dfd, f->name, &st);
+  if (fd == -ENOTSUP) {
+    arc__store_refuse(s, token, f->name);
+    return NOT_REGULAR;
   }
+  if (fd < 0)
+    return ring__err(err, RING_EIO, "arc %" PRIu32 ": %s: %s", token, f->name, strerror(-fd));
   f->size = (uint64_t)st.st_size;
   int rc = 0;
   if (!cache_get(s, token, f->name, &st, &f->xxh3)) {
@@ -235,8 +259,9 @@ static int file_checksum(arc_store *s, uint32_t token, int dfd, arc_file *f, rin
 }
 
 /* The regular files of dfd with valid names, sorted; sizes and checksums
- * still unset. Other entries (writers' hidden temporaries) are skipped. */
-static int list_files(int dfd, uint32_t token, arc_manifest *m, ring_error *err) {
+ * still unset. Other entries are skipped: invalid names (writers' hidden
+ * temporaries) silently, valid names of other types refused and counted. */
+static int list_files(arc_store *s, int dfd, uint32_t token, arc_manifest *m, ring_error *err) {
   DIR *d = fdopendir(dup(dfd));
   if (d == NULL)
     return ring__err(err, RING_EIO, "arc %" PRIu32 ": %s", token, strerror(errno));
@@ -245,9 +270,12 @@ static int list_files(int dfd, uint32_t token, arc_manifest *m, ring_error *err)
   struct dirent *e;
   while (rc == RING_OK && (e = readdir(d)) != NULL) {
     struct stat st;
-    if (!arc__valid_name(e->d_name) || fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-        !S_ISREG(st.st_mode))
+    if (!arc__valid_name(e->d_name) || fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
       continue;
+    if (!S_ISREG(st.st_mode)) { /* a FIFO, link, device, directory: never listed nor served */
+      arc__store_refuse(s, token, e->d_name);
+      continue;
+    }
     if (m->n_files == ARC_FILES_MAX) {
       rc =
           ring__err(err, RING_ETOOBIG, "arc %" PRIu32 ": more than %u files", token, ARC_FILES_MAX);
@@ -291,10 +319,16 @@ int arc_store_manifest(arc_store *s, uint32_t token, arc_manifest *out, ring_err
   if (dfd < 0)
     return dfd;
   arc_manifest m = {.token = token};
-  int rc = list_files(dfd, token, &m, err);
-  for (uint32_t i = 0; rc == RING_OK && i < m.n_files; i++) {
+  int rc = list_files(s, dfd, token, &m, err);
+  for (uint32_t i = 0; rc == RING_OK && i < m.n_files;) {
     rc = file_checksum(s, token, dfd, &m.files[i], err);
-    m.bytes += m.files[i].size;
+    if (rc == NOT_REGULAR) { /* swapped since it was listed: left out, as if never there */
+      memmove(&m.files[i], &m.files[i + 1], (m.n_files - i - 1) * sizeof *m.files);
+      m.n_files--;
+      rc = RING_OK;
+      continue;
+    }
+    m.bytes += m.files[i++].size;
   }
   close(dfd);
   if (rc != RING_OK) {

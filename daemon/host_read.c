@@ -93,6 +93,8 @@ int rd_host_pages(ring_etcd *c, const char *prefix, size_t plen, int64_t rev, si
   int rc = ring_etcd_range(c, prefix, plen, &o, &keys, err);
   if (rc != RING_OK)
     return rc;
+  if (rev == 0) /* "now": the values at the revision the keys were listed at */
+    rev = keys.revision;
   ring_kvs all = {.n = keys.n, .count = keys.n, .revision = rev};
   all.kvs = calloc(keys.n ? keys.n : 1, sizeof *all.kvs);
   span *st = calloc((size_t)keys.n + 1, sizeof *st);

@@ -35,7 +35,8 @@
  * kept), so memory holds one span of large values at most. *out is sorted
  * by key like a range's reply (ring_kvs_clear it); on failure it is
  * untouched and err says why (RING_EPROTO when the keys changed under a
- * fixed revision, else the client's error). */
+ * fixed revision, else the client's error). rev 0 reads at the revision
+ * the keys were listed at (out->revision says which). */
 int rd_host_pages(ring_etcd *c, const char *prefix, size_t plen, int64_t rev, size_t cap,
                   ring_kvs *out, ring_error *err);
 

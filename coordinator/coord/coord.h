@@ -144,6 +144,9 @@ typedef struct coord {
   int64_t lease; /* 0: none */
   ring_keeper *keeper;
   atomic_bool lease_lost; /* set by the keeper's thread */
+  int64_t id_lease;       /* coordinators/<id>'s lease (coord_id.c); 0: none */
+  ring_keeper *id_keeper;
+  atomic_bool id_lost; /* set by id_keeper's thread */
   bool leading;
   ring_leadership lead;
 
@@ -191,6 +194,16 @@ bool coord_lead(coord *c);
 void coord_step_down(coord *c, const char *why);
 /* Resigns and revokes the lease (SIGTERM). */
 void coord_resign(coord *c);
+
+/* One live coordinator per --id (coord_id.c). coord_id_claim: takes
+ * coordinators/<id> under a lease of its own, waiting up to one lease TTL
+ * for a dead holder's lease to expire; 0, or -1 with msg naming the live
+ * holder. coord_id_keep: the loop's pass; claims the id again after a lost
+ * lease, false when another process took it (the coordinator stops).
+ * coord_id_release: revokes the lease, so the key goes at once. */
+int coord_id_claim(coord *c, char *msg, size_t cap);
+bool coord_id_keep(coord *c);
+void coord_id_release(coord *c);
 
 /* Runs a fenced txn; on RING_ENOTLEADER steps down. */
 int coord_txn(coord *c, const ring_cmp *cmps, uint32_t n_cmps, const ring_op *ops, uint32_t n_ops,

@@ -212,7 +212,7 @@ static bool leader_step(coord *c) {
 }
 
 static void run_loop(coord *c) {
-  while (!atomic_load(&c->stop)) {
+  while (!atomic_load(&c->stop) && coord_id_keep(c)) {
     bool again = false;
     if (!rk_cache_watching(c->cache))
       rk_cache_watch(c->cache, c->etcd, wake_loop, c, NULL);
@@ -276,7 +276,7 @@ int main(int argc, char **argv) {
   }
   char msg[512] = "";
   rd_http *http = NULL;
-  if (open_etcd(&c, msg, sizeof msg) != 0 ||
+  if (open_etcd(&c, msg, sizeof msg) != 0 || coord_id_claim(&c, msg, sizeof msg) != 0 ||
       (c.o.listen &&
        (http = rd_http_start_routes(c.o.listen, coord_metrics_text, coord_health_text, &c,
                                     coord_status_routes(&c), msg, sizeof msg)) == NULL)) {
@@ -286,7 +286,9 @@ int main(int argc, char **argv) {
   rd_log(RD_INFO, "started", "id", c.o.id, "cluster", c.o.cluster, "endpoints", c.o.etcd.endpoints,
          NULL);
   run_loop(&c);
+  bool taken = !atomic_load(&c.stop); /* the loop ended on a lost id */
   coord_resign(&c);
+  coord_id_release(&c);
   rk_cache_free(c.cache);
   if (http)
     rd_http_stop(http);
@@ -298,5 +300,5 @@ int main(int argc, char **argv) {
   ring_etcd_close(c.etcd);
   rd_log(RD_INFO, "stopped", "id", c.o.id, NULL);
   rd_opts_release(table);
-  return 0;
+  return taken ? 1 : 0;
 }

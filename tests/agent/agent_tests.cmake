@@ -18,6 +18,9 @@ if(TARGET ring-agent)
     get_filename_component(name ${src} NAME_WE)
     ring_test(${name} agent ${src})
     target_link_libraries(${name} PRIVATE ringtest_agent)
+    if(name STREQUAL test_agent_harden) # signs requests as a peer would
+      target_link_libraries(${name} PRIVATE ringarc)
+    endif()
     if(TARGET ring-coordinator)
       target_compile_definitions(${name} PRIVATE
         RING_COORDINATOR_BIN="$<TARGET_FILE:ring-coordinator>")

@@ -86,7 +86,7 @@ long env_healthz(int i, char *body, size_t cap) {
   return st;
 }
 
-void env_coord_start(int i, const char *id, const char *extra) {
+void env_coord_spawn(int i, const char *id, const char *extra) {
   snprintf(env.coord_id[i], sizeof env.coord_id[i], "%s", id);
   snprintf(env.listen[i], sizeof env.listen[i], "127.0.0.1:%d", harness_free_port());
   char log[200], line[1024], *argv[PROC_ARGS_MAX];
@@ -102,6 +102,12 @@ void env_coord_start(int i, const char *id, const char *extra) {
     argv[a++] = tok;
   argv[a] = NULL;
   ck_assert_int_eq(proc_spawn(&env.coord[i], log, argv), 0);
+}
+
+void env_coord_start(int i, const char *id, const char *extra) {
+  env_coord_spawn(i, id, extra);
+  char log[200];
+  snprintf(log, sizeof log, "%s/%s.log", env.dir, id);
   char body[256];
   double end = harness_now() + 10;
   while (env_healthz(i, body, sizeof body) == 0) {

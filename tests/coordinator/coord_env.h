@@ -106,6 +106,9 @@ long env_healthz(int i, char *body, size_t cap);
  * debug logs and `extra` flags (space-separated, may be NULL); its log goes
  * to <dir>/<id>.log. Waits until its HTTP listener answers. */
 void env_coord_start(int i, const char *id, const char *extra);
+/* The same without waiting: the process may exit at once (its log is
+ * <dir>/<id>.log). */
+void env_coord_spawn(int i, const char *id, const char *extra);
 
 /* A metric of coordinator i (NaN when absent or not answering). */
 double env_metric(int i, const char *name, const char *labels);
