@@ -75,8 +75,8 @@ typedef struct addr_count {
   uint32_t n;
 } addr_count;
 
-/* A set of addresses: sorted, no repeats. */
-typedef struct addr_set {
+/* A set of addresses: sorted, no repeats (rd_addrs too). */
+typedef struct rd_addrs {
   uint32_t n;
   addr_key keys[];
 } addr_set;
@@ -241,6 +241,58 @@ static int build_set(const char *const *entries, uint32_t n, const addr_set *mor
   return skipped;
 }
 
+static bool set_has(const addr_set *s, const addr_key *k) {
+  return bsearch(k, s->keys, s->n, sizeof *k, key_cmp) != NULL;
+}
+
+/* Resolves the comma-separated entries of list (modified in place) into
+ * kv. Returns 0, or -1 with the reason in msg. */
+static int resolve_list(char *list, key_vec *kv, char *msg, size_t cap) {
+  uint32_t n = 0;
+  for (char *p = list, *next; p != NULL; p = next) {
+    next = strchr(p, ',');
+    if (next != NULL)
+      *next++ = '\0';
+    if (++n > RD_ADDRS_MAX)
+      return snprintf(msg, cap, "more than %d addresses", RD_ADDRS_MAX), -1;
+    int got = resolve_entry(p, kv);
+    if (got < 0)
+      return snprintf(msg, cap, "out of memory"), -1;
+    if (got == 0)
+      return snprintf(msg, cap, "\"%s\" is not an address or a name that resolves", p), -1;
+  }
+  return 0;
+}
+
+int rd_addrs_parse(const char *list, rd_addrs **out, char *msg, size_t cap) {
+  *out = NULL;
+  if (list != NULL && strcmp(list, "any") == 0)
+    return 0;
+  char *copy = list != NULL ? strdup(list) : NULL;
+  if (copy == NULL)
+    return snprintf(msg, cap, "%s", list != NULL ? "out of memory" : "no address list"), -1;
+  key_vec kv = {0};
+  int rc = resolve_list(copy, &kv, msg, cap);
+  addr_set *s = rc == 0 ? set_of(&kv, NULL) : NULL;
+  if (rc == 0 && s == NULL) {
+    snprintf(msg, cap, "out of memory");
+    rc = -1;
+  }
+  free(kv.v);
+  free(copy);
+  *out = s;
+  return rc;
+}
+
+bool rd_addrs_has(const rd_addrs *s, const struct sockaddr *sa) {
+  addr_key k;
+  socklen_t len = sa != NULL && sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                          : sizeof(struct sockaddr_in);
+  return s != NULL && key_of(sa, len, &k) && set_has(s, &k);
+}
+
+void rd_addrs_free(rd_addrs *s) { free(s); }
+
 int rd_admit_set_allowed(rd_admit *adm, const char *const *addrs, uint32_t n) {
   if (adm == NULL)
     return -EINVAL;
@@ -300,7 +352,7 @@ static void count_remove(rd_admit *a, const addr_key *k) {
 /* ADMIT when a connection from k may open now, else the reason not.
  * Under mu. */
 static int verdict(const rd_admit *a, const addr_key *k) {
-  if (a->allowed != NULL && bsearch(k, a->allowed->keys, a->allowed->n, sizeof *k, key_cmp) == NULL)
+  if (a->allowed != NULL && !set_has(a->allowed, k))
     return NOT_ALLOWED;
   if (a->open >= a->max_total)
     return OVER_TOTAL;

@@ -128,12 +128,18 @@ typedef bool (*rd_health_fn)(void *ud, rd_text *t);
  * (no query string), so it must not wait on the daemon's loop. */
 typedef unsigned (*rd_page_fn)(void *ud, const char *path, rd_text *t, const char **type);
 
+typedef struct rd_addrs rd_addrs;
+
 /* One extra GET path: an exact match, tried after /metrics and /healthz
- * (which a route cannot take over). Tables end with {NULL}. */
+ * (which a route cannot take over). Tables end with {NULL}. A route with
+ * an allow-list answers 403 to a client whose address is not in it (and
+ * counts it), before its page is asked for. */
 typedef struct rd_http_route {
   const char *path; /* "/status.json"; NULL ends the table */
   rd_page_fn page;
-  void *ud; /* the page's argument */
+  void *ud;                     /* the page's argument */
+  const rd_addrs *allow;        /* borrowed; NULL: every admitted client */
+  atomic_uint_fast64_t *denied; /* counts the 403s; may be NULL */
 } rd_http_route;
 
 typedef struct rd_http rd_http;
@@ -202,6 +208,21 @@ typedef struct rd_admit_opts {
 } rd_admit_opts;
 
 typedef struct rd_admit rd_admit;
+
+/* rd_addrs: a fixed set of client addresses, for a route's allow-list.
+ * rd_addrs_parse reads a comma-separated address list (entries as above,
+ * at most RD_ADDRS_MAX), resolving names now; "any" alone is no list (*out
+ * NULL: everyone). Returns 0 and sets *out (rd_addrs_free), or -1 with a
+ * reason in msg for an empty, malformed or unresolvable entry or too many
+ * (nothing is skipped silently: an allow-list that lost an entry would
+ * refuse the operator it was written for). rd_addrs_has: whether sa (an
+ * IPv4 or IPv6 socket address) is in s; an IPv4-mapped IPv6 address is its
+ * IPv4 address. */
+#define RD_ADDRS_MAX 64
+struct sockaddr;
+int rd_addrs_parse(const char *list, rd_addrs **out, char *msg, size_t cap);
+bool rd_addrs_has(const rd_addrs *s, const struct sockaddr *sa);
+void rd_addrs_free(rd_addrs *s);
 
 /* Counters since rd_admit_new. */
 typedef struct rd_admit_counts {

@@ -141,6 +141,13 @@ static const rd_http_route *find_route(const rd_http *h, const char *url) {
   return NULL;
 }
 
+/* Whether c's client address is in allow. */
+static bool client_in(struct MHD_Connection *c, const rd_addrs *allow) {
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  return ci != NULL && rd_addrs_has(allow, ci->client_addr);
+}
+
 /* libmicrohttpd's request callback. Answers on the first call: no page
  * takes a body, so there is nothing to wait for (a POST's body is dropped
  * with the connection). */
@@ -156,6 +163,11 @@ static mhd_result route(void *cls, struct MHD_Connection *c, const char *url, co
     return reply_static(c, MHD_HTTP_NOT_FOUND, "not found\n");
   if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
     return reply_static(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
+  if (page != NULL && page->allow != NULL && !client_in(c, page->allow)) {
+    if (page->denied != NULL)
+      atomic_fetch_add(page->denied, 1);
+    return reply_static(c, MHD_HTTP_FORBIDDEN, "forbidden: this address may not read this page\n");
+  }
   if (page != NULL)
     return serve_page(page, url, c);
   return metrics ? serve_metrics(h, c) : serve_health(h, c);

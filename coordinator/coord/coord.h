@@ -26,8 +26,9 @@
 typedef struct coord_opts {
   rd_etcd_conf etcd; /* --endpoints, auth, TLS, --etcd-timeout */
   char *cluster;
-  char *id;     /* this instance's name in the leader key */
-  char *listen; /* /metrics, /healthz, the status page; NULL: none */
+  char *id;           /* this instance's name in the leader key */
+  char *listen;       /* /metrics, /healthz, the status page; NULL: none */
+  char *status_allow; /* --status-allow: who may read the status page; NULL: loopback */
   char *log_level;
   bool auto_apply; /* approve every plan (policy all), whatever config says */
   bool full_reads; /* read the whole state at every look, not the watch-fed cache */
@@ -96,6 +97,11 @@ typedef struct coord_status {
   _Atomic uint64_t asked_ms;   /* rd_now_ms of the last GET /status.json; 0: none yet */
   _Atomic uint64_t latest;     /* the stamp of the loop's last look (0: not leading) */
   atomic_bool wanted;          /* the HTTP thread waits for a newer json */
+  _Atomic uint64_t woken_ms;   /* rd_now_ms when a GET last woke the loop; 0: never */
+  atomic_uint_fast64_t wakes;  /* GETs that woke the loop */
+  atomic_uint_fast64_t builds; /* views published */
+  atomic_uint_fast64_t denied; /* GETs refused by the allow-list */
+  rd_addrs *allow;             /* who may read the page (--status-allow); NULL: anyone */
   rd_http_route routes[4];     /* /, /status, /status.json, end */
   bool leading;                /* json is the leader's view */
   uint64_t stamp;              /* the state stamp it shows (leader's view) */
@@ -293,8 +299,10 @@ void coord_metrics_forget(coord *c);
  * Returns 0 or an errno value. coord_status_free undoes it. */
 int coord_status_init(coord *c);
 void coord_status_free(coord *c);
-/* The routes for rd_http_start_routes (stored in c->status). */
-const rd_http_route *coord_status_routes(coord *c);
+/* The routes for rd_http_start_routes (stored in c->status), with the
+ * allow-list of --status-allow (default: loopback only). NULL with the
+ * reason in msg when that list does not parse. */
+const rd_http_route *coord_status_routes(coord *c, char *msg, size_t cap);
 /* Adds to the status page's plan panel o the active run's bytes per
  * receiver ("bytes_in"), their sum ("bytes_now"), the tokens whose size is
  * known ("sizes_known") and the time at the throttle's byte rate ("eta_s",

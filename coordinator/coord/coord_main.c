@@ -31,6 +31,9 @@ static rd_opt *opts_table(coord_opts *o) {
       {"id", RD_OPT_STRING, &o->id, 0, 0, "this instance's name (default: hostname-pid)"},
       {"listen", RD_OPT_STRING, &o->listen, 0, 0,
        "HOST:PORT for /metrics, /healthz and the status page (/)"},
+      {"status-allow", RD_OPT_STRING, &o->status_allow, 0, 0,
+       "addresses or names allowed to read the status page, comma-separated, or any "
+       "(default: 127.0.0.1,::1); /metrics and /healthz stay open"},
       {"auto-apply", RD_OPT_BOOL, &o->auto_apply, 0, 0,
        "approve own plans (else the cluster config decides)"},
       {"full-reads", RD_OPT_BOOL, &o->full_reads, 0, 0,
@@ -276,10 +279,12 @@ int main(int argc, char **argv) {
   }
   char msg[512] = "";
   rd_http *http = NULL;
+  const rd_http_route *routes = NULL;
   if (open_etcd(&c, msg, sizeof msg) != 0 || coord_id_claim(&c, msg, sizeof msg) != 0 ||
       (c.o.listen &&
-       (http = rd_http_start_routes(c.o.listen, coord_metrics_text, coord_health_text, &c,
-                                    coord_status_routes(&c), msg, sizeof msg)) == NULL)) {
+       ((routes = coord_status_routes(&c, msg, sizeof msg)) == NULL ||
+        (http = rd_http_start_routes(c.o.listen, coord_metrics_text, coord_health_text, &c, routes,
+                                     msg, sizeof msg)) == NULL))) {
     rd_log(RD_ERROR, "cannot start", "err", msg, NULL);
     return 1;
   }

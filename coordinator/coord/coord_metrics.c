@@ -179,6 +179,19 @@ static void cache_metrics(coord *c, rd_text *t) {
             (double)st.waits);
 }
 
+/* The status page's reads: what woke the loop, what was built, what was
+ * refused (coord_status.c). */
+static void status_metrics(coord *c, rd_text *t) {
+  const coord_status *st = &c->status;
+  rd_metric(t, "ring_coordinator_status_wakes_total", "counter",
+            "status page reads that woke the loop for a new view (at most one per 200 ms)",
+            (double)atomic_load(&st->wakes));
+  rd_metric(t, "ring_coordinator_status_builds_total", "counter", "status page views built",
+            (double)atomic_load(&st->builds));
+  rd_metric(t, "ring_coordinator_status_denied_total", "counter",
+            "status page reads refused (403) by --status-allow", (double)atomic_load(&st->denied));
+}
+
 void coord_metrics_text(void *ud, rd_text *t) {
   coord *c = ud;
   coord_metrics *m = &c->m;
@@ -250,6 +263,7 @@ void coord_metrics_text(void *ud, rd_text *t) {
             (double)atomic_load(&m->down_replicas));
   coord_missing_metrics(t);
   cache_metrics(c, t);
+  status_metrics(c, t);
 }
 
 /* Stuck moves first, then missing replicas (both last until data arrives

@@ -94,6 +94,10 @@
 #ifndef STATUS_WAIT_MS
 #define STATUS_WAIT_MS 1000 /* a GET waits this long at most for the loop's new view */
 #endif
+/* Who may read the page unless --status-allow says: it names every node's
+ * address, labels and the runs, so it is not for every host that reaches
+ * /metrics. */
+#define STATUS_ALLOW_DEFAULT "127.0.0.1,::1"
 #ifndef STATUS_WATCHED_MS
 #define STATUS_WATCHED_MS 5000 /* after a GET, the loop rebuilds ahead this long */
 #endif
@@ -118,6 +122,7 @@ static void publish(coord *c, cJSON *o, uint64_t stamp) {
   st->serial++;
   st->json_ms = rd_now_ms();
   st->json_stamp = stamp;
+  atomic_fetch_add(&st->builds, 1);
   pthread_cond_broadcast(&st->cv);
   pthread_mutex_unlock(&st->mu);
   cJSON_free(old);
@@ -507,6 +512,26 @@ void coord_status_follow(coord *c) {
 
 /* ---------------------------------------------------------------- the page */
 
+/* Whether a GET that found the view stale waits for a new one: when a
+ * build is already asked for, or this GET asks (wakes the loop), which it
+ * does at most once per STATUS_GAP_MS whatever the number of GETs, so a
+ * flood of reads cannot keep the loop building; a GET in between serves
+ * the view there is. */
+static bool ask_loop(coord *c, uint64_t now) {
+  coord_status *st = &c->status;
+  if (atomic_load(&st->wanted))
+    return true;
+  uint64_t last = atomic_load(&st->woken_ms);
+  if (last != 0 && now - last < STATUS_GAP_MS)
+    return false;
+  if (!atomic_compare_exchange_strong(&st->woken_ms, &last, now))
+    return true; /* another GET asked just now */
+  atomic_store(&st->wanted, true);
+  atomic_fetch_add(&st->wakes, 1);
+  rd_waker_wake(&c->waker);
+  return true;
+}
+
 unsigned coord_status_page(void *ud, const char *path, rd_text *t, const char **type) {
   coord *c = ud;
   if (strcmp(path, "/status.json") != 0) {
@@ -519,10 +544,8 @@ unsigned coord_status_page(void *ud, const char *path, rd_text *t, const char **
   uint64_t now = rd_now_ms();
   atomic_store(&st->asked_ms, now);
   pthread_mutex_lock(&st->mu);
-  if (stale(now, st->json_ms, st->json_stamp, atomic_load(&st->latest))) {
+  if (stale(now, st->json_ms, st->json_stamp, atomic_load(&st->latest)) && ask_loop(c, now)) {
     uint64_t serial = st->serial;
-    atomic_store(&st->wanted, true);
-    rd_waker_wake(&c->waker);
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
     until.tv_sec += STATUS_WAIT_MS / 1000;
@@ -538,13 +561,17 @@ unsigned coord_status_page(void *ud, const char *path, rd_text *t, const char **
   return 200;
 }
 
-const rd_http_route *coord_status_routes(coord *c) {
-  const rd_http_route routes[] = {{"/", coord_status_page, c},
-                                  {"/status", coord_status_page, c},
-                                  {"/status.json", coord_status_page, c},
-                                  {NULL, NULL, NULL}};
-  memcpy(c->status.routes, routes, sizeof routes);
-  return c->status.routes;
+const rd_http_route *coord_status_routes(coord *c, char *msg, size_t cap) {
+  coord_status *st = &c->status;
+  const char *list = c->o.status_allow != NULL ? c->o.status_allow : STATUS_ALLOW_DEFAULT;
+  char why[200];
+  if (rd_addrs_parse(list, &st->allow, why, sizeof why) != 0)
+    return snprintf(msg, cap, "--status-allow: %s", why), NULL;
+  const char *paths[] = {"/", "/status", "/status.json"};
+  for (size_t i = 0; i < 3; i++)
+    st->routes[i] = (rd_http_route){paths[i], coord_status_page, c, st->allow, &st->denied};
+  st->routes[3] = (rd_http_route){0};
+  return st->routes;
 }
 
 int coord_status_init(coord *c) {
@@ -573,6 +600,7 @@ void coord_status_free(coord *c) {
   cJSON_Delete(st->history);
   cJSON_Delete(st->last_run);
   free(st->targets);
+  rd_addrs_free(st->allow);
   coord_status_plan_free(c);
   coord_status_bytes_free(c);
   memset(st, 0, sizeof *st);

@@ -24,13 +24,18 @@
 
 /* ------------------------------------------------------ reading /status.json */
 
-/* GET http://<listen>/<path>; the body (malloc()'ed) and the status. */
-static char *get(int coord, const char *path, long *status, char type[128]) {
-  char url[128], *body = NULL;
+/* GET http://<listen>/<path> from the local address `from` (NULL: any);
+ * the body (malloc()'ed) and the status. */
+static char *get_from(int coord, const char *from, const char *path, long *status, char type[128]) {
+  char url[128], iface[64], *body = NULL;
   snprintf(url, sizeof url, "http://%s%s", env.listen[coord], path);
   CURL *h = curl_easy_init();
   proc_buf b = {0};
   curl_easy_setopt(h, CURLOPT_URL, url);
+  if (from != NULL) {
+    snprintf(iface, sizeof iface, "host!%s", from);
+    curl_easy_setopt(h, CURLOPT_INTERFACE, iface);
+  }
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 3000L);
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, proc_buf_write);
@@ -46,6 +51,10 @@ static char *get(int coord, const char *path, long *status, char type[128]) {
   curl_easy_cleanup(h);
   body = b.data != NULL ? b.data : calloc(1, 1);
   return body;
+}
+
+static char *get(int coord, const char *path, long *status, char type[128]) {
+  return get_from(coord, NULL, path, status, type);
 }
 
 /* /status.json of coordinator i, parsed (cJSON_Delete it); a reply that
@@ -727,12 +736,64 @@ START_TEST(unread_page_is_current_when_read) {
 }
 END_TEST
 
+/* --status-allow: the page is for the addresses listed (the default is
+ * loopback alone), /metrics and /healthz for everyone the listener
+ * admits; a refusal is a 403, counted. Reads, however many, wake the loop
+ * at most once per 200 ms (STATUS_GAP_MS). */
+START_TEST(allow_list_and_bounded_wakes) {
+  env_config k = {.tokens = 64, .replicas = 1, .failure_domain = "", .auto_apply = true};
+  env_bootstrap(&k, 2, 2, 1, "--auto-apply --status-allow 127.0.0.2");
+  long st;
+  char *body = get(0, "/status.json", &st, NULL); /* from 127.0.0.1 */
+  ck_assert_int_eq(st, 403);
+  free(body);
+  body = get(0, "/", &st, NULL);
+  ck_assert_int_eq(st, 403);
+  free(body);
+  body = get(0, "/healthz", &st, NULL);
+  ck_assert_int_eq(st, 200);
+  free(body);
+  ck_assert_double_eq(env_metric(0, "ring_coordinator_status_denied_total", ""), 2);
+
+  double wakes = env_metric(0, "ring_coordinator_status_wakes_total", "");
+  double builds = env_metric(0, "ring_coordinator_status_builds_total", "");
+  /* reads as fast as they are answered for 3 s while the state changes
+   * every 20 ms (a client registration rewritten), so the view is often
+   * stale: the reads, not the loop, would decide how often it builds */
+  double start = harness_now(), next_put = start;
+  int reads = 0;
+  while (harness_now() - start < 3.0) {
+    if (harness_now() >= next_put) {
+      char v[96];
+      snprintf(v, sizeof v, "{\"format\":\"ringkeeper.client.v1\",\"kind\":\"t%d\"}", reads);
+      env_put("clients/reader", v);
+      next_put = harness_now() + 0.02;
+    }
+    body = get_from(0, "127.0.0.2", "/status.json", &st, NULL);
+    ck_assert_int_eq(st, 200);
+    ck_assert_ptr_nonnull(strstr(body, "\"role\":\"leader\""));
+    free(body);
+    reads++;
+  }
+  double took = harness_now() - start;
+  double woke = env_metric(0, "ring_coordinator_status_wakes_total", "") - wakes;
+  double built = env_metric(0, "ring_coordinator_status_builds_total", "") - builds;
+  fprintf(stderr, "%d reads in %.2f s: %.0f wakes, %.0f builds\n", reads, took, woke, built);
+  ck_assert_msg(woke >= 1 && woke <= took / 0.2 + 1, "%.0f wakes in %.2f s", woke, took);
+  /* a build per wake, and the loop's own at most every 200 ms */
+  ck_assert_msg(built <= 2 * (took / 0.2 + 1), "%.0f builds in %.2f s", built, took);
+  ck_assert_double_eq(env_metric(0, "ring_coordinator_status_denied_total", ""), 2);
+  env_pass();
+}
+END_TEST
+
 int main(void) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   const env_test tests[] = {{page_follows_placement_and_join, 400},
                             {follower_page, 300},
-                            {unread_page_is_current_when_read, 300}};
-  int rc = env_main("coord_status", tests, 3);
+                            {unread_page_is_current_when_read, 300},
+                            {allow_list_and_bounded_wakes, 300}};
+  int rc = env_main("coord_status", tests, 4);
   curl_global_cleanup();
   return rc;
 }

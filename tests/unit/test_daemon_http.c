@@ -256,16 +256,16 @@ static unsigned empty_page(void *ud, const char *path, rd_text *t, const char **
 }
 
 static const rd_http_route app_routes[] = {
-    {"/", app_page, "root"},
-    {"/status.json", app_page, "json"},
-    {"/fail", app_page, NULL},
-    {"/teapot", app_page, NULL},
-    {"/bad", app_page, NULL},
-    {"/empty", empty_page, NULL},
-    {"/metrics", app_page, "taken"}, /* built-in paths come first */
-    {"/nothing", NULL, NULL},        /* no page: not found */
-    {"/", app_page, "second"},       /* the first match wins */
-    {NULL, NULL, NULL},
+    {.path = "/", .page = app_page, .ud = "root"},
+    {.path = "/status.json", .page = app_page, .ud = "json"},
+    {.path = "/fail", .page = app_page, .ud = NULL},
+    {.path = "/teapot", .page = app_page, .ud = NULL},
+    {.path = "/bad", .page = app_page, .ud = NULL},
+    {.path = "/empty", .page = empty_page, .ud = NULL},
+    {.path = "/metrics", .page = app_page, .ud = "taken"}, /* built-in paths come first */
+    {.path = "/nothing", .page = NULL, .ud = NULL},        /* no page: not found */
+    {.path = "/", .page = app_page, .ud = "second"},       /* the first match wins */
+    {.path = NULL, .page = NULL, .ud = NULL},
 };
 
 #define HTML_TYPE "text/html; charset=utf-8"
@@ -312,6 +312,40 @@ START_TEST(no_routes) {
   expect(rd_http_port(h), "GET", "/", 404, NULL, "not found\n");
   expect(rd_http_port(h), "GET", "/healthz", 200, NULL, "ok\n");
   rd_http_stop(h);
+}
+END_TEST
+
+/* A route's allow-list: a client outside it gets 403 and is counted, the
+ * page is never asked; /metrics and /healthz stay open; "any" is no list;
+ * a list with an entry that is not an address is refused, never shortened. */
+START_TEST(route_allow_list) {
+  char err[256];
+  rd_addrs *only_other = NULL, *loop = NULL, *any = (rd_addrs *)1;
+  ck_assert_int_eq(rd_addrs_parse("127.0.0.2,[::1]", &only_other, err, sizeof err), 0);
+  ck_assert_int_eq(rd_addrs_parse("127.0.0.1", &loop, err, sizeof err), 0);
+  ck_assert_int_eq(rd_addrs_parse("any", &any, err, sizeof err), 0);
+  ck_assert_ptr_null(any);
+  rd_addrs *bad = NULL;
+  ck_assert_int_eq(rd_addrs_parse("127.0.0.1,no such host.invalid", &bad, err, sizeof err), -1);
+  ck_assert_ptr_nonnull(strstr(err, "no such host.invalid"));
+  ck_assert_int_eq(rd_addrs_parse("127.0.0.1,", &bad, err, sizeof err), -1);
+  ck_assert_ptr_null(bad);
+  atomic_uint_fast64_t denied = 0;
+  const rd_http_route routes[] = {
+      {.path = "/closed", .page = app_page, .ud = "closed", .allow = only_other, .denied = &denied},
+      {.path = "/open", .page = app_page, .ud = "open", .allow = loop, .denied = &denied},
+      {.path = NULL}};
+  rd_http *h = rd_http_start_routes("127.0.0.1:0", NULL, NULL, NULL, routes, err, sizeof err);
+  ck_assert_msg(h != NULL, "%s", err);
+  expect(rd_http_port(h), "GET", "/closed", 403, NULL,
+         "forbidden: this address may not read this page\n");
+  ck_assert_uint_eq(atomic_load(&denied), 1);
+  expect(rd_http_port(h), "GET", "/open", 200, "text/html; charset=utf-8", "/open for open");
+  expect(rd_http_port(h), "GET", "/healthz", 200, NULL, "ok\n");
+  ck_assert_uint_eq(atomic_load(&denied), 1);
+  rd_http_stop(h);
+  rd_addrs_free(only_other);
+  rd_addrs_free(loop);
 }
 END_TEST
 
@@ -469,6 +503,7 @@ static Suite *http_suite(void) {
   tcase_add_test(tc, start_errors);
   tcase_add_test(tc, routes_serve_pages);
   tcase_add_test(tc, no_routes);
+  tcase_add_test(tc, route_allow_list);
   suite_add_tcase(s, tc);
   tc = tcase_create("exposition");
   tcase_add_test(tc, metric_helpers);
