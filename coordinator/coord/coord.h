@@ -151,6 +151,7 @@ typedef struct coord {
   ring_keeper *keeper;
   atomic_bool lease_lost; /* set by the keeper's thread */
   int64_t id_lease;       /* coordinators/<id>'s lease (coord_id.c); 0: none */
+  int64_t id_lease_lost;  /* the lease this process held before losing it; 0: none */
   ring_keeper *id_keeper;
   atomic_bool id_lost; /* set by id_keeper's thread */
   bool leading;

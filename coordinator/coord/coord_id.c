@@ -38,6 +38,8 @@ static void drop_id_lease(coord *c, bool revoke) {
   ring_error err;
   if (revoke && c->id_lease != 0)
     ring_etcd_lease_revoke(c->etcd, c->id_lease, &err); /* deletes the key: a restart is free */
+  if (!revoke && c->id_lease != 0)
+    c->id_lease_lost = c->id_lease; /* the key may outlive our keeper: know it as ours */
   c->id_lease = 0;
 }
 
@@ -52,6 +54,34 @@ static void holder(coord *c, const char *key, char *who, size_t cap) {
       rk_leader_decode((const char *)r.kvs[0].value, r.kvs[0].value_len, &l, NULL) == RING_OK)
     snprintf(who, cap, " (pid %" PRId64 " at %.64s)", l.pid, l.addr[0] ? l.addr : "no --listen");
   ring_kvs_clear(&r);
+}
+
+/* The key held under the lease this process lost (an etcd restarted keeps
+ * leases, and the keeper may give one up that etcd still holds): moves it
+ * to the new lease, if it still is that one. Returns 1 when taken, 0 when
+ * the key is not ours, -1 on an etcd error. Positive evidence only: the
+ * lease etcd names on the key is ours, checked and replaced in one txn. */
+static int take_back(coord *c, const char *key, const char *value, size_t len, ring_error *err) {
+  ring_kvs r = {0};
+  if (ring_etcd_range(c->etcd, key, strlen(key), NULL, &r, err) != RING_OK)
+    return -1;
+  bool ours = c->id_lease_lost != 0 && r.n == 1 && r.kvs[0].lease == c->id_lease_lost;
+  int64_t mod = ours ? r.kvs[0].mod_revision : 0;
+  ring_kvs_clear(&r);
+  if (!ours)
+    return 0;
+  ring_cmp same = {key, strlen(key), RING_CMP_MOD, RING_CMP_EQ, mod, NULL, 0};
+  ring_op put = {RING_OP_PUT, key, strlen(key), value, len, c->id_lease, false};
+  ring_txn_result t = {0};
+  if (ring_etcd_txn(c->etcd, &same, 1, &put, 1, NULL, 0, &t, err) != RING_OK)
+    return -1;
+  bool took = t.succeeded;
+  ring_txn_result_clear(&t);
+  if (took) {
+    ring_etcd_lease_revoke(c->etcd, c->id_lease_lost, err); /* nothing else is under it */
+    c->id_lease_lost = 0;
+  }
+  return took ? 1 : 0;
 }
 
 /* One attempt: 1 when the key is ours now, 0 when another process holds
@@ -76,13 +106,15 @@ static int claim_once(coord *c, const char *key, ring_error *err) {
   ring_cmp absent = {key, strlen(key), RING_CMP_CREATE, RING_CMP_EQ, 0, NULL, 0};
   ring_op put = {RING_OP_PUT, key, strlen(key), value, len, c->id_lease, false};
   ring_txn_result r = {0};
-  int rc = ring_etcd_txn(c->etcd, &absent, 1, &put, 1, NULL, 0, &r, err);
+  int got = -1;
+  if (ring_etcd_txn(c->etcd, &absent, 1, &put, 1, NULL, 0, &r, err) == RING_OK) {
+    got = r.succeeded ? 1 : 0;
+    ring_txn_result_clear(&r);
+  }
+  if (got == 0)
+    got = take_back(c, key, value, len, err);
   free(value);
-  if (rc != RING_OK)
-    return -1;
-  bool ours = r.succeeded;
-  ring_txn_result_clear(&r);
-  return ours ? 1 : 0;
+  return got;
 }
 
 int coord_id_claim(coord *c, char *msg, size_t cap) {
@@ -92,10 +124,21 @@ int coord_id_claim(coord *c, char *msg, size_t cap) {
   uint64_t end = rd_now_ms() + c->o.lease_ttl_ms + 1000;
   ring_error err = {0};
   int got;
-  while ((got = claim_once(c, key, &err)) != 1 && rd_now_ms() < end && !atomic_load(&c->stop))
+  /* Only a holder seen past the window refuses the start: an etcd that does
+   * not answer is waited for (said on the log once), never taken for a
+   * conflict, as a daemon started before its etcd must come up with it. */
+  bool said = false;
+  while ((got = claim_once(c, key, &err)) != 1 && !atomic_load(&c->stop) &&
+         (got < 0 || rd_now_ms() < end)) {
+    if (got < 0 && !said)
+      rd_log(RD_WARN, "waiting for etcd to claim the id", "id", c->o.id, "err", err.message, NULL);
+    said = said || got < 0;
+    if (got < 0)
+      end = rd_now_ms() + c->o.lease_ttl_ms + 1000; /* the window starts once etcd answers */
     rd_waker_wait(&c->waker, CLAIM_RETRY_MS);
-  if (got == 1)
-    return 0;
+  }
+  if (got == 1 || (got < 0 && atomic_load(&c->stop)))
+    return 0; /* claimed, or stopped while etcd was away: a clean stop follows */
   if (got < 0) {
     snprintf(msg, cap, "claiming --id %s: %s", c->o.id, err.message);
   } else {
