@@ -380,7 +380,7 @@ RING_EXTERN bool ring_watcher_restored(ring_watcher *w, ring_etcd_history *out);
 
 /* etcd's own access control (/v3/auth/...), which `ringctl auth` uses to
  * give each actor of a cluster a user of its own (deploy/PRODUCTION.md,
- * "etcd users and roles"). Once auth is on only a user with etcd's root
+ * "Authentication and TLS"). Once auth is on only a user with etcd's root
  * role may call these. Adding a name that exists is RING_EEXIST; a grant
  * of what is granted changes nothing. */
 typedef enum ring_perm {
@@ -396,6 +396,9 @@ RING_EXTERN int ring_etcd_user_password(ring_etcd *c, const char *user, const ch
 RING_EXTERN int ring_etcd_user_grant(ring_etcd *c, const char *user, const char *role,
                                      ring_error *err);
 RING_EXTERN int ring_etcd_role_add(ring_etcd *c, const char *role, ring_error *err);
+/* Deleting a name that is not there is RING_ENOTFOUND. */
+RING_EXTERN int ring_etcd_user_delete(ring_etcd *c, const char *user, ring_error *err);
+RING_EXTERN int ring_etcd_role_delete(ring_etcd *c, const char *role, ring_error *err);
 /* Grants perm on the one key `key` (prefix false: etcd matches it exactly,
  * so alive/n1 never covers alive/n10) or on every key starting with it. */
 RING_EXTERN int ring_etcd_role_grant(ring_etcd *c, const char *role, ring_perm perm,

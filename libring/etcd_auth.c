@@ -1,10 +1,11 @@
 /*
  * etcd_auth.c: etcd's users and roles (/v3/auth/...), what an operator's
  * tool needs to give every actor of a cluster its own user with only the
- * permissions it uses (deploy/PRODUCTION.md, "etcd users and roles").
+ * permissions it uses (deploy/PRODUCTION.md, "Authentication and TLS").
  *
  * Each call is one request. An add that meets a name already there is
- * RING_EEXIST, so a setup run twice can tell "done before" from a failure;
+ * RING_EEXIST and a delete of a name that is not RING_ENOTFOUND, so a
+ * setup run twice can tell "done before" from a failure;
  * grants are idempotent in etcd (granting what is granted changes nothing).
  * None is retried on another member once it may have arrived: a repeated
  * add would answer RING_EEXIST for its own first attempt.
@@ -21,6 +22,8 @@ static int auth_call(ring_etcd *c, const char *path, cJSON *body, int rc, ring_e
   cJSON_Delete(resp);
   if (rc == RING_ESERVER && err != NULL && strstr(err->message, "already exists") != NULL)
     err->code = rc = RING_EEXIST;
+  else if (rc == RING_ESERVER && err != NULL && strstr(err->message, "not found") != NULL)
+    err->code = rc = RING_ENOTFOUND;
   return rc;
 }
 
@@ -50,8 +53,16 @@ int ring_etcd_user_grant(ring_etcd *c, const char *user, const char *role, ring_
   return call2(c, "auth/user/grant", "user", user, "role", role, err);
 }
 
+int ring_etcd_user_delete(ring_etcd *c, const char *user, ring_error *err) {
+  return call2(c, "auth/user/delete", "name", user, NULL, NULL, err);
+}
+
 int ring_etcd_role_add(ring_etcd *c, const char *role, ring_error *err) {
   return call2(c, "auth/role/add", "name", role, NULL, NULL, err);
+}
+
+int ring_etcd_role_delete(ring_etcd *c, const char *role, ring_error *err) {
+  return call2(c, "auth/role/delete", "role", role, NULL, NULL, err);
 }
 
 /* {"name": role, "perm": {"permType": p, "key": k, "range_end": e}}; a

@@ -1,15 +1,16 @@
 /*
- * cmd_auth.c: `ringctl auth setup` and `ringctl auth add KIND NAME`: etcd
- * users and roles so that every actor of a cluster writes only the keys it
- * owns (proto/etcd.md, "Who writes what"; deploy/PRODUCTION.md, "etcd users
- * and roles").
+ * cmd_auth.c: `ringctl auth setup`, `ringctl auth add KIND NAME` and
+ * `ringctl auth remove KIND NAME`: etcd users and roles so that every actor
+ * of a cluster writes only the keys it owns (proto/etcd.md, "Who writes
+ * what"; deploy/PRODUCTION.md, "Authentication and TLS").
  *
  * The grants are the table below, one home: each kind's role reads the
  * whole cluster prefix (watches, txn compares and the bounded reads need
  * it) and writes only its keys. A host's and a client's keys are single
  * keys, never prefixes: etcd's prefix alive/n1 would cover alive/n10.
  * Everything is idempotent: a role or user made before is kept (a user's
- * password is set anew), grants are granted again, so a rerun repairs.
+ * password is set anew), grants are granted again, so a rerun repairs; a
+ * removal of what is gone is done.
  */
 #include "daemon.h" /* rd_read_secret */
 #include "ringctl_etcd.h"
@@ -21,6 +22,7 @@
 static const char help[] =
     "Usage: ringctl auth setup --root-password-file FILE\n"
     "       ringctl auth add KIND NAME --new-password-file FILE [--service S]\n"
+    "       ringctl auth remove KIND NAME\n"
     "\n"
     "setup: makes etcd's root user (password from FILE) and the cluster's shared\n"
     "roles, then turns etcd authentication on. Run it once per etcd, before auth\n"
@@ -36,7 +38,9 @@ static const char help[] =
     "  operator NAME     ringctl: reads and writes the whole cluster\n"
     "  reader NAME       reads the whole cluster (ringctl status, monitoring)\n"
     "Every role reads the whole cluster prefix. The daemons take the user with\n"
-    "--user and --password-file.\n";
+    "--user and --password-file.\n"
+    "remove: deletes the user <cluster>.<KIND>.<NAME> (and a host's or client's\n"
+    "role): a node gone for good, a person who left. Its sessions end at once.\n";
 
 enum { OPT_ROOT_PW = 1, OPT_NEW_PW, OPT_SERVICE };
 static const ringctl_opt auth_opts[] = {{"root-password-file", OPT_ROOT_PW, true},
@@ -145,14 +149,22 @@ static int check_args(const ringctl_args *a, const auth_args *s) {
       return ringctl_usage_error(a, "auth setup takes --root-password-file FILE alone");
     return RINGCTL_EXIT_OK;
   }
-  if (strcmp(s->pos[0], "add") != 0)
-    return ringctl_usage_error(a, "auth: unknown action \"%s\" (setup, add)", s->pos[0]);
+  bool add = strcmp(s->pos[0], "add") == 0;
+  if (!add && strcmp(s->pos[0], "remove") != 0)
+    return ringctl_usage_error(a, "auth: unknown action \"%s\" (setup, add, remove)", s->pos[0]);
   const kind *k = s->n_pos == 3 ? kind_find(s->pos[1]) : NULL;
   if (k == NULL)
-    return ringctl_usage_error(a, "auth add KIND NAME: KIND is host, client, coordinator, "
-                                  "operator or reader");
+    return ringctl_usage_error(a,
+                               "auth %s KIND NAME: KIND is host, client, coordinator, "
+                               "operator or reader",
+                               s->pos[0]);
   if (!ring_id_valid(s->pos[2]))
-    return ringctl_usage_error(a, "auth add: \"%s\" is not a name ([a-z0-9._-]{1,63})", s->pos[2]);
+    return ringctl_usage_error(a, "auth %s: \"%s\" is not a name ([a-z0-9._-]{1,63})", s->pos[0],
+                               s->pos[2]);
+  if (!add)
+    return s->new_pw || s->root_pw || s->service
+               ? ringctl_usage_error(a, "auth remove takes no options")
+               : RINGCTL_EXIT_OK;
   if (s->new_pw == NULL || s->root_pw)
     return ringctl_usage_error(a, "auth add takes --new-password-file FILE");
   if (s->service && (strcmp(k->name, "client") != 0 || !service_valid(s->service)))
@@ -189,13 +201,19 @@ static int grant_one(ringctl_ctx *ctx, const char *role, const grant *g, const c
   return RINGCTL_EXIT_OK;
 }
 
-/* The role of kind k (name: the actor, for a per-name role) with its grants. */
-static int role_make(ringctl_ctx *ctx, const kind *k, const char *name, const char *service,
-                     char *role, size_t cap) {
+/* The role's name: per actor for hosts and clients, one per kind else. */
+static void role_name(const ringctl_ctx *ctx, const kind *k, const char *name, char *role,
+                      size_t cap) {
   if (k->per_name)
     snprintf(role, cap, "ringkeeper.%s.%s.%s", ctx->cluster, k->name, name);
   else
     snprintf(role, cap, "ringkeeper.%s.%s", ctx->cluster, k->name);
+}
+
+/* The role of kind k (name: the actor, for a per-name role) with its grants. */
+static int role_make(ringctl_ctx *ctx, const kind *k, const char *name, const char *service,
+                     char *role, size_t cap) {
+  role_name(ctx, k, name, role, cap);
   ring_error err = {0};
   int rc = made(ctx, ring_etcd_role_add(ctx->etcd, role, &err), &err, "adding a role");
   if (rc == RINGCTL_EXIT_OK)
@@ -257,12 +275,31 @@ static int setup(ringctl_ctx *ctx, const auth_args *s) {
   return RINGCTL_EXIT_OK;
 }
 
+/* Deleting the user ends its sessions (etcd drops its tokens); a shared
+ * role stays for the others of its kind. */
+static int remove_user(ringctl_ctx *ctx, auth_run *r) {
+  ring_error err = {0};
+  int rc = ring_etcd_user_delete(ctx->etcd, r->user, &err);
+  printf("user %s: %s\n", r->user, rc == RING_ENOTFOUND ? "was not there" : "deleted");
+  if (rc == RING_OK || rc == RING_ENOTFOUND) {
+    if (!r->k->per_name)
+      return RINGCTL_EXIT_OK;
+    role_name(ctx, r->k, r->s->pos[2], r->role, sizeof r->role);
+    rc = ring_etcd_role_delete(ctx->etcd, r->role, &err);
+    printf("role %s: %s\n", r->role, rc == RING_ENOTFOUND ? "was not there" : "deleted");
+  }
+  return rc == RING_OK || rc == RING_ENOTFOUND ? RINGCTL_EXIT_OK
+                                               : ringctl_fail(ctx, rc, &err, "removing a user");
+}
+
 static int body(ringctl_ctx *ctx, void *ud) {
   auth_run *r = ud;
   const auth_args *s = r->s;
   if (r->k == NULL)
     return setup(ctx, s);
   snprintf(r->user, sizeof r->user, "%s.%s.%s", ctx->cluster, r->k->name, s->pos[2]);
+  if (strcmp(s->pos[0], "remove") == 0)
+    return remove_user(ctx, r);
   int rc = role_make(ctx, r->k, s->pos[2], s->service, r->role, sizeof r->role);
   return rc == RINGCTL_EXIT_OK ? user_make(ctx, r->user, s->new_pw, r->role) : rc;
 }

@@ -6,6 +6,7 @@
  * etcd with "permission denied" (RING_EAUTH), a host's keys are single keys
  * (n1 cannot write n10's), a refusal costs one request (no new token),
  * and a rerun of either command repairs and changes nothing else.
+ * `auth remove` ends a user's access at once and keeps a shared role.
  */
 #include "ringctl_fixture.h"
 
@@ -225,6 +226,35 @@ START_TEST(wrong_password_and_reruns) {
 }
 END_TEST
 
+START_TEST(remove_ends_access) {
+  ring_etcd *c = as("host", "n10");
+  may_put(c, "acks/n10");
+  char root[200];
+  snprintf(root, sizeof root, "%s/root.pw", dir);
+  FX_EXPECT_IN(0, out, "role ringkeeper." CL ".host.n10: deleted", CL,
+               "--user root --password-file %s auth remove host n10", root);
+  ring_error err = {0};
+  const char *k = P "acks/n10";
+  int rc = ring_etcd_put(c, k, strlen(k), "2", 1, 0, NULL, NULL, &err);
+  ck_assert_msg(rc == RING_EAUTH, "a removed user still writes: %d %s", rc, err.message);
+  ring_etcd_close(c);
+  FX_EXPECT_IN(0, out, "was not there", CL, "--user root --password-file %s auth remove host n10",
+               root);
+  /* a shared role stays for the others of its kind */
+  FX_EXPECT_IN(0, out, "user " CL ".reader.mon: deleted", CL,
+               "--user root --password-file %s auth remove reader mon", root);
+  char pw[200];
+  pw_file("mon2", pw, sizeof pw);
+  FX_EXPECT(0, CL, "--user root --password-file %s auth add reader mon2 --new-password-file %s",
+            root, pw);
+  c = as("reader", "mon2");
+  ring_kvs kv;
+  ck_assert_int_eq(ring_etcd_range(c, P "config", strlen(P "config"), NULL, &kv, &err), RING_OK);
+  ring_kvs_clear(&kv);
+  ring_etcd_close(c);
+}
+END_TEST
+
 START_TEST(usage_errors) {
   static const char *const bad[] = {
       "auth",
@@ -237,6 +267,8 @@ START_TEST(usage_errors) {
       "auth add host n1 --new-password-file /dev/null --service kv/n1",
       "auth add client kv.n1 --new-password-file /dev/null --service kv/N1",
       "auth setup --root-password-file /dev/null --new-password-file /dev/null",
+      "auth remove host",
+      "auth remove host n1 --new-password-file /dev/null",
   };
   fx_expect_all(2, CL, bad, sizeof bad / sizeof bad[0], "ringctl auth: ");
 }
@@ -251,6 +283,7 @@ int main(void) {
   tcase_add_test(tc, coordinator_writes_the_control_plane);
   tcase_add_test(tc, client_reader_operator);
   tcase_add_test(tc, wrong_password_and_reruns);
+  tcase_add_test(tc, remove_ends_access);
   tcase_add_test(tc, usage_errors);
   suite_add_tcase(s, tc);
   return run_suite_as(s, 1);
