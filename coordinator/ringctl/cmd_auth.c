@@ -143,7 +143,7 @@ static bool service_valid(const char *s) {
 
 static int check_args(const ringctl_args *a, const auth_args *s) {
   if (s->n_pos == 0)
-    return ringctl_usage_error(a, "auth: say setup or add");
+    return ringctl_usage_error(a, "auth: say setup, add or remove");
   if (strcmp(s->pos[0], "setup") == 0) {
     if (s->n_pos != 1 || s->root_pw == NULL || s->new_pw || s->service)
       return ringctl_usage_error(a, "auth setup takes --root-password-file FILE alone");
