@@ -29,6 +29,8 @@ void e2e_defaults(e2e_opts *o) {
 
 /* ------------------------------------------------------------- etcd auth */
 
+#define ROOT_PASSWORD "e2e-root-password"
+
 bool e2e_auth(void) {
   const char *a = getenv("RING_E2E_AUTH");
   return a && *a && strcmp(a, "0") != 0;
@@ -84,15 +86,15 @@ static void agent_creds(const char *id, char *flags, size_t cap) {
 static void auth_setup(void) {
   char root[200], out[4096];
   snprintf(root, sizeof root, "%s/root.pw", env.dir);
-  write_secret(root, "e2e-root-password\n");
+  write_secret(root, ROOT_PASSWORD "\n");
   int rc =
       proc_runf(60, out, sizeof out,
                 "%s --endpoints %s --cluster " ENV_CLUSTER " auth setup --root-password-file %s",
                 RINGCTL_BIN, env.etcd.endpoints, root);
   ck_assert_msg(rc == 0, "ringctl auth setup -> %d: %s", rc, out);
-  snprintf(env.etcd.root_password, sizeof env.etcd.root_password, "e2e-root-password");
+  snprintf(env.etcd.root_password, sizeof env.etcd.root_password, ROOT_PASSWORD);
   ring_etcd_close(env.c);
-  env.c = test_client_as(env.etcd.endpoints, "root", "e2e-root-password", 5000);
+  env.c = test_client_as(env.etcd.endpoints, "root", ROOT_PASSWORD, 5000);
   env.agent_creds = agent_creds;
 }
 
