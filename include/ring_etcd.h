@@ -9,6 +9,7 @@
  *   4. leases: grant, keep-alive, revoke, time-to-live
  *   5. election and fencing
  *   6. the live ring watcher for embedders
+ *   7. users and roles (etcd auth administration)
  *
  * Threads: a ring_etcd handle may be used from any number of threads at
  * once (each call takes its own connection from a small pool). Watches and
@@ -374,6 +375,36 @@ RING_EXTERN void ring_watcher_stats_get(ring_watcher *w, ring_watcher_stats *out
  * daemon does on the operator's `recovered` record). *out (if not NULL)
  * receives the client's marks. Callable from any thread. */
 RING_EXTERN bool ring_watcher_restored(ring_watcher *w, ring_etcd_history *out);
+
+/* ------------------------------------------------- 7. users and roles */
+
+/* etcd's own access control (/v3/auth/...), which `ringctl auth` uses to
+ * give each actor of a cluster a user of its own (deploy/PRODUCTION.md,
+ * "Authentication and TLS"). Once auth is on only a user with etcd's root
+ * role may call these. Adding a name that exists is RING_EEXIST; a grant
+ * of what is granted changes nothing. */
+typedef enum ring_perm {
+  RING_PERM_READ = 0,
+  RING_PERM_WRITE = 1,
+  RING_PERM_READWRITE = 2
+} ring_perm;
+
+RING_EXTERN int ring_etcd_user_add(ring_etcd *c, const char *user, const char *password,
+                                   ring_error *err);
+RING_EXTERN int ring_etcd_user_password(ring_etcd *c, const char *user, const char *password,
+                                        ring_error *err);
+RING_EXTERN int ring_etcd_user_grant(ring_etcd *c, const char *user, const char *role,
+                                     ring_error *err);
+RING_EXTERN int ring_etcd_role_add(ring_etcd *c, const char *role, ring_error *err);
+/* Deleting a name that is not there is RING_ENOTFOUND. */
+RING_EXTERN int ring_etcd_user_delete(ring_etcd *c, const char *user, ring_error *err);
+RING_EXTERN int ring_etcd_role_delete(ring_etcd *c, const char *role, ring_error *err);
+/* Grants perm on the one key `key` (prefix false: etcd matches it exactly,
+ * so alive/n1 never covers alive/n10) or on every key starting with it. */
+RING_EXTERN int ring_etcd_role_grant(ring_etcd *c, const char *role, ring_perm perm,
+                                     const char *key, bool prefix, ring_error *err);
+/* Needs a user `root` holding the role `root`. */
+RING_EXTERN int ring_etcd_auth_enable(ring_etcd *c, ring_error *err);
 
 #ifdef __cplusplus
 }

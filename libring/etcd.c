@@ -373,21 +373,26 @@ static int attempt(ring_etcd *c, const char *path, const char *body, ring__retry
 }
 
 /* Sends text with failover. with_token: the request carries (and may
- * renew) the auth token; the authenticate call itself goes without. */
+ * renew) the auth token; the authenticate call itself goes without. A
+ * refusal may be an expired token, and is tried once more with a new one;
+ * never a "permission denied": the user's roles refused it, a new token
+ * changes nothing, and each authentication costs etcd a password hash. */
 static int call(ring_etcd *c, const char *path, const char *text, ring__retry retry,
                 bool with_token, cJSON **resp, ring_error *err) {
   const uint32_t tries = 2 * c->n_endpoints + 1;
   bool reauthed = false;
   int rc = RING_ECONNECT;
+  ring_error local, *e = err ? err : &local;
   for (uint32_t i = 0; i < tries; i++) {
     pthread_mutex_lock(&c->lock);
     uint64_t gen = c->token_gen;
     pthread_mutex_unlock(&c->lock);
     bool again = false;
-    rc = attempt(c, path, text, retry, with_token, resp, &again, err);
-    if (rc == RING_EAUTH && with_token && c->user && !reauthed) { /* the token may have expired */
+    rc = attempt(c, path, text, retry, with_token, resp, &again, e);
+    if (rc == RING_EAUTH && with_token && c->user && !reauthed &&
+        strstr(e->message, "permission denied") == NULL) {
       reauthed = true;
-      if ((rc = ring__etcd_reauth(c, gen, err)) != RING_OK)
+      if ((rc = ring__etcd_reauth(c, gen, e)) != RING_OK)
         break;
       i--;
       continue;

@@ -157,6 +157,15 @@ void ring__history_watch_header(ring_etcd *c, uint64_t cluster_id);
  * when absent or malformed. */
 uint64_t ring__header_cluster_id(const cJSON *header);
 
+/* Adds "key" (base64) to o and, for a prefix, the "range_end" that covers
+ * every key starting with it. */
+int ring__json_add_key(cJSON *o, const void *key, size_t len, bool prefix);
+/* Sends a body that was built (rc says whether building worked: anything
+ * but RING_OK, or body NULL, is RING_ENOMEM) and frees it; as
+ * ring__etcd_call otherwise. */
+int ring__etcd_run(ring_etcd *c, const char *path, cJSON *body, int rc, ring__retry retry,
+                   cJSON **resp, ring_error *err);
+
 /* The first key after every key with this prefix (etcd's range_end). */
 int ring__prefix_end(const void *key, size_t len, uint8_t **out, size_t *out_len);
 

@@ -184,7 +184,7 @@ int ring__delete_reply_parse(const cJSON *resp, int64_t *deleted, int64_t *revis
 }
 
 /* Adds key (and range_end for a prefix) to a request object. */
-static int add_key(cJSON *o, const void *key, size_t len, bool prefix) {
+int ring__json_add_key(cJSON *o, const void *key, size_t len, bool prefix) {
   int rc = ring__json_add_bytes(o, "key", key, len);
   if (rc != RING_OK || !prefix)
     return rc;
@@ -197,9 +197,8 @@ static int add_key(cJSON *o, const void *key, size_t len, bool prefix) {
   return rc;
 }
 
-/* Runs a call whose body was built (rc says whether building worked). */
-static int run(ring_etcd *c, const char *path, cJSON *body, int rc, ring__retry retry, cJSON **resp,
-               ring_error *err) {
+int ring__etcd_run(ring_etcd *c, const char *path, cJSON *body, int rc, ring__retry retry,
+                   cJSON **resp, ring_error *err) {
   if (body == NULL || rc != RING_OK) {
     cJSON_Delete(body);
     return ring__err(err, RING_ENOMEM, "request body");
@@ -215,7 +214,7 @@ static cJSON *range_request(const void *key, size_t len, const ring_range_opts *
   static const ring_range_opts none;
   o = o ? o : &none;
   cJSON *body = cJSON_CreateObject();
-  *rc = body ? add_key(body, key, len, o->prefix) : RING_ENOMEM;
+  *rc = body ? ring__json_add_key(body, key, len, o->prefix) : RING_ENOMEM;
   if (*rc == RING_OK && o->limit)
     *rc = ring__json_add_i64(body, "limit", o->limit);
   if (*rc == RING_OK && o->revision)
@@ -233,7 +232,7 @@ int ring_etcd_range(ring_etcd *c, const void *key, size_t key_len, const ring_ra
     return ring__err(err, RING_EINVAL, "ring_etcd_range: NULL argument");
   int rc;
   cJSON *body = range_request(key, key_len, opts, &rc), *resp = NULL;
-  if ((rc = run(c, "kv/range", body, rc, RING__READ, &resp, err)) != RING_OK)
+  if ((rc = ring__etcd_run(c, "kv/range", body, rc, RING__READ, &resp, err)) != RING_OK)
     return rc;
   rc = ring__kvs_parse(resp, out);
   cJSON_Delete(resp);
@@ -248,14 +247,14 @@ int ring_etcd_put(ring_etcd *c, const void *key, size_t key_len, const void *val
   if (c == NULL || (key == NULL && key_len) || (value == NULL && value_len))
     return ring__err(err, RING_EINVAL, "ring_etcd_put: NULL argument");
   cJSON *body = cJSON_CreateObject(), *resp = NULL;
-  int rc = body ? add_key(body, key, key_len, false) : RING_ENOMEM;
+  int rc = body ? ring__json_add_key(body, key, key_len, false) : RING_ENOMEM;
   if (rc == RING_OK)
     rc = ring__json_add_bytes(body, "value", value, value_len);
   if (rc == RING_OK && lease)
     rc = ring__json_add_i64(body, "lease", lease);
   if (rc == RING_OK && prev)
     rc = cJSON_AddTrueToObject(body, "prev_kv") ? RING_OK : RING_ENOMEM;
-  if ((rc = run(c, "kv/put", body, rc, RING__WRITE, &resp, err)) != RING_OK)
+  if ((rc = ring__etcd_run(c, "kv/put", body, rc, RING__WRITE, &resp, err)) != RING_OK)
     return rc;
   int64_t rev = 0;
   rc = ring__put_reply_parse(resp, &rev, prev);
@@ -272,8 +271,8 @@ int ring_etcd_delete(ring_etcd *c, const void *key, size_t key_len, bool prefix,
   if (c == NULL || (key == NULL && key_len))
     return ring__err(err, RING_EINVAL, "ring_etcd_delete: NULL argument");
   cJSON *body = cJSON_CreateObject(), *resp = NULL;
-  int rc = body ? add_key(body, key, key_len, prefix) : RING_ENOMEM;
-  if ((rc = run(c, "kv/deleterange", body, rc, RING__WRITE, &resp, err)) != RING_OK)
+  int rc = body ? ring__json_add_key(body, key, key_len, prefix) : RING_ENOMEM;
+  if ((rc = ring__etcd_run(c, "kv/deleterange", body, rc, RING__WRITE, &resp, err)) != RING_OK)
     return rc;
   int64_t n = 0, rev = 0;
   rc = ring__delete_reply_parse(resp, &n, &rev);
@@ -292,7 +291,7 @@ int ring_etcd_compact(ring_etcd *c, int64_t revision, ring_error *err) {
     return ring__err(err, RING_EINVAL, "ring_etcd_compact: bad argument");
   cJSON *body = cJSON_CreateObject(), *resp = NULL;
   int rc = body ? ring__json_add_i64(body, "revision", revision) : RING_ENOMEM;
-  if ((rc = run(c, "kv/compaction", body, rc, RING__READ, &resp, err)) == RING_OK)
+  if ((rc = ring__etcd_run(c, "kv/compaction", body, rc, RING__READ, &resp, err)) == RING_OK)
     cJSON_Delete(resp);
   return rc;
 }
@@ -309,7 +308,7 @@ static int add_compare(cJSON *arr, const ring_cmp *k) {
   cJSON *o = cJSON_CreateObject();
   if (o == NULL || !cJSON_AddItemToArray(arr, o))
     return (cJSON_Delete(o), RING_ENOMEM);
-  int rc = add_key(o, k->key, k->key_len, false);
+  int rc = ring__json_add_key(o, k->key, k->key_len, false);
   if (rc == RING_OK && !cJSON_AddStringToObject(o, "target", cmp_targets[k->target]))
     rc = RING_ENOMEM;
   if (rc == RING_OK && !cJSON_AddStringToObject(o, "result", cmp_ops[k->op]))
@@ -332,7 +331,7 @@ static int add_op(cJSON *arr, const ring_op *op) {
     return RING_ENOMEM;
   }
   cJSON_AddItemToObject(o, kinds[op->type], inner);
-  int rc = add_key(inner, op->key, op->key_len, op->type != RING_OP_PUT && op->prefix);
+  int rc = ring__json_add_key(inner, op->key, op->key_len, op->type != RING_OP_PUT && op->prefix);
   if (rc == RING_OK && op->type == RING_OP_PUT)
     rc = ring__json_add_bytes(inner, "value", op->value, op->value_len);
   if (rc == RING_OK && op->type == RING_OP_PUT && op->lease)
@@ -448,7 +447,7 @@ int ring_etcd_txn(ring_etcd *c, const ring_cmp *cmps, uint32_t n_cmps, const rin
   for (uint32_t i = 0; i < n_failure; i++)
     writes |= failure[i].type != RING_OP_RANGE;
   cJSON *resp = NULL;
-  rc = run(c, "kv/txn", body, rc, writes ? RING__WRITE : RING__READ, &resp, err);
+  rc = ring__etcd_run(c, "kv/txn", body, rc, writes ? RING__WRITE : RING__READ, &resp, err);
   if (rc != RING_OK)
     return rc;
   ring_txn_result r;

@@ -396,7 +396,8 @@ void kv_client_close(kv_client *c) {
     c->pool = next;
   }
   ring_live_free(c->live);
-  ring_etcd_close(c->etcd);
+  if (c->o.etcd == NULL) /* ours */
+    ring_etcd_close(c->etcd);
   pthread_rwlock_destroy(&c->svc_lock);
   pthread_mutex_destroy(&c->pool_mu);
   pthread_mutex_destroy(&c->refresh_mu);
@@ -409,7 +410,9 @@ void kv_client_close(kv_client *c) {
 static int client_start(kv_client *c, char *msg, size_t cap) {
   ring_error err = {0};
   ring_etcd_opts eo = {.endpoints = c->endpoints};
-  if (ring_etcd_open(&eo, &c->etcd, &err) != RING_OK)
+  if (c->o.etcd != NULL)
+    c->etcd = c->o.etcd;
+  else if (ring_etcd_open(&eo, &c->etcd, &err) != RING_OK)
     return snprintf(msg, cap, "etcd: %s", err.message), -1;
   if (ring_live_new(&c->live) != RING_OK)
     return snprintf(msg, cap, "out of memory"), -1;
@@ -428,7 +431,7 @@ static int client_start(kv_client *c, char *msg, size_t cap) {
 }
 
 int kv_client_open(const kv_client_opts *o, kv_client **out, char *msg, size_t cap) {
-  if (o == NULL || o->endpoints == NULL || o->cluster == NULL || out == NULL)
+  if (o == NULL || (o->endpoints == NULL && o->etcd == NULL) || o->cluster == NULL || out == NULL)
     return snprintf(msg, cap, "endpoints and cluster are required"), RING_EINVAL;
   kv_client *c = calloc(1, sizeof *c);
   if (c == NULL)
@@ -439,7 +442,7 @@ int kv_client_open(const kv_client_opts *o, kv_client **out, char *msg, size_t c
   pthread_rwlock_init(&c->svc_lock, NULL);
   pthread_mutex_init(&c->pool_mu, NULL);
   pthread_mutex_init(&c->refresh_mu, NULL);
-  c->endpoints = strdup(o->endpoints);
+  c->endpoints = strdup(o->endpoints ? o->endpoints : "");
   c->cluster = strdup(o->cluster);
   c->svc = calloc(SERVICES_MAX, sizeof *c->svc);
   snprintf(c->svc_prefix, sizeof c->svc_prefix, "/ringkeeper/%s/services/kv/", o->cluster);

@@ -34,8 +34,12 @@
 
 typedef struct kv_client kv_client;
 
+struct ring_etcd;
+
 typedef struct kv_client_opts {
-  const char *endpoints; /* etcd client URLs */
+  const char *endpoints;  /* etcd client URLs, when etcd is NULL */
+  struct ring_etcd *etcd; /* an open client to use instead (its user, TLS): borrowed, closed by
+                             the caller after kv_client_close; NULL: one of endpoints */
   const char *cluster;
   uint32_t timeout_ms;         /* per operation, retries included; 0: 10000 */
   uint32_t request_timeout_ms; /* per HTTP request; 0: 3000 */

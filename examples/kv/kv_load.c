@@ -13,6 +13,7 @@
 #include "daemon.h"
 #include "kv_client.h"
 #include "ring.h"
+#include "ring_etcd.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -64,7 +65,8 @@ static void histo_merge(histo *into, const histo *h) {
 /* ----------------------------------------------------------------- options */
 
 typedef struct load_opts {
-  char *endpoints, *cluster, *mode;
+  rd_etcd_conf etcd; /* --endpoints, --user, --password-file, TLS */
+  char *cluster, *mode;
   uint64_t keys, ops, duration_ms, value_size, threads, interval_ms, timeout_ms;
   double read_ratio;
   bool load, verify, no_follow;
@@ -205,9 +207,8 @@ static void interval_line(shared *sh, worker *w, unsigned n, double since_start,
   free(h);
 }
 
-static void opts_table(load_opts *o, rd_opt *t) {
+static rd_opt *opts_table(load_opts *o) {
   const rd_opt table[] = {
-      {"endpoints", RD_OPT_STRING, &o->endpoints, 0, 0, "etcd client URLs, comma-separated"},
       {"cluster", RD_OPT_STRING, &o->cluster, 0, 0, "cluster name"},
       {"keys", RD_OPT_UINT, &o->keys, 1, 1e12, "keys k0..k<N-1>"},
       {"ops", RD_OPT_UINT, &o->ops, 0, 0, "operations in a mixed run (0: until --duration)"},
@@ -223,7 +224,7 @@ static void opts_table(load_opts *o, rd_opt *t) {
        "re-read the table only when a server says it is stale"},
       {NULL, 0, NULL, 0, 0, NULL},
   };
-  memcpy(t, table, sizeof table);
+  return rd_opts_with_etcd(&o->etcd, table);
 }
 
 static int run(shared *sh, const char *what) {
@@ -279,30 +280,35 @@ int main(int argc, char **argv) {
   static shared sh = {
       .o = {
           .keys = 10000, .read_ratio = 0.9, .value_size = 100, .threads = 8, .timeout_ms = 10000}};
-  rd_opt table[16];
   char msg[512];
-  opts_table(&sh.o, table);
+  rd_opt *table = opts_table(&sh.o);
+  if (table == NULL)
+    return 1;
   int p = rd_opts_parse(argc, argv, "ring-kv-load: load and latency for ring-kv", table, msg,
                         sizeof msg);
   if (p == RD_OPTS_HELP)
-    return 0;
-  if (p == RD_OPTS_ERROR || !sh.o.endpoints || !sh.o.cluster ||
+    return (rd_opts_release(table), 0);
+  if (p != RD_OPTS_ERROR && rd_etcd_check(&sh.o.etcd, msg, sizeof msg) != 0)
+    p = RD_OPTS_ERROR;
+  if (p == RD_OPTS_ERROR || !sh.o.cluster ||
       (!sh.o.load && !sh.o.verify && !sh.o.ops && !sh.o.duration_ms)) {
     fprintf(stderr, "ring-kv-load: %s\n",
             p == RD_OPTS_ERROR ? msg
                                : "--endpoints, --cluster and one of --load, --verify, --ops, "
                                  "--duration are required");
-    rd_opts_free(table);
+    rd_opts_release(table);
     return 2;
   }
   pthread_mutex_init(&sh.mu, NULL);
-  kv_client_opts co = {.endpoints = sh.o.endpoints,
-                       .cluster = sh.o.cluster,
+  ring_etcd *etcd = NULL;
+  kv_client_opts co = {.cluster = sh.o.cluster,
                        .timeout_ms = (uint32_t)sh.o.timeout_ms,
                        .no_follow = sh.o.no_follow};
-  if (kv_client_open(&co, &sh.c, msg, sizeof msg) != RING_OK) {
+  if (rd_etcd_open(&sh.o.etcd, &etcd, msg, sizeof msg) != 0 ||
+      (co.etcd = etcd, kv_client_open(&co, &sh.c, msg, sizeof msg)) != RING_OK) {
     fprintf(stderr, "ring-kv-load: %s\n", msg);
-    rd_opts_free(table);
+    ring_etcd_close(etcd);
+    rd_opts_release(table);
     return 1;
   }
   printf("cluster=%s version=%" PRIu64 " keys=%" PRIu64 " value_size=%" PRIu64 " threads=%" PRIu64
@@ -336,6 +342,7 @@ int main(int argc, char **argv) {
          kv_client_version(sh.c), cs.stale, cs.misdirected, cs.refreshes, cs.fallbacks, cs.retries,
          errors);
   kv_client_close(sh.c);
-  rd_opts_free(table);
+  ring_etcd_close(etcd);
+  rd_opts_release(table);
   return rc;
 }

@@ -102,13 +102,15 @@ env_agent *env_agent_init(int i, const char *id) {
 
 void env_agent_start(int i, const char *id, const char *extra) {
   env_agent *a = env_agent_init(i, id);
-  char line[1400], *argv[PROC_ARGS_MAX];
+  char line[1800], *argv[PROC_ARGS_MAX], creds[300] = "";
+  if (env.agent_creds != NULL)
+    env.agent_creds(a->id, creds, sizeof creds);
   snprintf(line, sizeof line,
            "%s --endpoints %s --cluster " ENV_CLUSTER " --id %s --listen %s --metrics %s"
            " --data-dir %s --zone %s --secret-file %s --lease-ttl 2s --drop-grace 1s"
-           " --log-level debug %s",
+           " --log-level debug %s %s",
            RING_AGENT_BIN, env.etcd.endpoints, a->id, a->listen, a->metrics, a->data, a->zone,
-           env.secret, extra ? extra : "");
+           env.secret, creds, extra ? extra : "");
   env_argv(line, argv);
   char log[sizeof a->log];
   memcpy(log, a->log, sizeof log); /* proc_spawn writes into a->p */

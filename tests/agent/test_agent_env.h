@@ -63,6 +63,9 @@ typedef struct agent_env {
   char secret[160];
   env_agent a[ENV_AGENTS];
   bool passed;
+  /* With etcd auth on (tests/e2e, RING_E2E_AUTH): the etcd user flags of
+   * agent `id` into flags (made on first use); NULL: no user. */
+  void (*agent_creds)(const char *id, char *flags, size_t cap);
 } agent_env;
 
 extern agent_env env;

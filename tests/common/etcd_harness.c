@@ -187,16 +187,24 @@ int etcdctl(const etcd_cluster *c, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(args, sizeof args, fmt, ap);
   va_end(ap);
-  snprintf(cmd, sizeof cmd, "ETCDCTL_API=3 etcdctl --endpoints=%s %s >/dev/null 2>&1", c->endpoints,
-           args);
+  snprintf(cmd, sizeof cmd, "ETCDCTL_API=3 etcdctl --endpoints=%s%s%s %s >/dev/null 2>&1",
+           c->endpoints, c->root_password[0] ? " --user root:" : "", c->root_password, args);
   return system(cmd);
+}
+
+void etcd_cluster_auth_on(etcd_cluster *c, const char *root_password) {
+  if (etcdctl(c, "user add root:%s", root_password) != 0 || etcdctl(c, "auth enable") != 0) {
+    fprintf(stderr, "etcd_cluster_auth_on: etcdctl failed\n");
+    abort();
+  }
+  snprintf(c->root_password, sizeof c->root_password, "%s", root_password);
 }
 
 int etcd_snapshot_save(const etcd_cluster *c, int i, const char *path) {
   char cmd[1024];
   snprintf(cmd, sizeof cmd,
-           "ETCDCTL_API=3 etcdctl --endpoints=%s snapshot save '%s' >/dev/null 2>&1", c->m[i].url,
-           path);
+           "ETCDCTL_API=3 etcdctl --endpoints=%s%s%s snapshot save '%s' >/dev/null 2>&1",
+           c->m[i].url, c->root_password[0] ? " --user root:" : "", c->root_password, path);
   return system(cmd);
 }
 

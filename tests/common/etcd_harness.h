@@ -44,8 +44,9 @@ typedef struct etcd_cluster {
   etcd_member m[ETCD_MEMBERS_MAX];
   char base[256]; /* temporary root */
   char initial_cluster[1024];
-  char endpoints[512]; /* all client URLs, comma-separated */
-  char extra[256];     /* extra etcd flags, space-separated (e.g. auth TTL) */
+  char endpoints[512];    /* all client URLs, comma-separated */
+  char extra[256];        /* extra etcd flags, space-separated (e.g. auth TTL) */
+  char root_password[64]; /* "" until etcd_cluster_auth_on; then etcdctl runs as root */
 } etcd_cluster;
 
 /* A loopback port nobody listens on right now, below the kernel's
@@ -83,8 +84,14 @@ bool etcd_member_restart(etcd_cluster *c, int i);
 
 void etcd_cluster_stop(etcd_cluster *c);
 
-/* Runs etcdctl against the cluster; returns its exit status. */
+/* Runs etcdctl against the cluster (as root once auth is on); returns its
+ * exit status. */
 int etcdctl(const etcd_cluster *c, const char *fmt, ...);
+
+/* Turns etcd authentication on with a root user of that password, as an
+ * operator would with etcdctl (deploy/PRODUCTION.md); aborts when etcd
+ * refuses. */
+void etcd_cluster_auth_on(etcd_cluster *c, const char *root_password);
 
 /* ------------------------------------------------ snapshots and restores */
 

@@ -27,9 +27,82 @@ void e2e_defaults(e2e_opts *o) {
     o->value_size = 100;
 }
 
+/* ------------------------------------------------------------- etcd auth */
+
+#define ROOT_PASSWORD "e2e-root-password"
+
+bool e2e_auth(void) {
+  const char *a = getenv("RING_E2E_AUTH");
+  return a && *a && strcmp(a, "0") != 0;
+}
+
+static void write_secret(const char *path, const char *text) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
+  ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+  close(fd);
+}
+
+/* The user of actor kind/name, made with `ringctl auth add` as root the
+ * first time (its password file is the mark). */
+static void auth_user(const char *kind, const char *name, const char *service, char *pw,
+                      size_t cap) {
+  snprintf(pw, cap, "%s/%s.%s.pw", env.dir, kind, name);
+  if (access(pw, F_OK) == 0)
+    return;
+  char text[128], out[4096], svc[80] = "";
+  snprintf(text, sizeof text, "pw-%s-%s-%08x\n", kind, name, (unsigned)random());
+  write_secret(pw, text);
+  if (service)
+    snprintf(svc, sizeof svc, "--service %s", service);
+  int rc = proc_runf(60, out, sizeof out,
+                     "%s --endpoints %s --cluster " ENV_CLUSTER " --user root --password-file "
+                     "%s/root.pw auth add %s %s --new-password-file %s %s",
+                     RINGCTL_BIN, env.etcd.endpoints, env.dir, kind, name, pw, svc);
+  ck_assert_msg(rc == 0, "ringctl auth add %s %s -> %d: %s", kind, name, rc, out);
+}
+
+const char *e2e_etcd(const char *kind, const char *name, const char *service, char *buf,
+                     size_t cap) {
+  int n = snprintf(buf, cap, "--endpoints %s --cluster " ENV_CLUSTER, env.etcd.endpoints);
+  if (!e2e_auth())
+    return buf;
+  char pw[200];
+  auth_user(kind, name, service, pw, sizeof pw);
+  snprintf(buf + n, cap - (size_t)n, " --user " ENV_CLUSTER ".%s.%s --password-file %s", kind, name,
+           pw);
+  return buf;
+}
+
+static void agent_creds(const char *id, char *flags, size_t cap) {
+  char all[600];
+  e2e_etcd("host", id, NULL, all, sizeof all);
+  snprintf(flags, cap, "%s", strstr(all, " --user "));
+}
+
+/* etcd's root, the cluster's roles and auth on, through `ringctl auth
+ * setup`; the test's own client (env.c: config, checks) is then root, every
+ * daemon a user of its own. */
+static void auth_setup(void) {
+  char root[200], out[4096];
+  snprintf(root, sizeof root, "%s/root.pw", env.dir);
+  write_secret(root, ROOT_PASSWORD "\n");
+  int rc =
+      proc_runf(60, out, sizeof out,
+                "%s --endpoints %s --cluster " ENV_CLUSTER " auth setup --root-password-file %s",
+                RINGCTL_BIN, env.etcd.endpoints, root);
+  ck_assert_msg(rc == 0, "ringctl auth setup -> %d: %s", rc, out);
+  snprintf(env.etcd.root_password, sizeof env.etcd.root_password, ROOT_PASSWORD);
+  ring_etcd_close(env.c);
+  env.c = test_client_as(env.etcd.endpoints, "root", ROOT_PASSWORD, 5000);
+  env.agent_creds = agent_creds;
+}
+
 static void e2e_setup_world(void) {
   memset(&w, 0, sizeof w);
   snprintf(w.reader_log, sizeof w.reader_log, "%s/reader.log", env.dir);
+  if (e2e_auth())
+    auth_setup();
 }
 
 /* The fixture's setup: env_setup (one etcd member) or the same with
@@ -142,11 +215,14 @@ void e2e_kv_start(int i) {
     snprintf(w.kv_listen[i], sizeof w.kv_listen[i], "127.0.0.1:%d", harness_free_port());
     snprintf(w.kv_log[i], sizeof w.kv_log[i], "%s/kv-%s.log", env.dir, a->id);
   }
-  char line[1400], *argv[PROC_ARGS_MAX];
+  char line[1800], *argv[PROC_ARGS_MAX], etcd[600], client[32], service[40];
+  snprintf(client, sizeof client, "kv.%s", a->id);
+  snprintf(service, sizeof service, "kv/%s", a->id);
   snprintf(line, sizeof line,
-           "%s --endpoints %s --cluster " ENV_CLUSTER " --id %s --listen %s --data-dir %s"
+           "%s %s --id %s --listen %s --data-dir %s"
            " --lease-ttl 2s --rescan-interval 100ms --log-level info",
-           RING_KV_BIN, env.etcd.endpoints, a->id, w.kv_listen[i], a->data);
+           RING_KV_BIN, e2e_etcd("client", client, service, etcd, sizeof etcd), a->id,
+           w.kv_listen[i], a->data);
   env_argv(line, argv);
   ck_assert_int_eq(proc_spawn(&w.kv[i], w.kv_log[i], argv), 0);
   w.kv_up[i] = true;
@@ -196,8 +272,9 @@ int e2e_ringctl(char *out, size_t cap, const char *fmt, ...) {
   va_end(ap);
   if (out == NULL)
     out = local, cap = sizeof local;
-  int rc = proc_runf(60, out, cap, "%s --endpoints %s --cluster " ENV_CLUSTER " %s", RINGCTL_BIN,
-                     env.etcd.endpoints, args);
+  char etcd[600];
+  int rc = proc_runf(60, out, cap, "%s %s %s", RINGCTL_BIN,
+                     e2e_etcd("operator", "e2e", NULL, etcd, sizeof etcd), args);
   ck_assert_msg(rc >= 0, "ringctl %s did not finish in 60 s", args);
   fprintf(stderr, "ringctl %s -> %d%s%.*s\n", args, rc, *out ? ": " : "", 300, out);
   return rc;
@@ -354,12 +431,11 @@ void e2e_kv_alive_or_kill(proc *p) {
 }
 
 int e2e_kv_load(char *out, size_t cap, double timeout_s, const char *args) {
-  char log[220], line[1024], *argv[PROC_ARGS_MAX];
+  char log[220], line[1400], *argv[PROC_ARGS_MAX], etcd[600];
   snprintf(log, sizeof log, "%s/kv-load.out", env.dir);
   unlink(log);
-  snprintf(line, sizeof line,
-           "%s --endpoints %s --cluster " ENV_CLUSTER " --keys %u --value-size %u %s",
-           RING_KV_LOAD_BIN, env.etcd.endpoints, w.o.keys, w.o.value_size, args);
+  snprintf(line, sizeof line, "%s %s --keys %u --value-size %u %s", RING_KV_LOAD_BIN,
+           e2e_etcd("reader", "load", NULL, etcd, sizeof etcd), w.o.keys, w.o.value_size, args);
   env_argv(line, argv);
   proc p;
   ck_assert_int_eq(proc_spawn(&p, log, argv), 0);
@@ -391,16 +467,17 @@ void e2e_verify_keys(void) {
 }
 
 void e2e_reader_start(void) {
-  char line[1024], *argv[PROC_ARGS_MAX];
+  char line[1400], *argv[PROC_ARGS_MAX], etcd[600];
   snprintf(line, sizeof line,
-           "%s --endpoints %s --cluster " ENV_CLUSTER " --keys %u --value-size %u"
+           "%s %s --keys %u --value-size %u"
            " --ops 1000000000 --duration 3600s --read-ratio 1 --threads 2 --interval 1s"
            /* --ops too: with --duration alone no interval line is printed. --timeout
             * outlasts fault_etcd's 10 s outage: a server whose watcher missed the
             * client's newest version cannot learn it before etcd is back
             * (examples/kv/PROTOCOL.md, "Known limits"). */
            " --timeout 30s",
-           RING_KV_LOAD_BIN, env.etcd.endpoints, w.o.keys, w.o.value_size);
+           RING_KV_LOAD_BIN, e2e_etcd("reader", "load", NULL, etcd, sizeof etcd), w.o.keys,
+           w.o.value_size);
   env_argv(line, argv);
   ck_assert_int_eq(proc_spawn(&w.reader, w.reader_log, argv), 0);
 }
@@ -633,13 +710,12 @@ void e2e_coord_start_with(int k, const char *extra) {
     snprintf(w.coord_id[k], sizeof w.coord_id[k], "coord-%c", 'a' + k);
     snprintf(w.coord_listen[k], sizeof w.coord_listen[k], "127.0.0.1:%d", harness_free_port());
   }
-  char log[220], line[1400], *argv[PROC_ARGS_MAX];
+  char log[220], line[1800], *argv[PROC_ARGS_MAX], etcd[600];
   snprintf(log, sizeof log, "%s/%s.log", env.dir, w.coord_id[k]);
   snprintf(line, sizeof line,
-           "%s --endpoints %s --cluster " ENV_CLUSTER " --id %s --listen %s --lease-ttl 2s"
-           " --tick 200ms --log-level debug %s",
-           RING_COORDINATOR_BIN, env.etcd.endpoints, w.coord_id[k], w.coord_listen[k],
-           extra ? extra : "");
+           "%s %s --id %s --listen %s --lease-ttl 2s --tick 200ms --log-level debug %s",
+           RING_COORDINATOR_BIN, e2e_etcd("coordinator", w.coord_id[k], NULL, etcd, sizeof etcd),
+           w.coord_id[k], w.coord_listen[k], extra ? extra : "");
   env_argv(line, argv);
   ck_assert_int_eq(proc_spawn(&w.coord[k], log, argv), 0);
   e2e_wait_listening(&w.coord[k], w.coord_listen[k], w.coord_id[k]);
@@ -687,8 +763,9 @@ cJSON *e2e_status_json(void) {
   size_t cap = 1 << 20;
   char *out = malloc(cap);
   ck_assert_ptr_nonnull(out);
-  int rc = proc_runf(60, out, cap, "%s --endpoints %s --cluster " ENV_CLUSTER " status --json",
-                     RINGCTL_BIN, env.etcd.endpoints);
+  char etcd[600];
+  int rc = proc_runf(60, out, cap, "%s %s status --json", RINGCTL_BIN,
+                     e2e_etcd("reader", "status", NULL, etcd, sizeof etcd));
   cJSON *j = rc == 0 ? cJSON_Parse(out) : NULL;
   if (j == NULL)
     fprintf(stderr, "ringctl status --json -> %d: %.300s\n", rc, out);

@@ -69,6 +69,19 @@ extern e2e_world w;
 
 bool e2e_long(void);
 
+/* RING_E2E_AUTH=1: etcd runs with auth on (`ringctl auth setup`) and every
+ * process is an etcd user of its own with its kind's role (`ringctl auth
+ * add`): agents host.<id>, ring-kv client.kv.<id>, coordinators
+ * coordinator.<id>, ringctl operator.e2e, ring-kv-load and status reads
+ * reader.*; the test's own client is root. */
+bool e2e_auth(void);
+
+/* "--endpoints E --cluster C" into buf, with `--user U --password-file F`
+ * of actor kind/name (service: a client's, or NULL) under RING_E2E_AUTH,
+ * the user made on first use. Returns buf. */
+const char *e2e_etcd(const char *kind, const char *name, const char *service, char *buf,
+                     size_t cap);
+
 void e2e_defaults(e2e_opts *o);
 
 /* ------------------------------------------------------------------ config */

@@ -129,8 +129,7 @@ static void setup(void) {
   char extra[64];
   snprintf(extra, sizeof extra, "--auth-token simple --auth-token-ttl %d", TOKEN_TTL_S);
   etcd_cluster_start(&one, 1, extra);
-  ck_assert_int_eq(etcdctl(&one, "user add root:rootpw"), 0);
-  ck_assert_int_eq(etcdctl(&one, "auth enable"), 0);
+  etcd_cluster_auth_on(&one, "rootpw");
 }
 static void teardown(void) { etcd_cluster_stop(&one); }
 

@@ -44,7 +44,7 @@ expect "--wait" ringctl apply --wa
 expect "--json" ringctl status --js
 expect "--version" ringctl --vers
 expect "bash zsh" ringctl completion ""
-expect "accept-loss apply auto-apply" ringctl help a
+expect "accept-loss apply auth auto-apply" ringctl help a
 # After an option that takes a value, its value: files, not options.
 got=$(complete_words ringctl plan -o "$tmp/ringctl.b")
 [ "$got" = "$tmp/ringctl.bash" ] || { echo "plan -o FILE: got '$got'"; fails=$((fails + 1)); }
