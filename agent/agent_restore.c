@@ -20,7 +20,7 @@
  */
 #define _GNU_SOURCE
 #include "agent.h"
-#include "ring_int.h" /* ring__err */
+#include "ringx.h" /* ring__err */
 
 #include <errno.h>
 #include <fcntl.h>

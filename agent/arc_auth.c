@@ -20,7 +20,7 @@
  */
 #define _GNU_SOURCE /* clock_gettime */
 #include "arc_int.h"
-#include "ring_int.h"
+#include "ringx.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -21,7 +21,7 @@
  */
 #define _GNU_SOURCE /* renameat2, O_NOFOLLOW, O_DIRECTORY */
 #include "arc_int.h"
-#include "ring_int.h"
+#include "ringx.h"
 
 #include <curl/curl.h>
 #include <dirent.h>

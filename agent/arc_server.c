@@ -22,7 +22,7 @@
 
 #include "arc_int.h"
 #include "daemon.h"
-#include "ring_int.h"
+#include "ringx.h"
 
 #include <errno.h>
 #include <fcntl.h>

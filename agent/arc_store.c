@@ -13,7 +13,7 @@
 #define _GNU_SOURCE /* O_NOFOLLOW, O_DIRECTORY, O_CLOEXEC, st_mtim */
 #include "arc_dir.h"
 #include "arc_int.h"
-#include "ring_int.h"
+#include "ringx.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -8,7 +8,7 @@
  */
 #include "barrier.h"
 
-#include "ring_int.h"
+#include "ringx.h"
 
 #include <stdio.h>
 #include <stdlib.h>

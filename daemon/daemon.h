@@ -10,7 +10,7 @@
 #ifndef RING_DAEMON_H
 #define RING_DAEMON_H
 
-#include "ring_int.h" /* ring__sbuf */
+#include "ringx.h" /* ring__sbuf */
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -2,7 +2,7 @@
  * log.c: logfmt lines (`ts=... level=info comp=coordinator msg="..." k=v`).
  *
  * Sections: settings; building a line; values; writing; the entry points.
- * How a value is quoted and escaped is libring's rule (libring/logfmt.c).
+ * How a value is quoted and escaped is one rule, libring's too (util/logfmt.c).
  *
  * A line is built in a fixed buffer on the caller's stack and written with
  * one write(2): writes of at most PIPE_BUF bytes to a pipe are atomic, and
@@ -98,7 +98,7 @@ static void put_key(line *l, const char *key) {
 
 /* ------------------------------------------------------------------ values */
 
-/* A value by libring's logfmt rule (libring/logfmt.c: quoted and escaped
+/* A value by the one logfmt rule (util/logfmt.c: quoted and escaped
  * when it needs it, cut at a character boundary); NULL logs as "". The NUL
  * it writes lands at most at limit, inside buf. */
 static void put_value(line *l, const char *v) {

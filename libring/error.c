@@ -1,5 +1,5 @@
 /*
- * error.c: ring_strerror and the ring_error filler used across libring.
+ * error.c: the version string and ring_strerror (ringx holds the messages).
  */
 #include "ring_int.h"
 
@@ -7,29 +7,4 @@
 
 const char *ring_version(void) { return RING_VERSION_STRING; }
 
-const char *ring_strerror(int code) {
-  switch (code) {
-  case RING_OK:
-    return "success";
-#define RING_ERRNO_CASE(name, num, msg)                                                            \
-  case RING_##name:                                                                                \
-    return msg;
-    RING_ERRNO_MAP(RING_ERRNO_CASE)
-#undef RING_ERRNO_CASE
-  default:
-    return "unknown error";
-  }
-}
-
-int ring__err(ring_error *err, int code, const char *fmt, ...) {
-  if (err == NULL)
-    return code;
-  err->code = code;
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(err->message, sizeof err->message, fmt, ap);
-  va_end(ap);
-  if (n <= 0) /* an empty detail still tells the class of failure */
-    snprintf(err->message, sizeof err->message, "%s", ring_strerror(code));
-  return code;
-}
+const char *ring_strerror(int code) { return ring__strerror(code); }

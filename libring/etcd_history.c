@@ -22,7 +22,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "etcd_int.h"
-#include "recovered.h"
 
 #include <errno.h>
 #include <inttypes.h>

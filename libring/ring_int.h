@@ -6,6 +6,7 @@
 #define RING_INT_H
 
 #include "ring.h"
+#include "ringx.h" /* the helpers libring shares with the daemons */
 
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -78,31 +79,6 @@ static inline const char *ring__label_value(const ring__node *n, uint32_t i) {
   return n->strings + n->labels[i].value;
 }
 
-/* Fills err (if not NULL) with code and a formatted message; returns code. */
-int ring__err(ring_error *err, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* The `version` key's value: a decimal in 1 .. RING_VERSION_MAX and nothing
- * else. True with *out set, else false (*out untouched). The watcher and
- * the history marks read the key through this one rule. */
-bool ring__parse_version(const uint8_t *p, size_t len, uint64_t *out);
-
-/* A cluster's etcd key, "/ringkeeper/<cluster>/<dir><name>" (proto/etcd.md),
- * into key (cap bytes): the one spelling of the prefix, for libring's
- * watcher and history and for proto's key builders. Returns its length, or
- * RING_EINVAL when an argument is NULL or the key does not fit. */
-int ring__key(char *key, size_t cap, const char *cluster, const char *dir, const char *name);
-
-/* Where, under a cluster's prefix, the publish txn writes the new version's
- * delta a second time (proto/etcd.md, "version/delta"): its name starts
- * with "version", so one watch on that prefix carries the version and its
- * delta in the same response, and a watcher one behind reads nothing more. */
-#define RING__VERSION_DELTA "version/delta"
-
-/* Character-class checks shared by the builder and the decoder. */
-bool ring__valid_label_value(const char *s);
-bool ring__valid_addr(const char *s);
-
 /* A node record as a builder spec with the given state; the strings stay
  * the record's. keys/values hold RING_LABELS_MAX entries. */
 ring_node_spec ring__node_spec(const ring__node *n, ring_node_state state, const char **keys,
@@ -142,13 +118,6 @@ void ring__table_freeze(ring_table *t);
  * O(1) for a sealed table (seal keeps it), O(T*R) otherwise. */
 uint64_t ring__owners_checksum(const ring_table *t);
 
-/* Strict RFC 4648 base64 (with padding). encode writes 4*ceil(n/3) chars
- * plus a NUL; decode returns the byte count or -1 on any malformed input,
- * writing at most out_cap bytes. */
-size_t ring__base64_encoded_len(size_t n);
-void ring__base64_encode(const uint8_t *in, size_t n, char *out);
-long ring__base64_decode(const char *in, size_t n, uint8_t *out, size_t out_cap);
-
 /* A 64-bit finalizer (from SplitMix64/Stafford): spreads combined hashes. */
 static inline uint64_t ring__mix64(uint64_t x) {
   x ^= x >> 30;
@@ -158,31 +127,6 @@ static inline uint64_t ring__mix64(uint64_t x) {
   x ^= x >> 31;
   return x;
 }
-
-/* A growing string. Appends never fail visibly: on allocation failure the
- * buffer is marked oom and further appends are ignored, so a caller checks
- * once at the end (then frees p and reports RING_ENOMEM). */
-typedef struct ring__sbuf {
-  char *p;    /* malloc()'ed, NUL-terminated once anything is appended */
-  size_t len; /* bytes used, without the NUL */
-  size_t cap; /* bytes allocated */
-  bool oom;   /* an append failed; the content is incomplete */
-} ring__sbuf;
-
-void ring__sb_reserve(ring__sbuf *b, size_t more);
-void ring__sb_puts(ring__sbuf *b, const char *s);
-void ring__sb_printf(ring__sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* logfmt values (logfmt.c, where the quoting rule is written): whether v
- * must be quoted; one byte as it appears inside quotes (returns the bytes
- * written to out, 1 to 6); and v written to out (cap bytes with the NUL),
- * quoted when `quoted`, or when needed for ring__logfmt_value. Both return
- * the length written; *cut is true when v did not fit whole (the value is
- * then cut at a character boundary, its quote closed). */
-bool ring__logfmt_needs_quotes(const char *v);
-size_t ring__logfmt_escape(unsigned char c, char out[8]);
-size_t ring__logfmt_put(const char *v, bool quoted, char *out, size_t cap, bool *cut);
-size_t ring__logfmt_value(const char *v, char *out, size_t cap, bool *cut);
 
 uint64_t ring__hash(const void *key, size_t len, uint64_t seed);
 

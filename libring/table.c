@@ -19,54 +19,7 @@
 
 /* ------------------------------------------------------ character classes */
 
-static bool id_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-}
-
-int ring_id_valid(const char *s) {
-  size_t n = 0;
-  for (; s != NULL && s[n] != '\0'; n++)
-    if (n >= RING_ID_MAX || !id_char(s[n]))
-      return 0;
-  return n > 0;
-}
-
-bool ring__valid_label_value(const char *s) {
-  size_t n = 0;
-  for (; s[n] != '\0'; n++) {
-    char c = s[n];
-    if (n >= RING_ID_MAX || !(id_char(c) || (c >= 'A' && c <= 'Z') || c == ':'))
-      return false;
-  }
-  return n > 0;
-}
-
-/* host:port, host a name, an IPv4 address or a bracketed IPv6 address. */
-bool ring__valid_addr(const char *s) {
-  size_t n = strlen(s);
-  if (n < 3 || n > RING_ADDR_MAX)
-    return false;
-  const char *colon = strrchr(s, ':');
-  if (colon == NULL || colon == s || colon[1] == '\0')
-    return false;
-  long port = 0;
-  for (const char *p = colon + 1; *p; p++) {
-    if (*p < '0' || *p > '9' || (port = port * 10 + (*p - '0')) > 65535)
-      return false;
-  }
-  if (port == 0)
-    return false;
-  bool bracket = s[0] == '[';
-  if (bracket && colon[-1] != ']')
-    return false;
-  for (const char *p = s + bracket; p < colon - bracket; p++) {
-    char c = *p;
-    bool ok = id_char(c) || (c >= 'A' && c <= 'Z') || (bracket && c == ':');
-    if (!ok)
-      return false;
-  }
-  return colon - s > 2 * bracket;
-}
+int ring_id_valid(const char *s) { return ring__valid_id(s); }
 
 uint64_t ring__hash(const void *key, size_t len, uint64_t seed) {
   return XXH3_64bits_withSeed(key, len, seed);
@@ -511,15 +464,6 @@ int ring_table_pending_at(const ring_table *t, uint32_t i, uint32_t *token, uint
   return RING_OK;
 }
 
-static const char *const state_names[] = {"joining", "active", "draining", "down", "removed"};
+const char *ring_node_state_name(ring_node_state s) { return ring__node_state_name(s); }
 
-const char *ring_node_state_name(ring_node_state s) {
-  return (unsigned)s <= RING_NODE_REMOVED ? state_names[s] : "unknown";
-}
-
-int ring_node_state_parse(const char *name) {
-  for (int i = 0; name && i <= (int)RING_NODE_REMOVED; i++)
-    if (strcmp(state_names[i], name) == 0)
-      return i;
-  return RING_EINVAL;
-}
+int ring_node_state_parse(const char *name) { return ring__node_state_parse(name); }

@@ -1,12 +1,12 @@
 /*
  * proto_int.h: helpers the control-plane codecs of proto/ share (records,
  * journal, plan documents and runs, the arc manifest). Internal to the
- * ringproto library; built on libring's codec helpers (codec_int.h).
+ * ringproto library; built on ringx's codec helpers (util/ringx.h).
  */
 #ifndef RING_PROTO_INT_H
 #define RING_PROTO_INT_H
 
-#include "codec_int.h"
+#include "ringx.h"
 
 /* ------------------------------------------ records.c, for plan_doc.c */
 

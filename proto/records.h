@@ -17,7 +17,7 @@
 #define RING_PROTO_RECORDS_H
 
 #include "ring.h"
-#include "recovered.h" /* libring: the `recovered` record */
+#include "ringx.h" /* the `recovered` record */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -306,6 +306,6 @@ int rk_recovery_decode(const char *json, size_t len, rk_recovery *out, ring_erro
 int rk_recovery_encode(const rk_recovery *r, char **json, size_t *len);
 void rk_recovery_free(rk_recovery *r); /* frees the contents, not r */
 
-/* `recovered`: its codec is libring's (libring/recovered.h), which follows it. */
+/* `recovered`: its codec is ringx's (util/ringx.h), shared with libring, which follows it. */
 
 #endif /* RING_PROTO_RECORDS_H */

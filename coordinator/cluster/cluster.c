@@ -12,7 +12,7 @@
  */
 #include "cluster.h"
 #include "cluster_int.h"
-#include "ring_int.h"
+#include "ringx.h"
 
 #include <cjson/cJSON.h>
 #include <xxhash.h>

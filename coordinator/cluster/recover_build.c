@@ -13,7 +13,7 @@
  * named owner (missing).
  */
 #include "cluster.h"
-#include "ring_int.h"
+#include "ringx.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
  * so a leader that takes over rebuilds exactly the table the cursor names.
  */
 #include "cluster.h"
-#include "ring_int.h"
+#include "ringx.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

@@ -14,7 +14,7 @@
  * records; the event.
  */
 #include "cluster_int.h"
-#include "ring_int.h"
+#include "ringx.h"
 
 #include <xxhash.h>
 

@@ -10,7 +10,7 @@
  * the old term's writes can no longer commit.
  */
 #include "coord.h"
-#include "ring_int.h"
+#include "ringx.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
  */
 #define _GNU_SOURCE /* strdup, gethostname */
 #include "coord.h"
-#include "ring_int.h"
+#include "ringx.h"
 
 #include <errno.h>
 #include <inttypes.h>

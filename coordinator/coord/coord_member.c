@@ -28,7 +28,7 @@
  */
 #include "coord.h"
 #include "journal.h"
-#include "ring_int.h"
+#include "ringx.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
  * mod revisions the step was computed from.
  */
 #include "coord.h"
-#include "ring_int.h"
+#include "ringx.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
  *   5. the step
  */
 #include "coord.h"
-#include "ring_int.h"
+#include "ringx.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -19,7 +19,7 @@
  * (proto/etcd.md), written only when the set or a reason changes.
  */
 #include "coord.h"
-#include "ring_int.h"
+#include "ringx.h"
 
 #include <inttypes.h>
 #include <stdarg.h>

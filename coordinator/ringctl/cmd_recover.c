@@ -24,7 +24,7 @@
 #define _GNU_SOURCE /* strdup, strtok_r */
 #include "ringctl_etcd.h"
 #include "ringctl_out.h"
-#include "ring_int.h"
+#include "ringx.h"
 
 #include <inttypes.h>
 #include <stdio.h>

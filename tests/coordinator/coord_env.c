@@ -1,6 +1,6 @@
 /* coord_env.c: the definitions of coord_env.h (see there). */
 #include "coord_env.h"
-#include "ring_int.h"
+#include "ringx.h"
 #include "sizes.h"
 
 coord_env env;

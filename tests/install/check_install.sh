@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs libring into a temporary prefix and builds a consumer three ways:
 # pkg-config against the shared library, pkg-config --static, and CMake's
-# find_package(Ringkeeper). Also checks that the shared library exports
-# only the public ring_ API (built with -fvisibility=hidden) and carries a
-# versioned SONAME.
+# find_package(Ringkeeper). Also checks that the installed headers are the
+# public ones alone, that the shared library exports only the public ring_
+# API (built with -fvisibility=hidden, ringx's helpers inside it hidden)
+# and carries a versioned SONAME.
 # Usage: check_install.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1
@@ -19,6 +20,11 @@ lib=$(find "$tmp/prefix" -name 'libring.so.*.*' | head -n1)
 test -f "$tmp/prefix/include/ring.h"
 test -f "$tmp/prefix/include/ring_inline.h"
 test -f "$tmp/prefix/include/ring_version.h"
+# The installed headers are the public ones alone: none names ringx
+# (util/ringx.h) or a private header, and neither is installed.
+private=$(grep -lE '#\s*include\s*[<"](ringx|[a-z_]*_int)\.h' "$tmp/prefix/include"/*.h || true)
+[ -z "$private" ] || { echo "installed headers include private ones: $private"; exit 1; }
+[ -z "$(find "$tmp/prefix" -name 'ringx*' -o -name '*_int.h')" ] || { echo "a private header or ringx installed"; exit 1; }
 
 # While 0.x the SONAME carries major.minor (each minor may change the ABI).
 read -r major minor < <(sed -n 's/^#define RING_VERSION_\(MAJOR\|MINOR\) \([0-9]*\)$/\2/p' \

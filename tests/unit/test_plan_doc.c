@@ -7,7 +7,7 @@
  */
 #include "plan_doc.h"
 #include "sizes.h"
-#include "ring_int.h"
+#include "ringx.h"
 #include "json_edit.h"
 #include "check_main.h"
 

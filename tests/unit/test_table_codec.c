@@ -4,7 +4,7 @@
  * checking the code and that the message names the offending field.
  */
 #include "ring.h"
-#include "ring_int.h"
+#include "ringx.h"
 #include "test_tables.h"
 #include "json_edit.h"
 #include "check_main.h"

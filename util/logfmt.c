@@ -10,7 +10,7 @@
  * to fit is never cut inside an escape or a UTF-8 sequence, and its quote
  * is closed, so the line still parses.
  */
-#include "ring_int.h"
+#include "ringx.h"
 
 #include <string.h>
 

@@ -3,7 +3,7 @@
  * The decoder accepts exactly what the encoder writes: no whitespace, no
  * missing or extra padding, no non-zero bits in the last group's slack.
  */
-#include "ring_int.h"
+#include "ringx.h"
 
 static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 

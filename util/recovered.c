@@ -1,11 +1,10 @@
 /*
  * recovered.c: the `recovered` record (proto/etcd.md, "A restored etcd"),
  * which `ringctl recover` writes and every libring client reads to settle
- * a restored etcd (etcd_history.c): a format libring follows, like the
- * table and the delta, so its codec lives here.
+ * a restored etcd (libring/etcd_history.c): one codec for the reader below
+ * and the writer above, so it lives in ringx, which both link.
  */
-#include "codec_int.h"
-#include "recovered.h"
+#include "ringx.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -26,7 +25,7 @@ int ring__recovered_decode(const char *json, size_t len, ring__recovered *out, r
                          err);
   if (rc == RING_OK &&
       (rc = ring__json_string_copy(root, "", "by", r.by, sizeof r.by, err)) == RING_OK &&
-      !ring_id_valid(r.by))
+      !ring__valid_id(r.by))
     rc = ring__err(err, RING_EFIELD, "by: \"%s\" must match [a-z0-9._-]{1,63}", r.by);
   if (rc == RING_OK)
     rc = ring__json_uint(root, "at_ms", 0, RING_VERSION_MAX, RING_EFIELD, &r.at_ms, err);
@@ -39,7 +38,7 @@ int ring__recovered_decode(const char *json, size_t len, ring__recovered *out, r
 int ring__recovered_encode(const ring__recovered *r, char **json, size_t *len) {
   if (r == NULL || json == NULL || r->version < 1 || r->version > RING_VERSION_MAX ||
       r->seen_version >= r->version || memchr(r->by, '\0', sizeof r->by) == NULL ||
-      !ring_id_valid(r->by) || r->at_ms > RING_VERSION_MAX)
+      !ring__valid_id(r->by) || r->at_ms > RING_VERSION_MAX)
     return RING_EINVAL;
   ring__sbuf b = {0};
   ring__sb_printf(&b,
