@@ -155,6 +155,7 @@ typedef struct coord {
   ring_keeper *id_keeper;
   atomic_bool id_lost; /* set by id_keeper's thread */
   bool leading;
+  bool fence_lost; /* a write of this term found another leader (coord_store.c) */
   ring_leadership lead;
 
   rk_cache *cache;     /* the cluster's state, fed by the one watch on its prefix (which
@@ -180,6 +181,18 @@ typedef struct coord {
   coord_stuck stuck;
 } coord;
 
+/* ------------------------------------------- the store (coord_store.c) */
+
+/* The bottom layer: every part below the loop writes and keeps through
+ * these, and they call no part of coord/. */
+
+/* The key of `what` under the cluster's prefix into key; its length or -1. */
+int coord_key(const coord *c, char key[RK_KEY_MAX], const char *what);
+/* Runs a txn fenced by this term's leader key; on RING_ENOTLEADER marks the
+ * fence lost (every later write of the term is refused at once, and
+ * coord_lead steps down at the loop's next pass). */
+int coord_txn(coord *c, const ring_cmp *cmps, uint32_t n_cmps, const ring_op *ops, uint32_t n_ops,
+              ring_error *err);
 /* Records a failed step for /healthz and the log (rd_health_trouble) and
  * counts it in errors_total. */
 void coord_trouble(coord *c, const char *what, const ring_error *err);
@@ -194,10 +207,11 @@ void coord_table_set(coord *c, ring_table *next);
 
 /* ------------------------------------------------------------ leadership */
 
-/* Campaigns when not leading; handles a lost lease. Returns true when this
- * instance leads after the call. */
+/* Campaigns when not leading; steps down first after a lost lease or a
+ * lost fence. Returns true when this instance leads after the call. A new
+ * term shows in c->m.terms; what other parts kept is the loop's to forget. */
 bool coord_lead(coord *c);
-/* Steps down after a write found leadership gone. */
+/* Ends the term: logs why and forgets leadership's own state. */
 void coord_step_down(coord *c, const char *why);
 /* Resigns and revokes the lease (SIGTERM). */
 void coord_resign(coord *c);
@@ -211,10 +225,6 @@ void coord_resign(coord *c);
 int coord_id_claim(coord *c, char *msg, size_t cap);
 bool coord_id_keep(coord *c);
 void coord_id_release(coord *c);
-
-/* Runs a fenced txn; on RING_ENOTLEADER steps down. */
-int coord_txn(coord *c, const ring_cmp *cmps, uint32_t n_cmps, const ring_op *ops, uint32_t n_ops,
-              ring_error *err);
 
 /* ------------------------------------------------------------ membership */
 
@@ -344,9 +354,6 @@ void coord_status_plan_follow(coord *c, const rk_state *s);
 void coord_status_plan(coord *c, struct cJSON *o);
 /* Frees what coord_status_plan keeps. */
 void coord_status_plan_free(coord *c);
-
-/* Helpers shared by the parts. */
-int coord_key(const coord *c, char key[RK_KEY_MAX], const char *what);
 
 /* ------------------------------------------------------ missing replicas */
 

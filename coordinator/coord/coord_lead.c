@@ -6,8 +6,10 @@
  * A lost lease (etcd unreachable past the TTL, a SIGSTOP, a revoke) is
  * noticed by the keeper, which sets lease_lost and wakes the loop; the loop
  * steps down and campaigns again with a new lease. A write that finds the
- * leader key changed (RING_ENOTLEADER) steps down the same way. Either way
- * the old term's writes can no longer commit.
+ * leader key changed (RING_ENOTLEADER) marks the fence lost (coord_store.c)
+ * and the loop steps down the same way. Either way the old term's writes
+ * can no longer commit. What the other parts kept for a term is theirs to
+ * forget: the loop does it when it sees the term end (coord_main.c).
  */
 #include "coord.h"
 #include "ringx.h"
@@ -17,10 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-int coord_key(const coord *c, char key[RK_KEY_MAX], const char *what) {
-  return rk_key(key, c->o.cluster, what);
-}
 
 static void on_lease_lost(void *ud, int64_t lease) {
   coord *c = ud;
@@ -41,9 +39,7 @@ static void forget_term(coord *c) {
   ring_table_free(c->run_base);
   c->run_base = NULL;
   c->input_hash = 0;
-  coord_stuck_forget(c); /* a follower reports nothing stuck: the leader does */
-  coord_missing_forget();
-  coord_metrics_forget(c);
+  c->fence_lost = false;
 }
 
 void coord_step_down(coord *c, const char *why) {
@@ -92,7 +88,6 @@ static void campaign(coord *c) {
     atomic_store(&c->m.leader, 1);
     atomic_fetch_add(&c->m.terms, 1);
     rd_log(RD_INFO, "became leader", "id", c->o.id, NULL);
-    coord_status_took_over(c);
     rd_logf(RD_INFO, "fencing revision %" PRId64 " lease %" PRId64, c->lead.create_revision,
             c->lease);
   } else if (rc != RING_EBUSY) {
@@ -103,6 +98,8 @@ static void campaign(coord *c) {
 }
 
 bool coord_lead(coord *c) {
+  if (c->fence_lost)
+    coord_step_down(c, "a write found another leader");
   if (atomic_load(&c->lease_lost)) {
     coord_step_down(c, "lease lost");
     drop_lease(c);
@@ -115,21 +112,6 @@ bool coord_lead(coord *c) {
   return c->leading;
 }
 
-int coord_txn(coord *c, const ring_cmp *cmps, uint32_t n_cmps, const ring_op *ops, uint32_t n_ops,
-              ring_error *err) {
-  if (!c->leading)
-    return ring__err(err, RING_ENOTLEADER, "not the leader");
-  ring_txn_result r = {0};
-  int rc = ring_etcd_fenced_txn(c->etcd, &c->lead, cmps, n_cmps, ops, n_ops, NULL, 0, &r, err);
-  if (rc == RING_OK && r.succeeded)
-    rk_cache_wrote(c->cache, r.revision); /* no look acts on a state older than this */
-  if (rc == RING_OK)
-    ring_txn_result_clear(&r);
-  if (rc == RING_ENOTLEADER)
-    coord_step_down(c, "a write found another leader");
-  return rc;
-}
-
 void coord_resign(coord *c) {
   ring_error err = {0};
   if (c->leading && ring_etcd_resign(c->etcd, &c->lead, &err) != RING_OK)
@@ -139,11 +121,4 @@ void coord_resign(coord *c) {
   drop_lease(c);
   if (lease != 0)
     ring_etcd_lease_revoke(c->etcd, lease, &err);
-}
-
-/* ------------------------------------------------------------- health */
-
-void coord_trouble(coord *c, const char *what, const ring_error *err) {
-  atomic_fetch_add(&c->m.errors, 1);
-  rd_health_trouble(&c->health, what, err ? err->message : NULL);
 }

@@ -124,23 +124,6 @@ static void default_id(coord_opts *o) {
 
 /* ------------------------------------------------------------- the loop */
 
-coord_memo coord_memo_of(const coord *c, const rk_state *s) {
-  return (coord_memo){s->stamp, c->table_gen, atomic_load(&c->m.terms)};
-}
-
-bool coord_memo_same(const coord_memo *kept, const coord_memo *now) {
-  return now->stamp != 0 && kept->stamp == now->stamp && kept->table_gen == now->table_gen &&
-         kept->term == now->term;
-}
-
-void coord_table_set(coord *c, ring_table *next) {
-  if (next == NULL && c->table == NULL)
-    return;
-  ring_table_free(c->table);
-  c->table = next;
-  c->table_gen++;
-}
-
 /* Keeps c->table at the version in etcd (it changes under us only when
  * another leader published, or at start). */
 static int sync_table(coord *c, const rk_state *s) {
@@ -159,6 +142,35 @@ static int sync_table(coord *c, const rk_state *s) {
   return rc;
 }
 
+/* What the parts kept for a term (stuck moves, missing replicas, the
+ * gauges) ends with it: a follower reports none of it, and a new term
+ * starts from nothing. */
+static void forget_parts(coord *c) {
+  coord_stuck_forget(c);
+  coord_missing_forget();
+  coord_metrics_forget(c);
+}
+
+/* A term won (even one won back at once): the last term's parts are
+ * forgotten, the state is read whole, and the status page says "leader"
+ * before the first look. */
+static void begin_term(coord *c, uint64_t term) {
+  forget_parts(c);
+  rk_cache_drop(c->cache);
+  c->cache_term = term;
+  coord_status_took_over(c);
+}
+
+/* A pass while following: the term's parts forgotten once, a new term
+ * will start from a full read, the follower's page and restore check. */
+static void follow(coord *c) {
+  if (c->cache_term != 0)
+    forget_parts(c), c->cache_term = 0;
+  rk_cache_drop(c->cache);
+  coord_status_follow(c);
+  coord_restore_follow(c);
+}
+
 /* One look at the cluster while leading: at most one kind of write per
  * look (records, then the run, then a proposal, then the stuck report,
  * then retention). Returns
@@ -168,8 +180,8 @@ static bool leader_step(coord *c) {
   ring_error err = {0};
   rd_health_step(&c->health);
   uint64_t term = atomic_load(&c->m.terms);
-  if (term != c->cache_term) /* a new term, even one won back at once: read whole */
-    rk_cache_drop(c->cache), c->cache_term = term;
+  if (term != c->cache_term) /* a new term, even one won back at once */
+    begin_term(c, term);
   uint64_t behind_ms = 0;
   if (rk_cache_catching_up(c->cache, &behind_ms)) {
     if (behind_ms >= COORD_CATCHUP_LOUD_MS) { /* degraded on /healthz until a look is served */
@@ -221,8 +233,8 @@ static void run_loop(coord *c) {
       rk_cache_watch(c->cache, c->etcd, wake_loop, c, NULL);
     if (coord_lead(c))
       again = leader_step(c);
-    else /* a new term starts from a full read */
-      rk_cache_drop(c->cache), coord_status_follow(c), coord_restore_follow(c);
+    else
+      follow(c);
     if (!again)
       rd_waker_wait(&c->waker, c->o.tick_ms);
   }
