@@ -162,17 +162,26 @@ static int by_id(const void *x, const void *y) {
   return strcmp(((const alive_host *)x)->id, ((const alive_host *)y)->id);
 }
 
+int agent_read_dir(agent *a, const char *dir, ring_kvs *r, ring_error *err) {
+  char prefix[RK_KEY_MAX];
+  int plen = rk_key(prefix, a->o.cluster, dir);
+  ring_range_opts ro = {.prefix = true};
+  *r = (ring_kvs){0};
+  if (ring_etcd_range(a->etcd, prefix, (size_t)plen, &ro, r, err) != RING_OK) {
+    atomic_fetch_add(&a->m.errors, 1);
+    return -1;
+  }
+  return plen;
+}
+
 /* Reads alive/. A failed read leaves the set unknown (not an error: the
  * sources are then tried in slot order). */
 static void read_alive(agent *a, alive_set *out) {
   memset(out, 0, sizeof *out);
-  char prefix[RK_KEY_MAX];
-  int plen = rk_key(prefix, a->o.cluster, "alive/");
-  ring_range_opts ro = {.prefix = true};
-  ring_kvs r = {0};
+  ring_kvs r;
   ring_error err = {0};
-  if (ring_etcd_range(a->etcd, prefix, (size_t)plen, &ro, &r, &err) != RING_OK) {
-    atomic_fetch_add(&a->m.errors, 1);
+  int plen = agent_read_dir(a, "alive/", &r, &err);
+  if (plen < 0) {
     rd_log(RD_WARN, "reading alive/ failed: trying sources in slot order", "err", err.message,
            NULL);
     return;
@@ -408,6 +417,7 @@ static void recheck_stale(agent *a, const uint32_t *stale, uint32_t n) {
 static void reconcile(agent *a) {
   alive_set al;
   read_alive(a, &al);
+  agent_pins_refresh(a); /* a new table may name nodes pinned since */
   uint32_t *stale = NULL, n_stale = 0, n_pending = 0;
   const ring_table *t = ring_live_enter(a->live);
   pthread_mutex_lock(&a->jobs_mu); /* workers read a->verified */
@@ -511,6 +521,7 @@ static uint64_t requeue(agent *a) {
     read_loss(a);
   alive_set al;
   read_alive(a, &al);
+  agent_pins_refresh(a); /* a key approved since (ringctl trust) */
   const ring_table *t = ring_live_enter(a->live);
   int me = t ? ring_table_find_node(t, a->o.id) : -1;
   pthread_mutex_lock(&a->jobs_mu);

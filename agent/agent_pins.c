@@ -1,0 +1,99 @@
+/*
+ * agent_pins.c: the keys pinned for other nodes, as arc_auth checks
+ * signatures with them (proto/arc.md, "Authentication"; proto/etcd.md,
+ * "Node keys"). The coordinator pins a node's key in nodes/<id> when the
+ * node first joins; this host reads nodes/ when the table changes, when
+ * a retry is due, and soon after a lookup misses (a node that joined since
+ * the last read), at most every PINS_EVERY_MS. The agent's own alive/ key
+ * is never trusted for another host: only nodes/ pins.
+ */
+#include "agent.h"
+
+#include <inttypes.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PINS_EVERY_MS 250 /* a missed lookup asks for a read at most this often */
+
+typedef struct pin {
+  char id[RING_ID_MAX + 1];
+  unsigned char pk[ARC_PK_LEN];
+} pin;
+
+static int by_id(const void *x, const void *y) {
+  return strcmp(((const pin *)x)->id, ((const pin *)y)->id);
+}
+
+uint32_t agent_pins_lookup(void *ctx, const char *node, unsigned char pk[][ARC_PK_LEN]) {
+  agent *a = ctx;
+  pin key;
+  snprintf(key.id, sizeof key.id, "%s", node);
+  pthread_mutex_lock(&a->pins_mu);
+  const pin *p = a->n_pins ? bsearch(&key, a->pins, a->n_pins, sizeof *p, by_id) : NULL;
+  if (p != NULL)
+    memcpy(pk[0], p->pk, ARC_PK_LEN);
+  pthread_mutex_unlock(&a->pins_mu);
+  if (p == NULL && !atomic_exchange(&a->pins_stale, true))
+    rd_waker_wake(&a->waker); /* a node pinned since our last read: read again */
+  return p != NULL;
+}
+
+/* The pins of nodes/ into a sorted array; NULL on a failed read. */
+static pin *read_pins(agent *a, uint32_t *n) {
+  ring_kvs r;
+  ring_error err = {0};
+  if (agent_read_dir(a, "nodes/", &r, &err) < 0) {
+    agent_trouble(a, "reading nodes/ for the pinned keys", err.message);
+    return NULL;
+  }
+  pin *out = calloc(r.n ? r.n : 1, sizeof *out);
+  *n = 0;
+  for (uint32_t i = 0; out && i < r.n; i++) {
+    rk_node v;
+    size_t got = 0;
+    if (rk_node_decode((const char *)r.kvs[i].value, r.kvs[i].value_len, &v, NULL) != RING_OK ||
+        v.key[0] == '\0' ||
+        sodium_hex2bin(out[*n].pk, ARC_PK_LEN, v.key, RK_KEY_HEX, NULL, &got, NULL) != 0 ||
+        got != ARC_PK_LEN)
+      continue; /* no key pinned yet: nothing it signs verifies */
+    memcpy(out[(*n)++].id, v.id, sizeof v.id);
+  }
+  ring_kvs_clear(&r);
+  if (out && *n > 1)
+    qsort(out, *n, sizeof *out, by_id);
+  return out;
+}
+
+void agent_pins_refresh(agent *a) {
+  uint32_t n = 0;
+  pin *p = read_pins(a, &n);
+  if (p == NULL)
+    return; /* the pins read last stay */
+  a->pins_read_ms = rd_now_ms();
+  pthread_mutex_lock(&a->pins_mu);
+  pin *old = a->pins;
+  a->pins = p;
+  a->n_pins = n;
+  pthread_mutex_unlock(&a->pins_mu);
+  free(old);
+  if (atomic_exchange(&a->m.pinned, n) != n)
+    rd_logf(RD_INFO, "%" PRIu32 " nodes with a pinned key in nodes/", n);
+}
+
+uint64_t agent_pins_tick(agent *a) {
+  if (!atomic_load(&a->pins_stale))
+    return UINT64_MAX;
+  uint64_t now = rd_now_ms();
+  if (now < a->pins_read_ms + PINS_EVERY_MS)
+    return a->pins_read_ms + PINS_EVERY_MS - now;
+  atomic_store(&a->pins_stale, false);
+  agent_pins_refresh(a);
+  return UINT64_MAX;
+}
+
+void agent_pins_free(agent *a) {
+  free(a->pins);
+  a->pins = NULL;
+  a->n_pins = 0;
+}
