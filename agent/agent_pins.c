@@ -2,9 +2,10 @@
  * agent_pins.c: the keys pinned for other nodes, as arc_auth checks
  * signatures with them (proto/arc.md, "Authentication"; proto/etcd.md,
  * "Node keys"). The coordinator pins a node's key in nodes/<id> when the
- * node first joins; this host reads nodes/ when the table changes, when
- * a retry is due, and soon after a lookup misses (a node that joined since
- * the last read), at most every PINS_EVERY_MS. The agent's own alive/ key
+ * node first joins, `ringctl trust` pins a changed one; this host reads
+ * nodes/ when the table changes, when a retry is due, and soon after a
+ * lookup misses or a pinned key fails (a node that joined, or a key
+ * approved, since the last read), at most every PINS_EVERY_MS. The agent's own alive/ key
  * is never trusted for another host: only nodes/ pins.
  */
 #include "agent.h"
@@ -14,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PINS_EVERY_MS 250 /* a missed lookup asks for a read at most this often */
+#define PINS_EVERY_MS 1000 /* a missed lookup asks for a read at most this often */
 
 typedef struct pin {
   char id[RING_ID_MAX + 1];
@@ -27,6 +28,11 @@ static int by_id(const void *x, const void *y) {
 
 uint32_t agent_pins_lookup(void *ctx, const char *node, unsigned char pk[][ARC_PK_LEN]) {
   agent *a = ctx;
+  if (pk == NULL) { /* its pin did not verify: read again (bounded by PINS_EVERY_MS) */
+    if (!atomic_exchange(&a->pins_stale, true))
+      rd_waker_wake(&a->waker);
+    return 0;
+  }
   pin key;
   snprintf(key.id, sizeof key.id, "%s", node);
   pthread_mutex_lock(&a->pins_mu);

@@ -98,8 +98,10 @@ uint64_t arc_store_capacity_bytes(arc_store *s);
  * thread may use it. */
 typedef struct arc_keyring arc_keyring;
 /* The keys pinned for `node` (at most ARC_PINS_MAX, into pk); how many.
- * 0: none, and nothing signed as that node verifies. Called from server
- * and fetching threads at once: must be thread-safe. */
+ * 0: none, and nothing signed as that node verifies. pk NULL: a member's
+ * signature as `node` did not verify under the keys given (the pins may
+ * be stale: an operator approved a new key). Called from server and
+ * fetching threads at once: must be thread-safe. */
 typedef uint32_t (*arc_pins_fn)(void *ctx, const char *node, unsigned char pk[][ARC_PK_LEN]);
 /* From secrets[0..n), n 1 or 2, each non-empty and the two distinct, with
  * a fresh random node key (arc_keyring_node_key replaces it) and no pins.

@@ -439,6 +439,8 @@ static int verify_both(const arc_keyring *k, const arc_auth *a, const unsigned c
   for (uint32_t i = 0; i < n && i < ARC_PINS_MAX; i++)
     if (crypto_sign_verify_detached(a->sig, digest, ARC_DIGEST_LEN, pk[i]) == 0)
       return RING_OK;
+  if (n > 0)
+    k->pins(k->pins_ctx, a->node, NULL); /* a key approved since may be pinned: look again */
   return RING_ENODEID;
 }
 
