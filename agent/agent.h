@@ -58,8 +58,9 @@ typedef struct agent_opts {
   char *data_dir;
   char *region, *zone, *rack, *host; /* failure-domain labels, NULL when unset */
   double weight;
-  char *secret_file; /* the cluster secret(s): one per line, the first signs (arc_keyring_load) */
-  char *key_file;    /* this node's Ed25519 key; NULL: <data-dir>/node.key (made if absent) */
+  char *secret_file;   /* the cluster secret(s): one per line, the first signs (arc_keyring_load) */
+  char *key_file;      /* this node's Ed25519 key; NULL: <data-dir>/node.key (made if absent) */
+  char *next_key_file; /* a rotation's next key, published in alive/<id>; NULL: none */
   uint64_t clock_skew_ms;      /* how far a signed request's time may be from ours */
   char *allow_from;            /* comma list: client addresses the arc server admits besides the
                                   table's hosts */
@@ -152,11 +153,12 @@ typedef struct agent_metrics {
 
 typedef struct agent {
   agent_opts o;
-  char addr[RING_ADDR_MAX + 1]; /* advertised arc server address */
-  arc_keyring *keys;            /* sign and verify arc requests and answers */
-  char key_hex[RK_KEY_HEX + 1]; /* this node's public key, published in alive/<id> */
-  pthread_mutex_t pins_mu;      /* guards pins, n_pins (read by server and fetch threads) */
-  struct pin *pins;             /* nodes/ pins, sorted by id (agent_pins.c) */
+  char addr[RING_ADDR_MAX + 1];  /* advertised arc server address */
+  arc_keyring *keys;             /* sign and verify arc requests and answers */
+  char key_hex[RK_KEY_HEX + 1];  /* this node's public key, published in alive/<id> */
+  char next_hex[RK_KEY_HEX + 1]; /* --next-key-file's public key, published too; "" none */
+  pthread_mutex_t pins_mu;       /* guards pins, n_pins (read by server and fetch threads) */
+  struct pin *pins;              /* nodes/ pins, sorted by id (agent_pins.c) */
   uint32_t n_pins;
   atomic_bool pins_stale; /* a lookup missed: read nodes/ again soon */
   uint64_t pins_read_ms;  /* rd_now_ms of the last read */

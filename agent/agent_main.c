@@ -39,6 +39,9 @@ static rd_opt *opts_table(agent_opts *o) {
        "signs), mode 0600 (required)"},
       {"key-file", RD_OPT_STRING, &o->key_file, 0, 0,
        "this node's Ed25519 signing key, mode 0600 (default DATA-DIR/node.key, made if absent)"},
+      {"next-key-file", RD_OPT_STRING, &o->next_key_file, 0, 0,
+       "a key rotation's next signing key (made if absent): published in alive/<id> so that "
+       "`ringctl trust` pins it before the agent is restarted with it as --key-file"},
       {"clock-skew", RD_OPT_MS, &o->clock_skew_ms, 1000, 600000,
        "how far a signed arc request's time may be from this host's clock"},
       {"allow-from", RD_OPT_STRING, &o->allow_from, 0, 0,
@@ -141,6 +144,11 @@ static int node_key(agent *a, ring_error *err) {
   unsigned char pk[ARC_PK_LEN];
   arc_keyring_public(a->keys, pk);
   sodium_bin2hex(a->key_hex, sizeof a->key_hex, pk, ARC_PK_LEN);
+  if (a->o.next_key_file != NULL) {
+    if ((rc = arc_node_key_public(a->o.next_key_file, pk, err)) != RING_OK)
+      return rc;
+    sodium_bin2hex(a->next_hex, sizeof a->next_hex, pk, ARC_PK_LEN);
+  }
   pthread_mutex_init(&a->pins_mu, NULL);
   arc_keyring_set_pins(a->keys, agent_pins_lookup, a);
   return RING_OK;
@@ -154,7 +162,7 @@ static int open_arcs(agent *a, char *msg, size_t cap) {
   if (arc_store_open(a->o.data_dir, &a->store, &err) != 0)
     return snprintf(msg, cap, "data dir: %s", err.message), -1;
   if (node_key(a, &err) != RING_OK)
-    return snprintf(msg, cap, "--key-file: %s", err.message), -1;
+    return snprintf(msg, cap, "node key: %s", err.message), -1;
   if (arc_limiter_new(0, &a->limiter) != 0)
     return snprintf(msg, cap, "rate limiter: out of memory"), -1;
   char *list = a->o.allow_from ? strdup(a->o.allow_from) : NULL;

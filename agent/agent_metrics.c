@@ -109,8 +109,11 @@ void agent_metrics_text(void *ud, rd_text *t) {
             (double)ss.bad_signer);
   char who[RING_ID_MAX + 1];
   arc_server_last_bad_signer(a->server, who);
-  if (who[0] != '\0')
-    ring__sb_printf(t, "ring_agent_server_last_bad_signer{node=\"%s\"} 1\n", who);
+  if (who[0] != '\0') {
+    rd_metric_head(t, "ring_agent_server_last_bad_signer", "gauge",
+                   "the node named by the last request refused as bad_signer");
+    rd_metric_labeled(t, "ring_agent_server_last_bad_signer", "node", who, 1);
+  }
   rd_metric(t, "ring_agent_pinned_nodes", "gauge",
             "nodes with a signing key pinned in nodes/ as this host last read it",
             (double)m->pinned);

@@ -19,7 +19,8 @@
 
 typedef struct pin {
   char id[RING_ID_MAX + 1];
-  unsigned char pk[ARC_PK_LEN];
+  unsigned char pk[ARC_PINS_MAX][ARC_PK_LEN]; /* the pinned key, then a rotation's next one */
+  uint32_t n;
 } pin;
 
 static int by_id(const void *x, const void *y) {
@@ -37,12 +38,13 @@ uint32_t agent_pins_lookup(void *ctx, const char *node, unsigned char pk[][ARC_P
   snprintf(key.id, sizeof key.id, "%s", node);
   pthread_mutex_lock(&a->pins_mu);
   const pin *p = a->n_pins ? bsearch(&key, a->pins, a->n_pins, sizeof *p, by_id) : NULL;
+  uint32_t n = p != NULL ? p->n : 0;
   if (p != NULL)
-    memcpy(pk[0], p->pk, ARC_PK_LEN);
+    memcpy(pk, p->pk, sizeof p->pk);
   pthread_mutex_unlock(&a->pins_mu);
   if (p == NULL && !atomic_exchange(&a->pins_stale, true))
     rd_waker_wake(&a->waker); /* a node pinned since our last read: read again */
-  return p != NULL;
+  return n;
 }
 
 /* The pins of nodes/ into a sorted array; NULL on a failed read. */
@@ -57,13 +59,18 @@ static pin *read_pins(agent *a, uint32_t *n) {
   *n = 0;
   for (uint32_t i = 0; out && i < r.n; i++) {
     rk_node v;
-    size_t got = 0;
-    if (rk_node_decode((const char *)r.kvs[i].value, r.kvs[i].value_len, &v, NULL) != RING_OK ||
-        v.key[0] == '\0' ||
-        sodium_hex2bin(out[*n].pk, ARC_PK_LEN, v.key, RK_KEY_HEX, NULL, &got, NULL) != 0 ||
-        got != ARC_PK_LEN)
+    if (rk_node_decode((const char *)r.kvs[i].value, r.kvs[i].value_len, &v, NULL) != RING_OK)
+      continue;
+    pin *p = &out[*n];
+    const char *keys[ARC_PINS_MAX] = {v.key, v.next_key};
+    p->n = 0;
+    for (int k = 0; k < ARC_PINS_MAX; k++) /* the decoder checked them: 64 hex digits or "" */
+      if (keys[k][0] != '\0')
+        sodium_hex2bin(p->pk[p->n++], ARC_PK_LEN, keys[k], RK_KEY_HEX, NULL, NULL, NULL);
+    if (p->n == 0)
       continue; /* no key pinned yet: nothing it signs verifies */
-    memcpy(out[(*n)++].id, v.id, sizeof v.id);
+    memcpy(p->id, v.id, sizeof v.id);
+    (*n)++;
   }
   ring_kvs_clear(&r);
   if (out && *n > 1)

@@ -119,6 +119,10 @@ int arc_keyring_load(const char *path, arc_keyring **out, struct ring_error *err
  * be read or made. */
 int arc_keyring_node_key(arc_keyring *k, const char *path, struct ring_error *err);
 void arc_keyring_public(const arc_keyring *k, unsigned char pk[ARC_PK_LEN]);
+/* The public half of the key file at path (made when absent, checked as
+ * arc_keyring_node_key does): a rotation's next key, published before the
+ * agent signs with it. */
+int arc_node_key_public(const char *path, unsigned char pk[ARC_PK_LEN], struct ring_error *err);
 /* Where the keys pinned for other nodes come from (NULL: nobody). */
 void arc_keyring_set_pins(arc_keyring *k, arc_pins_fn fn, void *ctx);
 void arc_keyring_free(arc_keyring *k); /* zeroes the keys; NULL is a no-op */

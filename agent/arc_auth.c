@@ -209,25 +209,39 @@ static int read_key_file(int fd, const char *path, unsigned char seed[crypto_sig
   return rc;
 }
 
-int arc_keyring_node_key(arc_keyring *k, const char *path, ring_error *err) {
-  if (k == NULL || path == NULL)
+/* The seed of the key file at path, made when absent. */
+static int load_seed(const char *path, unsigned char seed[crypto_sign_SEEDBYTES], ring_error *err) {
+  if (path == NULL)
     return ring__err(err, RING_EINVAL, "node key: no key file");
-  unsigned char seed[crypto_sign_SEEDBYTES];
+  pthread_once(&sodium_once, sodium_start);
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  int rc = RING_OK;
-  if (fd < 0 && errno == ENOENT) {
-    rc = make_key_file(path, seed, err);
-  } else if (fd < 0) {
-    rc = ring__err(err, RING_EIO, "%s: %s", path, strerror(errno));
-  } else {
-    rc = check_private(fd, path, err);
-    if (rc == RING_OK)
-      rc = read_key_file(fd, path, seed, err);
-    close(fd);
-  }
+  if (fd < 0 && errno == ENOENT)
+    return make_key_file(path, seed, err);
+  if (fd < 0)
+    return ring__err(err, RING_EIO, "%s: %s", path, strerror(errno));
+  int rc = check_private(fd, path, err);
+  if (rc == RING_OK)
+    rc = read_key_file(fd, path, seed, err);
+  close(fd);
+  return rc;
+}
+
+int arc_keyring_node_key(arc_keyring *k, const char *path, ring_error *err) {
+  unsigned char seed[crypto_sign_SEEDBYTES];
+  int rc = k != NULL ? load_seed(path, seed, err) : ring__err(err, RING_EINVAL, "no keyring");
   if (rc == RING_OK)
     crypto_sign_seed_keypair(k->pk, k->sk, seed);
   sodium_memzero(seed, sizeof seed);
+  return rc;
+}
+
+int arc_node_key_public(const char *path, unsigned char pk[ARC_PK_LEN], ring_error *err) {
+  unsigned char seed[crypto_sign_SEEDBYTES], sk[crypto_sign_SECRETKEYBYTES];
+  int rc = load_seed(path, seed, err);
+  if (rc == RING_OK)
+    crypto_sign_seed_keypair(pk, sk, seed);
+  sodium_memzero(seed, sizeof seed);
+  sodium_memzero(sk, sizeof sk);
   return rc;
 }
 

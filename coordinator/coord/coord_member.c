@@ -185,8 +185,7 @@ static void new_record(const rk_alive *a, uint64_t now, rk_node *n) {
  * its peers refuse what it signs until an operator approves the new key
  * (ringctl trust). Named in the trouble /healthz shows. */
 static void key_refused(coord *c, const rk_node *old, const rk_alive_entry *a, uint32_t *n) {
-  if (a == NULL || !a->valid || old->key[0] == '\0' || a->a.key[0] == '\0' ||
-      strcmp(old->key, a->a.key) == 0)
+  if (a == NULL || !a->valid || !rk_key_untrusted(old, a->a.key))
     return;
   ring_error why;
   ring__err(&why, RING_EAUTH,
@@ -229,6 +228,10 @@ static bool next_record(const coord *c, const rk_state *s, const rk_node *old, r
       memcpy(n->addr, a->a.addr, sizeof n->addr); /* restarted elsewhere: follow it */
     if (a->valid && old->key[0] == '\0')
       memcpy(n->key, a->a.key, sizeof n->key); /* the first key it shows is pinned */
+    if (a->valid && old->next_key[0] != '\0' && strcmp(a->a.key, old->next_key) == 0) {
+      memcpy(n->key, old->next_key, sizeof n->key); /* a rotation done: the next key is it */
+      n->next_key[0] = '\0';
+    }
     if (old->state == RING_NODE_DOWN || old->state == RING_NODE_REMOVED)
       n->state = RING_NODE_JOINING;
   } else {
@@ -254,7 +257,7 @@ static bool next_record(const coord *c, const rk_state *s, const rk_node *old, r
   if (n->state != old->state)
     n->since_ms = now;
   return n->state != old->state || n->lost_ms != old->lost_ms || strcmp(n->addr, old->addr) != 0 ||
-         strcmp(n->key, old->key) != 0;
+         strcmp(n->key, old->key) != 0 || strcmp(n->next_key, old->next_key) != 0;
 }
 
 /* A look that found nothing to write, and until when (rd_now_ms) the

@@ -9,13 +9,11 @@
 #include "ringctl_out.h"
 
 #include <stdio.h>
-#include <string.h>
 
 /* The key the host publishes when it differs from the pinned one. */
 static const char *untrusted(const rk_state *st, const rk_node *n) {
   const rk_alive_entry *a = rk_state_alive(st, n->id);
-  if (a == NULL || !a->valid || n->key[0] == '\0' || a->a.key[0] == '\0' ||
-      strcmp(a->a.key, n->key) == 0)
+  if (a == NULL || !a->valid || !rk_key_untrusted(n, a->a.key))
     return NULL;
   return a->a.key;
 }

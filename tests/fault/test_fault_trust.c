@@ -1063,6 +1063,70 @@ START_TEST(changed_key) {
 }
 END_TEST
 
+/* ---------------------------------------------------------- key_rotation */
+
+/* nodes/<id>'s next key into key ("" if none). */
+static void pinned_next(const char *id, char key[RK_KEY_HEX + 1]) {
+  char what[64];
+  snprintf(what, sizeof what, "nodes/%s", id);
+  char *v = env_get(what);
+  rk_node n;
+  key[0] = '\0';
+  if (v != NULL && rk_node_decode(v, strlen(v), &n, NULL) == RING_OK)
+    memcpy(key, n.next_key, RK_KEY_HEX + 1);
+  free(v);
+}
+
+/* n1 rotates its key with no pause: it publishes the next key, an
+ * operator trusts it (both pinned), n1 restarts signing with it and the
+ * coordinator makes it the pinned key; n0 serves n1 at every step and the
+ * coordinator never reports n1. */
+START_TEST(key_rotation) {
+  const e2e_opts o = {.replicas = 2, .keys = 200};
+  e2e_bootstrap(&o, 3, 1);
+  char k1[RK_KEY_HEX + 1], now[RK_KEY_HEX + 1], next[RK_KEY_HEX + 1];
+  pinned_key("n1", k1);
+  uint32_t tok[1];
+  ck_assert_uint_eq(e2e_tokens_of("n0", tok, 1), 1);
+  const char *coord = w.coord_listen[0];
+  char next_dir[300], opt[400];
+  snprintf(next_dir, sizeof next_dir, "%s/n1-next", env.dir);
+  ck_assert_int_eq(mkdir(next_dir, 0700), 0);
+
+  /* 1: n1 publishes its next key, still signing with the pinned one */
+  snprintf(opt, sizeof opt, "--next-key-file %s/node.key", next_dir);
+  ck_assert_int_eq(proc_term(&env.a[1].p, 15), 0);
+  env_agent_start(1, "n1", opt);
+  cluster_pins = (test_etcd_pins){env.c, ENV_PREFIX};
+  arc_keyring *old = test_member_keys(env.secret, env.a[1].data, &cluster_pins);
+  arc_keyring *neu = test_member_keys(env.secret, next_dir, &cluster_pins);
+  ck_assert_msg(ENV_WAIT(request_as(old, "n1", 0, tok[0]) == 200, 10), "n0 refuses n1");
+  /* 2: the operator trusts it: both keys pinned */
+  char out[4096];
+  ck_assert_int_eq(e2e_ringctl(out, sizeof out, "trust n1"), 0);
+  pinned_key("n1", now);
+  pinned_next("n1", next);
+  ck_assert_str_eq(now, k1);
+  ck_assert_msg(next[0] != '\0', "no next key pinned: %s", out);
+  ck_assert_int_eq(request_as(old, "n1", 0, tok[0]), 200);
+  /* 3: n1 signs with the next key: served; the coordinator makes it the key */
+  snprintf(opt, sizeof opt, "--key-file %s/node.key", next_dir);
+  ck_assert_int_eq(proc_term(&env.a[1].p, 15), 0);
+  env_agent_start(1, "n1", opt);
+  ck_assert_msg(ENV_WAIT(request_as(neu, "n1", 0, tok[0]) == 200, 5), "n0 refuses n1's next key");
+  ck_assert_msg(ENV_WAIT((pinned_key("n1", now), strcmp(now, next) == 0), 20),
+                "the coordinator did not make the next key n1's key");
+  pinned_next("n1", next);
+  ck_assert_str_eq(next, "");
+  ck_assert_double_eq(metric_get(coord, "ring_coordinator_key_refused_nodes", ""), 0);
+  ck_assert_int_eq(request_as(neu, "n1", 0, tok[0]), 200);
+  arc_keyring_free(old);
+  arc_keyring_free(neu);
+  e2e_check(false);
+  trust_done();
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("fault_trust");
   trust_add(s, "stranger_at_address", 300, stranger_at_address);
@@ -1072,5 +1136,6 @@ int main(void) {
   trust_add(s, "accepted_loss", 300, accepted_loss);
   trust_add(s, "member_at_address", 300, member_at_address);
   trust_add(s, "changed_key", 200, changed_key);
+  trust_add(s, "key_rotation", 200, key_rotation);
   return run_suite_as(s, 1);
 }
