@@ -4,6 +4,7 @@ add_executable(ring-agent
   agent_main.c      # options, start-up, the loop, SIGTERM
   agent_member.c    # alive/<id> under a lease; re-registering; health
   agent_follow.c    # the live watcher, the config, jobs from pending entries
+  agent_pins.c      # the keys pinned for other nodes in nodes/
   agent_fetchers.c  # the fetch worker pool
   agent_own.c       # explicit ownership: empty arcs granted with nothing to copy; missing ones
   agent_refill.c    # missing owned arcs: refilled from the other owners; missing/<id>

@@ -58,7 +58,9 @@ typedef struct agent_opts {
   char *data_dir;
   char *region, *zone, *rack, *host; /* failure-domain labels, NULL when unset */
   double weight;
-  char *secret_file; /* the cluster secret(s): one per line, the first signs (arc_keyring_load) */
+  char *secret_file;   /* the cluster secret(s): one per line, the first signs (arc_keyring_load) */
+  char *key_file;      /* this node's Ed25519 key; NULL: <data-dir>/node.key (made if absent) */
+  char *next_key_file; /* a rotation's next key, published in alive/<id>; NULL: none */
   uint64_t clock_skew_ms;      /* how far a signed request's time may be from ours */
   char *allow_from;            /* comma list: client addresses the arc server admits besides the
                                   table's hosts */
@@ -147,12 +149,20 @@ typedef struct agent_metrics {
   _Atomic uint64_t leases_lost;
   _Atomic uint64_t progress_writes;
   _Atomic uint64_t errors; /* etcd operations that failed */
+  _Atomic uint64_t pinned; /* nodes with a key pinned in nodes/ (agent_pins.c) */
 } agent_metrics;
 
 typedef struct agent {
   agent_opts o;
-  char addr[RING_ADDR_MAX + 1]; /* advertised arc server address */
-  arc_keyring *keys;            /* sign and verify arc requests and answers */
+  char addr[RING_ADDR_MAX + 1];  /* advertised arc server address */
+  arc_keyring *keys;             /* sign and verify arc requests and answers */
+  char key_hex[RK_KEY_HEX + 1];  /* this node's public key, published in alive/<id> */
+  char next_hex[RK_KEY_HEX + 1]; /* --next-key-file's public key, published too; "" none */
+  pthread_mutex_t pins_mu;       /* guards pins, n_pins (read by server and fetch threads) */
+  struct pin *pins;              /* nodes/ pins, sorted by id (agent_pins.c) */
+  uint32_t n_pins;
+  atomic_bool pins_stale; /* a lookup missed: read nodes/ again soon */
+  uint64_t pins_read_ms;  /* rd_now_ms of the last read */
   ring_etcd *etcd;
   rd_waker waker;
   atomic_bool stop; /* SIGTERM */
@@ -283,6 +293,15 @@ void agent_follow_config(agent *a);
  * requeues jobs whose retry time has come (with fresh sources). Returns the
  * ms until a retry is due (UINT64_MAX: none). */
 uint64_t agent_follow_tick(agent *a);
+/* Reads every key under the cluster's `dir` ("alive/", "nodes/") into *r
+ * (ring_kvs_clear); the prefix length, or -1 (counted in errors). */
+int agent_read_dir(agent *a, const char *dir, size_t cap, ring_kvs *r, ring_error *err);
+
+/* agent_pins.c: the keys pinned in nodes/, for arc_keyring_set_pins. */
+uint32_t agent_pins_lookup(void *ctx, const char *node, unsigned char pk[][ARC_PK_LEN]);
+void agent_pins_refresh(agent *a);  /* reads nodes/ (a failed read keeps the last pins) */
+uint64_t agent_pins_tick(agent *a); /* after a missed lookup; ms until it may read again */
+void agent_pins_free(agent *a);
 /* The backoff after `failures` failed attempts in a row: 0.5 s doubling to 10 s. */
 uint64_t agent_retry_delay(uint32_t failures);
 

@@ -173,19 +173,32 @@ static void refuse_alive(agent *a, const char *id, const char *why) {
          NULL);
 }
 
+/* Reads the records under dir, each value bounded by cap as it arrives
+ * (rd_host_pages: a value over it is dropped, so etcd holding garbage cannot
+ * make this agent hold megabytes). Returns the prefix's length, or -1 with
+ * err set (counted). */
+int agent_read_dir(agent *a, const char *dir, size_t cap, ring_kvs *r, ring_error *err) {
+  char prefix[RK_KEY_MAX];
+  int plen = rk_key(prefix, a->o.cluster, dir);
+  *r = (ring_kvs){0};
+  if (rd_host_pages(a->etcd, prefix, (size_t)plen, 0, cap, r, err) != RING_OK) {
+    atomic_fetch_add(&a->m.errors, 1);
+    return -1;
+  }
+  return plen;
+}
+
 /* Reads alive/, bounded as the coordinator reads it (rd_host_pages: a
  * value over its cap is dropped as it arrives, so a host cannot make this
  * agent hold megabytes of it). A failed read leaves the set unknown (not
  * an error: the sources are then tried in slot order). */
 static void read_alive(agent *a, alive_set *out) {
   memset(out, 0, sizeof *out);
-  char prefix[RK_KEY_MAX];
-  int plen = rk_key(prefix, a->o.cluster, rk_host_kind_dir(RK_HOST_ALIVE));
-  ring_kvs r = {0};
+  ring_kvs r;
   ring_error err = {0};
-  if (rd_host_pages(a->etcd, prefix, (size_t)plen, 0, rk_host_value_max(RK_HOST_ALIVE), &r, &err) !=
-      RING_OK) {
-    atomic_fetch_add(&a->m.errors, 1);
+  int plen = agent_read_dir(a, rk_host_kind_dir(RK_HOST_ALIVE), rk_host_value_max(RK_HOST_ALIVE),
+                            &r, &err);
+  if (plen < 0) {
     rd_log(RD_WARN, "reading alive/ failed: trying sources in slot order", "err", err.message,
            NULL);
     return;
@@ -426,6 +439,7 @@ static void recheck_stale(agent *a, const uint32_t *stale, uint32_t n) {
 static void reconcile(agent *a) {
   alive_set al;
   read_alive(a, &al);
+  agent_pins_refresh(a); /* a new table may name nodes pinned since */
   uint32_t *stale = NULL, n_stale = 0, n_pending = 0;
   const ring_table *t = ring_live_enter(a->live);
   pthread_mutex_lock(&a->jobs_mu); /* workers read a->verified */
@@ -529,6 +543,7 @@ static uint64_t requeue(agent *a) {
     read_loss(a);
   alive_set al;
   read_alive(a, &al);
+  agent_pins_refresh(a); /* a key approved since (ringctl trust) */
   const ring_table *t = ring_live_enter(a->live);
   int me = t ? ring_table_find_node(t, a->o.id) : -1;
   pthread_mutex_lock(&a->jobs_mu);

@@ -12,6 +12,7 @@
 #include "agent.h"
 
 #include <errno.h>
+#include <sodium.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +35,13 @@ static rd_opt *opts_table(agent_opts *o) {
       {"host", RD_OPT_STRING, &o->host, 0, 0, "failure-domain label host"},
       {"weight", RD_OPT_DOUBLE, &o->weight, 1e-6, 1e6, "capacity relative to other hosts"},
       {"secret-file", RD_OPT_STRING, &o->secret_file, 0, 0,
-       "the cluster secret, one line (two while rotating: the first signs) (required)"},
+       "the cluster secret, one line of at least 32 bytes (two while rotating: the first "
+       "signs), mode 0600 (required)"},
+      {"key-file", RD_OPT_STRING, &o->key_file, 0, 0,
+       "this node's Ed25519 signing key, mode 0600 (default DATA-DIR/node.key, made if absent)"},
+      {"next-key-file", RD_OPT_STRING, &o->next_key_file, 0, 0,
+       "a key rotation's next signing key (made if absent): published in alive/<id> so that "
+       "`ringctl trust` pins it before the agent is restarted with it as --key-file"},
       {"clock-skew", RD_OPT_MS, &o->clock_skew_ms, 1000, 600000,
        "how far a signed arc request's time may be from this host's clock"},
       {"allow-from", RD_OPT_STRING, &o->allow_from, 0, 0,
@@ -125,6 +132,28 @@ static void advertised_addr(agent *a) {
   rd_listen_advertise(a->o.listen, arc_server_port(a->server), a->addr, sizeof a->addr);
 }
 
+/* This node's key (made in the data dir at the first start), its public
+ * half for alive/<id>, and the pins other nodes' signatures are checked
+ * against. */
+static int node_key(agent *a, ring_error *err) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/node.key", a->o.data_dir);
+  int rc = arc_keyring_node_key(a->keys, a->o.key_file ? a->o.key_file : path, err);
+  if (rc != RING_OK)
+    return rc;
+  unsigned char pk[ARC_PK_LEN];
+  arc_keyring_public(a->keys, pk);
+  sodium_bin2hex(a->key_hex, sizeof a->key_hex, pk, ARC_PK_LEN);
+  if (a->o.next_key_file != NULL) {
+    if ((rc = arc_node_key_public(a->o.next_key_file, pk, err)) != RING_OK)
+      return rc;
+    sodium_bin2hex(a->next_hex, sizeof a->next_hex, pk, ARC_PK_LEN);
+  }
+  pthread_mutex_init(&a->pins_mu, NULL);
+  arc_keyring_set_pins(a->keys, agent_pins_lookup, a);
+  return RING_OK;
+}
+
 /* The arc store, limiter and server. */
 static int open_arcs(agent *a, char *msg, size_t cap) {
   ring_error err = {0};
@@ -132,6 +161,8 @@ static int open_arcs(agent *a, char *msg, size_t cap) {
     return snprintf(msg, cap, "--secret-file: %s", err.message), -1;
   if (arc_store_open(a->o.data_dir, &a->store, &err) != 0)
     return snprintf(msg, cap, "data dir: %s", err.message), -1;
+  if (node_key(a, &err) != RING_OK)
+    return snprintf(msg, cap, "node key: %s", err.message), -1;
   if (arc_limiter_new(0, &a->limiter) != 0)
     return snprintf(msg, cap, "rate limiter: out of memory"), -1;
   char *list = a->o.allow_from ? strdup(a->o.allow_from) : NULL;
@@ -191,6 +222,7 @@ static void run_loop(agent *a) {
     wait = min_ms(wait, agent_restore_tick(a));
     agent_follow_config(a);
     if (!agent_restored(a)) { /* a restored etcd: act on nothing it says (agent_restore.c) */
+      wait = min_ms(wait, agent_pins_tick(a));
       wait = min_ms(wait, agent_follow_tick(a));
       wait = min_ms(wait, agent_report_tick(a));
       wait = min_ms(wait, agent_gc_tick(a));
@@ -224,6 +256,7 @@ static void agent_close(agent *a, rd_http *http) {
   arc_limiter_free(a->limiter);
   arc_store_close(a->store);
   arc_keyring_free(a->keys);
+  agent_pins_free(a);
   free(a->owned);
   free(a->pending);
   free(a->loss_ok);

@@ -64,6 +64,8 @@ static int alive_value(const agent *a, char **json, size_t *len) {
   v.started_ms = a->started_ms;
   v.capacity_bytes = arc_store_capacity_bytes(a->store);
   v.free_bytes = arc_store_free_bytes(a->store);
+  memcpy(v.key, a->key_hex, sizeof v.key);
+  memcpy(v.next_key, a->next_hex, sizeof v.next_key);
   return rk_alive_encode(&v, json, len);
 }
 

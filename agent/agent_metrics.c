@@ -119,6 +119,20 @@ void agent_metrics_text(void *ud, rd_text *t) {
             "arc server requests refused with 401: not signed for this node by a cluster key, "
             "out of the time window, or replayed",
             (double)ss.unauthorized);
+  rd_metric(t, "ring_agent_server_bad_signer_total", "counter",
+            "requests refused with 401 that carry a member's MAC but not the signature of the "
+            "key pinned for the node they name: a host speaking as another",
+            (double)ss.bad_signer);
+  char who[RING_ID_MAX + 1];
+  arc_server_last_bad_signer(a->server, who);
+  if (who[0] != '\0') {
+    rd_metric_head(t, "ring_agent_server_last_bad_signer", "gauge",
+                   "the node named by the last request refused as bad_signer");
+    rd_metric_labeled(t, "ring_agent_server_last_bad_signer", "node", who, 1);
+  }
+  rd_metric(t, "ring_agent_pinned_nodes", "gauge",
+            "nodes with a signing key pinned in nodes/ as this host last read it",
+            (double)m->pinned);
   rd_metric(t, "ring_agent_server_skewed_total", "counter",
             "signed requests refused for a time out of the clock-skew window", (double)ss.skewed);
   rd_metric(t, "ring_agent_server_replays_total", "counter", "signed requests refused as replays",
@@ -138,7 +152,8 @@ void agent_metrics_text(void *ud, rd_text *t) {
             "fetches a source the table names as owner answered, signed, with \"not held\"",
             (double)m->not_held);
   rd_metric(t, "ring_agent_bad_signatures_total", "counter",
-            "answers refused: not signed by the node the table names at that address",
+            "answers refused: not signed (cluster MAC and pinned key) by the node the table "
+            "names at that address",
             (double)m->bad_signatures);
   rd_metric(t, "ring_agent_alive_refused_total", "counter",
             "alive/ values refused when read: over the cap the coordinator applies, or a key "

@@ -79,29 +79,57 @@ uint64_t arc_store_capacity_bytes(arc_store *s);
 
 /* --------------------------------------------------------- authentication */
 
-/* Requests and the answers a receiver acts on are signed with HMAC-SHA-256
- * keyed by the cluster secret (proto/arc.md, "Authentication"); the secret
- * itself is never sent. */
+/* Requests and the answers a receiver acts on carry an HMAC-SHA-256 keyed
+ * by the cluster secret (membership) and an Ed25519 signature by the
+ * signing node's own key, checked against the key pinned for that node
+ * (identity); proto/arc.md, "Authentication". Neither secret is sent. */
 #define ARC_KEYS_MAX 2         /* secrets accepted at once: a rotation's old and new */
 #define ARC_MAC_LEN 32         /* HMAC-SHA-256 */
 #define ARC_NONCE_LEN 16       /* random bytes per request */
-#define ARC_AUTH_VALUE_MAX 384 /* bytes of an X-Ring-Auth or X-Ring-Sig value */
+#define ARC_PK_LEN 32          /* an Ed25519 public key */
+#define ARC_SIG_LEN 64         /* an Ed25519 signature */
+#define ARC_DIGEST_LEN 32      /* BLAKE2b-256 of the signed fields: what Ed25519 signs */
+#define ARC_PINS_MAX 2         /* keys pinned for one node at once: a rotation's old and new */
+#define ARC_SECRET_MIN 32      /* bytes of a secret in a secret file, at least */
+#define ARC_AUTH_VALUE_MAX 512 /* bytes of an X-Ring-Auth or X-Ring-Sig value */
 #define ARC_AUTH_HEADER "X-Ring-Auth"
 #define ARC_SIG_HEADER "X-Ring-Sig"
 #define ARC_SKEW_MS_DEFAULT 30000 /* a request's time may differ from the server's by this */
 #define ARC_NO_TOKEN UINT32_MAX   /* the token signed into an answer to a path naming none */
 
-/* The MAC keys derived from one or two secrets; the first signs, each
- * verifies. Immutable once made: any thread may use it. */
+/* The MAC keys derived from one or two secrets (the first signs, each
+ * verifies), this node's Ed25519 key pair, and where the keys pinned for
+ * other nodes come from. Set up before it is shared, then immutable: any
+ * thread may use it. */
 typedef struct arc_keyring arc_keyring;
-/* From secrets[0..n), n 1 or 2, each non-empty and the two distinct.
+/* The keys pinned for `node` (at most ARC_PINS_MAX, into pk); how many.
+ * 0: none, and nothing signed as that node verifies. pk NULL: a member's
+ * signature as `node` did not verify under the keys given (the pins may
+ * be stale: an operator approved a new key). Called from server and
+ * fetching threads at once: must be thread-safe. */
+typedef uint32_t (*arc_pins_fn)(void *ctx, const char *node, unsigned char pk[][ARC_PK_LEN]);
+/* From secrets[0..n), n 1 or 2, each non-empty and the two distinct, with
+ * a fresh random node key (arc_keyring_node_key replaces it) and no pins.
  * RING_OK and *out (arc_keyring_free), or RING_EINVAL / RING_ENOMEM. */
 int arc_keyring_new(const char *const *secrets, uint32_t n, arc_keyring **out,
                     struct ring_error *err);
 /* From a secret file: one secret per line (blank lines skipped), at most
- * two (during a rotation the first signs). Same returns; RING_EIO when the
- * file cannot be read. */
+ * two (during a rotation the first signs), each at least ARC_SECRET_MIN
+ * bytes; the file readable by its owner only. Same returns (RING_EINVAL
+ * naming the mode or length); RING_EIO when the file cannot be read. */
 int arc_keyring_load(const char *path, arc_keyring **out, struct ring_error *err);
+/* This node's key from its key file (the Ed25519 seed, 64 hex digits),
+ * made (mode 0600, fsynced) when absent. A file group or others may read,
+ * or not in that form, is RING_EINVAL naming it; RING_EIO when it cannot
+ * be read or made. */
+int arc_keyring_node_key(arc_keyring *k, const char *path, struct ring_error *err);
+void arc_keyring_public(const arc_keyring *k, unsigned char pk[ARC_PK_LEN]);
+/* The public half of the key file at path (made when absent, checked as
+ * arc_keyring_node_key does): a rotation's next key, published before the
+ * agent signs with it. */
+int arc_node_key_public(const char *path, unsigned char pk[ARC_PK_LEN], struct ring_error *err);
+/* Where the keys pinned for other nodes come from (NULL: nobody). */
+void arc_keyring_set_pins(arc_keyring *k, arc_pins_fn fn, void *ctx);
 void arc_keyring_free(arc_keyring *k); /* zeroes the keys; NULL is a no-op */
 uint32_t arc_keyring_count(const arc_keyring *k);
 
@@ -113,11 +141,12 @@ typedef struct arc_auth {
   int64_t ts_ms;                      /* requests: the requester's wall clock, Unix ms */
   unsigned char nonce[ARC_NONCE_LEN]; /* requests: fresh; answers: the request's */
   unsigned char mac[ARC_MAC_LEN];
+  unsigned char sig[ARC_SIG_LEN];
   bool has_request_fields; /* to, ts and nonce all present */
   bool has_nonce;
 } arc_auth;
 
-/* Parses value[0..len) ("v1 kid=.. node=.. [to=.. ts=..] [nonce=..] mac=..",
+/* Parses value[0..len) ("v1 kid=.. node=.. [to=.. ts=..] [nonce=..] mac=.. sig=..",
  * one space between fields, lowercase hex). RING_OK, or RING_EAUTH for
  * anything malformed, repeated or unknown; *out written only on success. */
 int arc_auth_parse(const char *value, size_t len, arc_auth *out);
@@ -129,8 +158,10 @@ int arc_auth_sign_request(const arc_keyring *k, const char *self, const char *to
                           const char *method, const char *path, const char *range, int64_t now_ms,
                           unsigned char nonce_out[ARC_NONCE_LEN], char *value, size_t cap);
 /* RING_OK when a (parsed) is a request to self with a MAC that verifies
- * under one of k's keys; else RING_EAUTH. Time and replay are the
- * caller's checks. */
+ * under one of k's keys and a signature by a key pinned for a->node;
+ * RING_ENODEID when only the signature fails (a member speaking as
+ * another node, or a key not pinned); else RING_EAUTH. Time and replay
+ * are the caller's checks. */
 int arc_auth_verify_request(const arc_keyring *k, const arc_auth *a, const char *self,
                             const char *method, const char *path, const char *range);
 /* Writes the X-Ring-Sig value of an answer by server `self` to req (may
@@ -138,21 +169,26 @@ int arc_auth_verify_request(const arc_keyring *k, const arc_auth *a, const char 
 int arc_auth_sign_answer(const arc_keyring *k, const char *self, const arc_auth *req,
                          unsigned status, uint32_t token, const void *body, size_t len, char *value,
                          size_t cap);
-/* RING_OK when value is an answer signed by node, to the request that
- * carried nonce, with this status, token and body; else RING_EAUTH. */
+/* RING_OK when value is an answer signed by node (a MAC under a cluster
+ * key, a signature by a key pinned for node), to the request that carried
+ * nonce, with this status, token and body; RING_ENODEID when only the
+ * signature fails; else RING_EAUTH. */
 int arc_auth_verify_answer(const arc_keyring *k, const char *value, size_t value_len,
                            const char *node, const unsigned char nonce[ARC_NONCE_LEN],
                            unsigned status, uint32_t token, const void *body, size_t len);
 
 /* The nonces a server has accepted, each kept until its request's time is
  * out of the window: a second request with one of them is a replay.
- * Bounded (slots, a power of two >= 32). Thread-safe. */
+ * Bounded (slots, a power of two >= 32). Thread-safe. The table is not
+ * kept across restarts: a request timed before floor_ms (the server's
+ * start) counts as seen, since a process before it may have accepted it. */
 typedef struct arc_replay arc_replay;
 enum { ARC_REPLAY_NEW, ARC_REPLAY_SEEN, ARC_REPLAY_FULL };
-int arc_replay_new(uint32_t slots, int64_t window_ms, arc_replay **out);
+int arc_replay_new(uint32_t slots, int64_t window_ms, int64_t floor_ms, arc_replay **out);
 void arc_replay_free(arc_replay *r);
-/* ARC_REPLAY_NEW (now recorded), ARC_REPLAY_SEEN (a replay) or
- * ARC_REPLAY_FULL (no room: refuse the request as busy). */
+/* ARC_REPLAY_NEW (now recorded), ARC_REPLAY_SEEN (a replay, or older than
+ * the floor) or ARC_REPLAY_FULL (no room: refuse the request as busy).
+ * now_ms 0: the wall clock, read under the table's lock. */
 int arc_replay_check(arc_replay *r, const unsigned char nonce[ARC_NONCE_LEN], int64_t ts_ms,
                      int64_t now_ms);
 
@@ -205,6 +241,7 @@ typedef struct arc_server_stats {
   uint64_t bytes_out;
   uint64_t requests;
   uint64_t unauthorized;  /* every 401, of which: */
+  uint64_t bad_signer;    /* a member's MAC, not signed by the key pinned for its node= */
   uint64_t skewed;        /* the request's time out of the window */
   uint64_t replayed;      /* a nonce seen before */
   uint64_t busy;          /* 503: the replay cache had no room */
@@ -216,6 +253,8 @@ typedef struct arc_server_stats {
   uint64_t connections; /* accepted */
 } arc_server_stats;
 void arc_server_stats_get(arc_server *srv, arc_server_stats *out);
+/* The node= of the last request refused as bad_signer ("" if none). */
+void arc_server_last_bad_signer(arc_server *srv, char out[RING_ID_MAX + 1]);
 
 /* ---------------------------------------------------------- the limiter */
 

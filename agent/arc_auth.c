@@ -1,19 +1,20 @@
 /*
  * arc_auth.c: signed arc requests and answers (proto/arc.md,
- * "Authentication"), on libsodium's HMAC-SHA-256.
+ * "Authentication"), on libsodium: HMAC-SHA-256 under the cluster secret
+ * (membership) and Ed25519 under the signing node's own key (identity).
  *
- * Sections: the keyring; the header syntax; MAC input; requests;
- * answers; the replay cache.
+ * Sections: the keyring; key and secret files; the header syntax; MAC
+ * input; requests; answers; the replay cache.
  *
- * The cluster secret never leaves the host. Each secret (one per line of
- * the secret file; two during a rotation) is turned into a MAC key, and
- * every request carries a MAC over what it asks (method, path, range), when
- * (wall-clock ms), a fresh nonce, who asks and whom. The server answers what
- * a receiver acts on (a manifest, "not held", any refusal) with a MAC over
- * its status, the token, the request's nonce, its own node id and the body.
- * So a stranger at a node's address can neither read an arc nor forge an
- * answer, and an answer cannot be replayed to another request. Arc file
- * bytes are not signed: the signed manifest's checksums vouch for them.
+ * Neither the cluster secret nor a node's private key leaves its host.
+ * Every request carries a MAC and a signature over what it asks (method,
+ * path, range), when (wall-clock ms), a fresh nonce, who asks and whom. The
+ * server answers what a receiver acts on (a manifest, "not held", any
+ * refusal) with both over its status, the token, the request's nonce, its
+ * own node id and the body. The MAC says "a member"; the signature, checked
+ * with the key pinned for the node named in `node=`, says "that member":
+ * one member holding the secret cannot speak for another. Arc file bytes
+ * are not signed: the signed manifest's checksums vouch for them.
  *
  * MAC inputs are length-prefixed fields, so no choice of field contents
  * can make two different requests sign alike.
@@ -23,13 +24,16 @@
 #include "ringx.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define REQ_DOMAIN "ringkeeper.arc.req.v1"
 #define RESP_DOMAIN "ringkeeper.arc.resp.v1"
@@ -48,7 +52,13 @@ struct arc_keyring {
   uint32_t n;                                   /* 1 .. ARC_KEYS_MAX */
   uint32_t kid[ARC_KEYS_MAX];                   /* names the key in headers */
   unsigned char key[ARC_KEYS_MAX][ARC_MAC_LEN]; /* HMAC keys derived from the secrets */
+  unsigned char sk[crypto_sign_SECRETKEYBYTES]; /* this node's Ed25519 key */
+  unsigned char pk[ARC_PK_LEN];
+  arc_pins_fn pins; /* the keys pinned for a node; NULL: nobody is trusted */
+  void *pins_ctx;
 };
+
+static bool hex_to(const char *s, size_t n, unsigned char *out, size_t len);
 
 static pthread_once_t sodium_once = PTHREAD_ONCE_INIT;
 static int sodium_rc;
@@ -84,6 +94,8 @@ int arc_keyring_new(const char *const *secrets, uint32_t n, arc_keyring **out, r
     }
     derive(secrets[i], len, k->key[i], &k->kid[i]);
   }
+  crypto_sign_keypair(k->pk, k->sk); /* until arc_keyring_node_key replaces it */
+  k->pins = NULL;
   if (n == 2 && k->kid[0] == k->kid[1]) {
     sodium_free(k);
     return ring__err(err, RING_EINVAL, "arc keys: the two secrets are the same");
@@ -92,24 +104,52 @@ int arc_keyring_new(const char *const *secrets, uint32_t n, arc_keyring **out, r
   return RING_OK;
 }
 
-/* Reads up to ARC_KEYS_MAX + 1 non-empty lines (the extra one to refuse it). */
+/* ------------------------------------------------- key and secret files */
+
+/* Refuses a file that a user other than its owner may read: a secret or
+ * a private key another account of the host could copy. */
+static int check_private(int fd, const char *path, ring_error *err) {
+  struct stat st;
+  if (fstat(fd, &st) != 0)
+    return ring__err(err, RING_EIO, "%s: %s", path, strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    return ring__err(err, RING_EINVAL, "%s: not a regular file", path);
+  if ((st.st_mode & 077) != 0)
+    return ring__err(err, RING_EINVAL,
+                     "%s: mode %04o lets group or others read it: chmod 600 it (owner only)", path,
+                     (unsigned)(st.st_mode & 07777));
+  return RING_OK;
+}
+
+/* Reads up to ARC_KEYS_MAX + 1 non-empty lines (the extra one to refuse
+ * it). Every return leaves `line` zeroed: no secret stays on the stack. */
 static int read_lines(FILE *f, const char *path, char lines[][SECRET_LINE_MAX], uint32_t *n,
                       ring_error *err) {
   char line[SECRET_LINE_MAX];
+  int rc = RING_OK;
   *n = 0;
-  while (fgets(line, sizeof line, f) != NULL) {
+  while (rc == RING_OK && fgets(line, sizeof line, f) != NULL) {
     size_t len = strlen(line);
-    if (len == sizeof line - 1 && line[len - 1] != '\n')
-      return ring__err(err, RING_EINVAL, "%s: a line over %d bytes", path, SECRET_LINE_MAX - 2);
+    if (len == sizeof line - 1 && line[len - 1] != '\n') {
+      rc = ring__err(err, RING_EINVAL, "%s: a line over %d bytes", path, SECRET_LINE_MAX - 2);
+      break;
+    }
     line[strcspn(line, "\r\n")] = '\0';
-    if (line[0] == '\0')
+    len = strlen(line);
+    if (len == 0)
       continue;
     if (*n == ARC_KEYS_MAX)
-      return ring__err(err, RING_EINVAL, "%s: more than %d secrets", path, ARC_KEYS_MAX);
-    memcpy(lines[(*n)++], line, strlen(line) + 1);
+      rc = ring__err(err, RING_EINVAL, "%s: more than %d secrets", path, ARC_KEYS_MAX);
+    else if (len < ARC_SECRET_MIN)
+      rc = ring__err(err, RING_EINVAL, "%s: secret %" PRIu32 " is %zu bytes, under %d", path,
+                     *n + 1, len, ARC_SECRET_MIN);
+    else
+      memcpy(lines[(*n)++], line, len + 1);
   }
   sodium_memzero(line, sizeof line);
-  return *n ? RING_OK : ring__err(err, RING_EINVAL, "%s: no secret in it", path);
+  if (rc == RING_OK && *n == 0)
+    rc = ring__err(err, RING_EINVAL, "%s: no secret in it", path);
+  return rc;
 }
 
 int arc_keyring_load(const char *path, arc_keyring **out, ring_error *err) {
@@ -119,13 +159,99 @@ int arc_keyring_load(const char *path, arc_keyring **out, ring_error *err) {
                      path ? strerror(errno) : "not given");
   char lines[ARC_KEYS_MAX][SECRET_LINE_MAX];
   uint32_t n = 0;
-  int rc = read_lines(f, path, lines, &n, err);
+  int rc = check_private(fileno(f), path, err);
+  if (rc == RING_OK)
+    rc = read_lines(f, path, lines, &n, err);
   fclose(f);
   const char *secrets[ARC_KEYS_MAX] = {lines[0], lines[1]};
   if (rc == RING_OK)
     rc = arc_keyring_new(secrets, n, out, err);
   sodium_memzero(lines, sizeof lines);
   return rc;
+}
+
+/* The key file: the 32-byte Ed25519 seed as 64 lowercase hex digits and a
+ * newline, mode 0600. Made with O_EXCL and fsynced before it is used, so
+ * two starts never make two keys and a crash leaves none half-written
+ * (a torn file is refused, not replaced). */
+#define KEY_FILE_LEN (2 * crypto_sign_SEEDBYTES + 1)
+
+static int make_key_file(const char *path, unsigned char seed[crypto_sign_SEEDBYTES],
+                         ring_error *err) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0)
+    return ring__err(err, RING_EIO, "%s: cannot create: %s", path, strerror(errno));
+  char text[KEY_FILE_LEN + 1];
+  randombytes_buf(seed, crypto_sign_SEEDBYTES);
+  sodium_bin2hex(text, sizeof text, seed, crypto_sign_SEEDBYTES);
+  text[KEY_FILE_LEN - 1] = '\n';
+  bool ok = write(fd, text, KEY_FILE_LEN) == KEY_FILE_LEN && fsync(fd) == 0;
+  int e = errno;
+  sodium_memzero(text, sizeof text);
+  close(fd);
+  if (!ok) {
+    unlink(path);
+    return ring__err(err, RING_EIO, "%s: cannot write: %s", path, strerror(e));
+  }
+  return RING_OK;
+}
+
+static int read_key_file(int fd, const char *path, unsigned char seed[crypto_sign_SEEDBYTES],
+                         ring_error *err) {
+  char text[KEY_FILE_LEN + 1];
+  ssize_t got = read(fd, text, sizeof text);
+  int rc = RING_OK;
+  if (got != KEY_FILE_LEN || text[KEY_FILE_LEN - 1] != '\n' ||
+      !hex_to(text, KEY_FILE_LEN - 1, seed, crypto_sign_SEEDBYTES))
+    rc = ring__err(err, RING_EINVAL, "%s: not a node key (64 lowercase hex digits and a newline)",
+                   path);
+  sodium_memzero(text, sizeof text);
+  return rc;
+}
+
+/* The seed of the key file at path, made when absent. */
+static int load_seed(const char *path, unsigned char seed[crypto_sign_SEEDBYTES], ring_error *err) {
+  if (path == NULL)
+    return ring__err(err, RING_EINVAL, "node key: no key file");
+  pthread_once(&sodium_once, sodium_start);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0 && errno == ENOENT)
+    return make_key_file(path, seed, err);
+  if (fd < 0)
+    return ring__err(err, RING_EIO, "%s: %s", path, strerror(errno));
+  int rc = check_private(fd, path, err);
+  if (rc == RING_OK)
+    rc = read_key_file(fd, path, seed, err);
+  close(fd);
+  return rc;
+}
+
+int arc_keyring_node_key(arc_keyring *k, const char *path, ring_error *err) {
+  unsigned char seed[crypto_sign_SEEDBYTES];
+  int rc = k != NULL ? load_seed(path, seed, err) : ring__err(err, RING_EINVAL, "no keyring");
+  if (rc == RING_OK)
+    crypto_sign_seed_keypair(k->pk, k->sk, seed);
+  sodium_memzero(seed, sizeof seed);
+  return rc;
+}
+
+int arc_node_key_public(const char *path, unsigned char pk[ARC_PK_LEN], ring_error *err) {
+  unsigned char seed[crypto_sign_SEEDBYTES], sk[crypto_sign_SECRETKEYBYTES];
+  int rc = load_seed(path, seed, err);
+  if (rc == RING_OK)
+    crypto_sign_seed_keypair(pk, sk, seed);
+  sodium_memzero(seed, sizeof seed);
+  sodium_memzero(sk, sizeof sk);
+  return rc;
+}
+
+void arc_keyring_public(const arc_keyring *k, unsigned char pk[ARC_PK_LEN]) {
+  memcpy(pk, k->pk, ARC_PK_LEN);
+}
+
+void arc_keyring_set_pins(arc_keyring *k, arc_pins_fn fn, void *ctx) {
+  k->pins = fn;
+  k->pins_ctx = ctx;
 }
 
 void arc_keyring_free(arc_keyring *k) {
@@ -178,7 +304,7 @@ static bool copy_id(const char *s, size_t n, char out[RING_ID_MAX + 1]) {
   return ring_id_valid(out);
 }
 
-enum { F_KID = 1, F_NODE = 2, F_TO = 4, F_TS = 8, F_NONCE = 16, F_MAC = 32 };
+enum { F_KID = 1, F_NODE = 2, F_TO = 4, F_TS = 8, F_NONCE = 16, F_MAC = 32, F_SIG = 64 };
 
 /* One "name=value" field into a; false when unknown, repeated or bad. */
 static bool parse_field(const char *p, size_t n, arc_auth *a, unsigned *seen) {
@@ -205,6 +331,8 @@ static bool parse_field(const char *p, size_t n, arc_auth *a, unsigned *seen) {
     bit = F_NONCE, ok = hex_to(v, vn, a->nonce, ARC_NONCE_LEN);
   } else if (kn == 3 && memcmp(p, "mac", 3) == 0) {
     bit = F_MAC, ok = hex_to(v, vn, a->mac, ARC_MAC_LEN);
+  } else if (kn == 3 && memcmp(p, "sig", 3) == 0) {
+    bit = F_SIG, ok = hex_to(v, vn, a->sig, ARC_SIG_LEN);
   }
   if (!ok || (*seen & bit))
     return false;
@@ -228,11 +356,11 @@ int arc_auth_parse(const char *value, size_t len, arc_auth *out) {
     if (sp != NULL && i == len)
       return RING_EAUTH; /* a trailing space */
   }
-  if ((seen & (F_KID | F_NODE | F_MAC)) != (F_KID | F_NODE | F_MAC))
+  if ((seen & (F_KID | F_NODE | F_MAC | F_SIG)) != (F_KID | F_NODE | F_MAC | F_SIG))
     return RING_EAUTH;
   a.has_request_fields = (seen & (F_TO | F_TS | F_NONCE)) == (F_TO | F_TS | F_NONCE);
   if (!a.has_request_fields && (seen & (F_TO | F_TS)) != 0)
-    return RING_EAUTH; /* an answer names only kid, node, nonce and mac */
+    return RING_EAUTH; /* an answer names only kid, node, nonce, mac and sig */
   a.has_nonce = (seen & F_NONCE) != 0;
   *out = a;
   return RING_OK;
@@ -240,28 +368,51 @@ int arc_auth_parse(const char *value, size_t len, arc_auth *out) {
 
 /* --------------------------------------------------------------- MAC input */
 
-static void put_field(crypto_auth_hmacsha256_state *st, const void *p, size_t n) {
+/* What is signed goes both into the MAC (under the cluster key) and into
+ * a BLAKE2b-256 digest, which the node's Ed25519 key signs: one pass over
+ * the fields (and over a manifest body) serves both. */
+typedef struct signed_in {
+  crypto_auth_hmacsha256_state mac;
+  crypto_generichash_state digest;
+} signed_in;
+
+static void in_init(signed_in *st, const unsigned char *key) {
+  crypto_auth_hmacsha256_init(&st->mac, key, ARC_MAC_LEN);
+  crypto_generichash_init(&st->digest, NULL, 0, ARC_DIGEST_LEN);
+}
+
+static void in_bytes(signed_in *st, const void *p, size_t n) {
+  crypto_auth_hmacsha256_update(&st->mac, p, n);
+  crypto_generichash_update(&st->digest, p, n);
+}
+
+static void in_final(signed_in *st, unsigned char mac[ARC_MAC_LEN],
+                     unsigned char digest[ARC_DIGEST_LEN]) {
+  crypto_auth_hmacsha256_final(&st->mac, mac);
+  crypto_generichash_final(&st->digest, digest, ARC_DIGEST_LEN);
+}
+
+static void put_field(signed_in *st, const void *p, size_t n) {
   unsigned char len[4] = {(unsigned char)(n >> 24), (unsigned char)(n >> 16),
                           (unsigned char)(n >> 8), (unsigned char)n};
-  crypto_auth_hmacsha256_update(st, len, 4);
+  in_bytes(st, len, 4);
   if (n > 0)
-    crypto_auth_hmacsha256_update(st, p, n);
+    in_bytes(st, p, n);
 }
 
-static void put_str(crypto_auth_hmacsha256_state *st, const char *s) {
-  put_field(st, s ? s : "", s ? strlen(s) : 0);
-}
+static void put_str(signed_in *st, const char *s) { put_field(st, s ? s : "", s ? strlen(s) : 0); }
 
-static void put_u64(crypto_auth_hmacsha256_state *st, uint64_t x) {
+static void put_u64(signed_in *st, uint64_t x) {
   char b[24];
   int n = snprintf(b, sizeof b, "%" PRIu64, x);
   put_field(st, b, (size_t)n);
 }
 
 static void request_mac(const unsigned char *key, const arc_auth *a, const char *method,
-                        const char *path, const char *range, unsigned char mac[ARC_MAC_LEN]) {
-  crypto_auth_hmacsha256_state st;
-  crypto_auth_hmacsha256_init(&st, key, ARC_MAC_LEN);
+                        const char *path, const char *range, unsigned char mac[ARC_MAC_LEN],
+                        unsigned char digest[ARC_DIGEST_LEN]) {
+  signed_in st;
+  in_init(&st, key);
   put_str(&st, REQ_DOMAIN);
   put_u64(&st, a->kid);
   put_str(&st, method);
@@ -271,13 +422,14 @@ static void request_mac(const unsigned char *key, const arc_auth *a, const char 
   put_field(&st, a->nonce, ARC_NONCE_LEN);
   put_str(&st, a->node);
   put_str(&st, a->to);
-  crypto_auth_hmacsha256_final(&st, mac);
+  in_final(&st, mac, digest);
 }
 
 static void answer_mac(const unsigned char *key, const arc_auth *a, unsigned status, uint32_t token,
-                       const void *body, size_t len, unsigned char mac[ARC_MAC_LEN]) {
-  crypto_auth_hmacsha256_state st;
-  crypto_auth_hmacsha256_init(&st, key, ARC_MAC_LEN);
+                       const void *body, size_t len, unsigned char mac[ARC_MAC_LEN],
+                       unsigned char digest[ARC_DIGEST_LEN]) {
+  signed_in st;
+  in_init(&st, key);
   put_str(&st, RESP_DOMAIN);
   put_u64(&st, a->kid);
   put_u64(&st, status);
@@ -285,11 +437,37 @@ static void answer_mac(const unsigned char *key, const arc_auth *a, unsigned sta
   put_field(&st, a->nonce, a->has_nonce ? ARC_NONCE_LEN : 0);
   put_str(&st, a->node);
   put_field(&st, body, len);
-  crypto_auth_hmacsha256_final(&st, mac);
+  in_final(&st, mac, digest);
+}
+
+/* RING_OK when the MAC verifies and the signature is by a key pinned for
+ * a->node; RING_EAUTH for a bad MAC (not a member), RING_ENODEID for a
+ * member's MAC without the named node's signature. The MAC first: a
+ * stranger's header costs no public-key work. */
+static int verify_both(const arc_keyring *k, const arc_auth *a, const unsigned char *mac,
+                       const unsigned char *digest) {
+  if (crypto_verify_32(mac, a->mac) != 0)
+    return RING_EAUTH;
+  unsigned char pk[ARC_PINS_MAX][ARC_PK_LEN];
+  uint32_t n = k->pins ? k->pins(k->pins_ctx, a->node, pk) : 0;
+  for (uint32_t i = 0; i < n && i < ARC_PINS_MAX; i++)
+    if (crypto_sign_verify_detached(a->sig, digest, ARC_DIGEST_LEN, pk[i]) == 0)
+      return RING_OK;
+  if (n > 0)
+    k->pins(k->pins_ctx, a->node, NULL); /* a key approved since may be pinned: look again */
+  return RING_ENODEID;
 }
 
 static void hex(char *out, const unsigned char *p, size_t n) {
   sodium_bin2hex(out, 2 * n + 1, p, n);
+}
+
+/* The Ed25519 signature of digest by this node's key, as hex. */
+static void sign_hex(const arc_keyring *k, const unsigned char digest[ARC_DIGEST_LEN],
+                     char out[2 * ARC_SIG_LEN + 1]) {
+  unsigned char sig[ARC_SIG_LEN];
+  crypto_sign_detached(sig, NULL, digest, ARC_DIGEST_LEN, k->sk);
+  hex(out, sig, ARC_SIG_LEN);
 }
 
 /* ---------------------------------------------------------------- requests */
@@ -307,13 +485,15 @@ int arc_auth_sign_request(const arc_keyring *k, const char *self, const char *to
   randombytes_buf(a.nonce, sizeof a.nonce);
   if (nonce_out != NULL)
     memcpy(nonce_out, a.nonce, ARC_NONCE_LEN);
-  unsigned char mac[ARC_MAC_LEN];
-  request_mac(k->key[0], &a, method, path, range, mac);
-  char nonce[2 * ARC_NONCE_LEN + 1], m[2 * ARC_MAC_LEN + 1];
+  unsigned char mac[ARC_MAC_LEN], digest[ARC_DIGEST_LEN];
+  request_mac(k->key[0], &a, method, path, range, mac, digest);
+  char nonce[2 * ARC_NONCE_LEN + 1], m[2 * ARC_MAC_LEN + 1], sig[2 * ARC_SIG_LEN + 1];
   hex(nonce, a.nonce, ARC_NONCE_LEN);
   hex(m, mac, ARC_MAC_LEN);
-  int n = snprintf(value, cap, "v1 kid=%08" PRIx32 " node=%s to=%s ts=%" PRId64 " nonce=%s mac=%s",
-                   a.kid, a.node, a.to, a.ts_ms, nonce, m);
+  sign_hex(k, digest, sig);
+  int n = snprintf(value, cap,
+                   "v1 kid=%08" PRIx32 " node=%s to=%s ts=%" PRId64 " nonce=%s mac=%s sig=%s",
+                   a.kid, a.node, a.to, a.ts_ms, nonce, m, sig);
   return n > 0 && (size_t)n < cap ? RING_OK : RING_EINVAL;
 }
 
@@ -322,9 +502,9 @@ int arc_auth_verify_request(const arc_keyring *k, const arc_auth *a, const char 
   const unsigned char *key = k && a && a->has_request_fields ? key_of(k, a->kid) : NULL;
   if (key == NULL || self == NULL || strcmp(a->to, self) != 0)
     return RING_EAUTH;
-  unsigned char mac[ARC_MAC_LEN];
-  request_mac(key, a, method, path, range, mac);
-  return crypto_verify_32(mac, a->mac) == 0 ? RING_OK : RING_EAUTH;
+  unsigned char mac[ARC_MAC_LEN], digest[ARC_DIGEST_LEN];
+  request_mac(key, a, method, path, range, mac, digest);
+  return verify_both(k, a, mac, digest);
 }
 
 /* ----------------------------------------------------------------- answers */
@@ -341,14 +521,15 @@ int arc_auth_sign_answer(const arc_keyring *k, const char *self, const arc_auth 
     a.has_nonce = true;
     memcpy(a.nonce, req->nonce, ARC_NONCE_LEN);
   }
-  unsigned char mac[ARC_MAC_LEN];
-  answer_mac(k->key[0], &a, status, token, body, len, mac);
-  char nonce[2 * ARC_NONCE_LEN + 1] = "", m[2 * ARC_MAC_LEN + 1];
+  unsigned char mac[ARC_MAC_LEN], digest[ARC_DIGEST_LEN];
+  answer_mac(k->key[0], &a, status, token, body, len, mac, digest);
+  char nonce[2 * ARC_NONCE_LEN + 1] = "", m[2 * ARC_MAC_LEN + 1], sig[2 * ARC_SIG_LEN + 1];
   if (a.has_nonce)
     hex(nonce, a.nonce, ARC_NONCE_LEN);
   hex(m, mac, ARC_MAC_LEN);
-  int n = snprintf(value, cap, "v1 kid=%08" PRIx32 " node=%s%s%s mac=%s", a.kid, a.node,
-                   a.has_nonce ? " nonce=" : "", nonce, m);
+  sign_hex(k, digest, sig);
+  int n = snprintf(value, cap, "v1 kid=%08" PRIx32 " node=%s%s%s mac=%s sig=%s", a.kid, a.node,
+                   a.has_nonce ? " nonce=" : "", nonce, m, sig);
   return n > 0 && (size_t)n < cap ? RING_OK : RING_EINVAL;
 }
 
@@ -362,9 +543,9 @@ int arc_auth_verify_answer(const arc_keyring *k, const char *value, size_t value
   const unsigned char *key = key_of(k, a.kid);
   if (key == NULL || strcmp(a.node, node) != 0 || sodium_memcmp(a.nonce, nonce, ARC_NONCE_LEN) != 0)
     return RING_EAUTH;
-  unsigned char mac[ARC_MAC_LEN];
-  answer_mac(key, &a, status, token, body, len, mac);
-  return crypto_verify_32(mac, a.mac) == 0 ? RING_OK : RING_EAUTH;
+  unsigned char mac[ARC_MAC_LEN], digest[ARC_DIGEST_LEN];
+  answer_mac(key, &a, status, token, body, len, mac, digest);
+  return verify_both(k, &a, mac, digest);
 }
 
 /* -------------------------------------------------------- the replay cache */
@@ -385,10 +566,11 @@ struct arc_replay {
   pthread_mutex_t mu; /* guards slots */
   uint32_t mask;      /* slots - 1 */
   int64_t window_ms;
+  int64_t floor_ms; /* requests older than this may have been accepted before a restart */
   replay_slot *slots;
 };
 
-int arc_replay_new(uint32_t slots, int64_t window_ms, arc_replay **out) {
+int arc_replay_new(uint32_t slots, int64_t window_ms, int64_t floor_ms, arc_replay **out) {
   if (out == NULL || slots < PROBES || (slots & (slots - 1)) != 0 || window_ms <= 0)
     return RING_EINVAL;
   arc_replay *r = calloc(1, sizeof *r);
@@ -399,6 +581,7 @@ int arc_replay_new(uint32_t slots, int64_t window_ms, arc_replay **out) {
   pthread_mutex_init(&r->mu, NULL);
   r->mask = slots - 1;
   r->window_ms = window_ms;
+  r->floor_ms = floor_ms;
   *out = r;
   return RING_OK;
 }
@@ -415,9 +598,13 @@ int arc_replay_check(arc_replay *r, const unsigned char nonce[ARC_NONCE_LEN], in
                      int64_t now_ms) {
   uint32_t h;
   memcpy(&h, nonce, sizeof h); /* nonces are random: their bytes are a hash */
-  int64_t oldest = now_ms - r->window_ms;
   replay_slot *free_slot = NULL;
+  if (ts_ms < r->floor_ms)
+    return ARC_REPLAY_SEEN; /* its nonce may be in the table of a process before us */
   pthread_mutex_lock(&r->mu);
+  /* Read under the lock: a thread holding an older time cannot take a
+   * slot whose nonce a later thread has just found live. */
+  int64_t oldest = (now_ms ? now_ms : arc__wall_ms()) - r->window_ms;
   for (uint32_t i = 0; i < PROBES; i++) {
     replay_slot *s = &r->slots[(h + i) & r->mask];
     bool live = s->ts_ms != 0 && s->ts_ms >= oldest;

@@ -278,7 +278,7 @@ static int unsigned_answer(fetch *f, long status, ring_error *err) {
   f->res.bad_signature = true;
   return ring__err(err, RING_EAUTH,
                    "arc %" PRIu32 ": %s answered %ld for the manifest without a valid signature "
-                   "of %s: not acted on",
+                   "of %s (the cluster MAC and the key pinned for it): not acted on",
                    f->token, f->base, status, f->o->source_id);
 }
 

@@ -71,10 +71,12 @@ struct arc_server {
   char *cert, *key;    /* PEM contents for TLS, or NULL; live as long as mhd */
   uint16_t port;
   atomic_uint_fast64_t bytes_out, requests, unauthorized, bad_requests, connections;
-  atomic_uint_fast64_t skewed, replayed, busy, not_held, store_missing, serve_busy;
-  atomic_uint serve_limit; /* arc files streamed at once; 0: no limit */
-  atomic_uint serving;     /* streams holding a slot; released when their request completes */
-  char error[256];         /* libmicrohttpd's last complaint, for a failed start */
+  atomic_uint_fast64_t skewed, replayed, busy, not_held, store_missing, serve_busy, bad_signer;
+  pthread_mutex_t signer_mu;             /* guards last_bad_signer */
+  char last_bad_signer[RING_ID_MAX + 1]; /* node= of the last request refused as bad_signer */
+  atomic_uint serve_limit;               /* arc files streamed at once; 0: no limit */
+  atomic_uint serving; /* streams holding a slot; released when their request completes */
+  char error[256];     /* libmicrohttpd's last complaint, for a failed start */
 };
 
 /* ------------------------------------------------ the listen address, TLS */
@@ -163,14 +165,22 @@ static bool request_auth(struct MHD_Connection *c, arc_auth *a) {
 static unsigned check_request(arc_server *srv, struct MHD_Connection *c, const char *method,
                               const char *url, const arc_auth *a, bool parsed) {
   const char *range = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_RANGE);
-  if (!parsed || arc_auth_verify_request(srv->keys, a, srv->node, method, url, range) != RING_OK)
+  int rc =
+      parsed ? arc_auth_verify_request(srv->keys, a, srv->node, method, url, range) : RING_EAUTH;
+  if (rc == RING_ENODEID) {
+    atomic_fetch_add(&srv->bad_signer, 1);
+    pthread_mutex_lock(&srv->signer_mu);
+    memcpy(srv->last_bad_signer, a->node, sizeof srv->last_bad_signer);
+    pthread_mutex_unlock(&srv->signer_mu);
+  }
+  if (rc != RING_OK)
     return MHD_HTTP_UNAUTHORIZED;
   int64_t now = arc__wall_ms(), d = now - a->ts_ms;
   if (d > srv->skew_ms || d < -srv->skew_ms) {
     atomic_fetch_add(&srv->skewed, 1);
     return MHD_HTTP_UNAUTHORIZED;
   }
-  int seen = arc_replay_check(srv->replay, a->nonce, a->ts_ms, now);
+  int seen = arc_replay_check(srv->replay, a->nonce, a->ts_ms, 0);
   if (seen == ARC_REPLAY_SEEN)
     atomic_fetch_add(&srv->replayed, 1);
   if (seen == ARC_REPLAY_FULL)
@@ -263,17 +273,17 @@ static mhd_result serve_manifest(arc_server *srv, struct MHD_Connection *c, cons
   return queue_signed(srv, c, a, MHD_HTTP_OK, r, json, len); /* json lives as long as r */
 }
 
-/* 416 with the size the client should have asked within. */
-static mhd_result unsatisfiable(struct MHD_Connection *c, uint64_t size) {
+/* 416 with the size the client should have asked within; signed over
+ * its empty body, as every answer but file bytes is. */
+static mhd_result unsatisfiable(arc_server *srv, struct MHD_Connection *c, const answer_ctx *a,
+                                uint64_t size) {
   struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
   if (r == NULL)
     return MHD_NO;
   char cr[64];
   snprintf(cr, sizeof cr, "bytes */%" PRIu64, size);
   MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_RANGE, cr);
-  mhd_result ok = MHD_queue_response(c, MHD_HTTP_RANGE_NOT_SATISFIABLE, r);
-  MHD_destroy_response(r);
-  return ok;
+  return queue_signed(srv, c, a, MHD_HTTP_RANGE_NOT_SATISFIABLE, r, "", 0);
 }
 
 /* Takes a streaming slot for this request (released by completed()), or
@@ -319,7 +329,7 @@ static mhd_result serve_file(arc_server *srv, struct MHD_Connection *c, const an
     close(fd);
     if (kind == RANGE_MALFORMED)
       return bad_request(srv, c, a, "malformed range: one bytes=A-B, A- or -N\n");
-    return unsatisfiable(c, size);
+    return unsatisfiable(srv, c, a, size);
   }
   struct MHD_Response *r = MHD_create_response_from_fd_at_offset64(len, fd, off);
   if (r == NULL) {
@@ -479,6 +489,7 @@ static struct MHD_Daemon *start_mhd(arc_server *srv, const arc_server_opts *o,
 
 static void server_free(arc_server *srv) {
   arc_replay_free(srv->replay);
+  pthread_mutex_destroy(&srv->signer_mu);
   rd_admit_free(srv->admit);
   free(srv->cert);
   free(srv->key);
@@ -501,13 +512,14 @@ int arc_server_start(arc_store *s, const arc_server_opts *o, arc_server **out, r
   int64_t skew = o->skew_ms ? o->skew_ms : ARC_SKEW_MS_DEFAULT;
   arc_server *srv = calloc(1, sizeof *srv);
   if (srv == NULL || (rc = arc_replay_new(o->replay_slots ? o->replay_slots : ARC_REPLAY_SLOTS,
-                                          skew, &srv->replay)) != RING_OK) {
+                                          skew, arc__wall_ms(), &srv->replay)) != RING_OK) {
     free(srv);
     return ring__err(err, rc == RING_EINVAL ? RING_EINVAL : RING_ENOMEM,
                      "arc server: replay cache: %s (replay_slots: a power of two >= 32)",
                      ring_strerror(rc == RING_OK ? RING_ENOMEM : rc));
   }
   srv->skew_ms = skew;
+  pthread_mutex_init(&srv->signer_mu, NULL);
   /* Until the first table says who the peers are, only the configured
    * extra addresses may connect (an empty allow-list, not an unset one). */
   static const char *const none[1] = {""};
@@ -566,6 +578,12 @@ void arc_server_stop(arc_server *srv) {
   server_free(srv);
 }
 
+void arc_server_last_bad_signer(arc_server *srv, char out[RING_ID_MAX + 1]) {
+  pthread_mutex_lock(&srv->signer_mu);
+  memcpy(out, srv->last_bad_signer, RING_ID_MAX + 1);
+  pthread_mutex_unlock(&srv->signer_mu);
+}
+
 void arc_server_stats_get(arc_server *srv, arc_server_stats *out) {
   if (srv == NULL || out == NULL)
     return;
@@ -573,6 +591,7 @@ void arc_server_stats_get(arc_server *srv, arc_server_stats *out) {
   out->requests = atomic_load(&srv->requests);
   out->unauthorized = atomic_load(&srv->unauthorized);
   out->skewed = atomic_load(&srv->skewed);
+  out->bad_signer = atomic_load(&srv->bad_signer);
   out->replayed = atomic_load(&srv->replayed);
   out->busy = atomic_load(&srv->busy);
   out->not_held = atomic_load(&srv->not_held);

@@ -415,10 +415,58 @@ static int member_record_decode(const char *json, size_t len, const char *format
   return rc;
 }
 
+bool rk_key_hex_valid(const char *s) {
+  size_t n = 0;
+  for (; s[n] != '\0' && n <= RK_KEY_HEX; n++)
+    if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+      return false;
+  return n == RK_KEY_HEX;
+}
+
+bool rk_keys_valid(const char *key, const char *next_key) {
+  return (key[0] == '\0' || rk_key_hex_valid(key)) &&
+         (next_key[0] == '\0' || rk_key_hex_valid(next_key));
+}
+
+bool rk_key_untrusted(const rk_node *n, const char *published) {
+  return n->key[0] != '\0' && published[0] != '\0' && strcmp(published, n->key) != 0 &&
+         strcmp(published, n->next_key) != 0;
+}
+
+/* The optional key field `name` of a nodes/ or alive/ record into out. */
+static int key_field(const cJSON *root, const char *name, char out[RK_KEY_HEX + 1],
+                     ring_error *err) {
+  if (ring__json_field(root, name) == NULL)
+    return RING_OK;
+  const char *key = "";
+  int rc = ring__json_string(root, "", name, &key, err);
+  if (rc == RING_OK && !rk_key_hex_valid(key))
+    return ring__err(err, RING_EFIELD, "%s: \"%.80s\" (want 64 lowercase hex digits)", name, key);
+  if (rc == RING_OK)
+    memcpy(out, key, RK_KEY_HEX + 1);
+  return rc;
+}
+
+/* "key" and "next_key" into n. */
+static int key_rest(const cJSON *root, rk_node *n, ring_error *err) {
+  int rc = key_field(root, "key", n->key, err);
+  return rc == RING_OK ? key_field(root, "next_key", n->next_key, err) : rc;
+}
+
+/* ,"key":"...","next_key":"..." for those the record has. */
+static void key_encode(ring__sbuf *b, const char *key, const char *next_key) {
+  if (key[0] != '\0')
+    ring__sb_printf(b, ",\"key\":\"%s\"", key);
+  if (next_key[0] != '\0')
+    ring__sb_printf(b, ",\"next_key\":\"%s\"", next_key);
+}
+
 static int node_rest(const cJSON *root, rk_node *n, void *extra, ring_error *err) {
   (void)extra;
   const char *desired = "";
-  int rc = ring__json_string(root, "", "desired", &desired, err);
+  int rc = key_rest(root, n, err);
+  if (rc == RING_OK)
+    rc = ring__json_string(root, "", "desired", &desired, err);
   if (rc == RING_OK && rk_desired_parse(desired) < 0)
     rc = ring__err(err, RING_EFIELD, "desired: \"%.32s\" (want active, drained or removed)",
                    desired);
@@ -432,8 +480,8 @@ static int node_rest(const cJSON *root, rk_node *n, void *extra, ring_error *err
 }
 
 int rk_node_decode(const char *json, size_t len, rk_node *out, ring_error *err) {
-  static const char *const keys[] = {"format", "id",      "addr",    "labels",  "weight",
-                                     "state",  "desired", "lost_ms", "since_ms"};
+  static const char *const keys[] = {"format",  "id",      "addr",     "labels", "weight",  "state",
+                                     "desired", "lost_ms", "since_ms", "key",    "next_key"};
   rk_node n = {0};
   int rc = member_record_decode(json, len, NODE_FORMAT, keys, N_KEYS(keys), true, node_rest, &n,
                                 NULL, err);
@@ -467,13 +515,15 @@ static void member_encode(ring__sbuf *b, const char *format, const rk_node *n) {
 int rk_node_encode(const rk_node *n, char **json, size_t *len) {
   if (n == NULL || json == NULL || !member_valid(n->id, n->addr, &n->labels, n->weight, n->state) ||
       (unsigned)n->desired >= N_KEYS(desired_names) || n->lost_ms > RING_VERSION_MAX ||
-      n->since_ms > RING_VERSION_MAX)
+      n->since_ms > RING_VERSION_MAX || !rk_keys_valid(n->key, n->next_key))
     return RING_EINVAL;
   ring__sbuf b = {0};
   member_encode(&b, NODE_FORMAT, n);
   ring__sb_printf(
-      &b, ",\"state\":\"%s\",\"desired\":\"%s\",\"lost_ms\":%" PRIu64 ",\"since_ms\":%" PRIu64 "}",
+      &b, ",\"state\":\"%s\",\"desired\":\"%s\",\"lost_ms\":%" PRIu64 ",\"since_ms\":%" PRIu64,
       ring_node_state_name(n->state), rk_desired_name(n->desired), n->lost_ms, n->since_ms);
+  key_encode(&b, n->key, n->next_key);
+  ring__sb_printf(&b, "}");
   return ring__sb_finish(&b, json, len);
 }
 
@@ -481,9 +531,10 @@ int rk_node_encode(const rk_node *n, char **json, size_t *len) {
 
 /* started_ms, then the optional capacity_bytes and free_bytes (absent: 0). */
 static int alive_rest(const cJSON *root, rk_node *n, void *extra, ring_error *err) {
-  (void)n;
   uint64_t *v = extra;
-  int rc = ring__json_uint(root, "started_ms", 0, RING_VERSION_MAX, RING_EFIELD, &v[0], err);
+  int rc = key_rest(root, n, err);
+  if (rc == RING_OK)
+    rc = ring__json_uint(root, "started_ms", 0, RING_VERSION_MAX, RING_EFIELD, &v[0], err);
   static const char *const optional[] = {"capacity_bytes", "free_bytes"};
   for (int i = 0; i < 2 && rc == RING_OK; i++)
     if (ring__json_field(root, optional[i]) != NULL)
@@ -493,7 +544,8 @@ static int alive_rest(const cJSON *root, rk_node *n, void *extra, ring_error *er
 
 int rk_alive_decode(const char *json, size_t len, rk_alive *out, ring_error *err) {
   static const char *const keys[] = {"format", "id",         "addr",           "labels",
-                                     "weight", "started_ms", "capacity_bytes", "free_bytes"};
+                                     "weight", "started_ms", "capacity_bytes", "free_bytes",
+                                     "key",    "next_key"};
   rk_node n = {0};
   uint64_t nums[3] = {0}; /* started_ms, capacity_bytes, free_bytes */
   int rc = member_record_decode(json, len, ALIVE_FORMAT, keys, N_KEYS(keys), false, alive_rest, &n,
@@ -507,6 +559,8 @@ int rk_alive_decode(const char *json, size_t len, rk_alive *out, ring_error *err
   out->started_ms = nums[0];
   out->capacity_bytes = nums[1];
   out->free_bytes = nums[2];
+  memcpy(out->key, n.key, sizeof out->key);
+  memcpy(out->next_key, n.next_key, sizeof out->next_key);
   return RING_OK;
 }
 
@@ -514,7 +568,7 @@ int rk_alive_encode(const rk_alive *a, char **json, size_t *len) {
   if (a == NULL || json == NULL ||
       !member_valid(a->id, a->addr, &a->labels, a->weight, RING_NODE_ACTIVE) ||
       a->started_ms > RING_VERSION_MAX || a->capacity_bytes > RING_VERSION_MAX ||
-      a->free_bytes > RING_VERSION_MAX)
+      a->free_bytes > RING_VERSION_MAX || !rk_keys_valid(a->key, a->next_key))
     return RING_EINVAL;
   rk_node n = {.labels = a->labels, .weight = a->weight};
   memcpy(n.id, a->id, sizeof n.id);
@@ -522,8 +576,10 @@ int rk_alive_encode(const rk_alive *a, char **json, size_t *len) {
   ring__sbuf b = {0};
   member_encode(&b, ALIVE_FORMAT, &n);
   ring__sb_printf(
-      &b, ",\"started_ms\":%" PRIu64 ",\"capacity_bytes\":%" PRIu64 ",\"free_bytes\":%" PRIu64 "}",
+      &b, ",\"started_ms\":%" PRIu64 ",\"capacity_bytes\":%" PRIu64 ",\"free_bytes\":%" PRIu64,
       a->started_ms, a->capacity_bytes, a->free_bytes);
+  key_encode(&b, a->key, a->next_key);
+  ring__sb_printf(&b, "}");
   return ring__sb_finish(&b, json, len);
 }
 

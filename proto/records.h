@@ -98,6 +98,19 @@ bool rk_labels_equal(const rk_labels *a, const rk_labels *b);
 
 typedef enum rk_desired { RK_WANT_ACTIVE = 0, RK_WANT_DRAINED, RK_WANT_REMOVED } rk_desired;
 
+/* A node's arc signing key (Ed25519 public key) as 64 lowercase hex
+ * digits; "" when a record has none (proto/etcd.md, "Node keys"). */
+#define RK_KEY_HEX 64
+/* Whether s is such a key. */
+bool rk_key_hex_valid(const char *s);
+/* Whether a record's key fields hold valid keys or nothing. */
+bool rk_keys_valid(const char *key, const char *next_key);
+struct rk_node;
+/* Whether the key an agent publishes (alive/) differs from both keys
+ * pinned for its node: its peers refuse what it signs, and it is reported.
+ * False when either side has no key (nothing pinned yet: pinned next). */
+bool rk_key_untrusted(const struct rk_node *n, const char *published);
+
 typedef struct rk_node {
   char id[RING_ID_MAX + 1];
   char addr[RING_ADDR_MAX + 1];
@@ -105,8 +118,10 @@ typedef struct rk_node {
   double weight;
   ring_node_state state;
   rk_desired desired;
-  uint64_t lost_ms;  /* when alive/<id> was first seen gone; 0 while present */
-  uint64_t since_ms; /* when state last changed */
+  uint64_t lost_ms;              /* when alive/<id> was first seen gone; 0 while present */
+  uint64_t since_ms;             /* when state last changed */
+  char key[RK_KEY_HEX + 1];      /* the key pinned for the node at its first join; "" none yet */
+  char next_key[RK_KEY_HEX + 1]; /* a rotation's next key, trusted too (ringctl trust); "" */
 } rk_node;
 
 int rk_node_decode(const char *json, size_t len, rk_node *out, ring_error *err);
@@ -127,8 +142,10 @@ typedef struct rk_alive {
   rk_labels labels;
   double weight;
   uint64_t started_ms;
-  uint64_t capacity_bytes; /* size of the data dir's file system; 0: not reported */
-  uint64_t free_bytes;     /* free bytes there when the key was written; 0: not reported */
+  uint64_t capacity_bytes;       /* size of the data dir's file system; 0: not reported */
+  uint64_t free_bytes;           /* free bytes there when the key was written; 0: not reported */
+  char key[RK_KEY_HEX + 1];      /* the key the agent signs with; "" not reported */
+  char next_key[RK_KEY_HEX + 1]; /* the key it will sign with after a rotation; "" none */
 } rk_alive;
 
 int rk_alive_decode(const char *json, size_t len, rk_alive *out, ring_error *err);
@@ -260,6 +277,7 @@ typedef enum rk_host_kind {
 } rk_host_kind;
 
 #define RK_ALIVE_VALUE_MAX 4096u           /* a full alive/ value is under 3 KiB */
+#define RK_NODE_VALUE_MAX 8192u            /* nodes/<id>: an alive value's fields, state, keys */
 #define RK_ACK_VALUE_MAX 32u               /* a version has at most 16 digits */
 #define RK_PROGRESS_VALUE_MAX (512u << 10) /* 65536 tokens and 64 failing fit */
 #define RK_CLIENT_VALUE_MAX 1024u

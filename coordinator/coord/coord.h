@@ -63,6 +63,7 @@ typedef struct coord_metrics {
   _Atomic uint64_t failing_moves;   /* in-flight moves whose receiver reports a failing fetch */
   _Atomic uint64_t barrier_wait_ms; /* the version in etcd has waited this long for an ack */
   _Atomic uint64_t down_replicas;   /* token-replicas the table gives to down nodes */
+  _Atomic uint64_t key_refused;     /* nodes whose agent signs with a key not pinned for it */
 } coord_metrics;
 
 enum {

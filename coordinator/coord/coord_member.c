@@ -178,6 +178,22 @@ static void new_record(const rk_alive *a, uint64_t now, rk_node *n) {
                  .since_ms = now};
   memcpy(n->id, a->id, sizeof n->id);
   memcpy(n->addr, a->addr, sizeof n->addr);
+  memcpy(n->key, a->key, sizeof n->key); /* pinned at the first join */
+}
+
+/* A node whose agent signs with a key other than the one pinned for it:
+ * its peers refuse what it signs until an operator approves the new key
+ * (ringctl trust). Named in the trouble /healthz shows. */
+static void key_refused(coord *c, const rk_node *old, const rk_alive_entry *a, uint32_t *n) {
+  if (a == NULL || !a->valid || !rk_key_untrusted(old, a->a.key))
+    return;
+  ring_error why;
+  ring__err(&why, RING_EAUTH,
+            "%s signs arcs with a key not pinned for it: refused by its peers until "
+            "`ringctl trust %s`",
+            old->id, old->id);
+  coord_trouble(c, "node keys", &why);
+  (*n)++;
 }
 
 /* Still named by the table? A removed node leaves it through a plan that
@@ -210,6 +226,12 @@ static bool next_record(const coord *c, const rk_state *s, const rk_node *old, r
     n->lost_ms = 0;
     if (a->valid && strcmp(a->a.addr, old->addr) != 0)
       memcpy(n->addr, a->a.addr, sizeof n->addr); /* restarted elsewhere: follow it */
+    if (a->valid && old->key[0] == '\0')
+      memcpy(n->key, a->a.key, sizeof n->key); /* the first key it shows is pinned */
+    if (a->valid && old->next_key[0] != '\0' && strcmp(a->a.key, old->next_key) == 0) {
+      memcpy(n->key, old->next_key, sizeof n->key); /* a rotation done: the next key is it */
+      n->next_key[0] = '\0';
+    }
     if (old->state == RING_NODE_DOWN || old->state == RING_NODE_REMOVED)
       n->state = RING_NODE_JOINING;
   } else {
@@ -234,7 +256,8 @@ static bool next_record(const coord *c, const rk_state *s, const rk_node *old, r
     n->state = RING_NODE_REMOVED;
   if (n->state != old->state)
     n->since_ms = now;
-  return n->state != old->state || n->lost_ms != old->lost_ms || strcmp(n->addr, old->addr) != 0;
+  return n->state != old->state || n->lost_ms != old->lost_ms || strcmp(n->addr, old->addr) != 0 ||
+         strcmp(n->key, old->key) != 0 || strcmp(n->next_key, old->next_key) != 0;
 }
 
 /* A look that found nothing to write, and until when (rd_now_ms) the
@@ -273,8 +296,10 @@ int coord_membership(coord *c, const rk_state *s) {
     coord_trouble(c, "membership", &why);
   }
   gone_begin(atomic_load(&c->m.terms));
+  uint32_t refused = 0;
   for (uint32_t i = 0; i < s->n_nodes; i++) {
     rk_node n;
+    key_refused(c, &s->nodes[i], rk_state_alive(s, s->nodes[i].id), &refused);
     if (!next_record(c, s, &s->nodes[i], &n, now, mono, down_ok, &due))
       continue;
     if (n.state != s->nodes[i].state)
@@ -287,8 +312,9 @@ int coord_membership(coord *c, const rk_state *s) {
     wrote = 1;
   }
   gone_end();
+  atomic_store(&c->m.key_refused, refused);
   int rc = flush(c, &b);
-  if (rc == RING_OK && wrote == 0 && down_ok) /* held down detection is reported at each look */
+  if (rc == RING_OK && wrote == 0 && down_ok && refused == 0) /* trouble is reported each look */
     calm.key = key, calm.until_ms = due;
   return rc != RING_OK ? rc : wrote;
 }

@@ -261,6 +261,10 @@ void coord_metrics_text(void *ud, rd_text *t) {
             "token-replicas the table in service gives to nodes whose record is down: what a "
             "repair has yet to re-make",
             (double)atomic_load(&m->down_replicas));
+  rd_metric(t, "ring_coordinator_key_refused_nodes", "gauge",
+            "nodes whose agent signs with a key other than the one pinned in nodes/<id>: "
+            "their peers refuse them until ringctl trust (/healthz names them)",
+            (double)atomic_load(&m->key_refused));
   coord_missing_metrics(t);
   cache_metrics(c, t);
   status_metrics(c, t);

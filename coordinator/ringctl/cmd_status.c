@@ -12,6 +12,8 @@
  *    "failing":[{"node","token","attempts","error"}],
  *    "missing":{"replicas","hosts":[{"host","count","tokens","failing"}],"lost"}
  * and, only when the read ignored records, "bad_records":[{"kind","host","why"}],
+ * and, only when a host publishes another arc signing key than its pinned
+ * one (ringctl_keys.c), "untrusted_keys":[{"node","pinned","host"}],
  * and, only while etcd's history went back (ringctl_restore.c),
  * "etcd_restored":{"why","seen_version","hosts":[...]}}
  * "plan" is the active run, else the proposed plan, else the last finished run.
@@ -99,6 +101,11 @@ static int print_json(ringctl_ctx *ctx, const rk_state *st, const ringctl_node_r
     cJSON_AddItemToObject(o, "label_mismatch", labels);
   else
     cJSON_Delete(labels);
+  cJSON *keys = ringctl_untrusted_keys_json(st);
+  if (cJSON_GetArraySize(keys) > 0) /* only then, as bad_records */
+    cJSON_AddItemToObject(o, "untrusted_keys", keys);
+  else
+    cJSON_Delete(keys);
   return ringctl_json_emit(o);
 }
 
@@ -137,6 +144,7 @@ static void print_text(const ringctl_ctx *ctx, const rk_state *st, const ringctl
   ringctl_missing_text(stdout, mv);
   ringctl_bad_text(stdout, st);
   ringctl_label_mismatch_text(stdout, st);
+  ringctl_untrusted_keys_text(stdout, st);
 }
 
 static int show(ringctl_ctx *ctx, const rk_state *st, const ring_table *table) {

@@ -161,6 +161,7 @@ int ringctl_cmd_recover(ringctl_args *a);
 int ringctl_cmd_drain(ringctl_args *a);
 int ringctl_cmd_undrain(ringctl_args *a);
 int ringctl_cmd_weight(ringctl_args *a);
+int ringctl_cmd_trust(ringctl_args *a);
 int ringctl_cmd_throttle(ringctl_args *a);
 int ringctl_cmd_auto_apply(ringctl_args *a);
 int ringctl_cmd_label(ringctl_args *a);
@@ -176,10 +177,10 @@ int ringctl_cmd_render(ringctl_args *a);
 extern const ringctl_command ringctl_command_init, ringctl_command_status, ringctl_command_members,
     ringctl_command_plan, ringctl_command_apply, ringctl_command_pause, ringctl_command_resume,
     ringctl_command_cancel, ringctl_command_accept_loss, ringctl_command_recover,
-    ringctl_command_drain, ringctl_command_undrain, ringctl_command_weight, ringctl_command_label,
-    ringctl_command_remove, ringctl_command_replace, ringctl_command_throttle,
-    ringctl_command_auto_apply, ringctl_command_balance, ringctl_command_lookup,
-    ringctl_command_history, ringctl_command_diff, ringctl_command_verify, ringctl_command_render,
-    ringctl_command_simulate, ringctl_command_completion, ringctl_command_auth;
+    ringctl_command_drain, ringctl_command_undrain, ringctl_command_weight, ringctl_command_trust,
+    ringctl_command_label, ringctl_command_remove, ringctl_command_replace,
+    ringctl_command_throttle, ringctl_command_auto_apply, ringctl_command_balance,
+    ringctl_command_lookup, ringctl_command_history, ringctl_command_diff, ringctl_command_verify,
+    ringctl_command_render, ringctl_command_simulate, ringctl_command_completion, ringctl_command_auth;
 
 #endif /* RINGCTL_H */

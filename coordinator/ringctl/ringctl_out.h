@@ -155,6 +155,13 @@ void ringctl_label_mismatch_text(FILE *f, const rk_state *st);
 /* Appends one verify violation per such host to arr; returns how many. */
 int ringctl_label_violations(const rk_state *st, cJSON *arr);
 
+/* ------------------------------------------------------- untrusted keys */
+
+/* Nodes whose agent publishes another signing key than the pinned one
+ * (ringctl_keys.c): [{"node","pinned","host"}], and the text section. */
+cJSON *ringctl_untrusted_keys_json(const rk_state *st);
+void ringctl_untrusted_keys_text(FILE *f, const rk_state *st);
+
 /* ----------------------------------------------------------------- pictures */
 
 /* `ringctl render`'s pictures have a header of their own: render.h. */

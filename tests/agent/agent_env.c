@@ -1,6 +1,10 @@
 /* agent_env.c: the definitions of test_agent_env.h (see there). */
 #include "test_agent_env.h"
 
+#include "records.h"
+
+#include <sys/stat.h>
+
 agent_env env;
 
 void env_setup(void) {
@@ -12,8 +16,9 @@ void env_setup(void) {
   snprintf(env.secret, sizeof env.secret, "%s/secret", env.dir);
   FILE *f = fopen(env.secret, "w");
   ck_assert_ptr_nonnull(f);
-  fputs("test-secret-1234\n", f);
+  fputs("test-secret-1234-of-thirty-two-bytes\n", f);
   fclose(f);
+  ck_assert_int_eq(chmod(env.secret, 0600), 0); /* the agent refuses a secret others may read */
 }
 
 void env_pass(void) { env.passed = true; }
@@ -264,7 +269,41 @@ void env_seal(ring_table *t) {
   ck_assert_msg(ring_table_seal(t, &err) == RING_OK, "%s", err.message);
 }
 
+/* What the coordinator does at a node's first join: nodes/<id> made from
+ * alive/<id>, pinning its key, for every node of t that is registered and
+ * has no record yet (the agents check signatures against these pins). */
+static void env_pin_nodes(const ring_table *t) {
+  for (uint32_t i = 0; i < ring_table_node_count(t); i++) {
+    const char *id = ring_table_node_id(t, (uint16_t)i);
+    char what[128], key[160];
+    snprintf(what, sizeof what, "alive/%s", id);
+    char *alive = env_get(what);
+    snprintf(what, sizeof what, "nodes/%s", id);
+    char *node = env_get(what);
+    rk_alive a;
+    rk_node n = {.weight = 1.0, .state = RING_NODE_ACTIVE};
+    if (alive != NULL && node == NULL &&
+        rk_alive_decode(alive, strlen(alive), &a, NULL) == RING_OK && a.key[0] != '\0') {
+      memcpy(n.id, a.id, sizeof n.id);
+      memcpy(n.addr, a.addr, sizeof n.addr);
+      memcpy(n.key, a.key, sizeof n.key);
+      char *v;
+      size_t vl;
+      ck_assert_int_eq(rk_node_encode(&n, &v, &vl), RING_OK);
+      snprintf(key, sizeof key, ENV_PREFIX "nodes/%s", id);
+      ring_op op = {RING_OP_PUT, key, strlen(key), v, vl, 0, false};
+      ring_error err;
+      ck_assert_msg(ring_etcd_txn(env.c, NULL, 0, &op, 1, NULL, 0, NULL, &err) == RING_OK, "%s",
+                    err.message);
+      free(v);
+    }
+    free(alive);
+    free(node);
+  }
+}
+
 void env_publish(const ring_table *t) {
+  env_pin_nodes(t);
   char tkey[96], vval[24];
   const char *vkey = ENV_PREFIX "version";
   snprintf(tkey, sizeof tkey, ENV_PREFIX "tables/%llu", (unsigned long long)ring_table_version(t));

@@ -1,13 +1,56 @@
 /* arc_env.c: the definitions of arc_env.h (see there). */
 #include "arc_env.h"
 
+#include <sodium.h>
+
 arc_keyring *test_keyring;
 
 pthread_once_t test_keyring_once = PTHREAD_ONCE_INIT;
 
+/* The test keyring's own key, pinned for TEST_SRC_ID and TEST_DST_ID
+ * alone: both ends of a test are one process with one key. */
+uint32_t test_pins(void *ctx, const char *node, unsigned char pk[][ARC_PK_LEN]) {
+  if (pk == NULL)
+    return 0; /* a failed pin: nothing to look at again here */
+  if (strcmp(node, TEST_SRC_ID) != 0 && strcmp(node, TEST_DST_ID) != 0)
+    return 0;
+  arc_keyring_public(ctx, pk[0]);
+  return 1;
+}
+
 void test_keyring_make(void) {
   const char *s[] = {TEST_SECRET};
   ck_assert_int_eq(arc_keyring_new(s, 1, &test_keyring, NULL), RING_OK);
+  arc_keyring_set_pins(test_keyring, test_pins, test_keyring);
+}
+
+uint32_t test_pins_from_etcd(void *ctx, const char *node, unsigned char pk[][ARC_PK_LEN]) {
+  if (pk == NULL)
+    return 0; /* a failed pin: nothing to look at again here */
+  const test_etcd_pins *p = ctx;
+  char key[RK_KEY_MAX];
+  snprintf(key, sizeof key, "%snodes/%s", p->prefix, node);
+  ring_kvs r = {0};
+  rk_node n;
+  size_t got = 0;
+  bool ok = ring_etcd_range(p->etcd, key, strlen(key), NULL, &r, NULL) == RING_OK && r.n == 1 &&
+            rk_node_decode((const char *)r.kvs[0].value, r.kvs[0].value_len, &n, NULL) == RING_OK &&
+            n.key[0] != '\0' &&
+            sodium_hex2bin(pk[0], ARC_PK_LEN, n.key, RK_KEY_HEX, NULL, &got, NULL) == 0 &&
+            got == ARC_PK_LEN;
+  ring_kvs_clear(&r);
+  return ok;
+}
+
+arc_keyring *test_member_keys(const char *secret_file, const char *data_dir, test_etcd_pins *pins) {
+  arc_keyring *k = NULL;
+  ring_error err;
+  ck_assert_msg(arc_keyring_load(secret_file, &k, &err) == RING_OK, "%s", err.message);
+  char path[4200];
+  snprintf(path, sizeof path, "%s/node.key", data_dir);
+  ck_assert_msg(arc_keyring_node_key(k, path, &err) == RING_OK, "%s", err.message);
+  arc_keyring_set_pins(k, test_pins_from_etcd, pins);
+  return k;
 }
 
 const arc_keyring *test_keys(void) {

@@ -8,6 +8,8 @@
 
 #define _GNU_SOURCE
 #include "arc_int.h"
+#include "records.h"
+#include "ring_etcd.h"
 
 #include <check.h>
 #include <curl/curl.h>
@@ -31,7 +33,21 @@
 extern arc_keyring *test_keyring;
 extern pthread_once_t test_keyring_once;
 void test_keyring_make(void);
+/* arc_pins_fn: ctx's own key for TEST_SRC_ID and TEST_DST_ID, none else. */
+uint32_t test_pins(void *ctx, const char *node, unsigned char pk[][ARC_PK_LEN]);
 const arc_keyring *test_keys(void);
+
+/* The pins of a running cluster, as an agent reads them: the key in
+ * <prefix>nodes/<node> (prefix "/ringkeeper/<cluster>/"). An arc_pins_fn
+ * with a test_etcd_pins as ctx; reads etcd at every call (test code). */
+typedef struct test_etcd_pins {
+  ring_etcd *etcd;
+  const char *prefix;
+} test_etcd_pins;
+uint32_t test_pins_from_etcd(void *ctx, const char *node, unsigned char pk[][ARC_PK_LEN]);
+/* What a member host holds: the cluster secret of secret_file and the node
+ * key of its data dir (node.key), checking others against pins. */
+arc_keyring *test_member_keys(const char *secret_file, const char *data_dir, test_etcd_pins *pins);
 
 /* Fetch options signed as TEST_DST_ID, expecting TEST_SRC_ID's answers. */
 arc_fetch_opts test_fetch_opts(void);

@@ -143,7 +143,9 @@ ring_table *env_table(uint64_t v, int n, uint32_t replicas);
 
 void env_seal(ring_table *t);
 
-/* Puts tables/<v> and version in one txn. */
+/* Pins (nodes/<id> with its key, as the coordinator would) every node of
+ * t registered without a record yet, then puts tables/<v> and version in
+ * one txn. */
 void env_publish(const ring_table *t);
 
 /* Seals, publishes and frees t. */

@@ -7,44 +7,180 @@
 #include "check_main.h"
 
 #include <check.h>
+#include <sys/stat.h>
+
+/* One node key file for every keyring of these tests (made once). */
+static const char *shared_key(void) {
+  static char path[4200];
+  if (path[0] == '\0') {
+    char *dir = scratch_dir(); /* kept: the process's scratch */
+    snprintf(path, sizeof path, "%s/node.key", dir);
+    free(dir);
+  }
+  return path;
+}
+
+/* Trusts the keyring's own key for any node: every keyring here shares one. */
+static uint32_t pin_self(void *ctx, const char *node, unsigned char pk[][ARC_PK_LEN]) {
+  if (pk == NULL)
+    return 0; /* a failed pin: nothing to look at again here */
+  (void)node;
+  arc_keyring_public(ctx, pk[0]);
+  return 1;
+}
 
 static arc_keyring *ring_of(const char *a, const char *b) {
   const char *s[] = {a, b};
   arc_keyring *k = NULL;
   ck_assert_int_eq(arc_keyring_new(s, b ? 2 : 1, &k, NULL), RING_OK);
+  ring_error err = {0};
+  ck_assert_msg(arc_keyring_node_key(k, shared_key(), &err) == RING_OK, "%s", err.message);
+  arc_keyring_set_pins(k, pin_self, k);
   return k;
 }
 
-/* A secret file written with text, loaded: the rc. */
-static int load_text(const char *text, arc_keyring **k) {
+/* A file of `mode` written with text, loaded as a secret file: the rc;
+ * the message into msg. */
+static int load_mode(const char *text, mode_t mode, arc_keyring **k, char *msg, size_t cap) {
   char *dir = scratch_dir(), path[4200];
   snprintf(path, sizeof path, "%s/secret", dir);
   FILE *f = fopen(path, "w");
   ck_assert_ptr_nonnull(f);
   fputs(text, f);
   fclose(f);
+  ck_assert_int_eq(chmod(path, mode), 0);
   ring_error err = {0};
   int rc = arc_keyring_load(path, k, &err);
   ck_assert(rc == RING_OK || err.message[0] != '\0');
+  snprintf(msg, cap, "%s", rc == RING_OK ? "" : err.message);
   scratch_free(dir);
   return rc;
 }
 
+static int load_text(const char *text, arc_keyring **k) {
+  char msg[300];
+  return load_mode(text, 0600, k, msg, sizeof msg);
+}
+
+#define S32 "0123456789abcdef0123456789abcdef" /* a secret of the least length */
+
 START_TEST(secret_files) {
   arc_keyring *k = NULL;
-  ck_assert_int_eq(load_text("one-secret\n", &k), RING_OK);
+  ck_assert_int_eq(load_text(S32 "-one\n", &k), RING_OK);
   ck_assert_uint_eq(arc_keyring_count(k), 1);
   arc_keyring_free(k);
-  ck_assert_int_eq(load_text("new-secret\r\n\nold-secret", &k), RING_OK);
+  ck_assert_int_eq(load_text(S32 "-new\r\n\n" S32 "-old", &k), RING_OK);
   ck_assert_uint_eq(arc_keyring_count(k), 2);
   arc_keyring_free(k);
   ck_assert_int_eq(load_text("", &k), RING_EINVAL);
   ck_assert_int_eq(load_text("\n\n", &k), RING_EINVAL);
-  ck_assert_int_eq(load_text("a\nb\nc\n", &k), RING_EINVAL); /* three: not a rotation */
-  ck_assert_int_eq(load_text("same\nsame\n", &k), RING_EINVAL);
+  ck_assert_int_eq(load_text(S32 "a\n" S32 "b\n" S32 "c\n", &k), RING_EINVAL); /* three */
+  ck_assert_int_eq(load_text(S32 "\n" S32 "\n", &k), RING_EINVAL);             /* the same */
   ring_error err;
   ck_assert_int_eq(arc_keyring_load("/nonexistent/secret", &k, &err), RING_EIO);
   arc_keyring_free(NULL);
+}
+END_TEST
+
+/* A secret group or others may read, or under 32 bytes, is refused, the
+ * message naming the mode or the length. */
+START_TEST(secret_file_checks) {
+  arc_keyring *k = NULL;
+  char msg[300];
+  ck_assert_int_eq(load_mode(S32 "\n", 0644, &k, msg, sizeof msg), RING_EINVAL);
+  ck_assert_msg(strstr(msg, "mode 0644") != NULL, "%s", msg);
+  ck_assert_int_eq(load_mode(S32 "\n", 0640, &k, msg, sizeof msg), RING_EINVAL);
+  ck_assert_msg(strstr(msg, "mode 0640") != NULL, "%s", msg);
+  ck_assert_int_eq(load_mode("short\n", 0600, &k, msg, sizeof msg), RING_EINVAL);
+  ck_assert_msg(strstr(msg, "5 bytes, under 32") != NULL, "%s", msg);
+  ck_assert_int_eq(load_mode(S32 "\n", 0400, &k, msg, sizeof msg), RING_OK);
+  arc_keyring_free(k);
+}
+END_TEST
+
+/* A node key file: made 0600 when absent, the same key when read again;
+ * refused when group or others may read it, or malformed. */
+START_TEST(node_key_files) {
+  char *dir = scratch_dir(), path[4200];
+  snprintf(path, sizeof path, "%s/node.key", dir);
+  arc_keyring *a = ring_of(S32, NULL), *b = ring_of(S32, NULL);
+  ring_error err = {0};
+  ck_assert_int_eq(arc_keyring_node_key(a, path, &err), RING_OK);
+  struct stat st;
+  ck_assert_int_eq(stat(path, &st), 0);
+  ck_assert_uint_eq(st.st_mode & 0777, 0600);
+  ck_assert_int_eq(arc_keyring_node_key(b, path, &err), RING_OK);
+  unsigned char pa[ARC_PK_LEN], pb[ARC_PK_LEN];
+  arc_keyring_public(a, pa);
+  arc_keyring_public(b, pb);
+  ck_assert_int_eq(memcmp(pa, pb, ARC_PK_LEN), 0);
+  ck_assert_int_eq(chmod(path, 0644), 0);
+  ck_assert_int_eq(arc_keyring_node_key(b, path, &err), RING_EINVAL);
+  ck_assert_msg(strstr(err.message, "mode 0644") != NULL, "%s", err.message);
+  FILE *f = fopen(path, "w");
+  fputs("not a key\n", f);
+  fclose(f);
+  ck_assert_int_eq(chmod(path, 0600), 0);
+  ck_assert_int_eq(arc_keyring_node_key(b, path, &err), RING_EINVAL);
+  arc_keyring_free(a);
+  arc_keyring_free(b);
+  scratch_free(dir);
+}
+END_TEST
+
+/* Pins for a_member_cannot_sign_as_another: n1 and n2, each its own key. */
+static unsigned char pin_n1[ARC_PK_LEN], pin_n2[ARC_PK_LEN];
+static uint32_t pins_two(void *ctx, const char *node, unsigned char pk[][ARC_PK_LEN]) {
+  if (pk == NULL)
+    return 0; /* a failed pin: nothing to look at again here */
+  (void)ctx;
+  const unsigned char *p = strcmp(node, "n1") == 0 ? pin_n1 : strcmp(node, "n2") == 0 ? pin_n2 : 0;
+  if (p != NULL)
+    memcpy(pk[0], p, ARC_PK_LEN);
+  return p != NULL;
+}
+
+/* Two members with the cluster secret, each its own key: n2 cannot sign a
+ * request or an answer as n1 (the MAC holds, the signature does not). */
+START_TEST(a_member_cannot_sign_as_another) {
+  const char *s[] = {S32};
+  arc_keyring *k1 = NULL, *k2 = NULL;
+  ck_assert_int_eq(arc_keyring_new(s, 1, &k1, NULL), RING_OK);
+  ck_assert_int_eq(arc_keyring_new(s, 1, &k2, NULL), RING_OK);
+  arc_keyring_public(k1, pin_n1);
+  arc_keyring_public(k2, pin_n2);
+  arc_keyring_set_pins(k1, pins_two, NULL);
+  arc_keyring_set_pins(k2, pins_two, NULL);
+  char v[ARC_AUTH_VALUE_MAX];
+  const char *path = "/v1/arcs/3/manifest";
+  arc_auth a;
+  /* n2 signs as itself to n3: fine; as n1: refused as a bad signer */
+  ck_assert_int_eq(arc_auth_sign_request(k2, "n2", "n3", "GET", path, "", 1, NULL, v, sizeof v),
+                   RING_OK);
+  ck_assert_int_eq(arc_auth_parse(v, strlen(v), &a), RING_OK);
+  ck_assert_int_eq(arc_auth_verify_request(k1, &a, "n3", "GET", path, ""), RING_OK);
+  ck_assert_int_eq(arc_auth_sign_request(k2, "n1", "n3", "GET", path, "", 1, NULL, v, sizeof v),
+                   RING_OK);
+  ck_assert_int_eq(arc_auth_parse(v, strlen(v), &a), RING_OK);
+  ck_assert_int_eq(arc_auth_verify_request(k1, &a, "n3", "GET", path, ""), RING_ENODEID);
+  /* an answer by n2 as n1 to a request of n3 */
+  unsigned char nonce[ARC_NONCE_LEN];
+  ck_assert_int_eq(arc_auth_sign_request(k1, "n1", "n1", "GET", path, "", 1, nonce, v, sizeof v),
+                   RING_OK);
+  ck_assert_int_eq(arc_auth_parse(v, strlen(v), &a), RING_OK);
+  char sig[ARC_AUTH_VALUE_MAX];
+  ck_assert_int_eq(arc_auth_sign_answer(k2, "n1", &a, 200, 3, "{}", 2, sig, sizeof sig), RING_OK);
+  ck_assert_int_eq(arc_auth_verify_answer(k1, sig, strlen(sig), "n1", nonce, 200, 3, "{}", 2),
+                   RING_ENODEID);
+  ck_assert_int_eq(arc_auth_sign_answer(k1, "n1", &a, 200, 3, "{}", 2, sig, sizeof sig), RING_OK);
+  ck_assert_int_eq(arc_auth_verify_answer(k2, sig, strlen(sig), "n1", nonce, 200, 3, "{}", 2),
+                   RING_OK);
+  /* no pins at all: nothing verifies */
+  arc_keyring_set_pins(k1, NULL, NULL);
+  ck_assert_int_eq(arc_auth_verify_answer(k1, sig, strlen(sig), "n1", nonce, 200, 3, "{}", 2),
+                   RING_ENODEID);
+  arc_keyring_free(k1);
+  arc_keyring_free(k2);
 }
 END_TEST
 
@@ -158,7 +294,13 @@ START_TEST(malformed_headers) {
     ck_assert_msg(arc_auth_parse(bad[i], strlen(bad[i]), &a) == RING_EAUTH, "%s", bad[i]);
   }
   const char *ok = "v1 kid=00000000 node=n1 mac="
+                   "0000000000000000000000000000000000000000000000000000000000000000 sig="
+                   "0000000000000000000000000000000000000000000000000000000000000000"
                    "0000000000000000000000000000000000000000000000000000000000000000";
+  const char *no_sig = "v1 kid=00000000 node=n1 mac="
+                       "0000000000000000000000000000000000000000000000000000000000000000";
+  arc_auth b;
+  ck_assert_int_eq(arc_auth_parse(no_sig, strlen(no_sig), &b), RING_EAUTH); /* sig required */
   arc_auth a;
   ck_assert_int_eq(arc_auth_parse(ok, strlen(ok), &a), RING_OK);
   ck_assert(!a.has_request_fields && !a.has_nonce);
@@ -168,8 +310,8 @@ END_TEST
 
 START_TEST(replay_cache) {
   arc_replay *r;
-  ck_assert_int_eq(arc_replay_new(100, 1000, &r), RING_EINVAL); /* not a power of two */
-  ck_assert_int_eq(arc_replay_new(64, 1000, &r), RING_OK);
+  ck_assert_int_eq(arc_replay_new(100, 1000, 0, &r), RING_EINVAL); /* not a power of two */
+  ck_assert_int_eq(arc_replay_new(64, 1000, 0, &r), RING_OK);
   unsigned char n[ARC_NONCE_LEN] = {1, 2, 3};
   ck_assert_int_eq(arc_replay_check(r, n, 5000, 5000), ARC_REPLAY_NEW);
   ck_assert_int_eq(arc_replay_check(r, n, 5000, 5500), ARC_REPLAY_SEEN);
@@ -185,6 +327,12 @@ START_TEST(replay_cache) {
   unsigned char m[ARC_NONCE_LEN] = {9, 9, 9, 9};
   ck_assert_int_eq(arc_replay_check(r, m, 9000, 9000), ARC_REPLAY_NEW); /* expired: room again */
   arc_replay_free(r);
+  /* a floor (the server's start): older requests count as seen, even new nonces */
+  ck_assert_int_eq(arc_replay_new(64, 1000, 10000, &r), RING_OK);
+  unsigned char f[ARC_NONCE_LEN] = {7};
+  ck_assert_int_eq(arc_replay_check(r, f, 9999, 10000), ARC_REPLAY_SEEN);
+  ck_assert_int_eq(arc_replay_check(r, f, 10000, 10000), ARC_REPLAY_NEW);
+  arc_replay_free(r);
 }
 END_TEST
 
@@ -192,6 +340,9 @@ static Suite *suite(void) {
   Suite *s = suite_create("arc_auth");
   TCase *tc = tcase_create("auth");
   tcase_add_test(tc, secret_files);
+  tcase_add_test(tc, secret_file_checks);
+  tcase_add_test(tc, node_key_files);
+  tcase_add_test(tc, a_member_cannot_sign_as_another);
   tcase_add_test(tc, rotation);
   tcase_add_test(tc, a_signature_binds_everything);
   tcase_add_test(tc, malformed_headers);

@@ -36,12 +36,10 @@
  * its end, so that the rest of it still runs and says what it found.
  */
 #include "e2e_cluster.h"
+#include "arc_env.h"
 #include "stranger.h"
 
 #include <sys/resource.h>
-
-/* The probe signs with ringarc's signer (agent/arc.h), as an agent does. */
-#include "arc_int.h"
 
 /* ------------------------------------------------------------ the fixture */
 
@@ -61,7 +59,10 @@ static void trust_setup(void) { trust.missed[0] = '\0'; }
 
 /* Runs before e2e_teardown and env_teardown (Check runs teardowns last
  * added first): threads of ours stop before the daemons do. */
+static void impostor_stop(void);
+
 static void trust_teardown(void) {
+  impostor_stop();
   probe_stop();
   slow_stop();
   if (trust.st_used)
@@ -163,6 +164,37 @@ static bool same_dir(const char *a, const char *b) {
   return same;
 }
 
+/* Whether each of tokens[0..n) is, at its owner in the table, the same as
+ * the copy of n2's arcs in `orig`. */
+static uint32_t same_as_before(const char *orig, const uint32_t *tokens, uint32_t n) {
+  ring_table *t = e2e_table();
+  uint32_t same = 0;
+  for (uint32_t k = 0; k < n; k++) {
+    int s = e2e_slot(ring_table_node_id(t, ring_table_owner(t, tokens[k], 0)));
+    char moved[300], before[300];
+    snprintf(moved, sizeof moved, "%s/arcs/%u", env.a[s].data, tokens[k]);
+    snprintf(before, sizeof before, "%s/%u", orig, tokens[k]);
+    if (same_dir(moved, before))
+      same++;
+    else
+      fprintf(stderr, "token %u on %s differs from n2's\n", tokens[k], env.a[s].id);
+  }
+  ring_table_free(t);
+  return same;
+}
+
+/* A cluster of 3 nodes, R 1, 600 keys, stuck after 2 s, where n2
+ * advertises `addr` (not where it listens); n2's tokens, as owned_bits. */
+static uint32_t bootstrap_n2_at(const char *addr, bool mine[TOKENS_CAP],
+                                uint32_t tokens[TOKENS_CAP]) {
+  char adv[64];
+  snprintf(adv, sizeof adv, "--advertise %s", addr);
+  const char *agent_extra[] = {NULL, NULL, adv};
+  const e2e_opts o = {.replicas = 1, .keys = 600};
+  e2e_bootstrap_with(&o, 3, 1, agent_extra, "--stuck-after 2s");
+  return owned_bits("n2", mine, tokens);
+}
+
 /* Whether the run of plan `id` has ended (into state[16]). */
 static bool run_ended(const char *id, char state[16]) {
   e2e_history_state(id, state, NULL);
@@ -213,6 +245,17 @@ static int check_stuck(const char *from, const bool *mine, const char *why, doub
   expect(rc == 0 && strstr(out, "stuck moves") && strstr(out, from),
          "ringctl status (exit %d) shows no stuck moves off %s", rc, from);
   return n;
+}
+
+/* ----------------------------------------------------- members' keyrings */
+
+static test_etcd_pins cluster_pins;
+
+/* What the host of slot i holds (arc_env.h): the cluster secret and its
+ * own node key, checking others against the pins in etcd. */
+static arc_keyring *member_keys(int i) {
+  cluster_pins = (test_etcd_pins){env.c, ENV_PREFIX};
+  return test_member_keys(env.secret, env.a[i].data, &cluster_pins);
 }
 
 /* -------------------------------------------------- stranger_at_address */
@@ -293,15 +336,11 @@ START_TEST(stranger_at_address) {
   stranger_control(secret);
   ck_assert_int_eq(stranger_start(&trust.st, 280, 4u << 20), 0);
   trust.st_used = true;
-  char adv[64], addr[32];
+  char addr[32];
   stranger_addr(&trust.st, addr, sizeof addr);
-  snprintf(adv, sizeof adv, "--advertise %s", addr);
-  const char *agent_extra[] = {NULL, NULL, adv};
-  const e2e_opts o = {.replicas = 1, .keys = 600};
-  e2e_bootstrap_with(&o, 3, 1, agent_extra, "--stuck-after 2s");
   static bool mine[TOKENS_CAP];
   static uint32_t tokens[TOKENS_CAP];
-  uint32_t n = owned_bits("n2", mine, tokens), with_data = 0;
+  uint32_t n = bootstrap_n2_at(addr, mine, tokens), with_data = 0;
   for (uint32_t k = 0; k < n; k++) {
     char dir[300];
     snprintf(dir, sizeof dir, "%s/arcs/%u", env.a[2].data, tokens[k]);
@@ -402,19 +441,7 @@ START_TEST(missing_disk) {
   e2e_wait_done(id, 90);
   e2e_settle(2, 60);
   ck_assert_uint_eq(e2e_replicas_of("n2"), 0);
-  ring_table *t = e2e_table();
-  uint32_t same = 0;
-  for (uint32_t k = 0; k < n; k++) {
-    int s = e2e_slot(ring_table_node_id(t, ring_table_owner(t, tokens[k], 0)));
-    char moved[300], before[300];
-    snprintf(moved, sizeof moved, "%s/arcs/%u", env.a[s].data, tokens[k]);
-    snprintf(before, sizeof before, "%s/%u", orig, tokens[k]);
-    if (same_dir(moved, before))
-      same++;
-    else
-      fprintf(stderr, "token %u on %s differs from n2's\n", tokens[k], env.a[s].id);
-  }
-  ring_table_free(t);
+  uint32_t same = same_as_before(orig, tokens, n);
   fprintf(stderr, "%u of n2's %u arcs moved byte-identical\n", same, n);
   ck_assert_uint_eq(same, n);
   e2e_check(false);
@@ -615,10 +642,10 @@ static struct {
   pthread_t thread;
   bool running;
   atomic_bool stop;
-  arc_keyring *keys;
-  double ms[PROBE_MAX]; /* latency of each answered probe */
-  uint32_t n;           /* probes made (recorded: at most PROBE_MAX) */
-  uint32_t unanswered;  /* no answer, or one not signed by the source */
+  arc_keyring *keys[SLOW_SOURCES]; /* keys[s]: the member that probes source s */
+  double ms[PROBE_MAX];            /* latency of each answered probe */
+  uint32_t n;                      /* probes made (recorded: at most PROBE_MAX) */
+  uint32_t unanswered;             /* no answer, or one not signed by the source */
   char first_failure[300];
 } probe;
 
@@ -642,16 +669,18 @@ static size_t probe_header(char *p, size_t size, size_t nmemb, void *ud) {
   return n;
 }
 
-/* One signed manifest request as n3 to slot s; its latency in ms, or a
- * negative number when no answer signed by the source came. */
+/* One signed manifest request to slot s, as the member of the next slot;
+ * its latency in ms, or a negative number when no answer signed by the
+ * source came. */
 static double probe_one(CURL *h, int s, uint32_t token) {
   char path[64], url[128], auth[ARC_AUTH_VALUE_MAX + 32];
   unsigned char nonce[ARC_NONCE_LEN];
   snprintf(path, sizeof path, "/v1/arcs/%u/manifest", token);
   snprintf(url, sizeof url, "http://%s%s", env.a[s].listen, path);
   int n = snprintf(auth, sizeof auth, "%s: ", ARC_AUTH_HEADER);
-  if (arc_auth_sign_request(probe.keys, "n3", env.a[s].id, "GET", path, "", arc__wall_ms(), nonce,
-                            auth + n, sizeof auth - (size_t)n) != RING_OK)
+  const arc_keyring *k = probe.keys[s];
+  if (arc_auth_sign_request(k, env.a[(s + 1) % SLOW_SOURCES].id, env.a[s].id, "GET", path, "",
+                            arc__wall_ms(), nonce, auth + n, sizeof auth - (size_t)n) != RING_OK)
     return -1;
   struct curl_slist *hdr = curl_slist_append(NULL, auth);
   probe_answer a = {.sig = ""};
@@ -674,10 +703,10 @@ static double probe_one(CURL *h, int s, uint32_t token) {
   curl_slist_free_all(hdr);
   const void *body = a.body.data ? a.body.data : "";
   bool ok = rc == CURLE_OK && status > 0 &&
-            (arc_auth_verify_answer(probe.keys, a.sig, strlen(a.sig), env.a[s].id, nonce,
-                                    (unsigned)status, token, body, a.body.len) == RING_OK ||
-             arc_auth_verify_answer(probe.keys, a.sig, strlen(a.sig), env.a[s].id, nonce,
-                                    (unsigned)status, ARC_NO_TOKEN, body, a.body.len) == RING_OK);
+            (arc_auth_verify_answer(k, a.sig, strlen(a.sig), env.a[s].id, nonce, (unsigned)status,
+                                    token, body, a.body.len) == RING_OK ||
+             arc_auth_verify_answer(k, a.sig, strlen(a.sig), env.a[s].id, nonce, (unsigned)status,
+                                    ARC_NO_TOKEN, body, a.body.len) == RING_OK);
   if (!ok && !probe.first_failure[0])
     snprintf(probe.first_failure, sizeof probe.first_failure,
              "%s: curl %d (%s), status %ld, X-Ring-Sig \"%.40s\", after %.0f ms", env.a[s].id,
@@ -710,8 +739,8 @@ static void *probe_main(void *ud) {
 
 static void probe_start(void) {
   memset(&probe, 0, sizeof probe);
-  ring_error err;
-  ck_assert_msg(arc_keyring_load(env.secret, &probe.keys, &err) == RING_OK, "%s", err.message);
+  for (int s = 0; s < SLOW_SOURCES; s++)
+    probe.keys[s] = member_keys((s + 1) % SLOW_SOURCES);
   ck_assert_int_eq(pthread_create(&probe.thread, NULL, probe_main, NULL), 0);
   probe.running = true;
 }
@@ -722,8 +751,10 @@ static void probe_stop(void) {
   atomic_store(&probe.stop, true);
   pthread_join(probe.thread, NULL);
   probe.running = false;
-  arc_keyring_free(probe.keys);
-  probe.keys = NULL;
+  for (int s = 0; s < SLOW_SOURCES; s++) {
+    arc_keyring_free(probe.keys[s]);
+    probe.keys[s] = NULL;
+  }
 }
 
 static int by_value(const void *a, const void *b) {
@@ -873,6 +904,229 @@ START_TEST(accepted_loss) {
 }
 END_TEST
 
+/* ----------------------------------------------------- member_at_address */
+
+/* An arc server a member runs at another node's address, signing as it. */
+static struct {
+  arc_store *store;
+  arc_server *srv;
+  arc_keyring *keys;
+} imp;
+
+static void impostor_stop(void) {
+  arc_server_stop(imp.srv);
+  arc_store_close(imp.store);
+  arc_keyring_free(imp.keys);
+  memset(&imp, 0, sizeof imp);
+}
+
+/* Member n1 (the cluster secret and its own key, both real) serves at
+ * `addr` as n2: an empty arc for each of tokens[0..n), the manifests
+ * signed with n1's key and node=n2 (the review's attack). */
+static void impostor_start(const char *addr, const uint32_t *tokens, uint32_t n) {
+  char dir[300];
+  snprintf(dir, sizeof dir, "%s/impostor", env.dir);
+  ring_error err;
+  ck_assert_msg(arc_store_open(dir, &imp.store, &err) == RING_OK, "%s", err.message);
+  uint32_t made = 0;
+  ck_assert_int_eq(arc_store_adopt_empty(imp.store, tokens, n, &made, &err), RING_OK);
+  imp.keys = member_keys(1);
+  arc_server_opts o = {.listen = addr, .keys = imp.keys, .node_id = "n2", .open_to_all = true};
+  ck_assert_msg(arc_server_start(imp.store, &o, &imp.srv, &err) == RING_OK, "%s", err.message);
+}
+
+START_TEST(member_at_address) {
+  char addr[32];
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", harness_free_port());
+  static bool mine[TOKENS_CAP];
+  static uint32_t tokens[TOKENS_CAP];
+  uint32_t n = bootstrap_n2_at(addr, mine, tokens);
+  ck_assert_uint_gt(n, 0);
+  char orig[300], cmd[800];
+  snprintf(orig, sizeof orig, "%s/n2-arcs-before", env.dir);
+  snprintf(cmd, sizeof cmd, "cp -a '%s/arcs' '%s'", env.a[2].data, orig);
+  ck_assert_int_eq(system(cmd), 0);
+  impostor_start(addr, tokens, n);
+  fprintf(stderr, "n2 advertises %s, where n1 serves %u empty arcs signed as n2\n", addr, n);
+
+  ck_assert_int_eq(e2e_ringctl(NULL, 0, "drain n2"), 0);
+  char id[24], state[16];
+  e2e_apply(id, 30);
+  ck_assert_msg(ENV_WAIT(metric_sum(0, 2, "ring_agent_bad_signatures_total") > 0, 30),
+                "no receiver refused the impostor's answers");
+  double begun = harness_now();
+  while (harness_now() - begun < 10) {
+    ck_assert_msg(installed_at(0, 2, tokens, n) == 0, "a receiver installed one of n2's tokens");
+    ck_assert_msg(!run_ended(id, state), "the run ended (%s) on the impostor's answers", state);
+    harness_sleep_ms(500);
+  }
+  arc_server_stats st;
+  arc_server_stats_get(imp.srv, &st);
+  fprintf(stderr,
+          "the impostor served %" PRIu64 " requests (%" PRIu64
+          " refused); receivers refused %.0f answers\n",
+          st.requests, st.unauthorized, metric_sum(0, 2, "ring_agent_bad_signatures_total"));
+  ck_assert_msg(st.requests > st.unauthorized, "the impostor never answered a manifest");
+  check_stuck("n2", mine, "signature of n2", 10);
+  ck_assert_double_eq(metric_sum(0, 2, "ring_agent_empty_arcs_total"), 0);
+
+  /* The real n2 back at its own address: the move finishes, byte-identical. */
+  impostor_stop();
+  ck_assert_int_eq(proc_term(&env.a[2].p, 15), 0);
+  env_agent_start(2, "n2", NULL);
+  e2e_wait_done(id, 120);
+  e2e_settle(2, 60);
+  ck_assert_uint_eq(e2e_replicas_of("n2"), 0);
+  ck_assert_uint_eq(same_as_before(orig, tokens, n), n); /* empty ones too: from n2's manifests */
+  e2e_check(false);
+  trust_done();
+}
+END_TEST
+
+/* ----------------------------------------------------------- changed_key */
+
+/* nodes/<id>'s pinned key into key ("" if none). */
+static void pinned_key(const char *id, char key[RK_KEY_HEX + 1]) {
+  char what[64];
+  snprintf(what, sizeof what, "nodes/%s", id);
+  char *v = env_get(what);
+  rk_node n;
+  key[0] = '\0';
+  if (v != NULL && rk_node_decode(v, strlen(v), &n, NULL) == RING_OK)
+    memcpy(key, n.key, RK_KEY_HEX + 1);
+  free(v);
+}
+
+/* Status of a manifest request for token to slot `to`, signed by k as `as`. */
+static long request_as(const arc_keyring *k, const char *as, int to, uint32_t token) {
+  char path[64], v[ARC_AUTH_VALUE_MAX];
+  snprintf(path, sizeof path, "/v1/arcs/%u/manifest", token);
+  ck_assert_int_eq(arc_auth_sign_request(k, as, env.a[to].id, "GET", path, "", arc__wall_ms(), NULL,
+                                         v, sizeof v),
+                   RING_OK);
+  return arc_http_get(env.a[to].listen, path, v, NULL, NULL).status;
+}
+
+/* n1 restarts with another key (a rebuilt host, or someone speaking as
+ * it): the coordinator keeps the pinned key, reports n1 (metric, /healthz,
+ * ringctl status) and its peers refuse what it signs; `ringctl trust n1`
+ * pins the new key and n0 serves it again. */
+START_TEST(changed_key) {
+  const e2e_opts o = {.replicas = 2, .keys = 200};
+  e2e_bootstrap(&o, 3, 1);
+  char before[RK_KEY_HEX + 1], after[RK_KEY_HEX + 1];
+  pinned_key("n1", before);
+  ck_assert_msg(before[0] != '\0', "n1 has no pinned key");
+  uint32_t tok[1];
+  ck_assert_uint_eq(e2e_tokens_of("n0", tok, 1), 1);
+
+  char key_dir[300], opt[400];
+  snprintf(key_dir, sizeof key_dir, "%s/n1-new", env.dir);
+  ck_assert_int_eq(mkdir(key_dir, 0700), 0);
+  snprintf(opt, sizeof opt, "--key-file %s/node.key", key_dir);
+  ck_assert_int_eq(proc_term(&env.a[1].p, 15), 0);
+  env_agent_start(1, "n1", opt);
+  const char *coord = w.coord_listen[0];
+  ck_assert_msg(ENV_WAIT(metric_get(coord, "ring_coordinator_key_refused_nodes", "") == 1, 20),
+                "the coordinator does not report n1's changed key");
+  pinned_key("n1", after);
+  ck_assert_str_eq(after, before); /* not taken */
+  char url[64], *body = NULL;
+  snprintf(url, sizeof url, "http://%s/healthz", coord);
+  long hs = http_get(url, &body);
+  ck_assert_msg(hs != 200 && body && strstr(body, "n1") && strstr(body, "ringctl trust n1"),
+                "/healthz %ld: %.300s", hs, body ? body : "");
+  free(body);
+  char out[8192];
+  ck_assert_int_eq(e2e_ringctl(out, sizeof out, "status"), 0);
+  ck_assert_msg(strstr(out, "untrusted keys") && strstr(out, "node n1"), "%s", out);
+  cJSON *j = e2e_status_json();
+  const cJSON *u = cJSON_GetObjectItemCaseSensitive(j, "untrusted_keys");
+  ck_assert_msg(cJSON_GetArraySize(u) == 1, "untrusted_keys: %d", cJSON_GetArraySize(u));
+  cJSON_Delete(j);
+  /* what the new n1 signs is refused by n0 until the key is trusted */
+  cluster_pins = (test_etcd_pins){env.c, ENV_PREFIX};
+  arc_keyring *k = test_member_keys(env.secret, key_dir, &cluster_pins);
+  ck_assert_int_eq(request_as(k, "n1", 0, tok[0]), 401);
+  ck_assert_double_ge(env_metric(0, "ring_agent_server_bad_signer_total"), 1);
+  ck_assert_int_eq(e2e_ringctl(out, sizeof out, "trust n1"), 0);
+  fprintf(stderr, "ringctl trust n1: %s", out);
+  pinned_key("n1", after);
+  ck_assert_str_ne(after, before);
+  ck_assert_msg(ENV_WAIT(metric_get(coord, "ring_coordinator_key_refused_nodes", "") == 0, 20),
+                "the coordinator still reports n1 after ringctl trust");
+  ck_assert_msg(ENV_WAIT(request_as(k, "n1", 0, tok[0]) == 200, 10),
+                "n0 still refuses n1's approved key");
+  arc_keyring_free(k);
+  e2e_check(false);
+  trust_done();
+}
+END_TEST
+
+/* ---------------------------------------------------------- key_rotation */
+
+/* nodes/<id>'s next key into key ("" if none). */
+static void pinned_next(const char *id, char key[RK_KEY_HEX + 1]) {
+  char what[64];
+  snprintf(what, sizeof what, "nodes/%s", id);
+  char *v = env_get(what);
+  rk_node n;
+  key[0] = '\0';
+  if (v != NULL && rk_node_decode(v, strlen(v), &n, NULL) == RING_OK)
+    memcpy(key, n.next_key, RK_KEY_HEX + 1);
+  free(v);
+}
+
+/* n1 rotates its key with no pause: it publishes the next key, an
+ * operator trusts it (both pinned), n1 restarts signing with it and the
+ * coordinator makes it the pinned key; n0 serves n1 at every step and the
+ * coordinator never reports n1. */
+START_TEST(key_rotation) {
+  const e2e_opts o = {.replicas = 2, .keys = 200};
+  e2e_bootstrap(&o, 3, 1);
+  char k1[RK_KEY_HEX + 1], now[RK_KEY_HEX + 1], next[RK_KEY_HEX + 1];
+  pinned_key("n1", k1);
+  uint32_t tok[1];
+  ck_assert_uint_eq(e2e_tokens_of("n0", tok, 1), 1);
+  const char *coord = w.coord_listen[0];
+  char next_dir[300], opt[400];
+  snprintf(next_dir, sizeof next_dir, "%s/n1-next", env.dir);
+  ck_assert_int_eq(mkdir(next_dir, 0700), 0);
+
+  /* 1: n1 publishes its next key, still signing with the pinned one */
+  snprintf(opt, sizeof opt, "--next-key-file %s/node.key", next_dir);
+  ck_assert_int_eq(proc_term(&env.a[1].p, 15), 0);
+  env_agent_start(1, "n1", opt);
+  cluster_pins = (test_etcd_pins){env.c, ENV_PREFIX};
+  arc_keyring *old = test_member_keys(env.secret, env.a[1].data, &cluster_pins);
+  arc_keyring *neu = test_member_keys(env.secret, next_dir, &cluster_pins);
+  ck_assert_msg(ENV_WAIT(request_as(old, "n1", 0, tok[0]) == 200, 10), "n0 refuses n1");
+  /* 2: the operator trusts it: both keys pinned */
+  char out[4096];
+  ck_assert_int_eq(e2e_ringctl(out, sizeof out, "trust n1"), 0);
+  pinned_key("n1", now);
+  pinned_next("n1", next);
+  ck_assert_str_eq(now, k1);
+  ck_assert_msg(next[0] != '\0', "no next key pinned: %s", out);
+  ck_assert_int_eq(request_as(old, "n1", 0, tok[0]), 200);
+  /* 3: n1 signs with the next key: served; the coordinator makes it the key */
+  snprintf(opt, sizeof opt, "--key-file %s/node.key", next_dir);
+  ck_assert_int_eq(proc_term(&env.a[1].p, 15), 0);
+  env_agent_start(1, "n1", opt);
+  ck_assert_msg(ENV_WAIT(request_as(neu, "n1", 0, tok[0]) == 200, 5), "n0 refuses n1's next key");
+  ck_assert_msg(ENV_WAIT((pinned_key("n1", now), strcmp(now, next) == 0), 20),
+                "the coordinator did not make the next key n1's key");
+  pinned_next("n1", next);
+  ck_assert_str_eq(next, "");
+  ck_assert_double_eq(metric_get(coord, "ring_coordinator_key_refused_nodes", ""), 0);
+  ck_assert_int_eq(request_as(neu, "n1", 0, tok[0]), 200);
+  arc_keyring_free(old);
+  arc_keyring_free(neu);
+  e2e_check(false);
+  trust_done();
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("fault_trust");
   trust_add(s, "stranger_at_address", 300, stranger_at_address);
@@ -880,5 +1134,8 @@ int main(void) {
   trust_add(s, "half_empty_repair", 300, half_empty_repair);
   trust_add(s, "slow_clients", 400, slow_clients);
   trust_add(s, "accepted_loss", 300, accepted_loss);
+  trust_add(s, "member_at_address", 300, member_at_address);
+  trust_add(s, "changed_key", 200, changed_key);
+  trust_add(s, "key_rotation", 200, key_rotation);
   return run_suite_as(s, 1);
 }

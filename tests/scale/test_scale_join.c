@@ -24,6 +24,7 @@
 #include "scale_util.h"
 
 #include <inttypes.h>
+#include <sys/stat.h>
 
 #define CLUSTER "scale"
 #define PREFIX "/ringkeeper/" CLUSTER "/"
@@ -210,8 +211,9 @@ START_TEST(scale_join) {
   char path[128];
   snprintf(path, sizeof path, "%s/secret", dir);
   FILE *f = fopen(path, "w");
-  fputs("scale-secret-0001\n", f);
+  fputs("scale-secret-0001-of-at-least-32-bytes\n", f);
   fclose(f);
+  ck_assert_int_eq(chmod(path, 0600), 0); /* agents refuse a secret others may read */
   const char *config =
       "{\"format\":\"ringkeeper.config.v1\",\"tokens\":4096,\"replicas\":3,\"seed\":0,"
       "\"failure_domain\":\"zone\",\"best_effort\":\"\",\"migration\":\"stream\","

@@ -480,6 +480,64 @@ START_TEST(alive_errors) {
 }
 END_TEST
 
+/* A node key (alive/ and nodes/): 64 lowercase hex digits or nothing; it
+ * round-trips, and anything else makes the record invalid. */
+#define KEY_HEX "3b6a27bcceb6a42d62a3a8d02a6f0d73653215771de243a63ac048a18b59da29"
+#define OTHER_HEX "5b6a27bcceb6a42d62a3a8d02a6f0d73653215771de243a63ac048a18b59da29"
+
+START_TEST(node_keys) {
+  rk_alive a;
+  rk_node n;
+  ring_error err;
+  ck_assert_int_eq(rk_alive_decode(alive_doc, strlen(alive_doc), &a, &err), RING_OK);
+  ck_assert_str_eq(a.key, ""); /* absent: none */
+  memcpy(a.key, KEY_HEX, sizeof a.key);
+  char *json;
+  size_t len;
+  ck_assert_int_eq(rk_alive_encode(&a, &json, &len), RING_OK);
+  ck_assert_ptr_nonnull(strstr(json, "\"key\":\"" KEY_HEX "\""));
+  rk_alive b;
+  ck_assert_int_eq(rk_alive_decode(json, len, &b, &err), RING_OK);
+  ck_assert_str_eq(b.key, KEY_HEX);
+  ck_assert_str_eq(b.next_key, "");
+  free(json);
+  memcpy(a.next_key, KEY_HEX, sizeof a.next_key); /* a rotation's next key, the same rules */
+  a.next_key[0] = '4';
+  ck_assert_int_eq(rk_alive_encode(&a, &json, &len), RING_OK);
+  ck_assert_int_eq(rk_alive_decode(json, len, &b, &err), RING_OK);
+  ck_assert_str_eq(b.next_key, a.next_key);
+  free(json);
+  ck_assert_int_eq(rk_node_decode(node_doc, strlen(node_doc), &n, &err), RING_OK);
+  memcpy(n.key, KEY_HEX, sizeof n.key);
+  ck_assert_int_eq(rk_node_encode(&n, &json, &len), RING_OK);
+  rk_node m;
+  ck_assert_int_eq(rk_node_decode(json, len, &m, &err), RING_OK);
+  ck_assert_str_eq(m.key, KEY_HEX);
+  free(json);
+  n.key[0] = 'X'; /* the encoder refuses what the decoder would */
+  ck_assert_int_eq(rk_node_encode(&n, &json, &len), RING_EINVAL);
+  /* untrusted: published differs from both pins; nothing pinned: not yet */
+  memcpy(n.key, KEY_HEX, sizeof n.key);
+  memcpy(n.next_key, a.next_key, sizeof n.next_key);
+  ck_assert(!rk_key_untrusted(&n, KEY_HEX));
+  ck_assert(!rk_key_untrusted(&n, a.next_key));
+  ck_assert(rk_key_untrusted(&n, OTHER_HEX));
+  n.key[0] = '\0';
+  ck_assert(!rk_key_untrusted(&n, OTHER_HEX));
+  const decode_fn fs[] = {dec_alive, dec_node};
+  const char *docs[] = {alive_doc, node_doc};
+  for (int i = 0; i < 2; i++) {
+    expect_edit(fs[i], docs[i], "key", "\"" KEY_HEX "0\"", RING_EFIELD, "key");
+    expect_edit(fs[i], docs[i], "key",
+                "\"3B6A27BCCEB6A42D62A3A8D02A6F0D73653215771DE243A63AC048A18B59DA29\"", RING_EFIELD,
+                "key");
+    expect_edit(fs[i], docs[i], "key", "\"\"", RING_EFIELD, "key");
+    expect_edit(fs[i], docs[i], "key", "7", RING_EFIELD, "key");
+    expect_edit(fs[i], docs[i], "next_key", "\"" KEY_HEX "0\"", RING_EFIELD, "next_key");
+  }
+}
+END_TEST
+
 /* ---------------------------------------------------------------- progress */
 
 static const char progress_doc[] =
@@ -1125,6 +1183,7 @@ static Suite *records_suite(void) {
   tcase_add_test(tc, node_encode_refuses_invalid);
   tcase_add_test(tc, alive_round_trip);
   tcase_add_test(tc, alive_errors);
+  tcase_add_test(tc, node_keys);
   tcase_add_test(tc, progress_round_trip);
   tcase_add_test(tc, progress_errors);
   tcase_add_test(tc, progress_failing_round_trip);
