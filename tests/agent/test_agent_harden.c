@@ -17,6 +17,7 @@
 #include "records.h"
 
 #include <netinet/in.h>
+#include <sodium.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -24,12 +25,39 @@
 
 /* ---------------------------------------------------------- raw requests */
 
-/* The X-Ring-Auth value of a GET of path to agent i, signed as peer "p1". */
-static void sign_get(int i, const char *path, char *value, size_t cap) {
+static int get_once(int i, const char *path, char *buf, size_t cap, double timeout_s);
+
+/* Peer p1's keyring: the cluster secret and a node key of its own (a fresh
+ * random one, which never leaves this process). */
+static arc_keyring *peer_keys(void) {
   static arc_keyring *keys;
   ring_error err;
   if (keys == NULL)
     ck_assert_msg(arc_keyring_load(env.secret, &keys, &err) == RING_OK, "%s", err.message);
+  return keys;
+}
+
+/* Pins p1's key in nodes/p1 as the coordinator pins a node's key at its
+ * first join, then waits until agent i verifies p1's requests (it reads
+ * nodes/ again within a second of a signer it does not know). */
+static void pin_peer(int i) {
+  unsigned char pk[ARC_PK_LEN];
+  arc_keyring_public(peer_keys(), pk);
+  rk_node n = {.id = "p1", .addr = "127.0.0.1:1", .weight = 1.0, .state = RING_NODE_ACTIVE};
+  sodium_bin2hex(n.key, sizeof n.key, pk, sizeof pk);
+  char *v;
+  size_t vl;
+  ck_assert_int_eq(rk_node_encode(&n, &v, &vl), RING_OK);
+  env_put("nodes/p1", v);
+  free(v);
+  char buf[4096];
+  ck_assert_msg(ENV_WAIT(get_once(i, "/v1/arcs/1/manifest", buf, sizeof buf, 5) != 401, 10),
+                "agent %d never took p1's pinned key: %s", i, buf);
+}
+
+/* The X-Ring-Auth value of a GET of path to agent i, signed as peer "p1". */
+static void sign_get(int i, const char *path, char *value, size_t cap) {
+  arc_keyring *keys = peer_keys();
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
@@ -104,6 +132,7 @@ static double agent_metric(int i, const char *name) {
  * replace the one that arms it again. */
 START_TEST(keep_alive_header_deadline) {
   env_agent_start(0, "h0", "--header-deadline 1s --allow-from 127.0.0.1");
+  pin_peer(0);
   int fd = dial(0);
   char buf[4096];
   send_get(0, fd, "/v1/arcs/1/manifest");
@@ -144,6 +173,7 @@ static void plant(const char *what, uint32_t token, const char *name) {
  * Opened without O_NONBLOCK, a FIFO used to hold each worker in open(2). */
 START_TEST(fifo_and_link_refused) {
   env_agent_start(0, "h0", "--allow-from 127.0.0.1");
+  pin_peer(0);
   env_arc_write(0, 1, 2, 4096, 7);
   env_arc_write(0, 2, 1, 1000, 8);
   plant("fifo", 1, "pipe");
