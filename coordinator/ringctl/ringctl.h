@@ -181,6 +181,7 @@ extern const ringctl_command ringctl_command_init, ringctl_command_status, ringc
     ringctl_command_label, ringctl_command_remove, ringctl_command_replace,
     ringctl_command_throttle, ringctl_command_auto_apply, ringctl_command_balance,
     ringctl_command_lookup, ringctl_command_history, ringctl_command_diff, ringctl_command_verify,
-    ringctl_command_render, ringctl_command_simulate, ringctl_command_completion, ringctl_command_auth;
+    ringctl_command_render, ringctl_command_simulate, ringctl_command_completion,
+    ringctl_command_auth;
 
 #endif /* RINGCTL_H */

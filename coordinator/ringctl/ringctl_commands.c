@@ -17,7 +17,8 @@ static const ringctl_command *const commands[] = {
     &ringctl_command_remove,     &ringctl_command_replace,  &ringctl_command_throttle,
     &ringctl_command_auto_apply, &ringctl_command_balance,  &ringctl_command_lookup,
     &ringctl_command_history,    &ringctl_command_diff,     &ringctl_command_verify,
-    &ringctl_command_render,     &ringctl_command_simulate, &ringctl_command_auth, &ringctl_command_completion,
+    &ringctl_command_render,     &ringctl_command_simulate, &ringctl_command_auth,
+    &ringctl_command_completion,
 };
 
 const ringctl_command *const *ringctl_commands(size_t *n) {
