@@ -113,6 +113,7 @@ static void report(const ring__planner *p, ring_plan *plan) {
   for (size_t s = 0; p->orig && s < S; s++)
     plan->loads[p->orig[s]].before++;
   plan->lower_bound = p->lower_bound;
+  plan->off_tolerance = p->off_tolerance;
   for (uint32_t t = 0; p->soft && t < p->T; t++) {
     const uint16_t *o = &p->target->owners[(size_t)t * p->R];
     bool clash = false;
@@ -195,6 +196,7 @@ const ring_move *ring_plan_moves(const ring_plan *p) { return p ? p->moves : NUL
 uint32_t ring_plan_wave_count(const ring_plan *p) { return p ? p->n_waves : 0; }
 uint32_t ring_plan_lower_bound(const ring_plan *p) { return p ? p->lower_bound : 0; }
 uint32_t ring_plan_best_effort_violations(const ring_plan *p) { return p ? p->soft_violations : 0; }
+uint32_t ring_plan_bytes_off_tolerance(const ring_plan *p) { return p ? p->off_tolerance : 0; }
 uint64_t ring_plan_bytes(const ring_plan *p) { return p ? p->bytes : 0; }
 uint32_t ring_plan_lost_moves(const ring_plan *p) { return p ? p->lost : 0; }
 
