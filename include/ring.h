@@ -364,12 +364,15 @@ typedef struct ring_plan ring_plan;
 /* What "balanced" counts. Tokens: every node within one token-replica of
  * its weighted target. Bytes (needs a current table and per-token sizes):
  * every serving node's bytes held within RING_BALANCE_TOLERANCE of its
- * weighted share of all bytes held (a token whose arc is 10x the mean
- * counts 10x), but for a node above it that holds only arcs larger than
- * that tolerance (it cannot split them); a node that must change is
- * brought within half the tolerance. Nodes the planner cannot bring there
- * are stated (ring_plan_bytes_off_tolerance); the floor every plan keeps is
- * each node within the largest arc of its share. */
+ * target (but never looser than the largest arc): its weighted share of
+ * all bytes held (a token whose arc is 10x the mean counts 10x), except
+ * that a node whose largest arc passes its whole share + tolerance is
+ * pinned at that arc and the others share the rest by weight. A node above
+ * its band that holds only arcs larger than its tolerance is excused (it
+ * cannot split them); a node that must change is brought within half the
+ * tolerance. Nodes the planner cannot bring there are stated
+ * (ring_plan_bytes_off_tolerance); the floor every plan keeps is each node
+ * within the largest arc of its plain share. */
 #define RING_BALANCE_TOLERANCE 0.10
 typedef enum ring_balance { RING_BALANCE_TOKENS = 0, RING_BALANCE_BYTES = 1 } ring_balance;
 
@@ -459,6 +462,17 @@ typedef struct ring_plan_load {
   double target; /* fractional weighted target, domain caps applied */
 } ring_plan_load;
 RING_EXTERN int ring_plan_node_load(const ring_plan *p, uint16_t index, ring_plan_load *out);
+
+/* Bytes balance: a node's bytes held before (0 for new nodes) and after,
+ * and its target (its weighted share, or the arc it is pinned at, as
+ * RING_BALANCE_TOLERANCE's comment says), under the sizes the plan weighed.
+ * RING_EINVAL for a plan balanced by tokens. Index is the target table's. */
+typedef struct ring_plan_bytes_load {
+  double before;
+  double after;
+  double target;
+} ring_plan_bytes_load;
+RING_EXTERN int ring_plan_node_bytes(const ring_plan *p, uint16_t index, ring_plan_bytes_load *out);
 
 /* Verification, for tests and `ringctl verify`. Each checker appends one
  * line per violation to `report` (a malloc()'ed, NUL-terminated string the

@@ -79,6 +79,7 @@ static void planner_free(ring__planner *p) {
   free(p->orig);
   free(p->soft);
   free(p->load);
+  free(p->byte_target);
   ring__shares_free(&p->sh);
 }
 
@@ -104,6 +105,18 @@ static int planner_init(ring__planner *p, const ring_table *cur, const uint16_t 
       rc = ring__err(err, RING_ENOMEM, "planner: out of memory");
   }
   return rc;
+}
+
+/* Bytes balance: each node's bytes before and after, and its target. */
+static void report_bytes(const ring__planner *p, ring_plan *plan) {
+  const uint64_t *size = p->cfg->balance_sizes ? p->cfg->balance_sizes : p->cfg->arc_bytes;
+  const size_t S = (size_t)p->T * p->R;
+  for (uint32_t i = 0; i < p->n; i++)
+    plan->byte_loads[i] = (ring_plan_bytes_load){0, 0, p->byte_target[i]};
+  for (size_t s = 0; s < S; s++) {
+    plan->byte_loads[p->orig[s]].before += (double)size[s / p->R];
+    plan->byte_loads[p->target->owners[s]].after += (double)size[s / p->R];
+  }
 }
 
 static void report(const ring__planner *p, ring_plan *plan) {
@@ -135,8 +148,13 @@ static int run(ring__planner *p, const ring_table *cur, const uint16_t *map, rin
     ring__err(err, rc, "planner: out of memory");
   if (rc == RING_OK && (plan->loads = calloc(p->n ? p->n : 1, sizeof *plan->loads)) == NULL)
     rc = ring__err(err, RING_ENOMEM, "planner: out of memory");
+  if (rc == RING_OK && p->byte_target &&
+      (plan->byte_loads = calloc(p->n ? p->n : 1, sizeof *plan->byte_loads)) == NULL)
+    rc = ring__err(err, RING_ENOMEM, "planner: out of memory");
   if (rc == RING_OK)
     report(p, plan);
+  if (rc == RING_OK && p->byte_target)
+    report_bytes(p, plan);
   return rc;
 }
 
@@ -186,6 +204,7 @@ void ring_plan_free(ring_plan *p) {
   ring_table_free(p->target);
   free(p->moves);
   free(p->loads);
+  free(p->byte_loads);
   free(p);
 }
 
@@ -199,6 +218,13 @@ uint32_t ring_plan_best_effort_violations(const ring_plan *p) { return p ? p->so
 uint32_t ring_plan_bytes_off_tolerance(const ring_plan *p) { return p ? p->off_tolerance : 0; }
 uint64_t ring_plan_bytes(const ring_plan *p) { return p ? p->bytes : 0; }
 uint32_t ring_plan_lost_moves(const ring_plan *p) { return p ? p->lost : 0; }
+
+int ring_plan_node_bytes(const ring_plan *p, uint16_t index, ring_plan_bytes_load *out) {
+  if (p == NULL || out == NULL || p->byte_loads == NULL || index >= p->target->n_nodes)
+    return RING_EINVAL;
+  *out = p->byte_loads[index];
+  return RING_OK;
+}
 
 int ring_plan_node_load(const ring_plan *p, uint16_t index, ring_plan_load *out) {
   if (p == NULL || out == NULL || index >= p->target->n_nodes)

@@ -877,6 +877,8 @@ int ring__plan_assign_bytes(ring__planner *p, ring_error *err) {
     bytes_small(&b);
     p->off_tolerance = off_tolerance(&b);
     p->lower_bound = p->off_tolerance ? lb[2] : short_of_aim(&b) ? lb[1] : lb[0];
+    p->byte_target = b.want; /* the plan reports it per node */
+    b.want = NULL;
   }
   bal_free(&b);
   return rc;
