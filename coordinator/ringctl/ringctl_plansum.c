@@ -57,25 +57,6 @@ static cJSON *bytes_in_json(const ring_plan *plan, const uint64_t *arc_bytes) {
   return o;
 }
 
-/* Bytes balance: {node: {before, after, target}} in bytes; NULL for a
- * plan balanced by tokens. */
-static cJSON *bytes_balance_json(const ring_plan *plan) {
-  const ring_table *t = ring_plan_target(plan);
-  ring_plan_bytes_load b;
-  if (ring_plan_node_bytes(plan, 0, &b) != RING_OK)
-    return NULL;
-  cJSON *o = cJSON_CreateObject();
-  for (uint32_t i = 0; o != NULL && i < ring_table_node_count(t); i++) {
-    cJSON *n = cJSON_CreateObject();
-    ring_plan_node_bytes(plan, (uint16_t)i, &b);
-    cJSON_AddNumberToObject(n, "before", round(b.before));
-    cJSON_AddNumberToObject(n, "after", round(b.after));
-    cJSON_AddNumberToObject(n, "target", round(b.target));
-    cJSON_AddItemToObject(o, ring_table_node_id(t, (uint16_t)i), n);
-  }
-  return o;
-}
-
 cJSON *ringctl_plan_json(const rk_plan_doc *d, const ring_plan *plan, const rk_config *cfg,
                          const uint64_t *arc_bytes) {
   cJSON *o = cJSON_CreateObject();
@@ -93,7 +74,7 @@ cJSON *ringctl_plan_json(const rk_plan_doc *d, const ring_plan *plan, const rk_c
   cJSON_AddNumberToObject(o, "lost", d->lost);
   cJSON_AddItemToObject(o, "moves", moves_json(plan));
   cJSON_AddItemToObject(o, "violations", violations_json(d));
-  cJSON *bb = plan ? bytes_balance_json(plan) : NULL;
+  cJSON *bb = plan ? rk_plan_bytes_balance_json(plan) : NULL;
   if (bb != NULL)
     cJSON_AddItemToObject(o, "bytes_balance", bb);
   if (plan != NULL && arc_bytes != NULL) { /* sizes known now: per receiver, and the time */
