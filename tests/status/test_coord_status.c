@@ -327,6 +327,18 @@ static uint64_t token_size(const ring_table *t, uint32_t tok, uint16_t owner) {
   return 1000u * (tok + 1);
 }
 
+/* The hosts of table v1 report their arcs' sizes (token_size); a5 joins
+ * in z1 with its progress held, so the run stays active: *run. */
+static fake_agent *held_join(uint64_t v1, env_run *run) {
+  ring_table *t = env_table(v1);
+  env_put_sizes(t, token_size);
+  ring_table_free(t);
+  fake_agent *a5 = env_agent_w("a5", "z1", 1.0, true);
+  WAIT_UNTIL(env_active(run) && strcmp(run->phase, "pending") == 0, 20,
+             "no pending wave for a5's join");
+  return a5;
+}
+
 /* The plan panel's bytes: per receiver and in all, the sum of its moves'
  * arcs (a join: every move is to the new node). */
 static void check_bytes(const cJSON *p, const char *run_id) {
@@ -488,13 +500,8 @@ START_TEST(page_follows_placement_and_join) {
 
   /* the hosts report their arcs' sizes; a fifth node joins; its progress
    * is held so the run stays active */
-  t = env_table(v1);
-  env_put_sizes(t, token_size);
-  ring_table_free(t);
-  fake_agent *a5 = env_agent_w("a5", "z1", 1.0, true);
   env_run run;
-  WAIT_UNTIL(env_active(&run) && strcmp(run.phase, "pending") == 0, 20,
-             "no pending wave for a5's join");
+  fake_agent *a5 = held_join(v1, &run);
   uint64_t vp = env_version();
   s = status_with_flow(0, vp, "active", run.id);
   const cJSON *p = jplan(s);
@@ -678,13 +685,8 @@ START_TEST(page_shows_bytes_balance) {
   snprintf(with, sizeof with, "{\"balance\":\"bytes\",%s", cfg + 1);
   free(cfg);
   env_put("config", with);
-  ring_table *t = env_table(v1);
-  env_put_sizes(t, token_size);
-  ring_table_free(t);
-  fake_agent *a5 = env_agent_w("a5", "z1", 1.0, true);
   env_run run;
-  WAIT_UNTIL(env_active(&run) && strcmp(run.phase, "pending") == 0, 20,
-             "no pending wave for a5's join");
+  fake_agent *a5 = held_join(v1, &run);
   cJSON *s = status_with_flow(0, env_version(), "active", run.id);
   const cJSON *bb = jobj(jplan(s), "bytes_balance"), *n;
   ck_assert_msg(cJSON_IsObject(bb), "an active run by bytes shows no bytes_balance");
