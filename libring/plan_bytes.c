@@ -591,14 +591,15 @@ static uint32_t received(const bal *b, uint32_t d, keyed *out) {
   uint32_t m = 0;
   for (uint32_t e = b->rhead[d]; e != NIL; e = b->rlist[e].next) {
     uint32_t s = b->rlist[e].slot;
-    bool dup = false; /* a slot that left d and came back is listed twice */
-    for (uint32_t k = 0; k < m && !dup; k++)
-      dup = out[k].id == s;
-    if (b->p->target->owners[s] == d && moved(b, s) && slot_size(b, s) > 0 && !dup)
+    if (b->p->target->owners[s] == d && moved(b, s) && slot_size(b, s) > 0)
       out[m++] = (keyed){(double)slot_size(b, s), s};
   }
   qsort(out, m, sizeof *out, cmp_keyed);
-  return m;
+  uint32_t k = 0; /* a slot that left d and came back is listed twice: adjacent now */
+  for (uint32_t j = 0; j < m; j++)
+    if (k == 0 || out[k - 1].id != out[j].id)
+      out[k++] = out[j];
+  return k;
 }
 
 /* The most room any serving node has: no larger arc can be shed now. */
