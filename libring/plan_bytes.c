@@ -4,15 +4,19 @@
  *
  * A node's byte target (share) is its weighted share of all bytes held (the
  * same water-filled shares as token balance, scaled from T token-replicas
- * per replica set to the bytes of one replica of every token).
+ * per replica set to the bytes of one replica of every token), except that
+ * a node whose largest arc passes its whole share + tol is pinned at that
+ * arc and the others share the rest by weight (ring__bytes_targets, which
+ * the verifier counts with too: at 1,000 hosts the largest arc can be past
+ * a whole share, and the bytes it holds beyond would otherwise leave every
+ * other node short).
  *
  * The objective: every serving node within tol = RING_BALANCE_TOLERANCE
- * (10%) of its share; a node above that which holds only arcs larger than
- * its tol (it was given arcs it cannot split) is excused, as such. A node
- * outside its tol is brought to within tol / 2 (the aim), so one that must
- * change does not stop on the edge and drift out again; a node inside its
- * tol is left alone. Receivers stay within share + tol, donors within
- * share - tol. Nodes the greedy cannot bring within tol are counted in
+ * (10%, never more than L, the largest arc) of its share; a node above that which holds only arcs
+ * larger than its tol (it was given arcs it cannot split) is excused, as such. A node outside its
+ * tol is brought to within tol / 2 (the aim), so one that must change does not stop on the edge and
+ * drift out again; a node inside its tol is left alone. Receivers stay within share + tol, donors
+ * within share - tol. Nodes the greedy cannot bring within tol are counted in
  * ring_plan_bytes_off_tolerance; the hard floor stays every node within
  * the largest arc L of its share (the old rule, always reachable but for
  * stranded slots), else the plan is refused. Empty arcs never move for
@@ -24,9 +28,13 @@
  * above share + tol, its largest arcs that fit elsewhere until it is within
  * the aim; (C) into each node below share - tol, the largest arc a donor
  * can spare (received ones first: re-pointing them costs no move) until it
- * is within the aim. Receivers obey the same rule as token balance
- * (ring__can_take), so the waves keep owners and hard domains distinct at
- * every step.
+ * is within the aim. An arc larger than any node's room goes, in (B), to
+ * the node most below its share whose own large arcs leave room for it, if
+ * it may then shed its small ones. Should the floor still break, rounds
+ * under the floor (L, plain shares) place what they must, and rounds under
+ * the objective shed the small arcs from where it landed. Receivers obey
+ * the same rule as token balance (ring__can_take), so the waves keep
+ * owners and hard domains distinct at every step.
  *
  * The lower bound, restated for this objective, is the largest of:
  *  - out: forced slots plus, per node above share + tol, the fewest of its
@@ -46,11 +54,14 @@
  *    a move for what e could spare, so it cannot do better;
  *  - capped: per capped domain, the tokens with no replica left there but
  *    for the smallest its nodes' slack (tol each) can leave out.
- * Each holds for a plan meeting the objective; a plan with nodes off
- * tolerance reports the old bound (same counts with L in place of tol, no
- * aim), which holds for every plan meeting the floor. ring_plan_verify
- * checks every plan against its bound; the property tests
- * (tests/planner/test_plan_bytes.c) measure how far above it plans land.
+ * Each holds for a plan meeting the objective with every node that had to
+ * change at its aim, counted from the start; a plan leaving such a node
+ * short of its aim reports the same counts to tol (no aim), and a plan with
+ * nodes off tolerance the old bound (L in place of tol, no aim, no spare
+ * count), which holds for every plan meeting the floor. These are argued,
+ * not proven: ring_plan_verify checks every plan against its bound, and the
+ * property tests (tests/planner/test_plan_bytes.c, test_plan_bytes_scale.c)
+ * measure how far above it plans land.
  */
 #include "plan_int.h"
 
