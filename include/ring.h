@@ -372,7 +372,7 @@ typedef struct ring_plan ring_plan;
  * cannot split them); a node that must change is brought within half the
  * tolerance. Nodes the planner cannot bring there are stated
  * (ring_plan_bytes_off_tolerance); the floor every plan keeps is each node
- * within the largest arc of its plain share. */
+ * within the largest arc of its target. */
 #define RING_BALANCE_TOLERANCE 0.10
 typedef enum ring_balance { RING_BALANCE_TOKENS = 0, RING_BALANCE_BYTES = 1 } ring_balance;
 

@@ -31,7 +31,7 @@
  * is within the aim. An arc larger than any node's room goes, in (B), to
  * the node most below its share whose own large arcs leave room for it, if
  * it may then shed its small ones. Should the floor still break, rounds
- * under the floor (L, plain shares) place what they must, and rounds under
+ * under the floor (L) place what they must, and rounds under
  * the objective shed the small arcs from where it landed. Receivers obey
  * the same rule as token balance (ring__can_take), so the waves keep
  * owners and hard domains distinct at every step.
@@ -81,7 +81,6 @@ typedef struct bal {
   double *tol;          /* per node: RING_BALANCE_TOLERANCE of its target */
   double limit;         /* L: the largest arc, the floor */
   double one;           /* bytes of one replica of every token */
-  double *want0;        /* per node: its plain weighted share, for the floor */
   bool loose;           /* the floor's rule (L, no aim), for the old bound */
   bool no_aim;          /* the bound for plans that only keep every node within tol */
   double *bigb;         /* per node: bytes in its arcs larger than its tol */
@@ -227,16 +226,14 @@ static int bal_init(bal *b, ring__planner *p, ring_error *err) {
   b->small = calloc(p->n + 1, sizeof *b->small);
   b->trig = calloc(p->n + 1, sizeof *b->trig);
   b->bigb = calloc(p->n + 1, sizeof *b->bigb);
-  b->want0 = calloc(p->n + 1, sizeof *b->want0);
   b->held = calloc(p->n + 1, sizeof *b->held);
   b->order = malloc((p->n + 1) * sizeof *b->order);
   b->recv = calloc(p->n + 1, sizeof *b->recv);
   b->cand = malloc((size_t)p->T * p->R * sizeof *b->cand);
   b->moved = malloc((size_t)p->T * p->R * sizeof *b->moved);
   b->listed = calloc((size_t)p->T * p->R, sizeof *b->listed);
-  if (!b->want || !b->tol || !b->rhead || !b->small || !b->trig || !b->bigb || !b->want0 ||
-      !b->held || !b->order || !b->recv || !b->cand || !b->moved || !b->listed ||
-      split_slots(b) != RING_OK)
+  if (!b->want || !b->tol || !b->rhead || !b->small || !b->trig || !b->bigb || !b->held ||
+      !b->order || !b->recv || !b->cand || !b->moved || !b->listed || split_slots(b) != RING_OK)
     return ring__err(err, RING_ENOMEM, "planner: out of memory");
   for (uint32_t t = 0; t < p->T; t++)
     b->limit = (double)b->size[t] > b->limit ? (double)b->size[t] : b->limit;
@@ -249,7 +246,6 @@ static int bal_init(bal *b, ring__planner *p, ring_error *err) {
   b->one = (double)one;
   for (uint32_t i = 0; i < p->n; i++) {
     b->rhead[i] = NIL;
-    b->want0[i] = p->sh.target[i] * b->one / p->T;
     if (p->sh.eligible[i])
       dom_want[p->sh.dom[i]] += p->sh.target[i];
   }
@@ -274,7 +270,6 @@ static void bal_free(bal *b) {
   free(b->small);
   free(b->trig);
   free(b->bigb);
-  free(b->want0);
   free(b->held);
   free(b->order);
   free(b->recv);
@@ -811,10 +806,10 @@ static uint32_t off_tolerance(const bal *b) {
 
 static int check_result(const bal *b, ring_error *err) {
   for (uint32_t i = 0; i < b->p->n; i++) {
-    double want = b->want0[i], off = b->held[i] - want;
+    double want = b->want[i], off = b->held[i] - want;
     if (b->p->sh.eligible[i] && (off > b->limit || -off > b->limit))
       return ring__err(err, RING_EPLAN,
-                       "balance bytes: node %s would hold %.0f bytes, its share is %.0f +- %.0f "
+                       "balance bytes: node %s would hold %.0f bytes, its target is %.0f +- %.0f "
                        "(the largest arc)",
                        b->p->target->nodes[i].id, b->held[i], want, b->limit);
   }
@@ -844,15 +839,12 @@ static int rebalance(bal *b, ring_error *err) {
   int rc = place_forced(b, err);
   rc = rc == RING_OK ? rounds(b, err) : rc;
   if (rc == RING_OK && check_result(b, NULL) != RING_OK) {
-    double *pinned = b->want; /* the floor's rounds work to plain shares */
-    b->want = b->want0;
     b->loose = true;
     rc = rounds(b, err);
     b->loose = false;
-    b->want = pinned;
     rc = rc == RING_OK ? rounds(b, err) : rc;
   }
-  return rc == RING_OK ? check_result(b, err) : rc;
+  return rc;
 }
 
 /* Triggered nodes left short of their aim. */
@@ -886,7 +878,10 @@ int ring__plan_assign_bytes(ring__planner *p, ring_error *err) {
   if (rc == RING_OK)
     rc = rebalance(&b, err);
   if (rc == RING_OK) {
-    bytes_small(&b);
+    bytes_small(&b); /* the final targets, as the verifier counts them */
+    rc = check_result(&b, err);
+  }
+  if (rc == RING_OK) {
     p->off_tolerance = off_tolerance(&b);
     p->lower_bound = p->off_tolerance ? lb[2] : short_of_aim(&b) ? lb[1] : lb[0];
     p->byte_target = b.want; /* the plan reports it per node */

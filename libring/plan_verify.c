@@ -117,30 +117,28 @@ void ring__bytes_targets(const uint16_t *owners, uint32_t T, uint32_t R, const r
   ring__bytes_held(owners, T, R, n, sizes, tol, held, small);
 }
 
-/* Bytes balance: each serving node within the largest arc of its weighted
- * share of one replica of every token times R (the shares scale from T
- * token-replicas per replica set to bytes, as plan_bytes.c says): the
- * floor. Nodes outside the objective (RING_BALANCE_TOLERANCE, plan_int.h)
- * are counted into f->off_tolerance (against ring__bytes_targets), which
- * a plan states. */
+/* Bytes balance: each serving node within the largest arc of its target
+ * (ring__bytes_targets: its weighted share of one replica of every token
+ * times R, the shares scaled from T token-replicas per replica set to
+ * bytes, as plan_bytes.c says, or the arc it is pinned at): the floor. Nodes outside the objective
+ * (RING_BALANCE_TOLERANCE, plan_int.h) are counted into f->off_tolerance (against
+ * ring__bytes_targets), which a plan states. */
 static void check_bytes(const ring_table *t, const ring__shares *sh, const uint64_t *sizes,
                         findings *f) {
   const uint32_t T = t->view.tokens, n = t->n_nodes;
-  double one = 0, limit = 0, *held = calloc(4 * (size_t)n + 1, sizeof *held);
+  double limit = 0, *held = calloc(4 * (size_t)n + 1, sizeof *held);
   if (held == NULL) {
     f->out.oom = true;
     return;
   }
   double *small = held + n, *tol = held + 2 * (size_t)n, *aim = held + 3 * (size_t)n;
-  for (uint32_t tok = 0; tok < T; tok++) {
-    one += (double)sizes[tok];
+  for (uint32_t tok = 0; tok < T; tok++)
     limit = (double)sizes[tok] > limit ? (double)sizes[tok] : limit;
-  }
   ring__bytes_targets(t->owners, T, t->view.replicas, sh, sizes, aim, tol, held, small);
   for (uint32_t i = 0; i < n; i++) {
-    double want = sh->target[i] * one / T;
+    double want = aim[i];
     if (sh->eligible[i] && (held[i] - want > limit || want - held[i] > limit))
-      finding(f, "node %s holds %.0f bytes, its share is %.0f +- %.0f (the largest arc)",
+      finding(f, "node %s holds %.0f bytes, its target is %.0f +- %.0f (the largest arc)",
               t->nodes[i].id, held[i], want, limit);
     f->off_tolerance += sh->eligible[i] && ring__bytes_off(aim[i], tol[i], held[i], small[i]);
   }
