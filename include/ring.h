@@ -363,8 +363,17 @@ typedef struct ring_plan ring_plan;
 
 /* What "balanced" counts. Tokens: every node within one token-replica of
  * its weighted target. Bytes (needs a current table and per-token sizes):
- * every node's bytes held within the largest arc of its weighted share of
- * all bytes held, so a token whose arc is 10x the mean counts 10x. */
+ * every serving node's bytes held within RING_BALANCE_TOLERANCE of its
+ * target (but never looser than the largest arc): its weighted share of
+ * all bytes held (a token whose arc is 10x the mean counts 10x), except
+ * that a node whose largest arc passes its whole share + tolerance is
+ * pinned at that arc and the others share the rest by weight. A node above
+ * its band that holds only arcs larger than its tolerance is excused (it
+ * cannot split them); a node that must change is brought within half the
+ * tolerance. Nodes the planner cannot bring there are stated
+ * (ring_plan_bytes_off_tolerance); the floor every plan keeps is each node
+ * within the largest arc of its target. */
+#define RING_BALANCE_TOLERANCE 0.10
 typedef enum ring_balance { RING_BALANCE_TOKENS = 0, RING_BALANCE_BYTES = 1 } ring_balance;
 
 typedef struct ring_plan_config {
@@ -420,16 +429,26 @@ RING_EXTERN const ring_move *ring_plan_moves(const ring_plan *p);
 RING_EXTERN uint32_t ring_plan_wave_count(const ring_plan *p);
 /* The fewest moves any plan for this input could make. Tokens balance:
  * token-replicas on nodes that must give them up, plus each node's excess
- * over its quota. Bytes balance: the larger of (the replicas that must move,
- * plus for each node above its share + the largest arc, the fewest of its
- * arcs whose bytes bring it down there) and (for each node below its share
- * - the largest arc, the fewest of all arcs whose bytes bring it up there)
- * and (per hard domain whose share is a replica of every token, the tokens
- * with no replica there, but for the smallest that its nodes' slack of one
- * largest arc each can leave out). */
+ * over its quota. Bytes balance (tol: RING_BALANCE_TOLERANCE of a node's
+ * share; the aim: tol / 2): the largest of (the replicas that must move,
+ * plus for each node above its share + tol, the fewest of its arcs whose
+ * bytes bring it to its share + aim, or its arcs of at most tol when fewer)
+ * and (for each node below its share - tol, the fewest of all arcs whose
+ * bytes bring it up to its share - aim) and (the replicas that must move
+ * plus the fewest donor moves, each worth min(arc, what its donor holds
+ * above its own share - tol), that cover those shortfalls past the forced
+ * arcs' bytes) and (per hard domain whose share is a replica of every
+ * token, the tokens with no replica there, but for the smallest that its
+ * nodes' tol each can leave out). A plan with nodes off tolerance reports
+ * the same counts with the largest arc for tol and aim and no donor count
+ * (libring/plan_bytes.c says why each holds). */
 RING_EXTERN uint32_t ring_plan_lower_bound(const ring_plan *p);
 /* Tokens whose owners repeat a best-effort domain value in the target. */
 RING_EXTERN uint32_t ring_plan_best_effort_violations(const ring_plan *p);
+/* Bytes balance: serving nodes the plan could not bring within the
+ * tolerance (and not excused for holding only arcs larger than it); 0
+ * under token balance. ring_plan_verify recounts it. */
+RING_EXTERN uint32_t ring_plan_bytes_off_tolerance(const ring_plan *p);
 /* Sum of arc_bytes over the moves (0 without arc sizes). */
 RING_EXTERN uint64_t ring_plan_bytes(const ring_plan *p);
 /* Moves whose every replica is down: their data cannot be streamed. */
@@ -443,6 +462,17 @@ typedef struct ring_plan_load {
   double target; /* fractional weighted target, domain caps applied */
 } ring_plan_load;
 RING_EXTERN int ring_plan_node_load(const ring_plan *p, uint16_t index, ring_plan_load *out);
+
+/* Bytes balance: a node's bytes held before (0 for new nodes) and after,
+ * and its target (its weighted share, or the arc it is pinned at, as
+ * RING_BALANCE_TOLERANCE's comment says), under the sizes the plan weighed.
+ * RING_EINVAL for a plan balanced by tokens. Index is the target table's. */
+typedef struct ring_plan_bytes_load {
+  double before;
+  double after;
+  double target;
+} ring_plan_bytes_load;
+RING_EXTERN int ring_plan_node_bytes(const ring_plan *p, uint16_t index, ring_plan_bytes_load *out);
 
 /* Verification, for tests and `ringctl verify`. Each checker appends one
  * line per violation to `report` (a malloc()'ed, NUL-terminated string the
@@ -473,7 +503,8 @@ RING_EXTERN int ring_table_verify_bytes(const ring_table *t, const char *failure
  * every move's from/source are right; at most one move per token per wave,
  * and after every wave the intermediate table keeps owners distinct and
  * hard domains distinct (where the base did); no throttle limit exceeded;
- * the move count is at least the lower bound. How close a plan comes to
+ * the move count is at least the lower bound; under bytes balance, the
+ * nodes off tolerance are the count the plan states. How close a plan comes to
  * the bound is the property tests' business, not a rule of every plan. */
 RING_EXTERN int ring_plan_verify(const ring_table *base, const ring_plan *p,
                                  const ring_plan_config *cfg, char **report);

@@ -79,6 +79,7 @@ static void planner_free(ring__planner *p) {
   free(p->orig);
   free(p->soft);
   free(p->load);
+  free(p->byte_target);
   ring__shares_free(&p->sh);
 }
 
@@ -106,6 +107,18 @@ static int planner_init(ring__planner *p, const ring_table *cur, const uint16_t 
   return rc;
 }
 
+/* Bytes balance: each node's bytes before and after, and its target. */
+static void report_bytes(const ring__planner *p, ring_plan *plan) {
+  const uint64_t *size = p->cfg->balance_sizes ? p->cfg->balance_sizes : p->cfg->arc_bytes;
+  const size_t S = (size_t)p->T * p->R;
+  for (uint32_t i = 0; i < p->n; i++)
+    plan->byte_loads[i] = (ring_plan_bytes_load){0, 0, p->byte_target[i]};
+  for (size_t s = 0; s < S; s++) {
+    plan->byte_loads[p->orig[s]].before += (double)size[s / p->R];
+    plan->byte_loads[p->target->owners[s]].after += (double)size[s / p->R];
+  }
+}
+
 static void report(const ring__planner *p, ring_plan *plan) {
   for (uint32_t i = 0; i < p->n; i++)
     plan->loads[i] = (ring_plan_load){0, p->target->nodes[i].replicas, p->sh.target[i]};
@@ -113,6 +126,7 @@ static void report(const ring__planner *p, ring_plan *plan) {
   for (size_t s = 0; p->orig && s < S; s++)
     plan->loads[p->orig[s]].before++;
   plan->lower_bound = p->lower_bound;
+  plan->off_tolerance = p->off_tolerance;
   for (uint32_t t = 0; p->soft && t < p->T; t++) {
     const uint16_t *o = &p->target->owners[(size_t)t * p->R];
     bool clash = false;
@@ -134,8 +148,13 @@ static int run(ring__planner *p, const ring_table *cur, const uint16_t *map, rin
     ring__err(err, rc, "planner: out of memory");
   if (rc == RING_OK && (plan->loads = calloc(p->n ? p->n : 1, sizeof *plan->loads)) == NULL)
     rc = ring__err(err, RING_ENOMEM, "planner: out of memory");
+  if (rc == RING_OK && p->byte_target &&
+      (plan->byte_loads = calloc(p->n ? p->n : 1, sizeof *plan->byte_loads)) == NULL)
+    rc = ring__err(err, RING_ENOMEM, "planner: out of memory");
   if (rc == RING_OK)
     report(p, plan);
+  if (rc == RING_OK && p->byte_target)
+    report_bytes(p, plan);
   return rc;
 }
 
@@ -185,6 +204,7 @@ void ring_plan_free(ring_plan *p) {
   ring_table_free(p->target);
   free(p->moves);
   free(p->loads);
+  free(p->byte_loads);
   free(p);
 }
 
@@ -195,8 +215,16 @@ const ring_move *ring_plan_moves(const ring_plan *p) { return p ? p->moves : NUL
 uint32_t ring_plan_wave_count(const ring_plan *p) { return p ? p->n_waves : 0; }
 uint32_t ring_plan_lower_bound(const ring_plan *p) { return p ? p->lower_bound : 0; }
 uint32_t ring_plan_best_effort_violations(const ring_plan *p) { return p ? p->soft_violations : 0; }
+uint32_t ring_plan_bytes_off_tolerance(const ring_plan *p) { return p ? p->off_tolerance : 0; }
 uint64_t ring_plan_bytes(const ring_plan *p) { return p ? p->bytes : 0; }
 uint32_t ring_plan_lost_moves(const ring_plan *p) { return p ? p->lost : 0; }
+
+int ring_plan_node_bytes(const ring_plan *p, uint16_t index, ring_plan_bytes_load *out) {
+  if (p == NULL || out == NULL || p->byte_loads == NULL || index >= p->target->n_nodes)
+    return RING_EINVAL;
+  *out = p->byte_loads[index];
+  return RING_OK;
+}
 
 int ring_plan_node_load(const ring_plan *p, uint16_t index, ring_plan_load *out) {
   if (p == NULL || out == NULL || index >= p->target->n_nodes)

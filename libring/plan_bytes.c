@@ -2,32 +2,70 @@
  * plan_bytes.c: rebalancing by bytes held (ring_plan_config.balance =
  * RING_BALANCE_BYTES).
  *
- * A node's byte target is its weighted share of all bytes held (the same
- * water-filled shares as token balance, scaled from T token-replicas per
- * replica set to the bytes of one replica of every token). The rule is
- * that every serving node ends within L of its target, L being the largest
- * arc: no finer rule can hold for every input, as a node holds whole arcs.
+ * A node's byte target (share) is its weighted share of all bytes held (the
+ * same water-filled shares as token balance, scaled from T token-replicas
+ * per replica set to the bytes of one replica of every token), except that
+ * a node whose largest arc passes its whole share + tol is pinned at that
+ * arc and the others share the rest by weight (ring__bytes_targets, which
+ * the verifier counts with too: at 1,000 hosts the largest arc can be past
+ * a whole share, and the bytes it holds beyond would otherwise leave every
+ * other node short).
+ *
+ * The objective: every serving node within tol = RING_BALANCE_TOLERANCE
+ * (10%, never more than L, the largest arc) of its share; a node above that which holds only arcs
+ * larger than its tol (it was given arcs it cannot split) is excused, as such. A node outside its
+ * tol is brought to within tol / 2 (the aim), so one that must change does not stop on the edge and
+ * drift out again; a node inside its tol is left alone. Receivers stay within share + tol, donors
+ * within share - tol. Nodes the greedy cannot bring within tol are counted in
+ * ring_plan_bytes_off_tolerance; the hard floor stays every node within
+ * the largest arc L of its share (the old rule, always reachable but for
+ * stranded slots), else the plan is refused. Empty arcs never move for
+ * bytes: they weigh nothing.
  *
  * Like token balance, every slot moves at most once, and only slots that
  * must: (A) the forced ones (owner leaving, or a hard-domain clash), each
  * to the serving node that fits it with the most room; (B) from each node
- * above target + L, its largest arcs first until it is under, which is the
- * fewest it can shed; (C) into each node still below target - L, the
- * largest arc a donor can spare without dropping below its own target - L.
- * Receivers obey the same rule as token balance (ring__can_take), so the
- * waves keep owners and hard domains distinct at every step.
+ * above share + tol, its largest arcs that fit elsewhere until it is within
+ * the aim; (C) into each node below share - tol, the largest arc a donor
+ * can spare (received ones first: re-pointing them costs no move) until it
+ * is within the aim. An arc larger than any node's room goes, in (B), to
+ * the node most below its share whose own large arcs leave room for it, if
+ * it may then shed its small ones. Should the floor still break, rounds
+ * under the floor (L) place what they must, and rounds under
+ * the objective shed the small arcs from where it landed. Receivers obey
+ * the same rule as token balance (ring__can_take), so the waves keep
+ * owners and hard domains distinct at every step.
  *
- * The lower bound reported is the largest of three counts every plan
- * meeting the rule must reach: forced slots plus, per node above target +
- * L, the fewest of its own arcs that bring it there (the moves out); per
- * node below target - L, the fewest arcs of all that bring it there (the
- * moves in); and per capped domain, the tokens with no replica left there
- * (each needs a move in, but for those its nodes' slack can leave out). It is a bound, not always
- * reachable: the greedy meets it exactly in about two plans of three and the property tests
- * (tests/planner/test_plan_bytes.c) print how far it is over otherwise.
+ * The lower bound, restated for this objective, is the largest of:
+ *  - out: forced slots plus, per node above share + tol, the fewest of its
+ *    own arcs that bring it to share + tol / 2, or its count of arcs of at
+ *    most tol if shedding those (leaving only arcs larger than tol) takes
+ *    fewer;
+ *  - in: per node below share - tol, the fewest arcs of all (largest first)
+ *    that bring it to share - tol / 2;
+ *  - spare: forced slots plus the fewest moves that can cover the shortfall
+ *    D (the sum over nodes below share - tol of the bytes up to share -
+ *    tol / 2) left after the forced arcs' bytes. A move of arc a from d
+ *    lowers D by at most min(a, spare_d), spare_d = what d holds above its
+ *    own share - tol (bytes beyond that reopen a shortfall at d), so each
+ *    donor's possible moves are its own arcs largest first, each worth
+ *    min(arc, spare left); the bound is the fewest of all donors' worths,
+ *    largest first, that sum to D. A chain (e gives to d, d gives on) adds
+ *    a move for what e could spare, so it cannot do better;
+ *  - capped: per capped domain, the tokens with no replica left there but
+ *    for the smallest its nodes' slack (tol each) can leave out.
+ * Each holds for a plan meeting the objective with every node that had to
+ * change at its aim, counted from the start; a plan leaving such a node
+ * short of its aim reports the same counts to tol (no aim), and a plan with
+ * nodes off tolerance the old bound (L in place of tol, no aim, no spare
+ * count), which holds for every plan meeting the floor. These are argued,
+ * not proven: ring_plan_verify checks every plan against its bound, and the
+ * property tests (tests/planner/test_plan_bytes.c, test_plan_bytes_scale.c)
+ * measure how far above it plans land.
  */
 #include "plan_int.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,7 +78,13 @@ typedef struct bal {
   const uint64_t *size; /* per token */
   double *want;         /* per node: byte target, 0 if not serving */
   double *held;         /* per node: bytes in the working assignment */
-  double limit;         /* L: the largest arc */
+  double *tol;          /* per node: RING_BALANCE_TOLERANCE of its target */
+  double limit;         /* L: the largest arc, the floor */
+  double one;           /* bytes of one replica of every token */
+  bool loose;           /* the floor's rule (L, no aim), for the old bound */
+  bool no_aim;          /* the bound for plans that only keep every node within tol */
+  double *bigb;         /* per node: bytes in its arcs larger than its tol */
+  bool *trig;           /* per node: outside its band at the start, so brought to its aim */
   uint32_t *start;      /* per node offsets into slots (CSR of kept base slots) */
   uint32_t *slots;      /* each node's kept base slots, largest arc first */
   uint32_t *forced;     /* slots that must move, largest arc first */
@@ -50,9 +94,28 @@ typedef struct bal {
   uint32_t *moved;     /* slots that have left their base owner, each once */
   bool *listed;        /* per slot: in moved */
   uint32_t n_moved;
-  uint32_t *recv; /* per node: slots it holds that left their base owner */
-  bool *capped;   /* per hard domain: its share is one replica of every token */
+  uint32_t *recv;  /* per node: slots it holds that left their base owner */
+  bool *capped;    /* per hard domain: its share is one replica of every token */
+  uint32_t *rhead; /* per node: head of its list of received slots (in rlist) */
+  struct rent {
+    uint32_t slot, next;
+  } * rlist; /* every give to a node other than the base owner; stale entries skipped */
+  uint32_t n_rlist, cap_rlist;
+  double *small; /* per node, at the end: bytes in its arcs of at most its tol */
 } bal;
+
+#define NIL UINT32_MAX
+
+/* How far node i may be from its target: tol, or L under the floor rule. */
+static double band(const bal *b, uint32_t i) { return b->loose ? b->limit : b->tol[i]; }
+
+/* How close a node that must change is brought: tol / 2, or L. */
+static double aim(const bal *b, uint32_t i) {
+  return b->loose ? b->limit : b->no_aim ? b->tol[i] : b->tol[i] / 2;
+}
+
+/* Whether node i is brought to its aim: it was outside its band. */
+static bool triggered(const bal *b, uint32_t i) { return b->trig[i] && !b->loose; }
 
 static uint64_t tie(uint64_t a, uint64_t b) { return ring__mix64(a * 0x9e3779b97f4a7c15ull ^ b); }
 
@@ -84,6 +147,17 @@ static void sort_slots(const bal *b, uint32_t *slots, uint32_t n, keyed *scratch
   qsort(scratch, n, sizeof *scratch, cmp_keyed);
   for (uint32_t k = 0; k < n; k++)
     slots[k] = scratch[k].id;
+}
+
+/* Targets (pinned ones included) from the base owners; scratch in small.
+ * held is the kept slots' bytes, so it is saved around the count. */
+static void start_targets(bal *b) {
+  const ring__planner *p = b->p;
+  double *kept = b->bigb; /* not in use yet */
+  memcpy(kept, b->held, p->n * sizeof *kept);
+  ring__bytes_targets(p->orig, p->T, p->R, &p->sh, b->size, b->want, b->tol, b->held, b->small);
+  memcpy(b->held, kept, p->n * sizeof *kept);
+  memset(kept, 0, p->n * sizeof *kept);
 }
 
 static int check_sizes(const bal *b, uint64_t *one_replica, ring_error *err) {
@@ -147,14 +221,19 @@ static int bal_init(bal *b, ring__planner *p, ring_error *err) {
   if (rc != RING_OK)
     return rc;
   b->want = calloc(p->n + 1, sizeof *b->want);
+  b->tol = calloc(p->n + 1, sizeof *b->tol);
+  b->rhead = malloc((p->n + 1) * sizeof *b->rhead);
+  b->small = calloc(p->n + 1, sizeof *b->small);
+  b->trig = calloc(p->n + 1, sizeof *b->trig);
+  b->bigb = calloc(p->n + 1, sizeof *b->bigb);
   b->held = calloc(p->n + 1, sizeof *b->held);
   b->order = malloc((p->n + 1) * sizeof *b->order);
   b->recv = calloc(p->n + 1, sizeof *b->recv);
   b->cand = malloc((size_t)p->T * p->R * sizeof *b->cand);
   b->moved = malloc((size_t)p->T * p->R * sizeof *b->moved);
   b->listed = calloc((size_t)p->T * p->R, sizeof *b->listed);
-  if (!b->want || !b->held || !b->order || !b->recv || !b->cand || !b->moved || !b->listed ||
-      split_slots(b) != RING_OK)
+  if (!b->want || !b->tol || !b->rhead || !b->small || !b->trig || !b->bigb || !b->held ||
+      !b->order || !b->recv || !b->cand || !b->moved || !b->listed || split_slots(b) != RING_OK)
     return ring__err(err, RING_ENOMEM, "planner: out of memory");
   for (uint32_t t = 0; t < p->T; t++)
     b->limit = (double)b->size[t] > b->limit ? (double)b->size[t] : b->limit;
@@ -164,19 +243,33 @@ static int bal_init(bal *b, ring__planner *p, ring_error *err) {
     free(dom_want);
     return ring__err(err, RING_ENOMEM, "planner: out of memory");
   }
+  b->one = (double)one;
   for (uint32_t i = 0; i < p->n; i++) {
-    b->want[i] = p->sh.target[i] * (double)one / p->T;
+    b->rhead[i] = NIL;
     if (p->sh.eligible[i])
       dom_want[p->sh.dom[i]] += p->sh.target[i];
   }
+  start_targets(b);
   for (uint32_t d = 0; d < p->sh.n_dom; d++)
     b->capped[d] = dom_want[d] >= p->T * (1 - 1e-9);
   free(dom_want);
+  for (uint32_t i = 0; i < p->n; i++) {
+    b->trig[i] = p->sh.eligible[i] && fabs(b->held[i] - b->want[i]) > b->tol[i];
+    for (uint32_t k = b->start[i]; k < b->start[i + 1]; k++)
+      b->bigb[i] +=
+          (double)slot_size(b, b->slots[k]) > b->tol[i] ? (double)slot_size(b, b->slots[k]) : 0;
+  }
   return RING_OK;
 }
 
 static void bal_free(bal *b) {
   free(b->want);
+  free(b->tol);
+  free(b->rhead);
+  free(b->rlist);
+  free(b->small);
+  free(b->trig);
+  free(b->bigb);
   free(b->held);
   free(b->order);
   free(b->recv);
@@ -196,8 +289,13 @@ static int cmp_u64_desc(const void *x, const void *y) {
   return (a < c) - (a > c);
 }
 
-/* The fewest of `sizes` (largest first, prefix sums in pre) that reach
- * `need` bytes. */
+static int cmp_dbl_desc(const void *x, const void *y) {
+  double a = *(const double *)x, c = *(const double *)y;
+  return (a < c) - (a > c);
+}
+
+/* The fewest of the values (largest first, prefix sums in pre, n + 1 of
+ * them) that reach `need`: n + 1 when even all of them fall short. */
 static uint32_t fewest(const double *pre, uint32_t n, double need) {
   uint32_t lo = 0, hi = n; /* smallest k with pre[k] >= need */
   while (lo < hi) {
@@ -210,18 +308,36 @@ static uint32_t fewest(const double *pre, uint32_t n, double need) {
   return lo;
 }
 
-/* Moves out: forced + each node's fewest own arcs to shed. */
+/* Node i's arcs of more than 0 and at most its tol: shedding them all
+ * leaves it holding only arcs it is excused for. */
+static uint32_t small_arcs(const bal *b, uint32_t i) {
+  uint32_t m = 0;
+  for (uint32_t k = b->start[i]; k < b->start[i + 1]; k++) {
+    uint64_t sz = slot_size(b, b->slots[k]);
+    m += sz > 0 && (double)sz <= b->tol[i];
+  }
+  return m;
+}
+
+/* Moves out: forced + per node above target + band, the fewest own arcs
+ * that bring it to target + aim (or its small arcs, when fewer). */
 static uint32_t bound_out(const bal *b) {
   uint32_t lb = b->n_forced;
   for (uint32_t i = 0; i < b->p->n; i++) {
-    double over = b->held[i] - (b->want[i] + b->limit);
-    for (uint32_t k = b->start[i]; k < b->start[i + 1] && over > 0; k++, lb++)
-      over -= (double)slot_size(b, b->slots[k]);
+    if (b->held[i] <= b->want[i] + band(b, i))
+      continue;
+    double over = b->held[i] - (b->want[i] + aim(b, i));
+    uint32_t k = 0;
+    for (uint32_t j = b->start[i]; j < b->start[i + 1] && over > 0; j++, k++)
+      over -= (double)slot_size(b, b->slots[j]);
+    uint32_t small = b->loose ? k : small_arcs(b, i);
+    lb += small < k ? small : k;
   }
   return lb;
 }
 
-/* Moves in: per node below its target - L, the fewest arcs of all. */
+/* Moves in: per node below target - band, the fewest arcs of all that
+ * bring it to target - aim. */
 static int bound_in(const bal *b, uint32_t *out) {
   const uint32_t T = b->p->T;
   uint64_t *sorted = malloc(T * sizeof *sorted);
@@ -238,11 +354,55 @@ static int bound_in(const bal *b, uint32_t *out) {
     pre[k + 1] = pre[k] + (double)sorted[k];
   uint32_t lb = 0;
   for (uint32_t i = 0; i < b->p->n; i++)
-    if (b->p->sh.eligible[i] && b->held[i] < b->want[i] - b->limit)
-      lb += fewest(pre, T + 1, b->want[i] - b->limit - b->held[i]);
+    if (b->p->sh.eligible[i] && b->held[i] < b->want[i] - band(b, i))
+      lb += fewest(pre, T, b->want[i] - aim(b, i) - b->held[i]);
   free(sorted);
   free(pre);
   *out = lb;
+  return RING_OK;
+}
+
+/* Each donor's possible moves, as what each can lower the shortfall by:
+ * its arcs largest first, each worth min(arc, spare left). Into w; the
+ * count. */
+static uint32_t worths(const bal *b, double *w) {
+  uint32_t m = 0;
+  for (uint32_t d = 0; d < b->p->n; d++) {
+    double rem = b->held[d] - (b->want[d] - band(b, d));
+    for (uint32_t k = b->start[d]; k < b->start[d + 1] && rem > 0; k++) {
+      double sz = (double)slot_size(b, b->slots[k]);
+      if (sz <= 0)
+        break;
+      w[m++] = sz < rem ? sz : rem;
+      rem -= w[m - 1];
+    }
+  }
+  return m;
+}
+
+/* Moves by spare (the head comment): forced + the fewest donor moves that
+ * cover the shortfall left after the forced arcs' bytes. */
+static int bound_spare(const bal *b, uint32_t *out) {
+  const ring__planner *p = b->p;
+  double need = 0;
+  for (uint32_t i = 0; i < p->n; i++)
+    if (p->sh.eligible[i] && b->held[i] < b->want[i] - band(b, i))
+      need += b->want[i] - aim(b, i) - b->held[i];
+  for (uint32_t k = 0; k < b->n_forced; k++)
+    need -= (double)slot_size(b, b->forced[k]);
+  *out = b->n_forced;
+  if (need <= 0)
+    return RING_OK;
+  double *w = malloc(((size_t)p->T * p->R + 1) * sizeof *w);
+  if (w == NULL)
+    return RING_ENOMEM;
+  uint32_t m = worths(b, w);
+  qsort(w, m, sizeof *w, cmp_dbl_desc);
+  uint32_t k = 0;
+  for (double got = 0; k < m && got < need; k++)
+    got += w[k];
+  free(w);
+  *out += k;
   return RING_OK;
 }
 
@@ -265,50 +425,81 @@ static uint32_t missing_in(const bal *b, uint32_t d, uint64_t *out) {
 }
 
 /* Moves into capped domains. A capped domain ends with a replica of every
- * token but for what its nodes' slack (L each, below their targets) can
- * leave out: each token missing there needs a move in, except the most of
- * them (the smallest first) whose bytes fit that slack. Moves into
- * different domains are different moves. */
+ * token but for what its nodes' slack (their band each, below their
+ * targets) can leave out: each token missing there needs a move in, except
+ * the most of them (the smallest first) whose bytes fit that slack. Moves
+ * into different domains are different moves. */
 static int bound_capped(const bal *b, uint32_t *out) {
   const ring__planner *p = b->p;
   uint64_t *miss = malloc(p->T * sizeof *miss);
-  uint32_t *nodes = calloc(p->sh.n_dom + 1, sizeof *nodes);
-  if (miss == NULL || nodes == NULL) {
+  double *slack = calloc(p->sh.n_dom + 1, sizeof *slack);
+  if (miss == NULL || slack == NULL) {
     free(miss);
-    free(nodes);
+    free(slack);
     return RING_ENOMEM;
   }
   for (uint32_t i = 0; i < p->n; i++)
-    nodes[p->sh.dom[i] < p->sh.n_dom ? p->sh.dom[i] : p->sh.n_dom] += p->sh.eligible[i];
+    if (p->sh.eligible[i])
+      slack[p->sh.dom[i] < p->sh.n_dom ? p->sh.dom[i] : p->sh.n_dom] += band(b, i);
   uint32_t lb = 0;
   for (uint32_t d = 0; d < p->sh.n_dom; d++) {
     if (!b->capped[d])
       continue;
     uint32_t m = missing_in(b, d, miss), k = 0;
     qsort(miss, m, sizeof *miss, cmp_u64_asc);
-    for (double slack = nodes[d] * b->limit; k < m && (double)miss[k] <= slack; k++)
-      slack -= (double)miss[k];
+    for (double room = slack[d]; k < m && (double)miss[k] <= room; k++)
+      room -= (double)miss[k];
     lb += m - k;
   }
   free(miss);
-  free(nodes);
+  free(slack);
   *out = lb;
+  return RING_OK;
+}
+
+/* The largest of the four counts, under the rule b->loose says. */
+static int lower_bound(const bal *b, uint32_t *out) {
+  uint32_t in = 0, capped = 0, spare = 0, lb = bound_out(b);
+  if (bound_in(b, &in) != RING_OK || bound_capped(b, &capped) != RING_OK ||
+      (!b->loose && bound_spare(b, &spare) != RING_OK))
+    return RING_ENOMEM;
+  lb = in > lb ? in : lb;
+  lb = capped > lb ? capped : lb;
+  *out = spare > lb ? spare : lb;
   return RING_OK;
 }
 
 /* ----------------------------------------------------------------- moves */
 
+/* Notes that `to` now holds slot s away from its base owner. */
+static bool note_received(bal *b, uint32_t s, uint16_t to) {
+  if (b->n_rlist == b->cap_rlist) {
+    uint32_t cap = b->cap_rlist ? 2 * b->cap_rlist : 1024;
+    struct rent *grown = realloc(b->rlist, cap * sizeof *grown);
+    if (grown == NULL)
+      return false;
+    b->rlist = grown;
+    b->cap_rlist = cap;
+  }
+  b->rlist[b->n_rlist] = (struct rent){s, b->rhead[to]};
+  b->rhead[to] = b->n_rlist++;
+  return true;
+}
+
 /* Gives slot s to `to`, remembering it among the moved slots the first
- * time it leaves its base owner. */
-static void give(bal *b, uint32_t s, uint16_t to) {
+ * time it leaves its base owner. False when out of memory. */
+static bool give(bal *b, uint32_t s, uint16_t to) {
   ring__planner *p = b->p;
   uint16_t from = p->target->owners[s];
   double sz = (double)slot_size(b, s);
+  if (to != p->orig[s] && !note_received(b, s, to))
+    return false;
   if (!b->listed[s]) {
     b->listed[s] = true;
     b->moved[b->n_moved++] = s;
   }
   if (from != NONE) {
+    b->bigb[from] -= sz > b->tol[from] ? sz : 0;
     b->held[from] -= sz;
     b->recv[from] -= moved(b, s);
     p->load[from]--;
@@ -316,7 +507,9 @@ static void give(bal *b, uint32_t s, uint16_t to) {
   b->recv[to] += to != p->orig[s];
   p->target->owners[s] = to;
   b->held[to] += sz;
+  b->bigb[to] += sz > b->tol[to] ? sz : 0;
   p->load[to]++;
+  return true;
 }
 
 /* Whether moving s to u keeps a capped domain whole. A capped domain (one
@@ -329,10 +522,13 @@ static bool keeps_domains(const bal *b, uint16_t u, uint32_t s) {
   return d >= b->p->sh.n_dom || !b->capped[d] || b->p->sh.dom[u] == d;
 }
 
-/* Whether u may take slot s and still end within its target + L. */
+/* Room node u has below target + band. */
+static double room(const bal *b, uint32_t u) { return b->want[u] + band(b, u) - b->held[u]; }
+
+/* Whether u may take slot s and still end within its target + band. */
 static bool fits(const bal *b, uint16_t u, uint32_t s) {
-  return b->p->sh.eligible[u] && b->held[u] + (double)slot_size(b, s) <= b->want[u] + b->limit &&
-         keeps_domains(b, u, s) && ring__can_take(b->p, u, s / b->p->R, s % b->p->R);
+  return b->p->sh.eligible[u] && (double)slot_size(b, s) <= room(b, u) && keeps_domains(b, u, s) &&
+         ring__can_take(b->p, u, s / b->p->R, s % b->p->R);
 }
 
 /* The node to take slot s: it fits (when must_fit; else it keeps capped
@@ -350,14 +546,14 @@ static uint16_t receiver(const bal *b, uint32_t s, bool must_fit, bool whole) {
         (whole && !keeps_domains(b, u, s)))
       continue;
     uint32_t soft = ring__soft_conflicts(p, u, t, r);
-    double room = b->want[i] - b->held[i];
-    bool better = best == NONE || soft < best_soft ||
-                  (soft == best_soft &&
-                   (room > best_room || (room == best_room && tie(s, i) > tie(s, best))));
+    double rm = b->want[i] - b->held[i];
+    bool better =
+        best == NONE || soft < best_soft ||
+        (soft == best_soft && (rm > best_room || (rm == best_room && tie(s, i) > tie(s, best))));
     if (better) {
       best = u;
       best_soft = soft;
-      best_room = room;
+      best_room = rm;
     }
   }
   return best;
@@ -376,7 +572,8 @@ static int place_forced(bal *b, ring_error *err) {
       return ring__err(err, RING_EPLAN,
                        "token %u slot %u: no node can take it without breaking a hard rule",
                        s / b->p->R, s % b->p->R);
-    give(b, s, u);
+    if (!give(b, s, u))
+      return ring__err(err, RING_ENOMEM, "planner: out of memory");
   }
   return RING_OK;
 }
@@ -392,50 +589,106 @@ static uint32_t by_surplus(bal *b) {
 }
 
 /* Slots d holds that left their base owner, largest first, into out: giving
- * one on costs no move (the slot moves once, base owner to final owner). */
+ * one on costs no move (the slot moves once, base owner to final owner).
+ * Empty arcs are left out: they weigh nothing. */
 static uint32_t received(const bal *b, uint32_t d, keyed *out) {
   if (b->recv[d] == 0)
     return 0;
   uint32_t m = 0;
-  for (uint32_t k = 0; k < b->n_moved; k++) {
-    uint32_t s = b->moved[k];
-    if (b->p->target->owners[s] == d && moved(b, s))
+  for (uint32_t e = b->rhead[d]; e != NIL; e = b->rlist[e].next) {
+    uint32_t s = b->rlist[e].slot;
+    if (b->p->target->owners[s] == d && moved(b, s) && slot_size(b, s) > 0)
       out[m++] = (keyed){(double)slot_size(b, s), s};
   }
   qsort(out, m, sizeof *out, cmp_keyed);
-  return m;
+  uint32_t k = 0; /* a slot that left d and came back is listed twice: adjacent now */
+  for (uint32_t j = 0; j < m; j++)
+    if (k == 0 || out[k - 1].id != out[j].id)
+      out[k++] = out[j];
+  return k;
+}
+
+/* The most room any serving node has: no larger arc can be shed now. */
+static double most_room(const bal *b) {
+  double best = 0;
+  for (uint32_t i = 0; i < b->p->n; i++)
+    if (b->p->sh.eligible[i] && room(b, i) > best)
+      best = room(b, i);
+  return best;
+}
+
+/* Whether u may take slot s, an arc larger than its room, and come back
+ * within its band by shedding its arcs of at most its tol. */
+static bool takes_big(const bal *b, uint16_t u, uint32_t s) {
+  double sz = (double)slot_size(b, s);
+  return b->p->sh.eligible[u] && sz > b->tol[u] && b->bigb[u] + sz <= b->want[u] + b->tol[u] &&
+         b->held[u] < b->want[u] && keeps_domains(b, u, s) &&
+         ring__can_take(b->p, u, s / b->p->R, s % b->p->R);
+}
+
+/* The node most below its target that takes_big slot s, or NONE. */
+static uint16_t big_receiver(const bal *b, uint32_t s) {
+  uint16_t best = NONE;
+  for (uint32_t i = 0; i < b->p->n; i++)
+    if (takes_big(b, (uint16_t)i, s) &&
+        (best == NONE || b->want[i] - b->held[i] > b->want[best] - b->held[best]))
+      best = (uint16_t)i;
+  return best;
+}
+
+/* An arc larger than every node's room: it goes where the arcs it lands
+ * among are small enough to shed to make room (rounds shed them), if its
+ * holder i stays within its band. 1 if moved, 0 if not, RING_ENOMEM. */
+static int shed_big(bal *b, uint32_t i) {
+  for (uint32_t k = b->start[i]; k < b->start[i + 1]; k++) {
+    uint32_t s = b->slots[k];
+    double sz = (double)slot_size(b, s);
+    if (sz <= b->tol[i] || b->held[i] - sz < b->want[i] - b->tol[i])
+      continue;
+    uint16_t u = moved(b, s) ? NONE : big_receiver(b, s);
+    if (u != NONE && u != i)
+      return give(b, s, u) ? 1 : RING_ENOMEM;
+  }
+  return 0;
 }
 
 /* Sheds one arc of i to a node it fits: a received one first (free), then
- * its largest kept one. Whether it could. */
-static bool shed_one(bal *b, uint32_t i) {
+ * its largest kept one. 1 if it could, 0 if not, RING_ENOMEM. */
+static int shed_one(bal *b, uint32_t i) {
+  const double top = most_room(b);
   uint32_t m = received(b, i, b->cand);
   for (uint32_t k = 0; k < m; k++) {
-    uint16_t u = receiver(b, b->cand[k].id, true, true);
-    if (u != NONE && u != i) {
-      give(b, b->cand[k].id, u);
-      return true;
-    }
+    uint16_t u = b->cand[k].key <= top ? receiver(b, b->cand[k].id, true, true) : NONE;
+    if (u != NONE && u != i)
+      return give(b, b->cand[k].id, u) ? 1 : RING_ENOMEM;
   }
   for (uint32_t k = b->start[i]; k < b->start[i + 1]; k++) {
     uint32_t s = b->slots[k];
-    uint16_t u = moved(b, s) ? NONE : receiver(b, s, true, true);
-    if (u != NONE && u != i) {
-      give(b, s, u);
-      return true;
-    }
+    double sz = (double)slot_size(b, s);
+    if (sz <= 0)
+      break; /* largest first: only empty arcs are left */
+    uint16_t u = moved(b, s) || sz > top ? NONE : receiver(b, s, true, true);
+    if (u != NONE && u != i)
+      return give(b, s, u) ? 1 : RING_ENOMEM;
   }
-  return false;
+  return b->loose ? 0 : shed_big(b, i);
 }
 
-/* (B) each node above target + L sheds its largest arcs until it is not.
- * Returns the arcs shed. */
-static uint32_t shed(bal *b) {
-  uint32_t m = by_surplus(b), done = 0;
+/* (B) each node above target + band sheds its largest arcs that fit
+ * elsewhere until it is within its aim. Returns the arcs shed, or
+ * RING_ENOMEM. */
+static int64_t shed(bal *b) {
+  uint32_t m = by_surplus(b);
+  int64_t done = 0;
   for (uint32_t j = 0; j < m; j++) {
     uint32_t i = b->order[j].id;
-    while (b->held[i] > b->want[i] + b->limit && shed_one(b, i))
+    if (!triggered(b, i) && b->held[i] <= b->want[i] + band(b, i))
+      continue;
+    int got = 1;
+    while (b->held[i] > b->want[i] + aim(b, i) && (got = shed_one(b, i)) == 1)
       done++;
+    if (got < 0)
+      return got;
   }
   return done;
 }
@@ -446,17 +699,33 @@ typedef struct pull {
   bool costs;
 } pull;
 
+/* The first of n slots (largest first) of at most `most` bytes. */
+static uint32_t first_within(const bal *b, const uint32_t *slots, uint32_t n, double most) {
+  uint32_t lo = 0, hi = n;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if ((double)slot_size(b, slots[mid]) <= most)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
 /* The best arc donor d can spare to u with both ending within their
- * limits: a received one (free) first, then its largest kept one. */
+ * bands: a received one (free) first, then its largest kept one. */
 static pull spare(const bal *b, uint32_t d, uint16_t u) {
-  const double can_give = b->held[d] - (b->want[d] - b->limit);
+  const double can_give = b->held[d] - (b->want[d] - band(b, d));
   uint32_t m = received(b, d, b->cand);
   for (uint32_t k = 0; k < m; k++)
     if (b->cand[k].key <= can_give && fits(b, u, b->cand[k].id))
       return (pull){b->cand[k].id, false};
-  for (uint32_t k = b->start[d]; k < b->start[d + 1]; k++) {
-    uint32_t s = b->slots[k];
-    if (!moved(b, s) && (double)slot_size(b, s) <= can_give && fits(b, u, s))
+  const uint32_t *own = b->slots + b->start[d], n = b->start[d + 1] - b->start[d];
+  for (uint32_t k = first_within(b, own, n, can_give); k < n; k++) {
+    uint32_t s = own[k];
+    if (slot_size(b, s) == 0)
+      break;
+    if (!moved(b, s) && fits(b, u, s))
       return (pull){s, true};
   }
   return (pull){UINT32_MAX, true};
@@ -470,62 +739,154 @@ static bool better_pull(const bal *b, pull c, pull best) {
   return slot_size(b, c.slot) > slot_size(b, best.slot);
 }
 
-/* (C) each node below target - L pulls, free arcs first, then the largest
- * arc any donor can spare (the fewest pulls), the donor with most surplus
- * winning ties. */
-static uint32_t fill(bal *b) {
-  uint32_t done = 0;
+/* The best pull into i over the donors in b->order (m of them, by spare
+ * when the round began: an upper bound on their spare now, as donors only
+ * give during (C), so the scan stops once no donor can beat the best). */
+static pull best_pull(const bal *b, uint32_t m, uint16_t i) {
+  pull best = {UINT32_MAX, true};
+  for (uint32_t j = 0; j < m; j++) {
+    uint32_t d = b->order[j].id;
+    if (b->order[j].key <= 0)
+      break;
+    /* past the best's size only a free arc can still win */
+    if (best.slot != UINT32_MAX && b->order[j].key <= (double)slot_size(b, best.slot) &&
+        (b->recv[d] == 0 || !best.costs))
+      continue;
+    pull c = d != i ? spare(b, d, i) : (pull){UINT32_MAX, true};
+    best = better_pull(b, c, best) ? c : best;
+  }
+  return best;
+}
+
+/* Serving nodes by spare (bytes above target - band), the most first. */
+static uint32_t by_spare(bal *b) {
+  uint32_t m = 0;
+  for (uint32_t i = 0; i < b->p->n; i++)
+    if (b->p->sh.eligible[i])
+      b->order[m++] = (keyed){b->held[i] - (b->want[i] - band(b, i)), i};
+  qsort(b->order, m, sizeof *b->order, cmp_keyed);
+  return m;
+}
+
+/* (C) each node below target - band pulls, free arcs first, then the
+ * largest arc any donor can spare (the fewest pulls), until it is within
+ * its aim. Returns the pulls, or RING_ENOMEM. */
+static int64_t fill(bal *b) {
+  uint32_t m = by_spare(b);
+  int64_t done = 0;
   for (uint32_t i = 0; i < b->p->n; i++) {
-    while (b->p->sh.eligible[i] && b->held[i] < b->want[i] - b->limit) {
-      uint32_t m = by_surplus(b);
-      pull best = {UINT32_MAX, true};
-      for (uint32_t j = 0; j < m; j++) {
-        pull c =
-            b->order[j].id != i ? spare(b, b->order[j].id, (uint16_t)i) : (pull){UINT32_MAX, true};
-        best = better_pull(b, c, best) ? c : best;
-      }
+    if (!b->p->sh.eligible[i] || (!triggered(b, i) && b->held[i] >= b->want[i] - band(b, i)))
+      continue;
+    while (b->held[i] < b->want[i] - aim(b, i)) {
+      pull best = best_pull(b, m, (uint16_t)i);
       if (best.slot == UINT32_MAX)
         break; /* nothing can come now: a later round or the final check */
-      give(b, best.slot, (uint16_t)i);
+      if (!give(b, best.slot, (uint16_t)i))
+        return RING_ENOMEM;
       done++;
     }
   }
   return done;
 }
 
+/* Each node's bytes held and bytes in arcs within its tol, recounted from
+ * the final owners by the verifier's own count. */
+static void bytes_small(bal *b) {
+  ring__bytes_targets(b->p->target->owners, b->p->T, b->p->R, &b->p->sh, b->size, b->want, b->tol,
+                      b->held, b->small);
+}
+
+/* Serving nodes outside the objective (plan_int.h), after the floor. */
+static uint32_t off_tolerance(const bal *b) {
+  uint32_t off = 0;
+  for (uint32_t i = 0; i < b->p->n; i++)
+    off += b->p->sh.eligible[i] && ring__bytes_off(b->want[i], b->tol[i], b->held[i], b->small[i]);
+  return off;
+}
+
 static int check_result(const bal *b, ring_error *err) {
   for (uint32_t i = 0; i < b->p->n; i++) {
-    double off = b->held[i] - b->want[i];
+    double want = b->want[i], off = b->held[i] - want;
     if (b->p->sh.eligible[i] && (off > b->limit || -off > b->limit))
       return ring__err(err, RING_EPLAN,
-                       "balance bytes: node %s would hold %.0f bytes, its share is %.0f +- %.0f "
+                       "balance bytes: node %s would hold %.0f bytes, its target is %.0f +- %.0f "
                        "(the largest arc)",
-                       b->p->target->nodes[i].id, b->held[i], b->want[i], b->limit);
+                       b->p->target->nodes[i].id, b->held[i], want, b->limit);
   }
   return RING_OK;
 }
 
+/* (B) and (C) in rounds. A node can be over with no room anywhere until
+ * (C) has drawn from others, so they alternate while they make progress; a
+ * slot moved again is re-pointed, not moved twice, so rounds cost no moves
+ * of their own. Bounded: rounds rarely pass two. */
+static int rounds(bal *b, ring_error *err) {
+  for (uint32_t round = 0; round < ROUNDS_MAX; round++) {
+    int64_t out = shed(b), in = out < 0 ? 0 : fill(b);
+    if (out < 0 || in < 0)
+      return ring__err(err, RING_ENOMEM, "planner: out of memory");
+    if (out + in == 0)
+      break;
+  }
+  return RING_OK;
+}
+
+/* (A), then rounds under the objective. An arc larger than every node's
+ * room under it (it can be past a whole share) may leave a node beyond
+ * the floor: rounds under the floor place such arcs, and rounds under the
+ * objective again shed the small arcs from where they land. */
+static int rebalance(bal *b, ring_error *err) {
+  int rc = place_forced(b, err);
+  rc = rc == RING_OK ? rounds(b, err) : rc;
+  if (rc == RING_OK && check_result(b, NULL) != RING_OK) {
+    b->loose = true;
+    rc = rounds(b, err);
+    b->loose = false;
+    rc = rc == RING_OK ? rounds(b, err) : rc;
+  }
+  return rc;
+}
+
+/* Triggered nodes left short of their aim. */
+static uint32_t short_of_aim(const bal *b) {
+  uint32_t m = 0;
+  for (uint32_t i = 0; i < b->p->n; i++)
+    m += b->trig[i] && b->p->sh.eligible[i] && fabs(b->held[i] - b->want[i]) > aim(b, i) &&
+         !(b->held[i] > b->want[i] && b->small[i] <= 0);
+  return m;
+}
+
+/* The three bounds (the head comment), from the start: at their aims,
+ * within tol only, the floor's. */
+static int bounds(bal *b, uint32_t lb[3]) {
+  int rc = lower_bound(b, &lb[0]);
+  b->no_aim = true;
+  rc = rc == RING_OK ? lower_bound(b, &lb[1]) : rc;
+  b->no_aim = false;
+  b->loose = true;
+  rc = rc == RING_OK ? lower_bound(b, &lb[2]) : rc;
+  b->loose = false;
+  return rc;
+}
+
 int ring__plan_assign_bytes(ring__planner *p, ring_error *err) {
   bal b = {0};
+  uint32_t lb[3] = {0};
   int rc = bal_init(&b, p, err);
-  uint32_t in = 0, capped = 0;
-  if (rc == RING_OK && (bound_in(&b, &in) != RING_OK || bound_capped(&b, &capped) != RING_OK))
+  if (rc == RING_OK && bounds(&b, lb) != RING_OK)
     rc = ring__err(err, RING_ENOMEM, "planner: out of memory");
-  if (rc == RING_OK) {
-    uint32_t out = bound_out(&b);
-    p->lower_bound = out > in ? out : in;
-    p->lower_bound = capped > p->lower_bound ? capped : p->lower_bound;
-    rc = place_forced(&b, err);
-  }
-  /* A node can be over with no room anywhere until (C) has drawn from
-   * others, so (B) and (C) alternate while they make progress; a slot
-   * moved again is re-pointed, not moved twice, so rounds cost no moves
-   * of their own. Bounded: rounds rarely pass two. */
-  for (uint32_t round = 0; rc == RING_OK && round < ROUNDS_MAX; round++)
-    if (shed(&b) + fill(&b) == 0)
-      break;
   if (rc == RING_OK)
+    rc = rebalance(&b, err);
+  if (rc == RING_OK) {
+    bytes_small(&b); /* the final targets, as the verifier counts them */
     rc = check_result(&b, err);
+  }
+  if (rc == RING_OK) {
+    p->off_tolerance = off_tolerance(&b);
+    p->lower_bound = p->off_tolerance ? lb[2] : short_of_aim(&b) ? lb[1] : lb[0];
+    p->byte_target = b.want; /* the plan reports it per node */
+    b.want = NULL;
+  }
   bal_free(&b);
   return rc;
 }

@@ -60,9 +60,11 @@ struct ring_plan {
   uint32_t n_waves;
   uint32_t lower_bound;
   uint32_t soft_violations;
-  uint32_t lost; /* moves with no live source */
+  uint32_t lost;          /* moves with no live source */
+  uint32_t off_tolerance; /* bytes balance: serving nodes outside the objective */
   uint64_t bytes;
-  ring_plan_load *loads; /* per target node */
+  ring_plan_load *loads;            /* per target node */
+  ring_plan_bytes_load *byte_loads; /* per target node, bytes balance only; else NULL */
 };
 
 /* The working state of one ring_plan_compute call. */
@@ -75,6 +77,8 @@ typedef struct ring__planner {
   uint32_t *load;     /* per node token-replicas in the working assignment */
   uint32_t T, R, n;
   uint32_t lower_bound;
+  uint32_t off_tolerance; /* bytes balance (plan_bytes.c) */
+  double *byte_target;    /* bytes balance: per node, its final target (plan_bytes.c) */
 } ring__planner;
 
 /* Fills p->target's owners: from scratch when p->orig is NULL, else moving
@@ -95,6 +99,33 @@ bool ring__slot_forced(const ring__planner *p, uint32_t t, uint32_t r);
  * slot is stranded or a node cannot come within the largest arc of its
  * byte target. */
 int ring__plan_assign_bytes(ring__planner *p, ring_error *err);
+
+/* Bytes balance's objective for one serving node (plan_bytes.c): within
+ * tol of its target `want`, or above it holding only arcs larger than tol
+ * (`small`, its bytes in arcs of at most tol, is 0). Whether it is off. */
+static inline bool ring__bytes_off(double want, double tol, double held, double small) {
+  if (held >= want - tol && held <= want + tol)
+    return false;
+  return !(held > want + tol && small <= 0);
+}
+
+/* Per node of n: bytes held (into held) and bytes in arcs of at most tol[i]
+ * (into small) under `owners` (T*R, every slot owned) and per-token sizes
+ * (plan_verify.c; the planner counts its result with it). */
+void ring__bytes_held(const uint16_t *owners, uint32_t T, uint32_t R, uint32_t n,
+                      const uint64_t *sizes, const double *tol, double *held, double *small);
+
+/* Bytes balance's targets under `owners` (plan_verify.c): per node of
+ * sh->n, its share of all bytes by weight, except that a node whose
+ * largest arc passes its whole band (share + tol) is pinned at that arc's
+ * bytes (it holds it and should hold nothing else) and the rest of the
+ * bytes are shared by weight among the other serving nodes. Writes want,
+ * tol (RING_BALANCE_TOLERANCE of want, or the largest arc when that is
+ * less: never looser than the floor), held, and small (bytes in arcs of at
+ * most tol). */
+void ring__bytes_targets(const uint16_t *owners, uint32_t T, uint32_t R, const ring__shares *sh,
+                         const uint64_t *sizes, double *want, double *tol, double *held,
+                         double *small);
 
 /* Turns the difference between orig and target into moves with sources
  * and waves. Fills plan->moves, n_moves, n_waves, lost, bytes. */

@@ -16,6 +16,7 @@
 typedef struct findings {
   ring__sbuf out;
   int count;
+  uint32_t off_tolerance; /* bytes balance: serving nodes outside the objective */
 } findings;
 
 static void finding(findings *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -75,28 +76,71 @@ static void check_balance(const ring_table *t, const ring__shares *sh, findings 
   }
 }
 
-/* Bytes balance: each serving node within the largest arc of its weighted
- * share of one replica of every token times R (the shares scale from T
- * token-replicas per replica set to bytes, as plan_bytes.c says). */
+void ring__bytes_held(const uint16_t *owners, uint32_t T, uint32_t R, uint32_t n,
+                      const uint64_t *sizes, const double *tol, double *held, double *small) {
+  memset(held, 0, n * sizeof *held);
+  memset(small, 0, n * sizeof *small);
+  for (uint32_t tok = 0; tok < T; tok++)
+    for (uint32_t r = 0; r < R; r++) {
+      uint16_t o = owners[(size_t)tok * R + r];
+      held[o] += (double)sizes[tok];
+      small[o] += (double)sizes[tok] <= tol[o] ? (double)sizes[tok] : 0;
+    }
+}
+
+void ring__bytes_targets(const uint16_t *owners, uint32_t T, uint32_t R, const ring__shares *sh,
+                         const uint64_t *sizes, double *want, double *tol, double *held,
+                         double *small) {
+  const uint32_t n = sh->n;
+  double one = 0, pinned = 0, free_target = 0, top = 0;
+  for (uint32_t tok = 0; tok < T; tok++) {
+    one += (double)sizes[tok];
+    top = fmax(top, (double)sizes[tok]);
+  }
+  memset(small, 0, n * sizeof *small); /* first: each node's largest arc */
+  for (size_t k = 0; k < (size_t)T * R; k++)
+    small[owners[k]] = fmax(small[owners[k]], (double)sizes[k / R]);
+  for (uint32_t i = 0; i < n; i++) {
+    want[i] = sh->target[i] * one / T;
+    held[i] = sh->eligible[i] && small[i] > want[i] * (1 + RING_BALANCE_TOLERANCE) ? small[i] : 0;
+    pinned += held[i];
+    free_target += sh->eligible[i] && held[i] == 0 ? sh->target[i] : 0;
+  }
+  double rest = one * R - pinned;
+  for (uint32_t i = 0; i < n; i++) {
+    if (pinned > 0 && sh->eligible[i])
+      want[i] = held[i] > 0                   ? held[i]
+                : free_target > 0 && rest > 0 ? sh->target[i] * rest / free_target
+                                              : want[i];
+    tol[i] = fmin(RING_BALANCE_TOLERANCE * want[i], top);
+  }
+  ring__bytes_held(owners, T, R, n, sizes, tol, held, small);
+}
+
+/* Bytes balance: each serving node within the largest arc of its target
+ * (ring__bytes_targets: its weighted share of one replica of every token
+ * times R, the shares scaled from T token-replicas per replica set to
+ * bytes, as plan_bytes.c says, or the arc it is pinned at): the floor. Nodes outside the objective
+ * (RING_BALANCE_TOLERANCE, plan_int.h) are counted into f->off_tolerance (against
+ * ring__bytes_targets), which a plan states. */
 static void check_bytes(const ring_table *t, const ring__shares *sh, const uint64_t *sizes,
                         findings *f) {
-  const uint32_t T = t->view.tokens, R = t->view.replicas;
-  double one = 0, limit = 0, *held = calloc(t->n_nodes + 1, sizeof *held);
+  const uint32_t T = t->view.tokens, n = t->n_nodes;
+  double limit = 0, *held = calloc(4 * (size_t)n + 1, sizeof *held);
   if (held == NULL) {
     f->out.oom = true;
     return;
   }
-  for (uint32_t tok = 0; tok < T; tok++) {
-    one += (double)sizes[tok];
+  double *small = held + n, *tol = held + 2 * (size_t)n, *aim = held + 3 * (size_t)n;
+  for (uint32_t tok = 0; tok < T; tok++)
     limit = (double)sizes[tok] > limit ? (double)sizes[tok] : limit;
-    for (uint32_t r = 0; r < R; r++)
-      held[t->owners[(size_t)tok * R + r]] += (double)sizes[tok];
-  }
-  for (uint32_t i = 0; i < t->n_nodes; i++) {
-    double want = sh->target[i] * one / T;
+  ring__bytes_targets(t->owners, T, t->view.replicas, sh, sizes, aim, tol, held, small);
+  for (uint32_t i = 0; i < n; i++) {
+    double want = aim[i];
     if (sh->eligible[i] && (held[i] - want > limit || want - held[i] > limit))
-      finding(f, "node %s holds %.0f bytes, its share is %.0f +- %.0f (the largest arc)",
+      finding(f, "node %s holds %.0f bytes, its target is %.0f +- %.0f (the largest arc)",
               t->nodes[i].id, held[i], want, limit);
+    f->off_tolerance += sh->eligible[i] && ring__bytes_off(aim[i], tol[i], held[i], small[i]);
   }
   free(held);
 }
@@ -140,7 +184,7 @@ static int table_report(const ring_table *t, const char *fd, balance_check bc,
   for (uint32_t tok = 0; sizes && tok < t->view.tokens; tok++)
     if (sizes[tok] >= 1ull << 48)
       return RING_EINVAL;
-  findings f = {{0}, 0};
+  findings f = {{0}, 0, 0};
   int rc = verify_table(t, fd, bc, sizes, &f);
   if (rc != RING_OK) {
     free(f.out.p);
@@ -332,8 +376,11 @@ int ring_plan_verify(const ring_table *base, const ring_plan *p, const ring_plan
     sizes = cfg->balance_sizes ? cfg->balance_sizes : cfg->arc_bytes;
   if (cfg && cfg->balance == RING_BALANCE_BYTES && sizes == NULL)
     return RING_EINVAL;
-  findings f = {{0}, 0};
+  findings f = {{0}, 0, 0};
   int rc = verify_table(p->target, NULL, sizes ? CHECK_BYTES : CHECK_TOKENS, sizes, &f);
+  if (rc == RING_OK && sizes && f.off_tolerance != p->off_tolerance)
+    finding(&f, "the plan states %u nodes off the bytes tolerance, the target has %u",
+            p->off_tolerance, f.off_tolerance);
   replay rp = {0};
   if (rc == RING_OK && base) {
     if (base->view.tokens != p->target->view.tokens ||

@@ -328,6 +328,13 @@ int rk_input_weigh(const rk_state *s, const ring_table *t, rk_plan_input *in, ch
  * target, may be NULL) what each receives; returns the total. */
 uint64_t rk_plan_bytes_in(const ring_plan *p, const uint64_t *arc_bytes, uint64_t *in);
 
+/* A plan balanced by bytes: {node: {"before","after","target"}}, each
+ * node's bytes held before and after and its byte target
+ * (ring_plan_node_bytes), as a new cJSON object; NULL for a plan balanced
+ * by tokens (or out of memory). `ringctl plan --json` and the status page
+ * show it. */
+struct cJSON *rk_plan_bytes_balance_json(const ring_plan *p);
+
 /* How long p's data takes at a per-agent incoming rate (bytes/s): the
  * busiest receiver's bytes over the rate, in ms; 0 when rate is 0. */
 uint64_t rk_plan_eta_ms(const ring_plan *p, const uint64_t *arc_bytes, uint64_t rate);

@@ -10,6 +10,9 @@
  */
 #include "cluster.h"
 
+#include <cjson/cJSON.h>
+
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,4 +118,21 @@ int rk_input_weigh(const rk_state *s, const ring_table *t, rk_plan_input *in, ch
     rc = RING_OK;
   }
   return rc;
+}
+
+cJSON *rk_plan_bytes_balance_json(const ring_plan *p) {
+  const ring_table *t = ring_plan_target(p);
+  ring_plan_bytes_load b;
+  if (ring_plan_node_bytes(p, 0, &b) != RING_OK)
+    return NULL;
+  cJSON *o = cJSON_CreateObject();
+  for (uint32_t i = 0; o != NULL && i < ring_table_node_count(t); i++) {
+    cJSON *n = cJSON_CreateObject();
+    ring_plan_node_bytes(p, (uint16_t)i, &b);
+    cJSON_AddNumberToObject(n, "before", round(b.before));
+    cJSON_AddNumberToObject(n, "after", round(b.after));
+    cJSON_AddNumberToObject(n, "target", round(b.target));
+    cJSON_AddItemToObject(o, ring_table_node_id(t, (uint16_t)i), n);
+  }
+  return o;
 }

@@ -45,7 +45,8 @@
  *              "waves","wave" (1-based; 0 without waves or not started),
  *              "bytes_total","bytes_done","moves_per_s","bytes_per_s"
  *              (averages since approval),"approved_ms","finished_ms",
- *              "reason","violations":[TEXT]},
+ *              "reason","violations":[TEXT], and for an active run balanced by
+ *              bytes "bytes_balance":{ID:{"before","after","target"}}},
  *    "history":[{"id","state","base_version","moves_total","moves_done",
  *                "waves","approved_ms","finished_ms","reason"}],
  *    "bad_records":[{"kind","host","why"}],
@@ -57,7 +58,9 @@
  * the table at "version" and "target" its weighted target there
  * (rk_node_targets, the same figures as `ringctl status`; both 0 for a
  * node not in the table). "plan" is, as in `ringctl status`, the active
- * run, else the proposed plan, else the last finished run. "history" is
+ * run, else the proposed plan, else the last finished run; its
+ * "bytes_balance" is each node's bytes held before and after the run and
+ * its byte target (ring_plan_node_bytes), shown in the page's node table. "history" is
  * plan/history/ newest first, at most STATUS_HISTORY_MAX entries.
  * "bad_records" are the records the read ignored (rk_state's bad: over
  * their cap or malformed), by kind and host, at most STATUS_BAD_MAX. Strings

@@ -3,7 +3,8 @@
  * the status page (coord.h, coord_status_bytes). The sizes come from the
  * agents' sizes/ reports, read once when a run is first shown: a report
  * is up to 1.4 MB per host, too much to read every second, and a run's
- * moves do not change while it runs.
+ * moves do not change while it runs. A run balanced by bytes also shows
+ * each node's bytes before, after and target, from the recomputed plan.
  */
 #include "coord.h"
 
@@ -48,12 +49,26 @@ static cJSON *compute(coord *c, const ring_plan *p, const ring_table *base,
   return o;
 }
 
+/* compute's object, with "bytes_balance" (each node's bytes before, after
+ * and target) when p balances bytes. */
+static cJSON *compute_all(coord *c, const ring_plan *p, const ring_table *base,
+                          const rk_config *config) {
+  cJSON *o = compute(c, p, base, config), *bb = rk_plan_bytes_balance_json(p);
+  if (bb != NULL && o == NULL)
+    o = cJSON_CreateObject();
+  if (bb != NULL && o != NULL)
+    cJSON_AddItemToObject(o, "bytes_balance", bb);
+  else
+    cJSON_Delete(bb);
+  return o;
+}
+
 void coord_status_bytes(coord *c, const rk_state *s, cJSON *o) {
   if (!s->has_active || c->run_plan == NULL || strcmp(c->run_plan_id, s->active.plan.id) != 0)
     return;
   if (strcmp(c->status.run_bytes_id, s->active.plan.id) != 0) {
     coord_status_bytes_free(c);
-    c->status.run_bytes = compute(c, c->run_plan, c->run_base, &s->config);
+    c->status.run_bytes = compute_all(c, c->run_plan, c->run_base, &s->config);
     snprintf(c->status.run_bytes_id, sizeof c->status.run_bytes_id, "%s", s->active.plan.id);
   }
   const cJSON *item;

@@ -4,8 +4,9 @@
  * config.balance).
  *
  * tokens (the default): every node within one token-replica of its
- * weighted share. bytes: every node within the largest arc of its weighted
- * share of the bytes held, from the sizes hosts report; a plan falls back
+ * weighted share. bytes: every node within 10% (never looser than the
+ * largest arc) of its byte target, its weighted share of the bytes held
+ * (ring.h, RING_BALANCE_TOLERANCE), from the sizes hosts report; a plan falls back
  * to tokens, saying so, while any token's size is unknown. Bytes drift as
  * data grows: the coordinator plans on membership changes only, and
  * `ringctl plan --balance bytes -o FILE` + `ringctl apply FILE` rebalances
@@ -20,8 +21,9 @@ static const char help[] =
     "Without an argument, prints what plans balance. With one, changes it in the\n"
     "cluster's config; the coordinator's next plan follows it.\n"
     "  tokens  every node within one token-replica of its weighted share (default)\n"
-    "  bytes   every node within the largest arc of its weighted share of the bytes\n"
-    "          held (sizes reported by the hosts); by tokens while any is unknown\n"
+    "  bytes   every node within 10% (or the largest arc, if less) of its weighted\n"
+    "          share of the bytes held (sizes reported by the hosts); by tokens while\n"
+    "          any is unknown\n"
     "Bytes drift as data grows; rebalance for drift with\n"
     "`ringctl plan --balance bytes -o FILE` and `ringctl apply FILE`.\n";
 

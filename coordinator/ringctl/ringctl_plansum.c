@@ -74,6 +74,9 @@ cJSON *ringctl_plan_json(const rk_plan_doc *d, const ring_plan *plan, const rk_c
   cJSON_AddNumberToObject(o, "lost", d->lost);
   cJSON_AddItemToObject(o, "moves", moves_json(plan));
   cJSON_AddItemToObject(o, "violations", violations_json(d));
+  cJSON *bb = plan ? rk_plan_bytes_balance_json(plan) : NULL;
+  if (bb != NULL)
+    cJSON_AddItemToObject(o, "bytes_balance", bb);
   if (plan != NULL && arc_bytes != NULL) { /* sizes known now: per receiver, and the time */
     cJSON_AddNumberToObject(o, "bytes_now", (double)rk_plan_bytes_in(plan, arc_bytes, NULL));
     cJSON_AddItemToObject(o, "bytes_in", bytes_in_json(plan, arc_bytes));
@@ -149,25 +152,55 @@ void ringctl_sizes_partial(FILE *f, const ring_table *t, uint32_t known) {
             known, T);
 }
 
-/* Per-node table: moves in and out, load before and after, target. */
+/* Node i's bytes before, after and target, and how far off its target it
+ * was and is (the furthest yet in *before, *after, as fractions). */
+static void print_bytes_cells(FILE *f, const ring_plan *plan, uint32_t i, double *before,
+                              double *after) {
+  ring_plan_bytes_load bl;
+  char x[32], y[32], z[32];
+  if (ring_plan_node_bytes(plan, (uint16_t)i, &bl) != RING_OK)
+    return;
+  fprintf(f, " %13s %12s %12s", ringctl_bytes((uint64_t)llround(bl.before), x),
+          ringctl_bytes((uint64_t)llround(bl.after), y),
+          ringctl_bytes((uint64_t)llround(bl.target), z));
+  if (bl.target > 0) {
+    *before = fmax(*before, fabs(bl.before / bl.target - 1));
+    *after = fmax(*after, fabs(bl.after / bl.target - 1));
+  }
+}
+
+/* Per-node table: moves in and out, load before and after, target; under
+ * bytes balance also bytes held before and after, and the byte target. */
 static void print_balance(FILE *f, const ring_plan *plan, const flows *fl) {
   const ring_table *t = ring_plan_target(plan);
-  double worst_before = 0, worst_after = 0;
-  fprintf(f, "\n%-20s %6s %6s %10s %8s %8s %9s\n", "NODE", "IN", "OUT", "BYTES IN", "BEFORE",
-          "AFTER", "TARGET");
+  ring_plan_bytes_load bl;
+  const bool by_bytes = ring_plan_node_bytes(plan, 0, &bl) == RING_OK;
+  double worst_before = 0, worst_after = 0, bytes_before = 0, bytes_after = 0;
+  fprintf(f, "\n%-20s %6s %6s %10s %8s %8s %9s", "NODE", "IN", "OUT", "BYTES IN", "BEFORE", "AFTER",
+          "TARGET");
+  fputs(by_bytes ? "  BYTES BEFORE  BYTES AFTER BYTES TARGET\n" : "\n", f);
   for (uint32_t i = 0; i < ring_table_node_count(t); i++) {
     ring_plan_load l;
     if (ring_plan_node_load(plan, (uint16_t)i, &l) != RING_OK)
       continue;
     char b[32];
-    fprintf(f, "%-20s %6u %6u %10s %8u %8u %9.1f\n", ring_table_node_id(t, (uint16_t)i), fl->in[i],
+    fprintf(f, "%-20s %6u %6u %10s %8u %8u %9.1f", ring_table_node_id(t, (uint16_t)i), fl->in[i],
             fl->out[i], fl->bytes_in ? ringctl_bytes(fl->bytes_in[i], b) : "-", l.before, l.after,
             l.target);
+    if (by_bytes)
+      print_bytes_cells(f, plan, i, &bytes_before, &bytes_after);
+    fputc('\n', f);
     worst_before = fmax(worst_before, fabs((double)l.before - l.target));
     worst_after = fmax(worst_after, fabs((double)l.after - l.target));
   }
   fprintf(f, "balance:  furthest from target %.1f token-replicas before, %.1f after\n",
           worst_before, worst_after);
+  if (by_bytes)
+    fprintf(f,
+            "bytes:    furthest from byte target %.1f%% before, %.1f%% after (tolerance %.0f%%, "
+            "%u nodes off it)\n",
+            100 * bytes_before, 100 * bytes_after, 100 * RING_BALANCE_TOLERANCE,
+            ring_plan_bytes_off_tolerance(plan));
 }
 
 static void print_head(FILE *f, const rk_plan_doc *d) {

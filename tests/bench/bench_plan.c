@@ -14,7 +14,10 @@
  * moves per node. Every change is planned from the initial placement's
  * target, so each row is one change to a balanced ring. `--quick` (the CI
  * smoke run of tests/run.sh) uses 100 nodes in 10 zones x 2 racks,
- * T = 16384, and a new zone of 10 nodes.
+ * T = 16384, and a new zone of 10 nodes. Bytes balance: the initial
+ * target re-planned by bytes (arc sizes Pareto(1.2) capped at 200x their
+ * mean, half empty), then a 1-node join of that, by bytes (issue 27's
+ * target: 50 ms at 1,000 nodes).
  *
  * Memory: there is no malloc counter, so RSS stands in. Before each case
  * the heap is trimmed (glibc malloc_trim) and the process's peak-RSS mark
@@ -33,6 +36,7 @@
 #include "test_cluster.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,9 +50,10 @@
 #define BENCH_RUNS_DEFAULT 5u /* timed runs per change; the best is kept */
 #define BENCH_RUNS_INITIAL 3u /* initial placement is the slow one */
 #define BENCH_RUNS_MAX 50u
-#define BENCH_TARGET_CHANGE_MS 100.0   /* the issue: a single join or drain */
-#define BENCH_TARGET_INITIAL_MS 2000.0 /* the issue: initial placement */
-#define BENCH_TARGET_MIB 64.0          /* the issue: memory */
+#define BENCH_TARGET_CHANGE_MS 100.0    /* the issue: a single join or drain */
+#define BENCH_TARGET_INITIAL_MS 2000.0  /* the issue: initial placement */
+#define BENCH_TARGET_MIB 64.0           /* the issue: memory */
+#define BENCH_TARGET_BYTES_JOIN_MS 50.0 /* issue 27: a 1-node join by bytes at 1,000 nodes */
 
 /* ------------------------------------------------- 1. options and cluster */
 
@@ -277,6 +282,73 @@ static void run_changes(const bench_opts *o, test_cluster *c, const ring_table *
   c->specs[0].state = RING_NODE_ACTIVE;
 }
 
+/* Pareto(1.2) arc sizes capped at 200x their mean, half of them empty
+ * (what test_plan_bytes_scale draws). */
+static uint64_t *bytes_sizes(uint32_t T) {
+  uint64_t *sizes = malloc(T * sizeof *sizes), s = 0x62656e6368ull;
+  double *raw = malloc(T * sizeof *raw), mean = 0;
+  if (sizes == NULL || raw == NULL) {
+    free(raw);
+    free(sizes);
+    return NULL;
+  }
+  for (uint32_t t = 0; t < T; t++) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    raw[t] = 1e5 * pow(1 - (double)(s >> 11) / 9007199254740992.0, -1.0 / 1.2);
+    mean += fmin(raw[t], 1e9) / T;
+  }
+  for (uint32_t t = 0; t < T; t++)
+    sizes[t] = t % 2 ? 0 : (uint64_t)fmin(raw[t], 200 * mean);
+  free(raw);
+  return sizes;
+}
+
+/* The joiner (the last node) against its share, in percent. */
+static double joiner_off(const ring_plan *p, const uint64_t *sizes) {
+  const ring_table *t = ring_plan_target(p);
+  uint32_t T = ring_table_tokens(t), R = ring_table_replicas(t);
+  uint16_t j = (uint16_t)(ring_table_node_count(t) - 1);
+  double one = 0, held = 0;
+  ring_plan_load l;
+  for (uint32_t k = 0; k < T; k++) {
+    one += (double)sizes[k];
+    for (uint32_t r = 0; r < R; r++)
+      held += ring_table_owner(t, k, r) == j ? (double)sizes[k] : 0;
+  }
+  ring_plan_node_load(p, j, &l);
+  return 100 * (held / (l.target * one / T) - 1);
+}
+
+/* Bytes balance: the token-balanced target re-planned by bytes, then one
+ * node joining that, planned by bytes. */
+static void run_bytes(const bench_opts *o, test_cluster *c, const ring_table *tokens,
+                      ring_plan_config cfg, unsigned runs) {
+  uint64_t *sizes = bytes_sizes(o->tokens);
+  if (sizes == NULL)
+    return;
+  cfg.arc_bytes = sizes;
+  cfg.balance = RING_BALANCE_BYTES;
+  printf("bytes balance: arc sizes Pareto(1.2) capped at 200x their mean, half empty\n");
+  ring_plan *re = run_case("re-plan by bytes", 0, tokens, c, &cfg, runs);
+  ring_table *balanced = NULL;
+  ring_error err = {0};
+  if (re && ring_table_clone(ring_plan_target(re), 2, &balanced) == RING_OK &&
+      ring_table_seal(balanced, &err) == RING_OK) {
+    const uint32_t n = c->n;
+    add_zone(c, 0, o->racks, 1);
+    ring_plan *join =
+        run_case("+1 node by bytes", BENCH_TARGET_BYTES_JOIN_MS, balanced, c, &cfg, runs);
+    if (join)
+      printf("  the joiner holds %+.1f%% of its byte share, %u nodes off tolerance\n",
+             joiner_off(join, sizes), ring_plan_bytes_off_tolerance(join));
+    ring_plan_free(join);
+    c->n = n;
+  }
+  ring_table_free(balanced);
+  ring_plan_free(re);
+  free(sizes);
+}
+
 int main(int argc, char **argv) {
   bench_opts o;
   int rc = parse_opts(argc, argv, &o);
@@ -290,8 +362,10 @@ int main(int argc, char **argv) {
   print_header(&o, c.n, &cfg);
   ring_plan *initial =
       run_case("initial placement", BENCH_TARGET_INITIAL_MS, NULL, &c, &cfg, runs_initial);
-  if (initial)
+  if (initial) {
     run_changes(&o, &c, ring_plan_target(initial), &cfg, runs);
+    run_bytes(&o, &c, ring_plan_target(initial), cfg, runs);
+  }
   printf("memory: RSS before the case, ru_maxrss after its first run, and their difference "
          "(%s)\n",
          g_peak_reset ? "the peak mark is reset before each case, so ru_maxrss is the case's "

@@ -10,6 +10,7 @@
  */
 #include "ringctl_fixture.h"
 
+#include <math.h>
 #include <pthread.h>
 
 /* ----------------------------------------------------------------- helpers */
@@ -185,7 +186,31 @@ START_TEST(plan_balance_bytes) {
   }
   ck_assert_int_gt(from_n0, 0); /* the node with the big arcs gives some up */
   ck_assert_int_eq(to_n0, 0);
+  /* each node's bytes before, after and target: n0 comes down toward its
+   * target, and no byte is made or lost */
+  const cJSON *bb = fx_get(j, "bytes_balance"), *n0 = fx_get(bb, "n0"), *nb;
+  ck_assert_double_gt(fx_num(n0, "before"), fx_num(n0, "target"));
+  ck_assert_double_lt(fabs(fx_num(n0, "after") - fx_num(n0, "target")),
+                      fabs(fx_num(n0, "before") - fx_num(n0, "target")));
+  double before = 0, after = 0;
+  int nodes = 0;
+  cJSON_ArrayForEach(nb, bb) {
+    before += fx_num(nb, "before");
+    after += fx_num(nb, "after");
+    nodes++;
+  }
+  ck_assert_int_eq(nodes, FX_NODES);
+  ck_assert_double_eq_tol(before, after, FX_NODES);
   cJSON_Delete(j);
+  j = fx_json(0, "p-bal", "plan --balance tokens"); /* only plans by bytes carry them */
+  ck_assert_ptr_null(cJSON_GetObjectItem(j, "bytes_balance"));
+  cJSON_Delete(j);
+  FX_EXPECT_IN(0, out, "BYTES TARGET", "p-bal", "plan --balance bytes");
+  FX_EXPECT_IN(0, out, "furthest from byte target", "p-bal", "plan --balance bytes");
+  fx_run tok = fx_ringctl("p-bal", "plan --balance tokens");
+  ck_assert_int_eq(tok.code, 0);
+  ck_assert_ptr_null(strstr(tok.out, "BYTES TARGET"));
+  fx_free(&tok);
   FX_EXPECT_IN(0, out, "the config balances tokens", "p-bal", "plan --balance bytes");
   char path[400];
   plan_path(path, sizeof path, "bal");

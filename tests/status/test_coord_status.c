@@ -352,6 +352,18 @@ static uint64_t token_size(const ring_table *t, uint32_t tok, uint16_t owner) {
   return 1000u * (tok + 1);
 }
 
+/* The hosts of table v1 report their arcs' sizes (token_size); a5 joins
+ * in z1 with its progress held, so the run stays active: *run. */
+static fake_agent *held_join(uint64_t v1, env_run *run) {
+  ring_table *t = env_table(v1);
+  env_put_sizes(t, token_size);
+  ring_table_free(t);
+  fake_agent *a5 = env_agent_w("a5", "z1", 1.0, true);
+  WAIT_UNTIL(env_active(run) && strcmp(run->phase, "pending") == 0, 20,
+             "no pending wave for a5's join");
+  return a5;
+}
+
 /* The plan panel's bytes: per receiver and in all, the sum of its moves'
  * arcs (a join: every move is to the new node). */
 static void check_bytes(const cJSON *p, const char *run_id) {
@@ -513,13 +525,8 @@ START_TEST(page_follows_placement_and_join) {
 
   /* the hosts report their arcs' sizes; a fifth node joins; its progress
    * is held so the run stays active */
-  t = env_table(v1);
-  env_put_sizes(t, token_size);
-  ring_table_free(t);
-  fake_agent *a5 = env_agent_w("a5", "z1", 1.0, true);
   env_run run;
-  WAIT_UNTIL(env_active(&run) && strcmp(run.phase, "pending") == 0, 20,
-             "no pending wave for a5's join");
+  fake_agent *a5 = held_join(v1, &run);
   uint64_t vp = env_version();
   s = status_with_flow(0, vp, "active", run.id);
   const cJSON *p = jplan(s);
@@ -787,13 +794,67 @@ START_TEST(allow_list_and_bounded_wakes) {
 }
 END_TEST
 
+/* Under config balance bytes a join is planned by bytes: the active run
+ * shows each node's bytes before, after and target (plan.bytes_balance),
+ * as the recomputed plan has them, and the page's node table shows them. */
+START_TEST(page_shows_bytes_balance) {
+  env_config k = {.tokens = 256, .replicas = 3, .auto_apply = true};
+  uint64_t v1 = env_bootstrap(&k, 4, 3, 1, "--auto-apply");
+  char *cfg = env_config_json(&k), with[2048];
+  ck_assert(cfg[0] == '{' && strlen(cfg) < sizeof with - 32);
+  snprintf(with, sizeof with, "{\"balance\":\"bytes\",%s", cfg + 1);
+  free(cfg);
+  env_put("config", with);
+  env_run run;
+  fake_agent *a5 = held_join(v1, &run);
+  cJSON *s = status_with_flow(0, env_version(), "active", run.id);
+  const cJSON *bb = jobj(jplan(s), "bytes_balance"), *n;
+  ck_assert_msg(cJSON_IsObject(bb), "an active run by bytes shows no bytes_balance");
+  ring_table *base;
+  ring_plan *plan = env_plan_of(run.id, &base);
+  const ring_table *target = ring_plan_target(plan);
+  double before = 0, after = 0;
+  cJSON_ArrayForEach(n, bb) {
+    int i = ring_table_find_node(target, n->string);
+    ring_plan_bytes_load want;
+    ck_assert_msg(i >= 0, "bytes_balance names %s, not in the plan", n->string);
+    ck_assert_int_eq(ring_plan_node_bytes(plan, (uint16_t)i, &want), RING_OK);
+    ck_assert_double_eq(jnum(n, "before"), round(want.before));
+    ck_assert_double_eq(jnum(n, "after"), round(want.after));
+    ck_assert_double_eq(jnum(n, "target"), round(want.target));
+    before += jnum(n, "before");
+    after += jnum(n, "after");
+  }
+  ck_assert_double_eq(before, after); /* the bytes only change hands */
+  const cJSON *a5b = jobj(bb, "a5");
+  ck_assert_double_eq(jnum(a5b, "before"), 0);
+  ck_assert_double_gt(jnum(a5b, "after"), 0);
+  ck_assert_double_gt(jnum(a5b, "target"), 0);
+  if (have_chromium()) {
+    char *dom = page_dom(0), v[64];
+    node_cell(dom, "a5", "bytes-target", v, sizeof v);
+    ck_assert_msg(v[0] != '\0', "the page shows no byte target for a5");
+    node_cell(dom, "a5", "bytes-before", v, sizeof v);
+    ck_assert_str_eq(v, "0 B");
+    free(dom);
+  }
+  cJSON_Delete(s);
+  ring_plan_free(plan);
+  ring_table_free(base);
+  ck_assert_int_eq(fake_agent_hold(a5, false), RING_OK);
+  env_wait_done(2, 60);
+  env_pass();
+}
+END_TEST
+
 int main(void) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   const env_test tests[] = {{page_follows_placement_and_join, 400},
                             {follower_page, 300},
                             {unread_page_is_current_when_read, 300},
-                            {allow_list_and_bounded_wakes, 300}};
-  int rc = env_main("coord_status", tests, 4);
+                            {allow_list_and_bounded_wakes, 300},
+                            {page_shows_bytes_balance, 300}};
+  int rc = env_main("coord_status", tests, 5);
   curl_global_cleanup();
   return rc;
 }

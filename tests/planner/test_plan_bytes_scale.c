@@ -1,0 +1,306 @@
+/*
+ * test_plan_bytes_scale.c: bytes balance at 100, 1,000 and 5,000 nodes
+ * (T 65536, R 3, 10 zones as the hard level, weights 1 and every seventh
+ * node 2; arc sizes Pareto(1.2) capped at 200x their mean, half of the
+ * arcs empty). Per case: a token-balanced table is re-planned by bytes,
+ * then one node joins the result and is planned by bytes. Checked on
+ * every plan: ring_plan_verify (which holds it to its stated nodes off
+ * tolerance and its lower bound); after the re-plan the mean node
+ * deviation is at most 5% of a share and no node is off; the joining node
+ * ends within RING_BALANCE_TOLERANCE of its share, or holds only arcs
+ * larger than that. Figures (not checked: the planner does not meet the
+ * issue's "1.2x the bound on 95% of plans" yet): per size, plans within
+ * 1.2x and 2x the bound, the worst ratio, the mean deviation, nodes off
+ * tolerance, the joiner's moves against its bound and its distance from
+ * its share.
+ *
+ * The CI default runs 8 cases at 100 nodes and 2 at 1,000; RING_BYTES_FULL=1
+ * runs 100, 20 and 3 at 5,000 (minutes); RING_BYTES_ONLY=N runs size N
+ * alone. RING_PROPERTY_SEED moves the seeds.
+ */
+#include "check_main.h"
+#include "ring.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define T_TOKENS 65536u
+#define ZONES 10u
+#define PARETO_ALPHA 1.2
+#define CAP_MEANS 200.0
+
+typedef struct cluster {
+  uint32_t n;
+  char (*id)[16], (*addr)[32], (*zone)[16];
+  const char *key[1];
+  const char *(*val)[1];
+  ring_node_spec *spec;
+} cluster;
+
+static uint64_t rnd(uint64_t *s) { /* splitmix64 */
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static double unit(uint64_t *s) { return (double)(rnd(s) >> 11) / 9007199254740992.0; }
+
+/* n nodes plus room for one joiner. */
+static cluster make(uint32_t n) {
+  cluster c = {.n = 0, .key = {"zone"}};
+  c.id = calloc(n + 1, sizeof *c.id);
+  c.addr = calloc(n + 1, sizeof *c.addr);
+  c.zone = calloc(n + 1, sizeof *c.zone);
+  c.val = calloc(n + 1, sizeof *c.val);
+  c.spec = calloc(n + 1, sizeof *c.spec);
+  ck_assert(c.id && c.addr && c.zone && c.val && c.spec);
+  return c;
+}
+
+static void add(cluster *c, uint32_t zone) {
+  uint32_t i = c->n++;
+  snprintf(c->id[i], sizeof c->id[i], "n%u", i);
+  snprintf(c->addr[i], sizeof c->addr[i], "10.0.%u.%u:7000", i / 250, i % 250);
+  snprintf(c->zone[i], sizeof c->zone[i], "z%u", zone);
+  c->val[i][0] = c->zone[i];
+  c->spec[i] = (ring_node_spec){
+      c->id[i], c->addr[i], c->key, c->val[i], 1, i % 7 == 6 ? 2.0 : 1.0, RING_NODE_ACTIVE};
+}
+
+static void drop(cluster *c) {
+  free(c->id);
+  free(c->addr);
+  free(c->zone);
+  free(c->val);
+  free(c->spec);
+}
+
+/* Pareto(1.2) capped at 200x the mean of what is drawn, half empty. */
+static void draw_sizes(uint64_t *s, uint64_t *sizes) {
+  static double raw[T_TOKENS];
+  double mean = 0;
+  for (uint32_t t = 0; t < T_TOKENS; t++) {
+    raw[t] = 1e5 * pow(1 - unit(s), -1.0 / PARETO_ALPHA);
+    mean += fmin(raw[t], 1e5 * 1e4) / T_TOKENS; /* a first cap keeps the mean finite */
+  }
+  for (uint32_t t = 0; t < T_TOKENS; t++)
+    sizes[t] = unit(s) < 0.5 ? 0 : (uint64_t)fmin(raw[t], CAP_MEANS * mean);
+  sizes[rnd(s) % T_TOKENS] += 1;
+}
+
+static ring_table *sealed_copy(const ring_plan *p) {
+  ring_table *t = NULL;
+  ring_error err = {0};
+  ck_assert_int_eq(
+      ring_table_clone(ring_plan_target(p), ring_table_version(ring_plan_target(p)), &t), RING_OK);
+  ck_assert_int_eq(ring_table_seal(t, &err), RING_OK);
+  return t;
+}
+
+static ring_plan *plan(const ring_table *base, const cluster *c, const ring_plan_config *cfg) {
+  ring_plan *p = NULL;
+  ring_error err = {0};
+  int rc = ring_plan_compute(base, c->spec, c->n, cfg, &p, &err);
+  ck_assert_msg(rc == RING_OK, "%u nodes: plan: %s (rc %d)", c->n, err.message, rc);
+  return p;
+}
+
+/* Bytes each node of p's target holds, bytes in its arcs of at most its
+ * tolerance, and its target (into held, small, want; n entries each): its
+ * weighted share, but a node whose largest arc passes share + tolerance is
+ * pinned at that arc and the other nodes share the rest by weight
+ * (ring.h, RING_BALANCE_TOLERANCE). */
+static void holdings(const ring_plan *p, const uint64_t *sizes, double *held, double *small,
+                     double *want) {
+  const ring_table *t = ring_plan_target(p);
+  uint32_t n = ring_table_node_count(t), R = ring_table_replicas(t);
+  double one = 0, pinned = 0, free_target = 0;
+  for (uint32_t k = 0; k < T_TOKENS; k++)
+    one += (double)sizes[k];
+  for (uint32_t i = 0; i < n; i++)
+    held[i] = small[i] = 0;
+  for (uint32_t k = 0; k < T_TOKENS; k++)
+    for (uint32_t r = 0; r < R; r++)
+      small[ring_table_owner(t, k, r)] = fmax(small[ring_table_owner(t, k, r)], (double)sizes[k]);
+  for (uint16_t i = 0; i < n; i++) {
+    ring_plan_load l;
+    ck_assert_int_eq(ring_plan_node_load(p, i, &l), RING_OK);
+    want[i] = l.target * one / T_TOKENS;
+    held[i] = l.target > 0 && small[i] > want[i] * (1 + RING_BALANCE_TOLERANCE) ? small[i] : 0;
+    pinned += held[i];
+    free_target += held[i] == 0 ? l.target : 0;
+  }
+  for (uint16_t i = 0; i < n; i++) {
+    ring_plan_load l;
+    ring_plan_node_load(p, i, &l);
+    if (pinned > 0)
+      want[i] = held[i] > 0 ? held[i] : l.target * (one * R - pinned) / free_target;
+    held[i] = small[i] = 0;
+  }
+  for (uint32_t k = 0; k < T_TOKENS; k++)
+    for (uint32_t r = 0; r < R; r++) {
+      uint16_t o = ring_table_owner(t, k, r);
+      held[o] += (double)sizes[k];
+      small[o] += (double)sizes[k] <= RING_BALANCE_TOLERANCE * want[o] ? (double)sizes[k] : 0;
+    }
+}
+
+typedef struct tally {
+  uint32_t plans, near, near2, joins, off;
+  double worst_ratio, dev_sum, dev_worst, join_dev_worst, join_ms;
+  uint64_t moves, bound, join_moves, join_bound;
+} tally;
+
+static void verified(const ring_table *base, const ring_plan *p, const ring_plan_config *cfg,
+                     tally *tl) {
+  char *report = NULL;
+  int bad = ring_plan_verify(base, p, cfg, &report);
+  ck_assert_msg(bad == 0, "%d findings:\n%s", bad, report ? report : "");
+  free(report);
+  uint32_t m = ring_plan_move_count(p), lb = ring_plan_lower_bound(p);
+  double ratio = lb ? (double)m / lb : (m ? 1e9 : 1);
+  tl->plans++;
+  tl->near += ratio <= 1.2;
+  tl->near2 += ratio <= 2.0;
+  tl->worst_ratio = fmax(tl->worst_ratio, ratio);
+  tl->moves += m;
+  tl->bound += lb;
+}
+
+/* The re-plan by bytes of a token-balanced table: the mean deviation. */
+static double mean_deviation(const ring_plan *p, const uint64_t *sizes, uint32_t n) {
+  double *held = calloc(3 * (size_t)n, sizeof *held), sum = 0;
+  ck_assert_ptr_nonnull(held);
+  holdings(p, sizes, held, held + n, held + 2 * (size_t)n);
+  double far = 0;
+  uint32_t nfar = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    double d = fabs(held[i] - held[2 * n + i]) / held[2 * n + i];
+    sum += d;
+    if (d > RING_BALANCE_TOLERANCE + 1e-9) {
+      far += d;
+      nfar++;
+    }
+  }
+  if (getenv("RING_PROPERTY_SHOW")) {
+    printf("  %u nodes past the tolerance, %.4f of the mean deviation\n", nfar, far / n);
+    for (uint32_t i = 0; i < n; i++)
+      if (fabs(held[i] - held[2 * n + i]) > RING_BALANCE_TOLERANCE * held[2 * n + i])
+        printf("    node %u holds %.0f (%.0f in small arcs), target %.0f\n", i, held[i],
+               held[n + i], held[2 * n + i]);
+  }
+  free(held);
+  return sum / n;
+}
+
+/* The joiner (the last node): within tolerance, or only arcs above it. */
+static double joiner_deviation(const ring_plan *p, const uint64_t *sizes, uint32_t n) {
+  double *held = calloc(3 * (size_t)n, sizeof *held);
+  ck_assert_ptr_nonnull(held);
+  holdings(p, sizes, held, held + n, held + 2 * (size_t)n);
+  double h = held[n - 1], small = held[2 * n - 1], want = held[3 * n - 1];
+  double dev = fabs(h - want) / want;
+  ck_assert_msg(dev <= RING_BALANCE_TOLERANCE + 1e-9 || small == 0,
+                "joiner holds %.0f bytes (%.0f in small arcs), share %.0f", h, small, want);
+  free(held);
+  return dev;
+}
+
+static void run_case(uint32_t n, uint64_t seed, const ring_table *tokens, tally *tl) {
+  uint64_t s = seed;
+  static uint64_t sizes[T_TOKENS];
+  draw_sizes(&s, sizes);
+  cluster c = make(n);
+  for (uint32_t i = 0; i < n; i++)
+    add(&c, i % ZONES);
+  ring_plan_config cfg = {
+      .failure_domain = "zone", .arc_bytes = sizes, .balance = RING_BALANCE_BYTES};
+  ring_plan *re = plan(tokens, &c, &cfg);
+  verified(tokens, re, &cfg, tl);
+  tl->off += ring_plan_bytes_off_tolerance(re);
+  double dev = mean_deviation(re, sizes, n);
+  ck_assert_msg(dev <= 0.05, "%u nodes: mean deviation %.4f of a share", n, dev);
+  tl->dev_sum += dev;
+  tl->dev_worst = fmax(tl->dev_worst, dev);
+  ring_table *balanced = sealed_copy(re);
+  add(&c, (uint32_t)(rnd(&s) % ZONES));
+  ring_plan *join = plan(balanced, &c, &cfg);
+  verified(balanced, join, &cfg, tl);
+  tl->joins++;
+  tl->join_moves += ring_plan_move_count(join);
+  tl->join_bound += ring_plan_lower_bound(join);
+  tl->join_dev_worst = fmax(tl->join_dev_worst, joiner_deviation(join, sizes, c.n));
+  ring_plan_free(join);
+  ring_table_free(balanced);
+  ring_plan_free(re);
+  drop(&c);
+}
+
+static ring_table *token_table(uint32_t n) {
+  cluster c = make(n);
+  for (uint32_t i = 0; i < n; i++)
+    add(&c, i % ZONES);
+  ring_plan_config cfg = {.cluster = "bytes-scale",
+                          .tokens = T_TOKENS,
+                          .replicas = 3,
+                          .seed = 7,
+                          .failure_domain = "zone"};
+  ring_plan *p = plan(NULL, &c, &cfg);
+  ring_table *t = sealed_copy(p);
+  ring_plan_free(p);
+  drop(&c);
+  return t;
+}
+
+static void run_size(uint32_t n, uint32_t cases) {
+  const char *only = getenv("RING_BYTES_ONLY");
+  if (cases == 0 || (only && strtoul(only, NULL, 10) != n))
+    return;
+  const char *sd = getenv("RING_PROPERTY_SEED");
+  uint64_t seed = sd ? strtoull(sd, NULL, 10) : 0x7363616c65ull;
+  ring_table *tokens = token_table(n);
+  tally tl = {0};
+  for (uint32_t k = 0; k < cases; k++)
+    run_case(n, seed + k * 0x100000001b3ull + n, tokens, &tl);
+  printf(
+      "bytes scale %u nodes: %u plans (%u cases), %u (%.1f%%) within 1.2x the lower bound, "
+      "%u within 2x, worst %.2fx; moves %llu against bounds %llu; re-plan mean deviation %.4f "
+      "(worst %.4f) "
+      "of a share; %u nodes off tolerance after re-plans; join: %.1f moves (bound %.1f) per join, "
+      "joiner worst %.4f off its share\n",
+      n, tl.plans, cases, tl.near, 100.0 * tl.near / tl.plans, tl.near2, tl.worst_ratio,
+      (unsigned long long)tl.moves, (unsigned long long)tl.bound, tl.dev_sum / cases, tl.dev_worst,
+      tl.off, (double)tl.join_moves / tl.joins, (double)tl.join_bound / tl.joins,
+      tl.join_dev_worst);
+  fflush(stdout);
+  ring_table_free(tokens);
+}
+
+static int full(void) {
+  const char *f = getenv("RING_BYTES_FULL");
+  return f && *f && strcmp(f, "0") != 0;
+}
+
+START_TEST(hundred) { run_size(100, full() ? 100 : 8); }
+END_TEST
+
+START_TEST(thousand) { run_size(1000, full() ? 20 : 2); }
+END_TEST
+
+START_TEST(five_thousand) { run_size(5000, full() ? 3 : 0); }
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("plan_bytes_scale");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 3600);
+  tcase_add_test(tc, hundred);
+  tcase_add_test(tc, thousand);
+  tcase_add_test(tc, five_thousand);
+  suite_add_tcase(s, tc);
+  return run_suite(s);
+}
