@@ -468,7 +468,7 @@ void env_assert_nothing_runs(uint64_t v, long ms) {
   }
 }
 
-/* The "config" of coordinator i's /status.json when it leads, as text. */
+/* Whether coordinator i leads and its /status.json shows k's auto_apply and throttle. */
 static bool leader_config_is(int i, const env_config *k) {
   char url[80], *body = NULL;
   snprintf(url, sizeof url, "http://%.31s/status.json", env.listen[i]);
