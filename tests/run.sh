@@ -7,18 +7,23 @@
 #      clusters and wait on real timeouts, so they take most of a stage's time:
 #      the sanitized builds run them instead (ASan all three, TSan the
 #      coordinator's), where the memory and thread errors they can reach show.
+#      Of those, a quick few run here too (label quick: a join end to end, the
+#      coordinator frozen mid-run, a coordinator's join wave by wave), so the
+#      optimised build that ships is run as a whole cluster.
 #      The real-Prometheus test (label e2e) runs here only. Fuzz targets replay
 #      their corpus; the planner property test runs 4000 random cases (10000
 #      when run by hand);
 #   2. clang -O1 with AddressSanitizer + UndefinedBehaviorSanitizer: every test but the
 #      fleet simulator's quick run (label scale) and the real-Prometheus test (they
 #      exercise test tools and Prometheus, not more of Ringkeeper's code; the first
-#      build runs both); fuzz targets run libFuzzer for RING_FUZZ_SECONDS each
+#      build runs both) and the quick cases (label quick: this stage runs their
+#      whole binaries); fuzz targets run libFuzzer for RING_FUZZ_SECONDS each
 #      (default 10); the planner property test runs 1000 random cases;
-#   3. clang with ThreadSanitizer: the concurrency tests (label unit: the live holder and
-#      the shared delta builds), and the etcd client,
-#      coordinator and agent tests (labels etcd, coordinator, agent; their daemons are
-#      instrumented too). The planner property test and the end-to-end and fault runs
+#   3. clang with ThreadSanitizer: the tests labelled tsan (tests/CMakeLists.txt says
+#      which): the etcd client, coordinator and agent tests (their daemons are
+#      instrumented too) and the unit tests of threaded code (the live holder, the
+#      shared delta builds, the daemons' HTTP server, waker, admission and logger,
+#      ring-kv's store). The planner property test and the end-to-end and fault runs
 #      are left to the first two builds: under TSan they take ~15 minutes more.
 # Each stage's time is printed when it ends, so a slow stage shows in the log;
 # the whole run takes about 40 minutes on 2 cores.
@@ -62,7 +67,7 @@ stage "format: clang-format 14 over every tracked C file"
 bash "$root/tests/check_format.sh"
 
 mkdir -p "$out"
-stage "1/3 gcc -O2, -Werror: all tests but e2e, fault and coordinator"
+stage "1/3 gcc -O2, -Werror: all tests but e2e, fault and coordinator; their quick few"
 CC=gcc build "$out/release" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRING_PROPERTY_CASES=4000
 ctest --test-dir "$out/release" --output-on-failure -j "$jobs" -LE '^(e2e|fault|coordinator)$'
 ctest --test-dir "$out/release" --output-on-failure -R '^test_e2e_prometheus$'
@@ -76,14 +81,13 @@ CC=clang build "$out/asan" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -
 # CK_FORK=no keeps each Check suite in one process, so LeakSanitizer sees it whole.
 CK_FORK=no ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir "$out/asan" --output-on-failure -j "$jobs" -LE scale -E '^test_e2e_prometheus$'
+  ctest --test-dir "$out/asan" --output-on-failure -j "$jobs" -LE '^(scale|quick)$' \
+  -E '^test_e2e_prometheus$'
 
-stage "3/3 clang, TSan: concurrency tests"
+stage "3/3 clang, TSan: the tests labelled tsan"
 CC=clang build "$out/tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRING_TSAN=ON
 CK_FORK=no TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-  ctest --test-dir "$out/tsan" --output-on-failure -L unit -R 'live|delta_cache'
-CK_FORK=no TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-  ctest --test-dir "$out/tsan" --output-on-failure -L 'etcd|coordinator|agent'
+  ctest --test-dir "$out/tsan" --output-on-failure -L '^tsan$'
 
 stage "benchmarks (figures only; they never fail on time)"
 for b in "$out"/release/tests/bench/bench_*; do

@@ -325,6 +325,18 @@ void env_publish_free(ring_table *t) {
   ring_table_free(t);
 }
 
+void env_key_meta(const char *what, int64_t *lease, int64_t *mod_revision) {
+  char key[256];
+  snprintf(key, sizeof key, ENV_PREFIX "%s", what);
+  ring_kvs r = {0};
+  ck_assert_int_eq(ring_etcd_range(env.c, key, strlen(key), NULL, &r, NULL), RING_OK);
+  if (lease)
+    *lease = r.n ? r.kvs[0].lease : 0;
+  if (mod_revision)
+    *mod_revision = r.n ? r.kvs[0].mod_revision : 0;
+  ring_kvs_clear(&r);
+}
+
 char *env_get(const char *what) {
   char key[256];
   snprintf(key, sizeof key, ENV_PREFIX "%s", what);

@@ -153,6 +153,10 @@ void env_publish_free(ring_table *t);
 
 /* ------------------------------------------------------------ reading etcd */
 
+/* The lease and the mod revision of <prefix><what> (0 and 0 when absent;
+ * either pointer may be NULL). */
+void env_key_meta(const char *what, int64_t *lease, int64_t *mod_revision);
+
 /* The value at <prefix><what> (malloc()'ed), NULL when absent. */
 char *env_get(const char *what);
 
@@ -174,13 +178,6 @@ bool env_alive_is(const char *id, const char *addr);
 /* ----------------------------------------------------------------- waiting */
 
 /* Waits up to timeout_s for cond; evaluates to whether it held. */
-#define ENV_WAIT(cond, timeout_s)                                                                  \
-  ({                                                                                               \
-    double end_ = harness_now() + (timeout_s);                                                     \
-    bool ok_;                                                                                      \
-    while (!(ok_ = (cond)) && harness_now() < end_)                                                \
-      harness_sleep_ms(50);                                                                        \
-    ok_;                                                                                           \
-  })
+#define ENV_WAIT(cond, timeout_s) HARNESS_WAIT(cond, timeout_s)
 
 #endif /* RING_TEST_AGENT_ENV_H */

@@ -317,7 +317,11 @@ START_TEST(full_disk) {
   struct stat st;
   while (stat(p, &st) != 0 && now_s() < deadline)
     usleep(1000);
-  usleep(100 * 1000); /* ~100 KB in at 1 MiB/s, staged or written: the file is not done */
+  /* some of it on disk, the rest (800 KB at 1 MiB/s) still to come */
+  while ((stat(p, &st) != 0 || st.st_size < 64 * 1024) && now_s() < deadline)
+    usleep(1000);
+  ck_assert_msg(st.st_size >= 64 * 1024 && st.st_size < 800000, "f0 is %lld bytes",
+                (long long)st.st_size);
   snprintf(p, sizeof p, "%s/filler", mnt);
   int fd = open(p, O_WRONLY | O_CREAT, 0644);
   static char chunk[4096];

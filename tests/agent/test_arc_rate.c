@@ -1,15 +1,25 @@
 /*
- * test_arc_rate.c: the byte-rate limit, timed. These are the issue's
- * acceptance figures (64 MiB under 16 MiB/s in 4 s +/- 10%; a changed
- * limit felt within a second); they sit in their own binary because a
- * loaded machine can fail them without a bug: read the printed figures.
+ * test_arc_rate.c: the byte-rate limit. What is asserted is the limiter's
+ * promise, which no load can break: bytes granted by time t never exceed
+ * rate * t + one bucket (BURST_S of arc_limiter.c, 50 ms of the rate), and
+ * a change of rate bounds the grants from the moment it is made. What a
+ * loaded machine can change, how much slower than the limit a transfer
+ * goes, is asserted only where it shows a change took effect (more passed
+ * than the old rate allows), over whole seconds, by takers that need a few
+ * per cent of a core: the suite runs at ctest -j2 under the sanitizers.
+ * The issue's figures (64 MiB under 16 MiB/s in 4 s; a changed limit felt
+ * within a second) are printed for the report.
  */
 #include "arc_env.h"
 #include "check_main.h"
+#include "etcd_harness.h" /* HARNESS_HOLDS */
 
 #include <check.h>
 
 #define MiB (1u << 20)
+#define BURST(rate) ((double)(rate)*0.05) /* arc_limiter.c's BURST_S */
+#define CHUNK (64u << 10)
+#define TAKERS 4
 
 static arc_env env;
 
@@ -31,95 +41,120 @@ START_TEST(sixty_four_mib_at_sixteen) {
   double dt = now_s() - t0;
   fprintf(stderr, "rate: 64 MiB under 16 MiB/s took %.2f s (want 4 s +/- 10%%)\n", dt);
   ck_assert_uint_eq(res.bytes, 64ull * MiB);
-  /* Never faster than the limit allows; slower only by what a loaded machine
-   * costs (the precise figure is printed above and reported, not asserted:
-   * timing on a shared CI machine is not a test). */
-  ck_assert_msg(dt >= 3.6 && dt <= 12.0, "took %.2f s", dt);
+  /* never faster than the limit allows: the bucket starts empty, so 64 MiB
+   * need (64 MiB - one bucket) / 16 MiB/s; how much slower is the machine's */
+  ck_assert_msg(dt >= (64.0 * MiB - BURST(16 * MiB)) / (16.0 * MiB) - 0.01, "took %.2f s", dt);
   arc_limiter_free(lim);
 }
 END_TEST
 
-/* Bytes per second received in [t0 + 0.25 s, t0 + 1 s]. */
-static double rate_after(uint32_t token, double t0) {
-  while (now_s() < t0 + 0.25)
-    usleep(1000);
-  long long a = partial_size_in(env.dst_dir, token, "f0");
-  double ta = now_s();
-  while (now_s() < t0 + 1.0)
-    usleep(1000);
-  long long b = partial_size_in(env.dst_dir, token, "f0");
-  return (double)(b - a) / (now_s() - ta);
-}
-
-START_TEST(live_change_within_a_second) {
-  make_arc(env.src_dir, 41, 1, 96 * MiB);
-  job j;
-  job_start(&j, env.dst, env.source, 41, 4 * MiB, NULL);
-  wait_partial_in(env.dst_dir, 41, "f0", 1 * MiB);
-  double slow = rate_after(41, now_s());
-  double t = now_s();
-  arc_limiter_set_rate(j.lim, 32 * MiB);
-  double fast = rate_after(41, t);
-  t = now_s();
-  arc_limiter_set_rate(j.lim, 4 * MiB);
-  double slow_again = rate_after(41, t);
-  arc_limiter_set_rate(j.lim, 0);
-  job_join(&j);
-  ck_assert_msg(j.rc == RING_OK, "%s", j.err.message);
-  fprintf(stderr,
-          "rate: 4 MiB/s -> %.1f; raised to 32 -> %.1f within a second; lowered to 4 -> "
-          "%.1f MiB/s\n",
-          slow / MiB, fast / MiB, slow_again / MiB);
-  /* Upper bounds are the limiter's promise; lower bounds only show that each
-   * change took effect within the second (a raise at least doubles the rate). */
-  ck_assert_msg(slow > 1.0 * MiB && slow < 4.8 * MiB, "%.1f MiB/s at 4", slow / MiB);
-  ck_assert_msg(fast > 2.0 * slow && fast < 38.4 * MiB, "%.1f MiB/s at 32", fast / MiB);
-  ck_assert_msg(slow_again > 1.0 * MiB && slow_again < 4.8 * MiB, "%.1f MiB/s at 4 again",
-                slow_again / MiB);
-}
-END_TEST
-
-/* Several takers share one bucket: together they get the rate. */
-typedef struct taker {
+/* Takers that take CHUNK bytes at a time as fast as the limiter lets them,
+ * counting what was granted. */
+typedef struct takers {
   arc_limiter *lim;
-  const atomic_bool *stop;
-  uint64_t bytes;
-} taker;
+  atomic_bool stop;
+  _Atomic uint64_t granted;
+  pthread_t th[TAKERS];
+} takers;
 
-static void *take_all(void *p) {
-  taker *t = p;
-  for (uint64_t done = 0; done < t->bytes; done += 64 << 10)
-    if (!arc_limiter_take(t->lim, 64 << 10, t->stop))
-      break;
+static void *take_loop(void *p) {
+  takers *t = p;
+  while (arc_limiter_take(t->lim, CHUNK, &t->stop))
+    atomic_fetch_add(&t->granted, CHUNK);
   return NULL;
 }
 
-START_TEST(one_limit_for_all_transfers) {
-  arc_limiter *lim;
-  ck_assert_int_eq(arc_limiter_new(16 * MiB, &lim), RING_OK);
-  pthread_t th[4];
-  taker t = {lim, NULL, 8 * MiB};
-  double t0 = now_s();
-  for (int i = 0; i < 4; i++)
-    pthread_create(&th[i], NULL, take_all, &t);
-  for (int i = 0; i < 4; i++)
-    pthread_join(th[i], NULL);
-  double dt = now_s() - t0;
-  fprintf(stderr, "rate: 4 takers x 8 MiB under one 16 MiB/s bucket took %.2f s (want 2)\n", dt);
-  ck_assert_msg(dt >= 1.8 && dt <= 6.0, "took %.2f s", dt);
+static void takers_start(takers *t, uint64_t rate) {
+  ck_assert_int_eq(arc_limiter_new(rate, &t->lim), RING_OK);
+  atomic_init(&t->stop, false);
+  atomic_init(&t->granted, 0);
+  for (int i = 0; i < TAKERS; i++)
+    ck_assert_int_eq(pthread_create(&t->th[i], NULL, take_loop, t), 0);
+}
 
-  /* a stop flag frees a taker stuck behind a tiny rate */
-  atomic_bool stop = false;
-  arc_limiter_set_rate(lim, 1000);
-  taker slow = {lim, &stop, 1 << 30};
-  pthread_t s;
-  pthread_create(&s, NULL, take_all, &slow);
-  usleep(100000);
-  stop = true;
-  t0 = now_s();
-  pthread_join(s, NULL);
-  ck_assert_double_lt(now_s() - t0, 0.5);
-  ck_assert(!arc_limiter_take(lim, 1, &stop));
+static void takers_stop(takers *t) {
+  atomic_store(&t->stop, true);
+  for (int i = 0; i < TAKERS; i++)
+    pthread_join(t->th[i], NULL);
+  arc_limiter_free(t->lim);
+}
+
+/* Bytes granted over the next `s` seconds (waiting the window out is the
+ * measure), and the window's length. */
+static uint64_t granted_over(takers *t, double s, double *took) {
+  uint64_t a = atomic_load(&t->granted);
+  double t0 = now_s(), end = t0 + s;
+  while (now_s() < end)
+    usleep(5000); /* a polling loop: the window is the measure */
+  uint64_t b = atomic_load(&t->granted);
+  *took = now_s() - t0;
+  return b - a;
+}
+
+/* At most rate * dt and a bucket, and a chunk per taker that was granted
+ * before the window and counted in it. */
+static void assert_within(uint64_t got, uint64_t rate, double dt, const char *what) {
+  double most = (double)rate * dt + BURST(rate) + TAKERS * CHUNK;
+  ck_assert_msg((double)got <= most, "%s: %.2f MiB in %.2f s, more than the %.2f MiB allowed", what,
+                (double)got / MiB, dt, most / MiB);
+}
+
+START_TEST(live_change_within_a_second) {
+  takers t;
+  takers_start(&t, 4 * MiB);
+  double dt;
+  uint64_t slow = granted_over(&t, 2.0, &dt);
+  assert_within(slow, 4 * MiB, dt, "at 4 MiB/s");
+  double slow_dt = dt;
+  arc_limiter_set_rate(t.lim, 32 * MiB);
+  uint64_t fast = granted_over(&t, 1.0, &dt); /* from the change on */
+  assert_within(fast, 32 * MiB, dt, "raised to 32 MiB/s");
+  /* felt within the second: more passed than 4 MiB/s could let through */
+  ck_assert_msg((double)fast > 4.0 * MiB * dt + BURST(4 * MiB) + TAKERS * CHUNK,
+                "raised to 32 MiB/s: only %.2f MiB in %.2f s", (double)fast / MiB, dt);
+  double fast_dt = dt;
+  arc_limiter_set_rate(t.lim, 4 * MiB);
+  uint64_t slow_again = granted_over(&t, 1.0, &dt); /* from the change on */
+  assert_within(slow_again, 4 * MiB, dt, "lowered to 4 MiB/s");
+  takers_stop(&t);
+  fprintf(stderr,
+          "rate: 4 MiB/s -> %.1f; raised to 32 -> %.1f within a second; lowered to 4 -> "
+          "%.1f MiB/s\n",
+          (double)slow / MiB / slow_dt, (double)fast / MiB / fast_dt,
+          (double)slow_again / MiB / dt);
+}
+END_TEST
+
+/* Several takers share one bucket: together they get the rate, no more. */
+START_TEST(one_limit_for_all_transfers) {
+  takers t;
+  takers_start(&t, 16 * MiB);
+  double dt;
+  uint64_t got = granted_over(&t, 2.0, &dt);
+  takers_stop(&t);
+  fprintf(stderr, "rate: %d takers under one 16 MiB/s bucket: %.1f MiB/s\n", TAKERS,
+          (double)got / MiB / dt);
+  assert_within(got, 16 * MiB, dt, "4 takers at 16 MiB/s");
+  ck_assert_uint_gt(got, 0);
+}
+END_TEST
+
+/* A stop flag frees a taker however long its take would wait; rate 0 is
+ * unlimited. */
+START_TEST(stop_and_unlimited) {
+  arc_limiter *lim;
+  ck_assert_int_eq(arc_limiter_new(1000, &lim), RING_OK);
+  /* a taker stuck behind a tiny rate: a chunk at 1000 B/s is a minute */
+  takers t = {.lim = lim};
+  atomic_init(&t.stop, false);
+  atomic_init(&t.granted, 0);
+  ck_assert_int_eq(pthread_create(&t.th[0], NULL, take_loop, &t), 0);
+  ck_assert(HARNESS_HOLDS(atomic_load(&t.granted) == 0, 0.2)); /* stuck: nothing passes */
+  atomic_store(&t.stop, true);
+  double t0 = now_s();
+  pthread_join(t.th[0], NULL);
+  ck_assert_double_lt(now_s() - t0, 5.0); /* the nap is 50 ms: days without the flag */
+  ck_assert(!arc_limiter_take(lim, 1, &t.stop));
   arc_limiter_set_rate(lim, 0);
   ck_assert(arc_limiter_take(lim, 1ull << 40, NULL)); /* unlimited: at once */
   arc_limiter_free(lim);
@@ -134,6 +169,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, sixty_four_mib_at_sixteen);
   tcase_add_test(tc, live_change_within_a_second);
   tcase_add_test(tc, one_limit_for_all_transfers);
+  tcase_add_test(tc, stop_and_unlimited);
   suite_add_tcase(s, tc);
   return s;
 }

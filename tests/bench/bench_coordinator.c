@@ -195,6 +195,21 @@ static void put_config(bench *b, const char *migration, uint32_t per_node, uint3
   put(b, "config", json);
 }
 
+/* Whether the leader's /status.json shows the migration and throttle that
+ * put_config wrote: it has read the config. */
+static bool config_heard(const bench *b, const char *migration, uint32_t per_node,
+                         uint32_t per_wave) {
+  char url[64], want[3][64], *body = NULL;
+  snprintf(url, sizeof url, "http://%s/status.json", b->listen);
+  snprintf(want[0], sizeof want[0], "\"migration\":\"%s\"", migration);
+  snprintf(want[1], sizeof want[1], "\"moves_per_node\":%u,", per_node);
+  snprintf(want[2], sizeof want[2], "\"moves_per_wave\":%u,", per_wave);
+  bool ok = http_get(url, &body) == 200 && strstr(body, want[0]) && strstr(body, want[1]) &&
+            strstr(body, want[2]);
+  free(body);
+  return ok;
+}
+
 static void on_lost(void *ud, int64_t lease) {
   (void)ud;
   fprintf(stderr, "bench_coordinator: the nodes' lease %lld was lost\n", (long long)lease);
@@ -356,6 +371,14 @@ typedef struct seen {
   int tables, deltas;
 } seen;
 
+/* Whether the watch has seen the run's end. */
+static bool saw_done(seen *s) {
+  pthread_mutex_lock(&s->mu);
+  bool done = !isnan(s->done);
+  pthread_mutex_unlock(&s->mu);
+  return done;
+}
+
 static bool has_prefix(const ring_kv *kv, const char *what) {
   size_t n = strlen(PREFIX) + strlen(what);
   char want[256];
@@ -464,7 +487,8 @@ static void run_mode(const options *o, const char *mode) {
   bool acking = strcmp(mode, "stream") == 0;
   if (acking)
     acker_start(&ack, &b);
-  harness_sleep_ms(1000);
+  if (!HARNESS_WAIT(config_heard(&b, mode, o->per_node, o->per_wave), 30))
+    fail_run(&b, "the coordinator did not read the throttle under test");
 
   seen s;
   memset(&s, 0, sizeof s);
@@ -488,7 +512,8 @@ static void run_mode(const options *o, const char *mode) {
   if (fake_agent_start(&joiner, b.c, &fo, &err) != RING_OK)
     die("the joining agent", &err);
   bool ok = wait_done(&b, 2, 900);
-  harness_sleep_ms(300); /* the last events reach the watch */
+  /* the last events reach the watch */
+  ok = ok && HARNESS_WAIT(saw_done(&s), 10);
   counters after = read_counters(b.listen, b.etcd_hostport);
   ring_watch_cancel(w);
   if (acking)

@@ -59,16 +59,19 @@ START_TEST(join_under_load) {
   proc load;
   ck_assert_int_eq(proc_spawn(&load, log, argv), 0);
   double t0 = harness_now(), phase_s = quick ? 4 : 15;
-  harness_sleep_ms((long)(phase_s * 1000));
+  /* phase_s of load alone before the join, the load running throughout */
+  ck_assert_msg(HARNESS_HOLDS(proc_running(&load), phase_s), "ring-kv-load exited");
 
   double join_at = harness_now() - t0;
   char id[24];
   e2e_join(3, "n3", id);
   e2e_wait_done(id, 600);
   double joined_at = harness_now() - t0;
-  harness_sleep_ms((long)(phase_s * 1000));
+  /* phase_s of load alone after the join, the load running throughout */
+  ck_assert_msg(HARNESS_HOLDS(proc_running(&load), phase_s), "ring-kv-load exited");
   double end_at = harness_now() - t0;
-  harness_sleep_ms(1100); /* the last interval line */
+  int lines = file_count(log, "interval t="); /* the last interval line */
+  ck_assert_msg(ENV_WAIT(file_count(log, "interval t=") > lines, 10), "no interval line in 10 s");
   proc_kill(&load);
 
   char *out = file_slurp(log);

@@ -61,6 +61,33 @@ double harness_now(void);
 
 void harness_sleep_ms(long ms);
 
+/* The bounded polls every test waits with, never a fixed sleep: a test
+ * waits for the exact condition it then asserts, so it is as fast as the
+ * system allows and fails, rather than passes by chance, when the system
+ * is slower than a guessed time.
+ * HARNESS_WAIT: polls cond every 50 ms until it holds or timeout_s passed;
+ * evaluates to whether it held. */
+#define HARNESS_WAIT(cond, timeout_s)                                                              \
+  ({                                                                                               \
+    double hw_end_ = harness_now() + (timeout_s);                                                  \
+    bool hw_ok_;                                                                                   \
+    while (!(hw_ok_ = (cond)) && harness_now() < hw_end_)                                          \
+      harness_sleep_ms(50);                                                                        \
+    hw_ok_;                                                                                        \
+  })
+
+/* HARNESS_HOLDS: polls cond every 50 ms for the whole window_s; evaluates
+ * to false at the first poll where it does not hold (the test of an
+ * absence: "nothing may happen for N s"), true when it held throughout. */
+#define HARNESS_HOLDS(cond, window_s)                                                              \
+  ({                                                                                               \
+    double hh_end_ = harness_now() + (window_s);                                                   \
+    bool hh_ok_;                                                                                   \
+    while ((hh_ok_ = (cond)) && harness_now() < hh_end_)                                           \
+      harness_sleep_ms(50);                                                                        \
+    hh_ok_;                                                                                        \
+  })
+
 /* libcurl's write callback that drops what it is given. */
 size_t harness_sink(char *p, size_t s, size_t n, void *ud);
 

@@ -165,7 +165,7 @@ static void on_table(void *ud, const ring_table *t) {
     return;
   }
   if (a->delay_ms)
-    sleep_ms(a->delay_ms);
+    sleep_ms(a->delay_ms); /* a fixed time is the point: the slow agent played */
   pthread_mutex_lock(&a->mu);
   if (ring_table_version(t) > a->want_version) {
     free(a->want_tokens);
@@ -278,7 +278,7 @@ int fake_agent_flap(fake_agent *a, uint32_t gap_ms, ring_error *err) {
   int rc = live_down(a, true, err);
   if (rc != RING_OK)
     return rc;
-  sleep_ms(gap_ms);
+  sleep_ms(gap_ms); /* a fixed time is the point: the flap's length */
   return live_up(a, err);
 }
 

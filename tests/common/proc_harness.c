@@ -54,6 +54,18 @@ bool proc_poll(proc *p) {
 
 bool proc_running(proc *p) { return p->pid > 0 && !proc_poll(p); }
 
+bool proc_frozen(const proc *p) {
+  char path[64], buf[256];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)p->pid);
+  FILE *f = p->pid > 0 ? fopen(path, "r") : NULL;
+  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+  if (f)
+    fclose(f);
+  buf[n] = '\0';
+  const char *end = strrchr(buf, ')'); /* the name may hold spaces and parens */
+  return end && end[1] == ' ' && (end[2] == 'T' || end[2] == 't');
+}
+
 int proc_wait(proc *p, double timeout_s) {
   double end = harness_now() + timeout_s;
   while (!proc_poll(p)) {
@@ -226,11 +238,15 @@ char *file_slurp(const char *path) {
   return b.data ? b.data : calloc(1, 1);
 }
 
-bool file_contains(const char *path, const char *needle) {
+bool file_contains(const char *path, const char *needle) { return file_count(path, needle) > 0; }
+
+int file_count(const char *path, const char *needle) {
   char *s = file_slurp(path);
-  bool found = strstr(s, needle) != NULL;
+  int n = 0;
+  for (const char *p = strstr(s, needle); p != NULL; p = strstr(p + 1, needle))
+    n++;
   free(s);
-  return found;
+  return n;
 }
 
 void file_tail(const char *path, int lines) {

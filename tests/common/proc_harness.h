@@ -56,6 +56,9 @@ bool proc_poll(proc *p);
 /* True while p runs (started and not exited). */
 bool proc_running(proc *p);
 
+/* True while p is stopped by a signal (SIGSTOP: state T in /proc). */
+bool proc_frozen(const proc *p);
+
 /* Waits up to timeout_s for p to exit. Returns its exit code, 128 + signal
  * when a signal ended it, or -1 on timeout (p still running). */
 int proc_wait(proc *p, double timeout_s);
@@ -115,6 +118,9 @@ char *file_slurp(const char *path);
 
 /* True when the file contains needle. */
 bool file_contains(const char *path, const char *needle);
+
+/* How many times the file contains needle. */
+int file_count(const char *path, const char *needle);
 
 /* Copies the last `lines` lines of a file to stderr, framed with its name:
  * what a failed test shows of a daemon's log. */

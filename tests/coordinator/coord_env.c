@@ -468,10 +468,44 @@ void env_assert_nothing_runs(uint64_t v, long ms) {
   }
 }
 
+/* Whether coordinator i leads and its /status.json shows k's auto_apply and throttle. */
+static bool leader_config_is(int i, const env_config *k) {
+  char url[80], *body = NULL;
+  snprintf(url, sizeof url, "http://%.31s/status.json", env.listen[i]);
+  if (!proc_running(&env.coord[i]) || http_get(url, &body) != 200) {
+    free(body);
+    return false;
+  }
+  cJSON *s = cJSON_Parse(body);
+  free(body);
+  const cJSON *role = cJSON_GetObjectItemCaseSensitive(s, "role");
+  const cJSON *c = cJSON_GetObjectItemCaseSensitive(s, "config");
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, "throttle");
+  bool ok = cJSON_IsString(role) && strcmp(role->valuestring, "leader") == 0 && cJSON_IsObject(t) &&
+            strcmp(jstr(c, "auto_apply"), k->auto_apply ? "all" : "none") == 0 &&
+            jnum(t, "moves_per_node") == k->per_node &&
+            jnum(t, "moves_per_domain") == k->per_domain &&
+            jnum(t, "moves_per_wave") == k->per_wave;
+  cJSON_Delete(s);
+  return ok;
+}
+
+bool env_config_heard(const env_config *k) {
+  for (int i = 0; i < ENV_COORDS; i++)
+    if (env.coord_id[i][0] && leader_config_is(i, k))
+      return true;
+  return false;
+}
+
+void env_config_put_heard(const env_config *k) {
+  env_config_put(k);
+  WAIT_UNTIL(env_config_heard(k), 15, "the leader did not read the new config");
+}
+
 void env_throttle(env_config *k, uint32_t per_node, uint32_t per_wave) {
   k->per_node = per_node;
   k->per_wave = per_wave;
-  env_config_put(k);
+  env_config_put_heard(k);
 }
 
 void env_targets(const ring_table *t, double *target) {

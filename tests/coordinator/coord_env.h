@@ -223,14 +223,7 @@ uint32_t env_replay(uint64_t from, uint64_t to, bool stream);
 
 /* Evaluates cond every 50 ms until it holds; after timeout_s the test
  * fails with the message. */
-#define WAIT_UNTIL(cond, timeout_s, ...)                                                           \
-  do {                                                                                             \
-    double wait_end_ = harness_now() + (timeout_s);                                                \
-    while (!(cond)) {                                                                              \
-      ck_assert_msg(harness_now() < wait_end_, __VA_ARGS__);                                       \
-      harness_sleep_ms(50);                                                                        \
-    }                                                                                              \
-  } while (0)
+#define WAIT_UNTIL(cond, timeout_s, ...) ck_assert_msg(HARNESS_WAIT(cond, timeout_s), __VA_ARGS__)
 
 /* Waits until `done` runs are in history as done and nothing is active or
  * proposed; returns the run that finished last. */
@@ -252,7 +245,15 @@ uint64_t env_bootstrap(const env_config *k, int agents, int zones, int coords, c
  * version v): a proposal that waits for `ringctl apply`. */
 void env_assert_nothing_runs(uint64_t v, long ms);
 
-/* Changes the throttle in config (the next plans use it). */
+/* Whether the leading coordinator's /status.json shows k's auto_apply and
+ * throttle: it has read the config k describes. */
+bool env_config_heard(const env_config *k);
+
+/* env_config_put, then waits until the leader has read it. */
+void env_config_put_heard(const env_config *k);
+
+/* Changes the throttle in config and waits until the leader has read it
+ * (the next plans use it). */
 void env_throttle(env_config *k, uint32_t per_node, uint32_t per_wave);
 
 /* ------------------------------------------------------- weighted targets */

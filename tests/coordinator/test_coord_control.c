@@ -21,7 +21,6 @@ START_TEST(pause_resume_cancel) {
   env_config k = config();
   uint64_t v1 = env_bootstrap(&k, 4, 3, 1, "--auto-apply");
   env_throttle(&k, 0, 8); /* ~20 waves for the join */
-  harness_sleep_ms(300);
   fake_agent *a5 = env_agent_w("a5", "z1", 1.0, true);
   env_run r;
   WAIT_UNTIL(active_is("active", "pending", &r) && fake_agent_withheld(a5), 20,

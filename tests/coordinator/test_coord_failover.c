@@ -38,7 +38,6 @@ START_TEST(kill_leader_mid_plan) {
   uint64_t v1 = env_bootstrap(&k, 4, 3, 2, "--auto-apply");
   int l = one_leader();
   env_throttle(&k, 0, 16); /* ~10 waves for the join */
-  harness_sleep_ms(300);
 
   /* a5 joins; two waves go through, the third is held open */
   fake_agent *a5 = env_agent_w("a5", "z1", 1.0, true);
@@ -123,7 +122,6 @@ START_TEST(frozen_leader_is_fenced) {
              env.coord_id[o], old_id);
   /* the new leader starts a join and holds in its first wave */
   env_throttle(&k, 0, 16);
-  harness_sleep_ms(300);
   fake_agent *a5 = env_agent_w("a5", "z1", 1.0, true);
   WAIT_UNTIL(pending_held(a5), 20, "the new leader has no pending wave for a5");
   uint64_t v_held = env_version();

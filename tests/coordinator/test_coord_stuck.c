@@ -94,8 +94,7 @@ START_TEST(stuck_moves_are_loud) {
   WAIT_UNTIL(metric_is("ring_coordinator_stuck_moves", 0) && healthz_has(200, "ok"), 10,
              "the bootstrapped cluster is not calm");
   k.auto_apply = false; /* the join waits for ringctl apply */
-  env_config_put(&k);
-  harness_sleep_ms(300);
+  env_config_put_heard(&k);
   fake_agent *a5 = env_agent_w("a5", "z1", 1.0, true); /* reports nothing */
   WAIT_UNTIL(env_exists("plan/proposed") && env_version() == v1, 20, "no join proposed");
 

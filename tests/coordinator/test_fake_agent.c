@@ -110,19 +110,17 @@ static char *get(ring_etcd *c, const char *what, int64_t *lease) {
   return v;
 }
 
+/* Whether key `what` has value `want` (NULL: absent). */
+static bool value_is(ring_etcd *c, const char *what, const char *want) {
+  char *v = get(c, what, NULL);
+  bool ok = want ? v && strcmp(v, want) == 0 : v == NULL;
+  free(v);
+  return ok;
+}
+
 /* Waits until key `what` has value `want` (NULL: absent); false after 5 s. */
 static bool wait_value(ring_etcd *c, const char *what, const char *want) {
-  double end = harness_now() + 5;
-  for (;;) {
-    char *v = get(c, what, NULL);
-    bool ok = want ? v && strcmp(v, want) == 0 : v == NULL;
-    free(v);
-    if (ok)
-      return true;
-    if (harness_now() > end)
-      return false;
-    harness_sleep_ms(10);
-  }
+  return HARNESS_WAIT(value_is(c, what, want), 5);
 }
 
 /* progress/<id> as "<version>:<t1>,<t2>,..." for easy comparison. */
@@ -215,8 +213,7 @@ START_TEST(alive_acks_progress_hold_flap_kill) {
   ring_table *t3 = next_table(t2, "a1", toks + 1, 2);
   publish(c, t3);
   ck_assert(wait_value(c, "acks/a1", "3"));
-  harness_sleep_ms(300);
-  ck_assert(fake_agent_withheld(&a));
+  ck_assert(HARNESS_WAIT(fake_agent_withheld(&a), 5));
   ck_assert(wait_progress(c, "a1", text)); /* still v2 */
   ck_assert_int_eq(fake_agent_hold(&a, false), RING_OK);
   want_text(3, toks + 1, 2, text, sizeof text);
@@ -238,12 +235,8 @@ START_TEST(alive_acks_progress_hold_flap_kill) {
   ck_assert_int_ne(lease2, lease);
   free(alive);
 
-  /* the lease is kept past its TTL */
-  harness_sleep_ms(3000);
-  alive = get(c, "alive/a1", NULL);
-  ck_assert_ptr_nonnull(alive);
-  free(alive);
-  ck_assert(!atomic_load(&a.lost));
+  /* the lease is kept past its TTL: alive/a1 stays throughout */
+  ck_assert(HARNESS_HOLDS(!value_is(c, "alive/a1", NULL) && !atomic_load(&a.lost), 3.0));
 
   /* killed: alive/a1 gone at once, no more acks */
   ck_assert_int_eq(fake_agent_kill(&a), RING_OK);
@@ -251,8 +244,7 @@ START_TEST(alive_acks_progress_hold_flap_kill) {
   ck_assert_ptr_null(alive);
   ring_table *t5 = next_table(t4, "a1", toks, 1);
   publish(c, t5);
-  harness_sleep_ms(500);
-  ck_assert(wait_value(c, "acks/a1", "4"));
+  ck_assert(HARNESS_HOLDS(value_is(c, "acks/a1", "4"), 1.0));
   ck_assert_uint_eq(atomic_load(&a.errors), 0);
   fake_agent_free(&a);
   fake_agent_free(&a); /* twice is fine */

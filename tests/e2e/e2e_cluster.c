@@ -485,7 +485,9 @@ void e2e_reader_start(void) {
 void e2e_reader_check(void) {
   e2e_kv_alive();
   ck_assert_msg(proc_running(&w.reader), "the reader exited early; see %s", w.reader_log);
-  harness_sleep_ms(1100); /* one more interval line */
+  int printed = file_count(w.reader_log, "interval t=");
+  ck_assert_msg(ENV_WAIT(file_count(w.reader_log, "interval t=") > printed, 10),
+                "the reader printed no interval line in 10 s; see %s", w.reader_log);
   proc_kill(&w.reader);
   char *out = file_slurp(w.reader_log);
   unsigned long long ops = 0, errors = 0, lines = 0;

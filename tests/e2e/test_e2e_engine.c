@@ -27,6 +27,13 @@ static bool has_key(const char *what) {
   return v != NULL;
 }
 
+/* The mod revision of <prefix><what> (0: absent). */
+static int64_t mod_rev(const char *what) {
+  int64_t rev;
+  env_key_meta(what, NULL, &rev);
+  return rev;
+}
+
 /* The id of plan/active's plan, "" when no run is active. */
 static void active_id(char id[24]) {
   char *v = env_get("plan/active");
@@ -51,7 +58,12 @@ START_TEST(estimate) {
   e2e_bootstrap_with(&o, 3, 1, fast, NULL);
   ck_assert_msg(ENV_WAIT(has_key("sizes/n0") && has_key("sizes/n1") && has_key("sizes/n2"), 20),
                 "the agents wrote no sizes/");
-  harness_sleep_ms(2500); /* a measure after the data set was loaded */
+  /* a measure after the data set was loaded: each agent writes sizes/ again */
+  int64_t loaded[3] = {mod_rev("sizes/n0"), mod_rev("sizes/n1"), mod_rev("sizes/n2")};
+  ck_assert_msg(ENV_WAIT(mod_rev("sizes/n0") > loaded[0] && mod_rev("sizes/n1") > loaded[1] &&
+                             mod_rev("sizes/n2") > loaded[2],
+                         20),
+                "the agents did not measure again after the load");
   e2e_node_start(3, "n3", "--sizes-every 1s");
   char id[24];
   ck_assert_msg(ENV_WAIT(e2e_new_proposal(id), 30), "no plan for n3's join");
@@ -92,10 +104,10 @@ static double most_in_flight(int i, long ms) {
   return most;
 }
 
-/* Arcs slot i installs per second over ms. */
+/* Arcs slot i installs per second over ms (the agent running throughout). */
 static double fetch_rate(int i, long ms) {
   double a = env_metric(i, "ring_agent_arcs_fetched_total"), t0 = harness_now();
-  harness_sleep_ms(ms);
+  ck_assert(HARNESS_HOLDS(proc_running(&env.a[i].p), (double)ms / 1000.0));
   return (env_metric(i, "ring_agent_arcs_fetched_total") - a) / (harness_now() - t0);
 }
 
@@ -120,7 +132,8 @@ START_TEST(live_throttle) {
   ck_assert_int_eq(e2e_ringctl(NULL, 0, "throttle --moves-per-node 2"), 0);
   ck_assert_msg(ENV_WAIT(env_metric(3, "ring_agent_fetch_parallel") == 2, 5),
                 "n3 did not take the lowered limit within 5 s");
-  harness_sleep_ms(1000); /* the fetches running at 16 end */
+  ck_assert_msg(ENV_WAIT(env_metric(3, "ring_agent_arcs_in_flight") <= 2, 10),
+                "the fetches running at 16 do not end");
   double after = most_in_flight(3, 600);
   printf("live throttle: %.0f arcs/s at 1 per node, %.0f at 16 (%.1fx), at most %.0f in flight "
          "at 2\n",

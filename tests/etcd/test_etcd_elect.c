@@ -37,6 +37,13 @@ static int campaign(ring_etcd *c, const char *key, const char *value, int64_t le
 }
 
 /* The value of k, or "" when absent (static buffer). */
+/* The remaining TTL of lease in whole seconds (0 in its last second; -1:
+ * gone). */
+static int64_t lease_ttl(ring_etcd *c, int64_t lease) {
+  int64_t ttl = 0;
+  return ring_etcd_lease_ttl(c, lease, &ttl, NULL) == RING_OK ? ttl : -1;
+}
+
 static const char *value_of(ring_etcd *c, const char *k) {
   static char v[256];
   ring_kvs kv;
@@ -273,7 +280,8 @@ START_TEST(paused_ex_leader_is_refused) {
   ring_leadership a, b;
   ck_assert_int_eq(campaign(ca, "/e/p", "A", la, &a, NULL), RING_OK);
   ck_assert_int_eq(fenced_put(ca, &a, "/e/p-data", "A1"), RING_OK);
-  harness_sleep_ms(2500); /* the keeper holds the 1 s lease */
+  /* the keeper holds the 1 s lease for more than two TTLs */
+  ck_assert_msg(HARNESS_HOLDS(lease_ttl(ca, la) >= 0, 2.5), "the keeper lost the 1 s lease");
   ck_assert_int_eq(fenced_put(ca, &a, "/e/p-data", "A2"), RING_OK);
   ring_keeper_stop(k); /* A pauses */
   int rc = RING_EBUSY;

@@ -201,6 +201,14 @@ static void followers_stop(follower *f, int n) {
 }
 
 /* Waits until every follower serves version v; false after timeout_s. */
+/* Whether every follower serves exactly version v. */
+static bool all_at(follower *f, int n, uint64_t v) {
+  for (int i = 0; i < n; i++)
+    if (ring_live_version(f[i].live) != v)
+      return false;
+  return true;
+}
+
 static bool wait_all(follower *f, int n, uint64_t v, double timeout_s) {
   double end = harness_now() + timeout_s;
   for (int i = 0; i < n; i++)
@@ -273,6 +281,7 @@ typedef struct proxy {
   int fds[PROXY_PAIRS][2]; /* client, upstream; -1 when free */
   pthread_t thread;
   _Atomic bool want_down, quit;
+  _Atomic bool is_down; /* the proxy thread has closed everything */
   char url[64];
 } proxy;
 
@@ -341,8 +350,10 @@ static void *proxy_main(void *arg) {
       for (int i = 0; i < PROXY_PAIRS; i++)
         if (p->fds[i][0] >= 0)
           proxy_drop(p, i);
+      atomic_store(&p->is_down, true);
     } else if (!down && p->lfd < 0) {
       p->lfd = proxy_listen(p->port);
+      atomic_store(&p->is_down, false);
     }
     struct pollfd pf[2 * PROXY_PAIRS + 1];
     int map[2 * PROXY_PAIRS + 1], n = 0;
@@ -815,7 +826,8 @@ START_TEST(etcd_killed_while_publishing) {
     harness_sleep_ms(5);
   etcd_member_signal(&one, 0, SIGKILL); /* mid-publishing */
   uint64_t reads_before = atomic_load(&rd.reads);
-  harness_sleep_ms(1500);
+  ck_assert_msg(HARNESS_WAIT(atomic_load(&rd.reads) - reads_before > 100, 15),
+                "reads stopped while etcd was dead");
   uint64_t during = atomic_load(&rd.reads) - reads_before;
   uint64_t held = ring_live_version(f[0].live);
   ck_assert(etcd_member_restart(&one, 0));
@@ -898,7 +910,7 @@ START_TEST(partition_then_compaction) {
   pthread_t rt;
   pthread_create(&rt, NULL, reader_main, &rd);
   atomic_store(&px.want_down, true); /* cut off */
-  harness_sleep_ms(100);
+  ck_assert(HARNESS_WAIT(atomic_load(&px.is_down), 5));
   for (int i = 0; i < 10; i++) /* v6..v15, the watchers see none of it */
     ck_assert_int_eq(publish_next(&wr, 0), RING_OK);
   ring_kvs kv;
@@ -907,9 +919,7 @@ START_TEST(partition_then_compaction) {
   ck_assert_int_eq(ring_etcd_range(wc, vkey, strlen(vkey), NULL, &kv, &err), RING_OK);
   ck_assert_msg(ring_etcd_compact(wc, kv.revision, &err) == RING_OK, "%s", err.message);
   ring_kvs_clear(&kv);
-  harness_sleep_ms(500);
-  for (int i = 0; i < FEW; i++) /* still serving the last table they had */
-    ck_assert_uint_eq(ring_live_version(f[i].live), 5);
+  ck_assert(HARNESS_HOLDS(all_at(f, FEW, 5), 0.5)); /* still serving the last table they had */
   atomic_store(&px.want_down, false); /* back: each watch resumes into a compacted past */
   ck_assert_msg(wait_all(f, FEW, wr.v, 30), "watchers did not catch up to %llu",
                 (unsigned long long)wr.v);

@@ -82,9 +82,11 @@ START_TEST(frozen) {
   e2e_opts o = {.per_node = 4, .per_wave = 8};
   e2e_bootstrap(&o, 4, 2);
   e2e_reader_start();
-  char id[24];
+  char id[24], state[16];
   e2e_join(4, "n4", id);
   sleep_in_run(id, 1000);
+  e2e_history_state(id, state, NULL);
+  ck_assert_msg(!state[0], "plan %s ended (%s) before the freeze", id, state);
   int leader = e2e_leader();
   ck_assert_int_ge(leader, 0);
   int other = 1 - leader;
@@ -92,9 +94,16 @@ START_TEST(frozen) {
   proc_signal(&w.coord[leader], SIGSTOP);
   ck_assert_msg(ENV_WAIT(e2e_leader() == other, 15), "%s did not take over", w.coord_id[other]);
   uint64_t took_over = e2e_version();
-  harness_sleep_ms(3000); /* the new leader moves the run on past the frozen one's lease */
+  /* the leader still frozen, the new one moves the run on and finishes it */
+  ck_assert_msg(ENV_WAIT((e2e_history_state(id, state, NULL), state[0]), 120),
+                "%s did not finish plan %s while %s was frozen", w.coord_id[other], id,
+                w.coord_id[leader]);
+  ck_assert_str_eq(state, "done");
+  uint64_t done_at = e2e_version();
+  ck_assert_uint_gt(done_at, took_over);
+  ck_assert_msg(proc_frozen(&w.coord[leader]), "%s thawed before SIGCONT", w.coord_id[leader]);
   fprintf(stderr, "SIGCONT %s at version %" PRIu64 " (%s took over at %" PRIu64 ")\n",
-          w.coord_id[leader], e2e_version(), w.coord_id[other], took_over);
+          w.coord_id[leader], done_at, w.coord_id[other], took_over);
   proc_signal(&w.coord[leader], SIGCONT);
   /* thawed, it finds its lease gone and stops leading before writing again */
   ck_assert_msg(

@@ -5,20 +5,36 @@
  *   member_killed  a 3-member etcd; kill -9 one member (a different one
  *                  per run, printed) during the apply: the daemons go on
  *                  with the other two and the run finishes.
- *   all_down       a 1-member etcd killed for 10 s during the apply, then
- *                  started again on its data: leases, watches and the run
- *                  resume and the run finishes.
+ *   all_down       a 1-member etcd killed during the apply until every
+ *                  lease is lost (the coordinators', the agents') and 3 s
+ *                  more, then started again on its data: leases, watches
+ *                  and the run resume and the run finishes.
  */
 #include "e2e_cluster.h"
 
 static const e2e_opts opts = {.per_node = 4, .per_wave = 8};
 
+/* Whether coordinator k says it leads. */
+static bool leads(int k) {
+  return metric_get(w.coord_listen[k], "ring_coordinator_leader", "") == 1;
+}
+
+/* Whether every lease is gone: no coordinator leads, and each of the
+ * agents (n0..n4) has counted its lease lost. */
+static bool leases_gone(void) {
+  for (int i = 0; i < 5; i++)
+    if (!(env_metric(i, "ring_agent_leases_lost_total") >= 1))
+      return false;
+  return !leads(0) && !leads(1);
+}
+
 START_TEST(member_killed) {
   e2e_bootstrap(&opts, 4, 2);
   e2e_reader_start();
   char id[24];
+  uint64_t v0 = e2e_version();
   e2e_join(4, "n4", id);
-  harness_sleep_ms(1500);
+  ck_assert_msg(ENV_WAIT(e2e_version() >= v0 + 2, 30), "the join does not move");
   int m = (int)(time(NULL) % 3);
   fprintf(stderr, "kill -9 etcd member %d at version %" PRIu64 "\n", m, e2e_version());
   etcd_member_signal(&env.etcd, m, SIGKILL);
@@ -33,12 +49,15 @@ START_TEST(all_down) {
   e2e_bootstrap(&opts, 4, 2);
   e2e_reader_start();
   char id[24];
+  uint64_t v0 = e2e_version();
   e2e_join(4, "n4", id);
-  harness_sleep_ms(1500);
+  ck_assert_msg(ENV_WAIT(e2e_version() >= v0 + 2, 30), "the join does not move");
   uint64_t v = e2e_version();
-  fprintf(stderr, "etcd down for 10 s at version %" PRIu64 "\n", v);
+  fprintf(stderr, "etcd down at version %" PRIu64 "\n", v);
   etcd_member_signal(&env.etcd, 0, SIGKILL);
-  harness_sleep_ms(10000);
+  /* down past every lease (2 s), and a while more */
+  ck_assert_msg(ENV_WAIT(leases_gone(), 20), "a lease outlived etcd");
+  ck_assert(HARNESS_HOLDS(!leads(0) && !leads(1), 3.0));
   ck_assert(etcd_member_restart(&env.etcd, 0));
   fprintf(stderr, "etcd back; version %" PRIu64 "\n", e2e_version());
   e2e_finish(id, false);

@@ -484,15 +484,27 @@ typedef struct ender {
   rk_run_state end;
 } ender;
 
+/* Whether <cluster>/<what> holds a value. */
+static bool has_value(const char *cluster, const char *what) {
+  char *v = fx_value(cluster, what);
+  bool there = v[0] != '\0';
+  free(v);
+  return there;
+}
+
 static void *end_run(void *ud) {
   const ender *e = ud;
-  harness_sleep_ms(700);
+  ck_assert_msg(HARNESS_WAIT(has_value(e->cluster, "plan/active"), 15),
+                "ringctl apply started no run");
   rk_run run = read_active(e->cluster);
   set_done(&run, run.plan.moves_total / 2);
   char *json;
   size_t len;
   ck_assert_int_eq(rk_run_encode(&run, &json, &len), RING_OK);
   fx_put_owned(e->cluster, "plan/active", json, len);
+  /* pacing the part it plays: a run half done for a while, as a real one
+   * is, so that --wait has a progress line to print (its output is only
+   * read once it exits) */
   harness_sleep_ms(700);
   finish_run(e->cluster, &run, e->end, e->end == RK_RUN_DONE ? "" : "receiver n6 went down");
   rk_run_free(&run);

@@ -717,12 +717,14 @@ START_TEST(unread_page_is_current_when_read) {
   cJSON_Delete(s);
   s = status_until(0, is_leader_view, NULL, 10, "the leader's view");
   cJSON_Delete(s);
-  harness_sleep_ms(6000); /* unread: longer than STATUS_WATCHED_MS, on purpose */
+  /* a fixed time is the point: the page unread for longer than the loop
+   * builds ahead (STATUS_WATCHED_MS), which nothing outside shows */
+  harness_sleep_ms(6000);
   env_agent("a3", "z0");
   env_node n;
   WAIT_UNTIL(env_node_read("a3", &n), 10, "no record for a3");
   env_wait_done(2, 60);
-  harness_sleep_ms(6000); /* unread again, the cluster idle: on purpose, as above */
+  harness_sleep_ms(6000); /* a fixed time is the point: unread again, as above */
   /* a GET waits at most STATUS_WAIT_MS for the loop; on a loaded machine the
    * loop can be inside a slower look, so the view of now may take a GET or
    * two: bounded, and never older than the state asked about */

@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <curl/curl.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -177,8 +178,20 @@ START_TEST(failed_text_is_500) {
 }
 END_TEST
 
+/* The file descriptors this process has open (the server's among them). */
+static int open_fds(void) {
+  DIR *d = opendir("/proc/self/fd");
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+    n += e->d_name[0] != '.';
+  if (d)
+    closedir(d);
+  return n;
+}
+
 /* A client that connected and sent half a request must not hold up stop. */
 START_TEST(stop_with_client_connected) {
+  int fds = open_fds();
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   ck_assert_int_ge(fd, 0);
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
@@ -186,7 +199,11 @@ START_TEST(stop_with_client_connected) {
   ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
   const char half[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n";
   ck_assert_int_eq(write(fd, half, sizeof half - 1), (ssize_t)(sizeof half - 1));
-  sleep_ms(100); /* let the server take the connection */
+  /* the server took the connection: its end is a descriptor of ours too */
+  uint64_t until = rd_now_ms() + 5000;
+  while (open_fds() < fds + 2 && rd_now_ms() < until)
+    sleep_ms(5);
+  ck_assert_int_ge(open_fds(), fds + 2);
   uint64_t t0 = rd_now_ms();
   stop();
   ck_assert_uint_lt(rd_now_ms() - t0, 2000);
@@ -429,7 +446,7 @@ START_TEST(timeout_honoured) {
 END_TEST
 
 static void *wake_later(void *arg) {
-  sleep_ms(50);
+  sleep_ms(50); /* a fixed time is the point: the waiter is asleep when the wake comes */
   rd_waker_wake(arg);
   return NULL;
 }

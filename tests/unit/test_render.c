@@ -1,7 +1,8 @@
 /*
  * test_render.c: `ringctl render`'s SVG writers (coordinator/ringctl/
  * render_*.c, built into this test from their sources): every picture is
- * well-formed XML (xmllint, when installed), writes its numbers as text
+ * well-formed XML (xmllint, which deploy/install-deps.sh installs), names
+ * the nodes it draws and no more, writes its numbers as text
  * (loads before, after and target; flow counts; ring shares), escapes
  * what it is given, and stays small for 10,000 nodes ("+N more").
  * RENDER_KEEP=DIR keeps the pictures drawn, for a look.
@@ -63,11 +64,10 @@ static char *draw(draw_fn fn, const render_input *in, size_t *size) {
   rewind(f);
   ck_assert_uint_eq(fread(text, 1, (size_t)n, f), (size_t)n);
   fclose(f);
-  if (system("command -v xmllint >/dev/null 2>&1") == 0) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "xmllint --noout '%s'", path);
-    ck_assert_msg(system(cmd) == 0, "%s is not well-formed XML", path);
-  }
+  char cmd[160];
+  snprintf(cmd, sizeof cmd, "xmllint --noout '%s'", path);
+  ck_assert_msg(system(cmd) == 0, "%s is not well-formed XML (or no xmllint: libxml2-utils)", path);
+  ck_assert_msg(strncmp(text, "<svg", 4) == 0 || strstr(text, "\n<svg") != NULL, "no <svg> root");
   keep(path);
   unlink(path);
   *size = (size_t)n;
@@ -81,6 +81,28 @@ static bool has_text(const char *svg, const char *want) {
     if (p > svg && p[-1] == '>' && p[n] == '<')
       return true;
   return false;
+}
+
+/* The number of in's nodes named by a <text> element of svg: its whole
+ * text, or the text's first word ("n4 (z4) 25.0%"). */
+static uint32_t nodes_named(const char *svg, const render_input *in) {
+  bool *seen = calloc(in->n_nodes, sizeof *seen);
+  uint32_t n = 0;
+  for (const char *p = strstr(svg, "<text"); p != NULL; p = strstr(p + 1, "<text")) {
+    const char *b = strchr(p, '>'), *e = b ? strstr(b, "</text>") : NULL;
+    if (e == NULL)
+      break;
+    size_t len = (size_t)(e - b - 1), word = strcspn(b + 1, " <");
+    for (uint32_t i = 0; i < in->n_nodes; i++) {
+      size_t il = strlen(in->nodes[i].id);
+      if (!seen[i] && (il == len || il == word) && strncmp(b + 1, in->nodes[i].id, il) == 0) {
+        seen[i] = true;
+        n++;
+      }
+    }
+  }
+  free(seen);
+  return n;
 }
 
 #define ASSERT_TEXT(svg, ...)                                                                      \
@@ -237,7 +259,16 @@ START_TEST(demo_join) {
     size_t size;
     char *svg = draw(fns[k], &in, &size);
     ck_assert_uint_lt(size, 64 * 1024);
-    ck_assert(k == 0 || strstr(svg, ">n4") != NULL); /* n4 is drawn once it is in */
+    ASSERT_TEXT(svg, "%s", in.title);
+    /* n4 is drawn once it is in; the flow names only the pairs that move */
+    uint32_t want = fns[k] == render_flow ? in.n_pairs + 1 : (k == 0 ? 3 : 4);
+    ck_assert_uint_eq(in.n_nodes, k == 0 ? 3 : 4);
+    ck_assert_msg(nodes_named(svg, &in) == want, "picture %d names %u nodes, not %u", k,
+                  nodes_named(svg, &in), want);
+    if (fns[k] == render_ring)
+      ASSERT_TEXT(svg, "4096 tokens x 3 replicas");
+    for (uint32_t i = 0; fns[k] == render_load && i < in.n_nodes; i++)
+      ASSERT_TEXT(svg, "%u", in.nodes[i].after);
     free(svg);
     render_input_free(&in);
   }
@@ -276,6 +307,8 @@ START_TEST(ten_thousand_nodes_stay_small) {
     char *svg = draw(fns[k], &in, &size);
     ck_assert_msg(size < BIG_BYTES_MAX, "picture %d is %zu bytes", k, size);
     ck_assert_msg(strstr(svg, more[k]) != NULL, "picture %d says no \"%s\"", k, more[k]);
+    if (fns[k] != render_flow) /* drawn: the nodes "+N more" leaves out */
+      ck_assert_uint_eq(nodes_named(svg, &in), k == 0 ? 32 : 20);
     free(svg);
   }
   render_input_free(&in);
