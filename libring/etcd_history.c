@@ -18,7 +18,9 @@
  * restored revision waits silently instead of failing, so the watch asks
  * the client for a linearizable read instead (etcd_watch.c, behind()).
  *
- * Locking: hist_lock guards c->hist; nothing else is taken under it.
+ * Locking: hist_lock guards c->hist; nothing else is taken under it. Its
+ * went_back is mirrored in an atomic at each unlock, so the watcher's check
+ * at every version heard takes no lock (ring__history_back).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "etcd_int.h"
@@ -28,6 +30,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Releases hist_lock, mirroring went_back first (ring__history_back). */
+static void unlock(ring_etcd *c) {
+  atomic_store_explicit(&c->hist_back, c->hist.went_back, memory_order_release);
+  pthread_mutex_unlock(&c->hist_lock);
+}
+
+bool ring__history_back(ring_etcd *c) {
+  return c != NULL && atomic_load_explicit(&c->hist_back, memory_order_acquire);
+}
 
 uint64_t ring__header_cluster_id(const cJSON *header) {
   const cJSON *it = cJSON_GetObjectItemCaseSensitive(header, "cluster_id");
@@ -76,7 +88,7 @@ static void judge_cluster(ring_etcd_history *h, uint64_t cluster_id) {
 int64_t ring__history_floor(ring_etcd *c) {
   pthread_mutex_lock(&c->hist_lock);
   int64_t floor = c->hist.went_back && c->hist.back_revision ? 0 : c->hist.revision;
-  pthread_mutex_unlock(&c->hist_lock);
+  unlock(c);
   return floor;
 }
 
@@ -88,13 +100,13 @@ void ring__history_header(ring_etcd *c, const cJSON *resp, int64_t floor) {
   pthread_mutex_lock(&c->hist_lock);
   judge_revision(&c->hist, rev, floor);
   judge_cluster(&c->hist, ring__header_cluster_id(hdr));
-  pthread_mutex_unlock(&c->hist_lock);
+  unlock(c);
 }
 
 void ring__history_watch_header(ring_etcd *c, uint64_t cluster_id) {
   pthread_mutex_lock(&c->hist_lock);
   judge_cluster(&c->hist, cluster_id);
-  pthread_mutex_unlock(&c->hist_lock);
+  unlock(c);
 }
 
 void ring_etcd_history_get(ring_etcd *c, ring_etcd_history *out) {
@@ -106,7 +118,7 @@ void ring_etcd_history_get(ring_etcd *c, ring_etcd_history *out) {
   }
   pthread_mutex_lock(&c->hist_lock);
   *out = c->hist;
-  pthread_mutex_unlock(&c->hist_lock);
+  unlock(c);
 }
 
 bool ring_etcd_note_version(ring_etcd *c, uint64_t version, int64_t revision) {
@@ -133,7 +145,7 @@ bool ring_etcd_note_version(ring_etcd *c, uint64_t version, int64_t revision) {
     h->version_revision = revision;
   }
   bool back = h->went_back;
-  pthread_mutex_unlock(&c->hist_lock);
+  unlock(c);
   return back;
 }
 
@@ -161,7 +173,7 @@ void ring_etcd_history_seed(ring_etcd *c, const ring_etcd_history *from) {
     h->version_revision = from->version_revision;
   }
   judge_cluster(h, from->cluster_id);
-  pthread_mutex_unlock(&c->hist_lock);
+  unlock(c);
 }
 
 bool ring_etcd_history_settle(ring_etcd *c, uint64_t recovered_version, uint64_t current_version) {
@@ -174,7 +186,7 @@ bool ring_etcd_history_settle(ring_etcd *c, uint64_t recovered_version, uint64_t
   bool ok = h->went_back && recovered_version > h->version && current_version >= recovered_version;
   if (ok)
     *h = (ring_etcd_history){.version = current_version, .version_revision = 0};
-  pthread_mutex_unlock(&c->hist_lock);
+  unlock(c);
   return ok;
 }
 

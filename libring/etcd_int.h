@@ -33,6 +33,7 @@ struct ring_etcd {
   _Atomic uint64_t requests; /* HTTP requests sent */
   pthread_mutex_t hist_lock; /* guards hist */
   ring_etcd_history hist;    /* high-water marks of what etcd said (etcd_history.c) */
+  atomic_bool hist_back;     /* hist.went_back, mirrored at each unlock: read without the lock */
 };
 
 /* How a request may be retried on another endpoint. */
@@ -153,6 +154,9 @@ void ring__history_header(ring_etcd *c, const cJSON *resp, int64_t floor);
 /* A watch stream's header: only its cluster id is judged (a member behind
  * the others may send an older revision on a watch). */
 void ring__history_watch_header(ring_etcd *c, uint64_t cluster_id);
+/* Whether etcd's history went back, without the lock: the watcher asks at
+ * every version heard, and the answer is almost always no. */
+bool ring__history_back(ring_etcd *c);
 /* The "cluster_id" of a header object (a decimal string or a number), 0
  * when absent or malformed. */
 uint64_t ring__header_cluster_id(const cJSON *header);

@@ -503,6 +503,8 @@ static bool transient(int rc) {
  * the operator's `recovered` record settles it (ring_etcd_history_resume).
  * Logs the change once each way. */
 static bool held_back(ring_watcher *w) {
+  if (!w->held_back && !ring__history_back(w->c))
+    return false; /* the usual answer, without the history's lock */
   ring_etcd_history h;
   ring_etcd_history_get(w->c, &h);
   if (h.went_back && ring_etcd_history_resume(w->c, w->cluster, NULL, NULL) == RING_OK)
