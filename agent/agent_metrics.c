@@ -36,144 +36,157 @@ void agent_metrics_tick(agent *a) {
   }
 }
 
-void agent_metrics_text(void *ud, rd_text *t) {
-  agent *a = ud;
-  agent_metrics *m = &a->m;
-  arc_server_stats ss = {0};
-  if (a->server)
-    arc_server_stats_get(a->server, &ss);
-  rd_metric(t, "ring_agent_version", "gauge", "the table version in service", (double)m->version);
-  rd_metric(t, "ring_agent_pending_version", "gauge",
-            "the version whose pending entries name this host; 0: none",
-            (double)m->pending_version);
-  rd_metric(t, "ring_agent_registered", "gauge", "1 while alive/<id> is up", (double)m->registered);
-  rd_metric(t, "ring_agent_registrations_total", "counter", "times alive/<id> was put",
-            (double)m->registrations);
-  rd_metric(t, "ring_agent_leases_lost_total", "counter", "leases lost (then registered again)",
-            (double)m->leases_lost);
-  rd_metric(t, "ring_agent_bytes_in_total", "counter", "arc bytes received", (double)m->bytes_in);
-  rd_metric(t, "ring_agent_bytes_out_total", "counter", "arc bytes served", (double)ss.bytes_out);
-  rd_metric(t, "ring_agent_rate_bytes_per_second", "gauge",
-            "arc bytes received per second, measured", (double)m->rate_in);
-  rd_metric(t, "ring_agent_rate_limit_bytes_per_second", "gauge",
-            "throttle.bytes_per_sec in force; 0: no limit", (double)m->rate_limit);
-  rd_metric(t, "ring_agent_fetch_parallel", "gauge", "arc fetches allowed at once",
-            (double)m->parallel);
-  rd_metric(t, "ring_agent_arcs_in_flight", "gauge", "arc fetches running", (double)m->in_flight);
-  rd_metric(t, "ring_agent_arcs_queued", "gauge", "incoming arcs waiting for a fetch or a retry",
-            (double)m->queued);
-  rd_metric(t, "ring_agent_arcs_fetched_total", "counter", "arcs installed and verified",
-            (double)m->fetched);
-  rd_metric(t, "ring_agent_fetch_failures_total", "counter", "fetch attempts that failed",
-            (double)m->fetch_failures);
-  rd_metric(t, "ring_agent_busy_waits_total", "counter",
-            "fetches put back for a moment because every source streamed at its limit",
-            (double)m->busy_waits);
-  rd_metric(t, "ring_agent_source_switches_total", "counter",
-            "fetches moved to another replica after a source failed", (double)m->source_switches);
-  rd_metric(t, "ring_agent_checksum_failures_total", "counter",
-            "files refetched after a checksum mismatch", (double)m->checksum_failures);
-  rd_metric(t, "ring_agent_resumed_files_total", "counter", "files continued from a partial copy",
-            (double)m->resumed_files);
-  rd_metric(t, "ring_agent_stale_removed_total", "counter",
-            "arcs held without a fetch of this run behind them, taken out of service and rechecked",
-            (double)m->stale_removed);
-  rd_metric(t, "ring_agent_stale_files_total", "counter",
-            "files of rechecked or partial copies that the source had changed: fetched anew",
-            (double)m->stale_files);
-  rd_metric(t, "ring_agent_reused_bytes_total", "counter",
-            "bytes already on disk that matched the source's checksums: not sent again",
-            (double)m->reused_bytes);
-  rd_metric(t, "ring_agent_empty_arcs_total", "counter",
-            "empty arcs installed: a source's signed manifest listed no files, or the operator "
-            "accepted the loss",
-            (double)m->empty_arcs);
-  rd_metric(t, "ring_agent_arcs_dropped_total", "counter", "arcs removed after the drop grace",
-            (double)m->dropped);
-  rd_metric(t, "ring_agent_arcs_held", "gauge", "arcs installed on disk", (double)m->held);
-  rd_metric(t, "ring_agent_arcs_adopted_total", "counter",
-            "empty arcs made for owned tokens granted with nothing to copy (first placement, "
-            "migration none)",
-            (double)m->adopted);
-  rd_metric(t, "ring_agent_arcs_missing", "gauge",
-            "owned tokens with no arc on this host: served as not held, never as empty",
-            (double)m->missing);
-  rd_metric(t, "ring_agent_arcs_refilled_total", "counter",
-            "missing owned arcs refilled from the token's other owners", (double)m->refilled);
-  rd_metric(t, "ring_agent_store_ok", "gauge", "1 while the data dir's arcs/ and tmp/ are there",
-            (double)m->store_ok);
-  rd_metric(t, "ring_agent_data_free_bytes", "gauge", "free bytes on the data dir's file system",
-            (double)arc_store_free_bytes(a->store));
-  /* the size beside the free bytes: an alert on a fraction holds for any disk */
-  rd_metric(t, "ring_agent_data_capacity_bytes", "gauge",
-            "size of the data dir's file system; 0: it cannot be read",
-            (double)arc_store_capacity_bytes(a->store));
-  rd_metric(t, "ring_agent_progress_writes_total", "counter", "progress/<id> values written",
-            (double)m->progress_writes);
-  rd_metric(t, "ring_agent_server_requests_total", "counter", "arc server requests",
-            (double)ss.requests);
-  rd_metric(t, "ring_agent_server_connections_total", "counter",
-            "connections the arc server accepted (fetchers keep theirs from arc to arc)",
-            (double)ss.connections);
-  rd_metric(t, "ring_agent_server_unauthorized_total", "counter",
-            "arc server requests refused with 401: not signed for this node by a cluster key, "
-            "out of the time window, or replayed",
-            (double)ss.unauthorized);
-  rd_metric(t, "ring_agent_server_bad_signer_total", "counter",
-            "requests refused with 401 that carry a member's MAC but not the signature of the "
-            "key pinned for the node they name: a host speaking as another",
-            (double)ss.bad_signer);
+static double free_bytes(const void *base) {
+  return (double)arc_store_free_bytes(((const agent *)base)->store);
+}
+
+static double capacity_bytes(const void *base) {
+  return (double)arc_store_capacity_bytes(((const agent *)base)->store);
+}
+
+static double files_refused(const void *base) {
+  return (double)arc_store_refused(((const agent *)base)->store, NULL, 0);
+}
+
+static double etcd_restored(const void *base) {
+  return atomic_load(&((const agent *)base)->restore.restored) ? 1.0 : 0.0;
+}
+
+static double etcd_requests(const void *base) {
+  return (double)ring_etcd_requests(((const agent *)base)->etcd);
+}
+
+static void last_bad_signer(rd_text *t, const void *base) {
   char who[RING_ID_MAX + 1];
-  arc_server_last_bad_signer(a->server, who);
+  arc_server_last_bad_signer(((const agent *)base)->server, who);
   if (who[0] != '\0') {
     rd_metric_head(t, "ring_agent_server_last_bad_signer", "gauge",
                    "the node named by the last request refused as bad_signer");
     rd_metric_labeled(t, "ring_agent_server_last_bad_signer", "node", who, 1);
   }
-  rd_metric(t, "ring_agent_pinned_nodes", "gauge",
-            "nodes with a signing key pinned in nodes/ as this host last read it",
-            (double)m->pinned);
-  rd_metric(t, "ring_agent_server_skewed_total", "counter",
-            "signed requests refused for a time out of the clock-skew window", (double)ss.skewed);
-  rd_metric(t, "ring_agent_server_replays_total", "counter", "signed requests refused as replays",
-            (double)ss.replayed);
-  rd_metric(t, "ring_agent_server_busy_total", "counter",
-            "requests refused with 503: no room to remember their nonce", (double)ss.busy);
-  rd_metric(t, "ring_agent_server_serve_busy_total", "counter",
-            "arc file requests answered 503 busy: throttle.moves_per_node files were streaming",
-            (double)ss.serve_busy);
-  rd_metric(t, "ring_agent_server_streaming", "gauge", "arc files being streamed to fetchers now",
-            (double)ss.serving);
-  rd_metric(t, "ring_agent_server_not_held_total", "counter",
-            "manifest requests for arcs this host does not hold", (double)ss.not_held);
-  rd_metric(t, "ring_agent_server_store_missing_total", "counter",
-            "requests answered 503 because arcs/ is missing", (double)ss.store_missing);
-  rd_metric(t, "ring_agent_not_held_total", "counter",
-            "fetches a source the table names as owner answered, signed, with \"not held\"",
-            (double)m->not_held);
-  rd_metric(t, "ring_agent_bad_signatures_total", "counter",
+}
+
+static void admit_metrics(rd_text *t, const void *base) {
+  arc_server_admit_metrics(((const agent *)base)->server, "ring_agent_arc", t);
+}
+
+/* Room 0: the agent (its metrics); room 1: the arc server's stats, read once per scrape. */
+#define AGENT 0
+#define SERVER 1
+#define GAUGE(field, name, help)                                                                   \
+  RD_METRIC_FIELD(RD_METRIC_ATOMIC, AGENT, agent, m.field, name, "gauge", help)
+#define COUNTER(field, name, help)                                                                 \
+  RD_METRIC_FIELD(RD_METRIC_ATOMIC, AGENT, agent, m.field, name, "counter", help)
+#define SERVER_GAUGE(field, name, help)                                                            \
+  RD_METRIC_FIELD(RD_METRIC_U64, SERVER, arc_server_stats, field, name, "gauge", help)
+#define SERVER_COUNTER(field, name, help)                                                          \
+  RD_METRIC_FIELD(RD_METRIC_U64, SERVER, arc_server_stats, field, name, "counter", help)
+static const rd_metric_desc agent_table[] = {
+    GAUGE(version, "ring_agent_version", "the table version in service"),
+    GAUGE(pending_version, "ring_agent_pending_version",
+          "the version whose pending entries name this host; 0: none"),
+    GAUGE(registered, "ring_agent_registered", "1 while alive/<id> is up"),
+    COUNTER(registrations, "ring_agent_registrations_total", "times alive/<id> was put"),
+    COUNTER(leases_lost, "ring_agent_leases_lost_total", "leases lost (then registered again)"),
+    COUNTER(bytes_in, "ring_agent_bytes_in_total", "arc bytes received"),
+    SERVER_COUNTER(bytes_out, "ring_agent_bytes_out_total", "arc bytes served"),
+    GAUGE(rate_in, "ring_agent_rate_bytes_per_second", "arc bytes received per second, measured"),
+    GAUGE(rate_limit, "ring_agent_rate_limit_bytes_per_second",
+          "throttle.bytes_per_sec in force; 0: no limit"),
+    GAUGE(parallel, "ring_agent_fetch_parallel", "arc fetches allowed at once"),
+    GAUGE(in_flight, "ring_agent_arcs_in_flight", "arc fetches running"),
+    GAUGE(queued, "ring_agent_arcs_queued", "incoming arcs waiting for a fetch or a retry"),
+    COUNTER(fetched, "ring_agent_arcs_fetched_total", "arcs installed and verified"),
+    COUNTER(fetch_failures, "ring_agent_fetch_failures_total", "fetch attempts that failed"),
+    COUNTER(busy_waits, "ring_agent_busy_waits_total",
+            "fetches put back for a moment because every source streamed at its limit"),
+    COUNTER(source_switches, "ring_agent_source_switches_total",
+            "fetches moved to another replica after a source failed"),
+    COUNTER(checksum_failures, "ring_agent_checksum_failures_total",
+            "files refetched after a checksum mismatch"),
+    COUNTER(resumed_files, "ring_agent_resumed_files_total", "files continued from a partial copy"),
+    COUNTER(
+        stale_removed, "ring_agent_stale_removed_total",
+        "arcs held without a fetch of this run behind them, taken out of service and rechecked"),
+    COUNTER(stale_files, "ring_agent_stale_files_total",
+            "files of rechecked or partial copies that the source had changed: fetched anew"),
+    COUNTER(reused_bytes, "ring_agent_reused_bytes_total",
+            "bytes already on disk that matched the source's checksums: not sent again"),
+    COUNTER(empty_arcs, "ring_agent_empty_arcs_total",
+            "empty arcs installed: a source's signed manifest listed no files, or the operator "
+            "accepted the loss"),
+    COUNTER(dropped, "ring_agent_arcs_dropped_total", "arcs removed after the drop grace"),
+    GAUGE(held, "ring_agent_arcs_held", "arcs installed on disk"),
+    COUNTER(adopted, "ring_agent_arcs_adopted_total",
+            "empty arcs made for owned tokens granted with nothing to copy (first placement, "
+            "migration none)"),
+    GAUGE(missing, "ring_agent_arcs_missing",
+          "owned tokens with no arc on this host: served as not held, never as empty"),
+    COUNTER(refilled, "ring_agent_arcs_refilled_total",
+            "missing owned arcs refilled from the token's other owners"),
+    GAUGE(store_ok, "ring_agent_store_ok", "1 while the data dir's arcs/ and tmp/ are there"),
+    RD_METRIC_GETTER(AGENT, free_bytes, "ring_agent_data_free_bytes", "gauge",
+                     "free bytes on the data dir's file system"),
+    /* the size beside the free bytes: an alert on a fraction holds for any disk */
+    RD_METRIC_GETTER(AGENT, capacity_bytes, "ring_agent_data_capacity_bytes", "gauge",
+                     "size of the data dir's file system; 0: it cannot be read"),
+    COUNTER(progress_writes, "ring_agent_progress_writes_total", "progress/<id> values written"),
+    SERVER_COUNTER(requests, "ring_agent_server_requests_total", "arc server requests"),
+    SERVER_COUNTER(connections, "ring_agent_server_connections_total",
+                   "connections the arc server accepted (fetchers keep theirs from arc to arc)"),
+    SERVER_COUNTER(unauthorized, "ring_agent_server_unauthorized_total",
+                   "arc server requests refused with 401: not signed for this node by a cluster "
+                   "key, out of the time window, or replayed"),
+    SERVER_COUNTER(bad_signer, "ring_agent_server_bad_signer_total",
+                   "requests refused with 401 that carry a member's MAC but not the signature of "
+                   "the key pinned for the node they name: a host speaking as another"),
+    RD_METRIC_PUT(AGENT, last_bad_signer),
+    GAUGE(pinned, "ring_agent_pinned_nodes",
+          "nodes with a signing key pinned in nodes/ as this host last read it"),
+    SERVER_COUNTER(skewed, "ring_agent_server_skewed_total",
+                   "signed requests refused for a time out of the clock-skew window"),
+    SERVER_COUNTER(replayed, "ring_agent_server_replays_total",
+                   "signed requests refused as replays"),
+    SERVER_COUNTER(busy, "ring_agent_server_busy_total",
+                   "requests refused with 503: no room to remember their nonce"),
+    SERVER_COUNTER(serve_busy, "ring_agent_server_serve_busy_total",
+                   "arc file requests answered 503 busy: throttle.moves_per_node files were "
+                   "streaming"),
+    SERVER_GAUGE(serving, "ring_agent_server_streaming",
+                 "arc files being streamed to fetchers now"),
+    SERVER_COUNTER(not_held, "ring_agent_server_not_held_total",
+                   "manifest requests for arcs this host does not hold"),
+    SERVER_COUNTER(store_missing, "ring_agent_server_store_missing_total",
+                   "requests answered 503 because arcs/ is missing"),
+    COUNTER(not_held, "ring_agent_not_held_total",
+            "fetches a source the table names as owner answered, signed, with \"not held\""),
+    COUNTER(bad_signatures, "ring_agent_bad_signatures_total",
             "answers refused: not signed (cluster MAC and pinned key) by the node the table "
-            "names at that address",
-            (double)m->bad_signatures);
-  rd_metric(t, "ring_agent_alive_refused_total", "counter",
+            "names at that address"),
+    COUNTER(alive_refused, "ring_agent_alive_refused_total",
             "alive/ values refused when read: over the cap the coordinator applies, or a key "
-            "naming no id (the host counts as not alive)",
-            (double)m->alive_refused);
-  rd_metric(t, "ring_agent_losses_accepted_total", "counter",
-            "arcs installed empty on the operator's accept-loss", (double)m->losses_accepted);
-  rd_metric(t, "ring_agent_arc_files_refused_total", "counter",
-            "names in arcs/<token>/ refused as not regular files (FIFO, link, device, "
-            "directory): never listed nor served",
-            (double)arc_store_refused(a->store, NULL, 0));
-  arc_server_admit_metrics(a->server, "ring_agent_arc", t);
-  rd_metric(t, "ring_agent_etcd_restored", "gauge",
-            "1 while etcd's history went back (a restore from an older snapshot): nothing is "
-            "dropped, fetched or acked until `ringctl recover`",
-            atomic_load(&a->restore.restored) ? 1.0 : 0.0);
-  rd_metric(t, "ring_agent_errors_total", "counter", "etcd operations that failed",
-            (double)m->errors);
-  rd_metric(t, "ring_agent_etcd_requests_total", "counter", "etcd requests sent",
-            (double)ring_etcd_requests(a->etcd));
+            "naming no id (the host counts as not alive)"),
+    COUNTER(losses_accepted, "ring_agent_losses_accepted_total",
+            "arcs installed empty on the operator's accept-loss"),
+    RD_METRIC_GETTER(AGENT, files_refused, "ring_agent_arc_files_refused_total", "counter",
+                     "names in arcs/<token>/ refused as not regular files (FIFO, link, device, "
+                     "directory): never listed nor served"),
+    RD_METRIC_PUT(AGENT, admit_metrics),
+    RD_METRIC_GETTER(AGENT, etcd_restored, "ring_agent_etcd_restored", "gauge",
+                     "1 while etcd's history went back (a restore from an older snapshot): "
+                     "nothing is dropped, fetched or acked until `ringctl recover`"),
+    COUNTER(errors, "ring_agent_errors_total", "etcd operations that failed"),
+    RD_METRIC_GETTER(AGENT, etcd_requests, "ring_agent_etcd_requests_total", "counter",
+                     "etcd requests sent"),
+};
+
+void agent_metrics_text(void *ud, rd_text *t) {
+  agent *a = ud;
+  arc_server_stats ss = {0};
+  if (a->server)
+    arc_server_stats_get(a->server, &ss);
+  const void *bases[] = {[AGENT] = a, [SERVER] = &ss};
+  rd_metric_table(t, agent_table, sizeof agent_table / sizeof *agent_table, bases);
 }
 
 bool agent_health_text(void *ud, rd_text *t) {

@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -114,6 +115,46 @@ void rd_metric_sample(rd_text *t, const char *name, const char *labels, double v
 void rd_metric_labeled(rd_text *t, const char *name, const char *label, const char *label_value,
                        double value);
 void rd_metric(rd_text *t, const char *name, const char *type, const char *help, double value);
+
+/* A metric read from a table rather than written by hand: a family of one
+ * unlabelled sample whose value is an _Atomic uint64_t (RD_METRIC_ATOMIC)
+ * or a uint64_t of a snapshot (RD_METRIC_U64) at `offset` in the struct
+ * bases[room], divided by `divisor` (0: as read); or what `get` computes
+ * from bases[room] (RD_METRIC_GET); or a whole family `put` writes itself,
+ * labelled or left out (RD_METRIC_FAMILY), so a table keeps the order of
+ * the exposition. rd_metric_table writes n of them in order. */
+typedef enum rd_metric_kind {
+  RD_METRIC_ATOMIC,
+  RD_METRIC_U64,
+  RD_METRIC_GET,
+  RD_METRIC_FAMILY
+} rd_metric_kind;
+typedef struct rd_metric_desc {
+  const char *name;
+  const char *type; /* "gauge", "counter" */
+  const char *help;
+  rd_metric_kind kind;
+  unsigned room; /* index into rd_metric_table's bases */
+  size_t offset;
+  double divisor;
+  double (*get)(const void *base);
+  void (*put)(rd_text *t, const void *base);
+} rd_metric_desc;
+void rd_metric_table(rd_text *t, const rd_metric_desc *d, size_t n, const void *const *bases);
+
+/* Table entries: a field of struct `st` in bases[room]; a computed value; a family. */
+#define RD_METRIC_FIELD(kind_, room_, st, field, name_, type_, help_)                              \
+  {                                                                                                \
+    .name = (name_), .type = (type_), .help = (help_), .kind = (kind_), .room = (room_),           \
+    .offset = offsetof(st, field)                                                                  \
+  }
+#define RD_METRIC_GETTER(room_, fn, name_, type_, help_)                                           \
+  {                                                                                                \
+    .name = (name_), .type = (type_), .help = (help_), .kind = RD_METRIC_GET, .room = (room_),     \
+    .get = (fn)                                                                                    \
+  }
+#define RD_METRIC_PUT(room_, fn)                                                                   \
+  { .kind = RD_METRIC_FAMILY, .room = (room_), .put = (fn) }
 
 /* /metrics: fills t with the exposition. /healthz: returns true when
  * healthy, writing a one-line reason to t either way ("ok", "etcd

@@ -66,3 +66,20 @@ void rd_metric_labeled(rd_text *t, const char *name, const char *label, const ch
   put_escaped(t, label_value != NULL ? label_value : "", "\\\"\n");
   ring__sb_printf(t, "\"} %s\n", v);
 }
+
+static double desc_value(const rd_metric_desc *d, const void *base) {
+  const char *at = (const char *)base + d->offset;
+  double v = d->kind == RD_METRIC_GET      ? d->get(base)
+             : d->kind == RD_METRIC_ATOMIC ? (double)atomic_load((const _Atomic uint64_t *)at)
+                                           : (double)*(const uint64_t *)at;
+  return d->divisor != 0 ? v / d->divisor : v;
+}
+
+void rd_metric_table(rd_text *t, const rd_metric_desc *d, size_t n, const void *const *bases) {
+  for (size_t i = 0; i < n; i++) {
+    if (d[i].kind == RD_METRIC_FAMILY)
+      d[i].put(t, bases[d[i].room]);
+    else
+      rd_metric(t, d[i].name, d[i].type, d[i].help, desc_value(&d[i], bases[d[i].room]));
+  }
+}

@@ -99,9 +99,9 @@ typedef struct coord_status {
   _Atomic uint64_t latest;     /* the stamp of the loop's last look (0: not leading) */
   atomic_bool wanted;          /* the HTTP thread waits for a newer json */
   _Atomic uint64_t woken_ms;   /* rd_now_ms when a GET last woke the loop; 0: never */
-  atomic_uint_fast64_t wakes;  /* GETs that woke the loop */
-  atomic_uint_fast64_t builds; /* views published */
-  atomic_uint_fast64_t denied; /* GETs refused by the allow-list */
+  _Atomic uint64_t wakes;      /* GETs that woke the loop */
+  _Atomic uint64_t builds;     /* views published */
+  _Atomic uint64_t denied;     /* GETs refused by the allow-list */
   rd_addrs *allow;             /* who may read the page (--status-allow); NULL: anyone */
   rd_http_route routes[4];     /* /, /status, /status.json, end */
   bool leading;                /* json is the leader's view */

@@ -158,7 +158,20 @@ void coord_metrics_forget(coord *c) {
 
 /* The state cache's looks (coordinator/cluster/state_cache.h): full reads
  * by why, looks served from the watch, events applied. */
-static void cache_metrics(coord *c, rd_text *t) {
+#define CACHE_FIELD(field, name, help)                                                             \
+  RD_METRIC_FIELD(RD_METRIC_U64, 0, rk_cache_stats, field, name, "counter", help)
+static const rd_metric_desc cache_table[] = {
+    CACHE_FIELD(incremental, "ring_coordinator_cache_looks_total",
+                "looks at the cluster served from the watch-fed cache (no full read)"),
+    CACHE_FIELD(events, "ring_coordinator_cache_events_total",
+                "watch events applied to the cluster state cache"),
+    CACHE_FIELD(waits, "ring_coordinator_cache_waits_total",
+                "looks skipped while the watch, still moving, was bringing the coordinator's own "
+                "last write (etcd busy)"),
+};
+
+static void cache_metrics(rd_text *t, const void *base) {
+  const coord *c = base;
   rk_cache_stats st = {0};
   if (c->cache != NULL)
     rk_cache_stats_get(c->cache, &st);
@@ -168,106 +181,115 @@ static void cache_metrics(coord *c, rd_text *t) {
   for (int i = 0; i < RK_RESYNC_KINDS; i++)
     rd_metric_labeled(t, "ring_coordinator_cache_resyncs_total", "why",
                       rk_resync_why_name((rk_resync_why)i), (double)st.full[i]);
-  rd_metric(t, "ring_coordinator_cache_looks_total", "counter",
-            "looks at the cluster served from the watch-fed cache (no full read)",
-            (double)st.incremental);
-  rd_metric(t, "ring_coordinator_cache_events_total", "counter",
-            "watch events applied to the cluster state cache", (double)st.events);
-  rd_metric(t, "ring_coordinator_cache_waits_total", "counter",
-            "looks skipped while the watch, still moving, was bringing the coordinator's own "
-            "last write (etcd busy)",
-            (double)st.waits);
+  const void *bases[] = {&st};
+  rd_metric_table(t, cache_table, sizeof cache_table / sizeof *cache_table, bases);
 }
 
-/* The status page's reads: what woke the loop, what was built, what was
- * refused (coord_status.c). */
-static void status_metrics(coord *c, rd_text *t) {
-  const coord_status *st = &c->status;
-  rd_metric(t, "ring_coordinator_status_wakes_total", "counter",
-            "status page reads that woke the loop for a new view (at most one per 200 ms)",
-            (double)atomic_load(&st->wakes));
-  rd_metric(t, "ring_coordinator_status_builds_total", "counter", "status page views built",
-            (double)atomic_load(&st->builds));
-  rd_metric(t, "ring_coordinator_status_denied_total", "counter",
-            "status page reads refused (403) by --status-allow", (double)atomic_load(&st->denied));
-}
-
-void coord_metrics_text(void *ud, rd_text *t) {
-  coord *c = ud;
-  coord_metrics *m = &c->m;
-  static const char *const plans[] = {"none", "proposed", "active", "paused", "cancelling"};
-  rd_metric(t, "ring_coordinator_leader", "gauge", "1 while this instance leads",
-            (double)m->leader);
-  rd_metric(t, "ring_coordinator_terms_total", "counter", "times this instance was elected",
-            (double)m->terms);
-  rd_metric(t, "ring_coordinator_version", "gauge", "the table version in etcd",
-            (double)m->version);
+static void nodes_family(rd_text *t, const void *base) {
+  const coord *c = base;
   rd_metric_head(t, "ring_coordinator_nodes", "gauge", "node records by state");
-  for (int i = 0; i < 5; i++) {
+  for (int i = 0; i < 5; i++)
     rd_metric_labeled(t, "ring_coordinator_nodes", "state",
-                      ring_node_state_name((ring_node_state)i), (double)m->nodes[i]);
-  }
+                      ring_node_state_name((ring_node_state)i), (double)c->m.nodes[i]);
+}
+
+static void plan_family(rd_text *t, const void *base) {
+  static const char *const plans[] = {"none", "proposed", "active", "paused", "cancelling"};
+  const coord *c = base;
   rd_metric_head(t, "ring_coordinator_plan", "gauge", "1 for the plan state the cluster is in");
-  for (int i = 0; i < 5; i++) {
+  for (int i = 0; i < 5; i++)
     rd_metric_labeled(t, "ring_coordinator_plan", "state", plans[i],
-                      atomic_load(&m->plan_state) == i);
-  }
-  rd_metric(t, "ring_coordinator_run_moves", "gauge", "moves of the active run",
-            (double)m->moves_total);
-  rd_metric(t, "ring_coordinator_run_moves_done", "gauge", "moves of the active run done",
-            (double)m->moves_done);
-  rd_metric(t, "ring_coordinator_run_waves", "gauge", "waves of the active run",
-            (double)m->waves_total);
-  rd_metric(t, "ring_coordinator_run_wave", "gauge", "the wave the active run is in",
-            (double)m->wave);
-  rd_metric(t, "ring_coordinator_errors_total", "counter", "failed etcd writes and steps",
-            (double)m->errors);
-  rd_metric(t, "ring_coordinator_etcd_requests_total", "counter", "etcd requests sent",
-            (double)ring_etcd_requests(c->etcd));
-  rd_metric(t, "ring_coordinator_publishes_total", "counter", "table versions published",
-            (double)m->publishes);
-  rd_metric(t, "ring_coordinator_publish_bytes_total", "counter",
-            "bytes of values written by publishes", (double)m->publish_bytes);
-  rd_metric(t, "ring_coordinator_runs_done_total", "counter", "runs finished",
-            (double)m->runs_done);
-  rd_metric(t, "ring_coordinator_runs_failed_total", "counter", "runs failed",
-            (double)m->runs_failed);
-  rd_metric(t, "ring_coordinator_runs_cancelled_total", "counter", "runs cancelled",
-            (double)m->runs_cancelled);
-  rd_metric(t, "ring_coordinator_etcd_restored", "gauge",
-            "1 while etcd's history went back (a restore from an older snapshot): nothing is "
-            "planned, published or marked down until `ringctl recover`",
-            atomic_load(&c->restore.restored) ? 1.0 : 0.0);
-  rd_metric(t, "ring_coordinator_stuck_moves", "gauge",
-            "moves in flight whose receiver made no progress for --stuck-after",
-            (double)m->stuck_moves);
-  rd_metric(t, "ring_coordinator_failing_moves", "gauge",
-            "moves in flight whose receiver reports failed fetches (stuck or not yet)",
-            (double)m->failing_moves);
+                      atomic_load(&c->m.plan_state) == i);
+}
+
+static void bad_records_family(rd_text *t, const void *base) {
+  (void)base;
   rd_metric_head(t, "ring_coordinator_bad_records_total", "counter",
                  "host records (and leader, stuck values) ignored as over their cap or malformed, "
                  "each value once");
-  for (int i = 0; i < RK_BAD_KINDS; i++) {
+  for (int i = 0; i < RK_BAD_KINDS; i++)
     rd_metric_labeled(t, "ring_coordinator_bad_records_total", "kind",
                       rk_bad_kind_name((rk_bad_kind)i), (double)atomic_load(&bad_total[i]));
-  }
-  rd_metric(t, "ring_coordinator_bad_record_hosts", "gauge",
-            "hosts with a record ignored as bad now", (double)atomic_load(&bad_hosts));
-  rd_metric(t, "ring_coordinator_barrier_wait_seconds", "gauge",
-            "how long the table version in etcd has waited for a live host's or a registered "
-            "client's ack (the version barrier); 0: every one acked it",
-            (double)atomic_load(&m->barrier_wait_ms) / 1000.0);
-  rd_metric(t, "ring_coordinator_down_replicas", "gauge",
-            "token-replicas the table in service gives to nodes whose record is down: what a "
-            "repair has yet to re-make",
-            (double)atomic_load(&m->down_replicas));
-  rd_metric(t, "ring_coordinator_key_refused_nodes", "gauge",
-            "nodes whose agent signs with a key other than the one pinned in nodes/<id>: "
-            "their peers refuse them until ringctl trust (/healthz names them)",
-            (double)atomic_load(&m->key_refused));
+}
+
+static void missing_family(rd_text *t, const void *base) {
+  (void)base;
   coord_missing_metrics(t);
-  cache_metrics(c, t);
-  status_metrics(c, t);
+}
+
+static double etcd_requests(const void *base) {
+  return (double)ring_etcd_requests(((const coord *)base)->etcd);
+}
+
+static double etcd_restored(const void *base) {
+  return atomic_load(&((const coord *)base)->restore.restored) ? 1.0 : 0.0;
+}
+
+static double bad_record_hosts(const void *base) {
+  (void)base;
+  return (double)atomic_load(&bad_hosts);
+}
+
+#define GAUGE(field, name, help)                                                                   \
+  RD_METRIC_FIELD(RD_METRIC_ATOMIC, 0, coord, field, name, "gauge", help)
+#define COUNTER(field, name, help)                                                                 \
+  RD_METRIC_FIELD(RD_METRIC_ATOMIC, 0, coord, field, name, "counter", help)
+static const rd_metric_desc coord_table[] = {
+    GAUGE(m.leader, "ring_coordinator_leader", "1 while this instance leads"),
+    COUNTER(m.terms, "ring_coordinator_terms_total", "times this instance was elected"),
+    GAUGE(m.version, "ring_coordinator_version", "the table version in etcd"),
+    RD_METRIC_PUT(0, nodes_family),
+    RD_METRIC_PUT(0, plan_family),
+    GAUGE(m.moves_total, "ring_coordinator_run_moves", "moves of the active run"),
+    GAUGE(m.moves_done, "ring_coordinator_run_moves_done", "moves of the active run done"),
+    GAUGE(m.waves_total, "ring_coordinator_run_waves", "waves of the active run"),
+    GAUGE(m.wave, "ring_coordinator_run_wave", "the wave the active run is in"),
+    COUNTER(m.errors, "ring_coordinator_errors_total", "failed etcd writes and steps"),
+    RD_METRIC_GETTER(0, etcd_requests, "ring_coordinator_etcd_requests_total", "counter",
+                     "etcd requests sent"),
+    COUNTER(m.publishes, "ring_coordinator_publishes_total", "table versions published"),
+    COUNTER(m.publish_bytes, "ring_coordinator_publish_bytes_total",
+            "bytes of values written by publishes"),
+    COUNTER(m.runs_done, "ring_coordinator_runs_done_total", "runs finished"),
+    COUNTER(m.runs_failed, "ring_coordinator_runs_failed_total", "runs failed"),
+    COUNTER(m.runs_cancelled, "ring_coordinator_runs_cancelled_total", "runs cancelled"),
+    RD_METRIC_GETTER(0, etcd_restored, "ring_coordinator_etcd_restored", "gauge",
+                     "1 while etcd's history went back (a restore from an older snapshot): "
+                     "nothing is planned, published or marked down until `ringctl recover`"),
+    GAUGE(m.stuck_moves, "ring_coordinator_stuck_moves",
+          "moves in flight whose receiver made no progress for --stuck-after"),
+    GAUGE(m.failing_moves, "ring_coordinator_failing_moves",
+          "moves in flight whose receiver reports failed fetches (stuck or not yet)"),
+    RD_METRIC_PUT(0, bad_records_family),
+    RD_METRIC_GETTER(0, bad_record_hosts, "ring_coordinator_bad_record_hosts", "gauge",
+                     "hosts with a record ignored as bad now"),
+    {.name = "ring_coordinator_barrier_wait_seconds",
+     .type = "gauge",
+     .help = "how long the table version in etcd has waited for a live host's or a registered "
+             "client's ack (the version barrier); 0: every one acked it",
+     .kind = RD_METRIC_ATOMIC,
+     .offset = offsetof(coord, m.barrier_wait_ms),
+     .divisor = 1000.0},
+    GAUGE(m.down_replicas, "ring_coordinator_down_replicas",
+          "token-replicas the table in service gives to nodes whose record is down: what a "
+          "repair has yet to re-make"),
+    GAUGE(m.key_refused, "ring_coordinator_key_refused_nodes",
+          "nodes whose agent signs with a key other than the one pinned in nodes/<id>: "
+          "their peers refuse them until ringctl trust (/healthz names them)"),
+    RD_METRIC_PUT(0, missing_family),
+    RD_METRIC_PUT(0, cache_metrics),
+    /* the status page's reads: what woke the loop, what was built, what was refused
+     * (coord_status.c) */
+    COUNTER(status.wakes, "ring_coordinator_status_wakes_total",
+            "status page reads that woke the loop for a new view (at most one per 200 ms)"),
+    COUNTER(status.builds, "ring_coordinator_status_builds_total", "status page views built"),
+    COUNTER(status.denied, "ring_coordinator_status_denied_total",
+            "status page reads refused (403) by --status-allow"),
+};
+
+void coord_metrics_text(void *ud, rd_text *t) {
+  const void *bases[] = {ud};
+  rd_metric_table(t, coord_table, sizeof coord_table / sizeof *coord_table, bases);
 }
 
 /* Stuck moves first, then missing replicas (both last until data arrives
