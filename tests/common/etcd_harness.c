@@ -125,7 +125,23 @@ bool harness_wait(etcd_cluster *c, int i, double timeout_s) {
   return false;
 }
 
-void etcd_cluster_start(etcd_cluster *c, int n, const char *extra) {
+/* Whether member m's log says a port it was given is taken: ports are
+ * picked free (harness_free_port) but bound only when etcd starts, so a
+ * process running beside this test can take one in between. */
+static bool port_taken(const etcd_member *m) {
+  char path[320], buf[8192];
+  snprintf(path, sizeof path, "%s/etcd.log", m->dir);
+  FILE *f = fopen(path, "r");
+  size_t n = f != NULL ? fread(buf, 1, sizeof buf - 1, f) : 0;
+  if (f != NULL)
+    fclose(f);
+  buf[n] = '\0';
+  return strstr(buf, "address already in use") != NULL;
+}
+
+/* One try: n members on freshly picked ports. Returns the member that did
+ * not start, or -1 when all serve. */
+static int start_once(etcd_cluster *c, int n, const char *extra) {
   memset(c, 0, sizeof *c);
   c->n = n;
   snprintf(c->extra, sizeof c->extra, "%s", extra ? extra : "");
@@ -151,10 +167,25 @@ void etcd_cluster_start(etcd_cluster *c, int n, const char *extra) {
   for (int i = 0; i < n; i++)
     harness_spawn(c, i, "new");
   for (int i = 0; i < n; i++)
-    if (!harness_wait(c, i, 30)) {
-      fprintf(stderr, "etcd member %d did not start; see %s/etcd.log\n", i, c->m[i].dir);
+    if (!harness_wait(c, i, 30))
+      return i;
+  return -1;
+}
+
+void etcd_cluster_start(etcd_cluster *c, int n, const char *extra) {
+  for (int attempt = 1;; attempt++) { /* bounded: a taken port is the only retry */
+    int failed = start_once(c, n, extra);
+    if (failed < 0)
+      return;
+    bool raced = port_taken(&c->m[failed]);
+    if (!raced || attempt == 5) {
+      fprintf(stderr, "etcd member %d did not start; see %s/etcd.log\n", failed, c->m[failed].dir);
       abort();
     }
+    fprintf(stderr, "etcd member %d: a port picked free was taken meanwhile; on others again\n",
+            failed);
+    etcd_cluster_stop(c);
+  }
 }
 
 void etcd_member_signal(etcd_cluster *c, int i, int sig) {
