@@ -50,12 +50,8 @@
 /* ---------------------------------------------------------------- options */
 
 typedef struct agent_opts {
+  RD_COMMON_MEMBERS; /* listen: the arc server; advertise: the address in alive/<id> */
   char *endpoints;
-  char *cluster;
-  char *id;
-  char *listen;    /* the arc server */
-  char *advertise; /* the address in alive/<id>; NULL: from listen */
-  char *data_dir;
   char *region, *zone, *rack, *host; /* failure-domain labels, NULL when unset */
   double weight;
   char *secret_file;   /* the cluster secret(s): one per line, the first signs (arc_keyring_load) */
@@ -68,13 +64,10 @@ typedef struct agent_opts {
   uint64_t max_per_address;    /* from one client address; 0: default */
   uint64_t header_deadline_ms; /* a request's headers, in total */
   char *metrics;               /* /metrics and /healthz; NULL: none */
-  char *log_level;
-  uint64_t lease_ttl_ms;
   uint64_t drop_grace_ms;
   uint64_t sizes_every_ms;  /* how often sizes/<id> is measured (agent_sizes.c) */
   char *tls_cert, *tls_key; /* the arc server's HTTPS */
   char *ca_file;            /* to verify https sources */
-  rd_etcd_conf etcd;        /* --endpoints, auth, TLS, --etcd-timeout */
 } agent_opts;
 
 /* ------------------------------------------------------------------- jobs */

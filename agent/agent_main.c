@@ -23,12 +23,12 @@
 
 static rd_opt *opts_table(agent_opts *o) {
   const rd_opt table[] = {
-      {"cluster", RD_OPT_STRING, &o->cluster, 0, 0, "cluster name: keys under /ringkeeper/NAME/"},
-      {"id", RD_OPT_STRING, &o->id, 0, 0, "this host's node id ([a-z0-9._-]{1,63})"},
-      {"listen", RD_OPT_STRING, &o->listen, 0, 0, "HOST:PORT of the arc server"},
-      {"advertise", RD_OPT_STRING, &o->advertise, 0, 0,
-       "HOST:PORT other agents fetch from (default: the listen address)"},
-      {"data-dir", RD_OPT_STRING, &o->data_dir, 0, 0, "where arcs live: DIR/arcs/<token>/"},
+      rd_common_row(&o->common, RD_CLUSTER, NULL),
+      rd_common_row(&o->common, RD_ID, "this host's node id ([a-z0-9._-]{1,63})"),
+      rd_common_row(&o->common, RD_LISTEN, "HOST:PORT of the arc server"),
+      rd_common_row(&o->common, RD_ADVERTISE,
+                    "HOST:PORT other agents fetch from (default: the listen address)"),
+      rd_common_row(&o->common, RD_DATA_DIR, "where arcs live: DIR/arcs/<token>/"),
       {"region", RD_OPT_STRING, &o->region, 0, 0, "failure-domain label region"},
       {"zone", RD_OPT_STRING, &o->zone, 0, 0, "failure-domain label zone"},
       {"rack", RD_OPT_STRING, &o->rack, 0, 0, "failure-domain label rack"},
@@ -53,9 +53,9 @@ static rd_opt *opts_table(agent_opts *o) {
       {"header-deadline", RD_OPT_MS, &o->header_deadline_ms, 100, 600000,
        "a request's line and headers must arrive within this, in total"},
       {"metrics", RD_OPT_STRING, &o->metrics, 0, 0, "HOST:PORT for /metrics and /healthz"},
-      {"log-level", RD_OPT_STRING, &o->log_level, 0, 0, "debug, info, warn or error"},
-      {"lease-ttl", RD_OPT_MS, &o->lease_ttl_ms, 2000, 600000,
-       "alive/<id> lease: the host counts as gone this long after it dies"},
+      rd_common_row(&o->common, RD_LOG_LEVEL, NULL),
+      rd_common_row(&o->common, RD_LEASE_TTL,
+                    "alive/<id> lease: the host counts as gone this long after it dies"),
       {"drop-grace", RD_OPT_MS, &o->drop_grace_ms, 0, 604800000,
        "how long an arc no longer owned is kept before it is removed"},
       {"sizes-every", RD_OPT_MS, &o->sizes_every_ms, 1000, 3600000,
@@ -83,27 +83,13 @@ static int opts_labels(const agent_opts *o, rk_labels *l, char *msg, size_t cap)
   return 0;
 }
 
-/* Checks what the option parser cannot: required options, names, pairs. */
-static int opts_check(const agent_opts *o, char *msg, size_t cap) {
+/* Checks what the option parser cannot, beyond the shared options
+ * (rd_daemon_start): the secret, pairs, labels. */
+static int opts_check(const void *opts, char *msg, size_t cap) {
+  const agent_opts *o = opts;
   rk_labels l;
-  if (rd_etcd_check(&o->etcd, msg, cap) != 0)
-    return -1;
-  if (!ring_id_valid(o->cluster))
-    return snprintf(msg, cap, "--cluster NAME is required ([a-z0-9._-]{1,63})"), -1;
-  if (!ring_id_valid(o->id))
-    return snprintf(msg, cap, "--id ID is required ([a-z0-9._-]{1,63})"), -1;
-  if (o->listen == NULL || strchr(o->listen, ':') == NULL)
-    return snprintf(msg, cap, "--listen HOST:PORT is required"), -1;
-  if (o->advertise && (strchr(o->advertise, ':') == NULL || strlen(o->advertise) > RING_ADDR_MAX))
-    return snprintf(msg, cap, "--advertise: \"%s\" is not HOST:PORT", o->advertise), -1;
-  if (o->data_dir == NULL || o->data_dir[0] == '\0')
-    return snprintf(msg, cap, "--data-dir is required"), -1;
   if (o->secret_file == NULL || o->secret_file[0] == '\0')
     return snprintf(msg, cap, "--secret-file is required: arc servers only serve with a secret"),
-           -1;
-  if (o->log_level && rd_log_level_parse(o->log_level) < 0)
-    return snprintf(msg, cap, "--log-level: \"%s\" is not debug, info, warn or error",
-                    o->log_level),
            -1;
   if ((o->tls_cert == NULL) != (o->tls_key == NULL))
     return snprintf(msg, cap, "--tls-cert and --tls-key go together"), -1;
@@ -270,30 +256,22 @@ static void agent_close(agent *a, rd_http *http) {
 /* ----------------------------------------------------------------- main */
 
 static int parse(agent *a, rd_opt **tablep, int argc, char **argv) {
-  char msg[512] = "";
+  static const rd_daemon d = {
+      .name = "ring-agent",
+      .component = "agent",
+      .summary = "ring-agent: registers this host, follows the ring, streams the arcs it is given "
+                 "and serves its own",
+      .need = RD_NEED_ID | RD_NEED_LISTEN | RD_NEED_DATA_DIR,
+      .id_meta = "ID",
+      .check = opts_check};
   a->o = (agent_opts){.weight = 1.0,
                       .lease_ttl_ms = 10000,
                       .drop_grace_ms = 60000,
                       .sizes_every_ms = 30000,
                       .clock_skew_ms = 30000,
                       .etcd = {.timeout_ms = 5000}};
-  rd_opt *table = *tablep = opts_table(&a->o);
-  if (table == NULL) {
-    fprintf(stderr, "ring-agent: out of memory\n");
-    return 1;
-  }
-  int rc = rd_opts_parse(argc, argv,
-                         "ring-agent: registers this host, follows the ring, streams the arcs it "
-                         "is given and serves its own",
-                         table, msg, sizeof msg);
-  if (rc == RD_OPTS_HELP)
-    return 0;
-  if (rc != RD_OPTS_OK || opts_check(&a->o, msg, sizeof msg) != 0) {
-    fprintf(stderr, "ring-agent: %s\n", msg);
-    return 2;
-  }
-  rd_log_init("agent", a->o.log_level ? (rd_level)rd_log_level_parse(a->o.log_level) : RD_INFO, 2);
-  return -1;
+  *tablep = opts_table(&a->o);
+  return rd_daemon_start(&d, argc, argv, *tablep, &a->o.common, &a->o);
 }
 
 int main(int argc, char **argv) {

@@ -421,6 +421,71 @@ struct ring_etcd;
  * or the password file's trouble). */
 int rd_etcd_open(const rd_etcd_conf *c, struct ring_etcd **out, char *msg, size_t cap);
 
+/* ------------------------------------------------------ a daemon's skeleton */
+
+/* What every daemon's start shares (skeleton.c): the options each takes
+ * under the same names, their checks, --help, usage errors and logging.
+ * RD_COMMON_FIELDS lists the values; a daemon's options struct holds them
+ * as RD_COMMON_MEMBERS, so its code reads o->cluster as before while the
+ * skeleton reads the same storage as an rd_common (a union member). */
+#define RD_COMMON_FIELDS                                                                           \
+  rd_etcd_conf etcd; /* --endpoints, auth, TLS, --etcd-timeout */                                  \
+  char *cluster;                                                                                   \
+  char *id;                                                                                        \
+  char *listen;                                                                                    \
+  char *advertise; /* NULL: from listen */                                                         \
+  char *data_dir;                                                                                  \
+  char *log_level;                                                                                 \
+  uint64_t lease_ttl_ms;
+typedef struct rd_common {
+  RD_COMMON_FIELDS
+} rd_common;
+#define RD_COMMON_MEMBERS                                                                          \
+  union {                                                                                          \
+    rd_common common;                                                                              \
+    struct {                                                                                       \
+      RD_COMMON_FIELDS                                                                             \
+    };                                                                                             \
+  }
+
+/* The shared options, one row each: a daemon's table lists the rows it
+ * takes, where it wants them (--help and the man page keep its order). */
+typedef enum rd_common_opt {
+  RD_CLUSTER,
+  RD_ID,
+  RD_LISTEN,
+  RD_ADVERTISE,
+  RD_DATA_DIR,
+  RD_LOG_LEVEL,
+  RD_LEASE_TTL /* 2s .. 10m */
+} rd_common_opt;
+/* The row of option k writing into c, with help (NULL: the shared text,
+ * for cluster and log-level). */
+rd_opt rd_common_row(rd_common *c, rd_common_opt k, const char *help);
+
+/* How one daemon starts. need: which shared options are required
+ * (RD_NEED_*); an id given is checked either way, up to id_max bytes
+ * (0: RING_ID_MAX), and a required one's message names it id_meta. check
+ * (may be NULL) checks the daemon's own options, after the shared ones. */
+enum { RD_NEED_ID = 1, RD_NEED_LISTEN = 2, RD_NEED_DATA_DIR = 4 };
+typedef struct rd_daemon {
+  const char *name;      /* "ring-agent": the prefix of a usage error */
+  const char *component; /* "agent": comp= in the log */
+  const char *summary;   /* --help's first line */
+  unsigned need;
+  const char *id_meta; /* "ID" */
+  size_t id_max;
+  int (*check)(const void *opts, char *msg, size_t cap);
+} rd_daemon;
+
+/* Parses argv into table (from rd_opts_with_etcd; NULL: out of memory),
+ * checks the shared options in c and then d->check(opts), and starts the
+ * log at --log-level (info by default) on stderr. Returns -1 to go on, or
+ * the exit code: 0 after --help (--version, --man), 2 on a usage error
+ * ("NAME: msg" on stderr), 1 out of memory. */
+int rd_daemon_start(const rd_daemon *d, int argc, char **argv, const rd_opt *table, rd_common *c,
+                    const void *opts);
+
 /* ------------------------------------------------------------ waking a loop */
 
 /* A loop sleeps in rd_waker_wait until someone calls rd_waker_wake or the

@@ -24,16 +24,13 @@
 /* ------------------------------------------------------------ the daemon */
 
 typedef struct coord_opts {
-  rd_etcd_conf etcd; /* --endpoints, auth, TLS, --etcd-timeout */
-  char *cluster;
-  char *id;           /* this instance's name in the leader key */
-  char *listen;       /* /metrics, /healthz, the status page; NULL: none */
+  /* id: the name in the leader key; listen: /metrics, /healthz and the
+   * status page (NULL: none); no advertise, no data dir */
+  RD_COMMON_MEMBERS;
   char *status_allow; /* --status-allow: who may read the status page; NULL: loopback */
-  char *log_level;
-  bool auto_apply; /* approve every plan (policy all), whatever config says */
-  bool full_reads; /* read the whole state at every look, not the watch-fed cache */
-  uint64_t lease_ttl_ms;
-  uint64_t tick_ms; /* the loop's longest sleep */
+  bool auto_apply;    /* approve every plan (policy all), whatever config says */
+  bool full_reads;    /* read the whole state at every look, not the watch-fed cache */
+  uint64_t tick_ms;   /* the loop's longest sleep */
   uint64_t compact_every_ms;
   uint64_t stuck_after_ms; /* a receiver without progress this long: its moves are stuck */
 } coord_opts;

@@ -27,10 +27,10 @@
 
 static rd_opt *opts_table(coord_opts *o) {
   const rd_opt table[] = {
-      {"cluster", RD_OPT_STRING, &o->cluster, 0, 0, "cluster name: keys under /ringkeeper/NAME/"},
-      {"id", RD_OPT_STRING, &o->id, 0, 0, "this instance's name (default: hostname-pid)"},
-      {"listen", RD_OPT_STRING, &o->listen, 0, 0,
-       "HOST:PORT for /metrics, /healthz and the status page (/)"},
+      rd_common_row(&o->common, RD_CLUSTER, NULL),
+      rd_common_row(&o->common, RD_ID, "this instance's name (default: hostname-pid)"),
+      rd_common_row(&o->common, RD_LISTEN,
+                    "HOST:PORT for /metrics, /healthz and the status page (/)"),
       {"status-allow", RD_OPT_STRING, &o->status_allow, 0, 0,
        "addresses or names allowed to read the status page, comma-separated, or any "
        "(default: 127.0.0.1,::1); /metrics and /healthz stay open"},
@@ -39,32 +39,17 @@ static rd_opt *opts_table(coord_opts *o) {
       {"full-reads", RD_OPT_BOOL, &o->full_reads, 0, 0,
        "read the whole cluster state at every look instead of keeping it from the watch "
        "(the cost before the cache, for comparison; a fallback)"},
-      {"lease-ttl", RD_OPT_MS, &o->lease_ttl_ms, 2000, 600000,
-       "leadership lease; a follower takes over within 2 of these"},
+      rd_common_row(&o->common, RD_LEASE_TTL,
+                    "leadership lease; a follower takes over within 2 of these"),
       {"tick", RD_OPT_MS, &o->tick_ms, 50, 60000, "longest sleep between two looks at etcd"},
       {"compact-every", RD_OPT_MS, &o->compact_every_ms, 1000, 86400000,
        "retention and etcd compaction period"},
       {"stuck-after", RD_OPT_MS, &o->stuck_after_ms, 100, 604800000,
        "a move whose receiver makes no progress this long is stuck (/healthz, /metrics, stuck)"},
-      {"log-level", RD_OPT_STRING, &o->log_level, 0, 0, "debug, info, warn or error"},
+      rd_common_row(&o->common, RD_LOG_LEVEL, NULL),
       {NULL, 0, NULL, 0, 0, NULL},
   };
   return rd_opts_with_etcd(&o->etcd, table);
-}
-
-/* Checks what the option parser cannot: required options, names. */
-static int opts_check(const coord_opts *o, char *msg, size_t cap) {
-  if (rd_etcd_check(&o->etcd, msg, cap) != 0)
-    return -1;
-  if (o->id != NULL && !ring_id_valid(o->id))
-    return snprintf(msg, cap, "--id: \"%s\" is not [a-z0-9._-]{1,63}", o->id), -1;
-  if (!ring_id_valid(o->cluster))
-    return snprintf(msg, cap, "--cluster NAME is required ([a-z0-9._-]{1,63})"), -1;
-  if (o->log_level && rd_log_level_parse(o->log_level) < 0)
-    return snprintf(msg, cap, "--log-level: \"%s\" is not debug, info, warn or error",
-                    o->log_level),
-           -1;
-  return 0;
 }
 
 /* ------------------------------------------------------------- start-up */
@@ -243,30 +228,20 @@ static void run_loop(coord *c) {
 /* ----------------------------------------------------------------- main */
 
 static int start(coord *c, rd_opt **tablep, int argc, char **argv) {
-  char msg[512] = "";
+  static const rd_daemon d = {.name = "ring-coordinator",
+                              .component = "coordinator",
+                              .summary = "ring-coordinator: membership, plans and throttled "
+                                         "migrations for one Ringkeeper cluster"};
   c->o = (coord_opts){.lease_ttl_ms = 10000,
                       .tick_ms = 1000,
                       .compact_every_ms = 300000,
                       .stuck_after_ms = 600000,
                       .etcd = {.timeout_ms = 5000}};
-  rd_opt *table = *tablep = opts_table(&c->o);
-  if (table == NULL) {
-    fprintf(stderr, "ring-coordinator: out of memory\n");
-    return 1;
-  }
-  int rc = rd_opts_parse(argc, argv,
-                         "ring-coordinator: membership, plans and throttled migrations for one "
-                         "Ringkeeper cluster",
-                         table, msg, sizeof msg);
-  if (rc == RD_OPTS_HELP)
-    return 0;
-  if (rc != RD_OPTS_OK || opts_check(&c->o, msg, sizeof msg) != 0) {
-    fprintf(stderr, "ring-coordinator: %s\n", msg);
-    return 2;
-  }
+  *tablep = opts_table(&c->o);
+  int rc = rd_daemon_start(&d, argc, argv, *tablep, &c->o.common, &c->o);
+  if (rc >= 0)
+    return rc;
   default_id(&c->o);
-  rd_log_init("coordinator",
-              c->o.log_level ? (rd_level)rd_log_level_parse(c->o.log_level) : RD_INFO, 2);
   if (c->o.tick_ms > c->o.lease_ttl_ms / 3)
     c->o.tick_ms = c->o.lease_ttl_ms / 3; /* take over well within 2 TTLs */
   return -1;

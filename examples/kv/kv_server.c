@@ -21,16 +21,15 @@
 
 static rd_opt *opts_table(kv_server_opts *o) {
   const rd_opt table[] = {
-      {"cluster", RD_OPT_STRING, &o->cluster, 0, 0, "cluster name: keys under /ringkeeper/NAME/"},
-      {"id", RD_OPT_STRING, &o->id, 0, 0, "this node's id in the ring table"},
-      {"listen", RD_OPT_STRING, &o->listen, 0, 0, "HOST:PORT of the key-value API"},
-      {"advertise", RD_OPT_STRING, &o->advertise, 0, 0,
-       "HOST:PORT clients reach (default: the listen address)"},
-      {"data-dir", RD_OPT_STRING, &o->data_dir, 0, 0,
-       "the host's data dir (shared with ring-agent)"},
-      {"log-level", RD_OPT_STRING, &o->log_level, 0, 0, "debug, info, warn or error"},
-      {"lease-ttl", RD_OPT_MS, &o->lease_ttl_ms, 2000, 600000,
-       "services/kv/<id> lease: clients stop using a dead server this long after"},
+      rd_common_row(&o->common, RD_CLUSTER, NULL),
+      rd_common_row(&o->common, RD_ID, "this node's id in the ring table"),
+      rd_common_row(&o->common, RD_LISTEN, "HOST:PORT of the key-value API"),
+      rd_common_row(&o->common, RD_ADVERTISE,
+                    "HOST:PORT clients reach (default: the listen address)"),
+      rd_common_row(&o->common, RD_DATA_DIR, "the host's data dir (shared with ring-agent)"),
+      rd_common_row(&o->common, RD_LOG_LEVEL, NULL),
+      rd_common_row(&o->common, RD_LEASE_TTL,
+                    "services/kv/<id> lease: clients stop using a dead server this long after"),
       {"version-wait", RD_OPT_MS, &o->version_wait_ms, 0, 60000,
        "how long a request from a newer ring version waits for this node's table"},
       {"rescan-interval", RD_OPT_MS, &o->rescan_ms, 50, 3600000,
@@ -42,26 +41,6 @@ static rd_opt *opts_table(kv_server_opts *o) {
       {NULL, 0, NULL, 0, 0, NULL},
   };
   return rd_opts_with_etcd(&o->etcd, table);
-}
-
-static int opts_check(const kv_server_opts *o, char *msg, size_t cap) {
-  if (rd_etcd_check(&o->etcd, msg, cap) != 0)
-    return -1;
-  if (!ring_id_valid(o->cluster))
-    return snprintf(msg, cap, "--cluster NAME is required ([a-z0-9._-]{1,63})"), -1;
-  if (!ring_id_valid(o->id) || strlen(o->id) > RING_ID_MAX - 3)
-    return snprintf(msg, cap, "--id NODE_ID is required ([a-z0-9._-]{1,60})"), -1;
-  if (o->listen == NULL || strchr(o->listen, ':') == NULL)
-    return snprintf(msg, cap, "--listen HOST:PORT is required"), -1;
-  if (o->advertise && (strchr(o->advertise, ':') == NULL || strlen(o->advertise) > RING_ADDR_MAX))
-    return snprintf(msg, cap, "--advertise: \"%s\" is not HOST:PORT", o->advertise), -1;
-  if (o->data_dir == NULL || o->data_dir[0] == '\0')
-    return snprintf(msg, cap, "--data-dir is required"), -1;
-  if (o->log_level && rd_log_level_parse(o->log_level) < 0)
-    return snprintf(msg, cap, "--log-level: \"%s\" is not debug, info, warn or error",
-                    o->log_level),
-           -1;
-  return 0;
 }
 
 /* ------------------------------------------------------------ opening etcd */
@@ -306,24 +285,19 @@ int main(int argc, char **argv) {
                               .commit_window_us = 500,
                               .max_segments = 8,
                               .etcd = {.timeout_ms = 5000}}};
+  static const rd_daemon d = {.name = "ring-kv",
+                              .component = "kv",
+                              .summary = "ring-kv: a key-value server that routes by the ring",
+                              .need = RD_NEED_ID | RD_NEED_LISTEN | RD_NEED_DATA_DIR,
+                              .id_meta = "NODE_ID",
+                              .id_max = RING_ID_MAX - 3}; /* "kv.<id>" names a client */
   char msg[512];
   rd_opt *table = opts_table(&s.o);
-  if (table == NULL) {
-    fprintf(stderr, "ring-kv: out of memory\n");
-    return 1;
-  }
-  int p = rd_opts_parse(argc, argv, "ring-kv: a key-value server that routes by the ring", table,
-                        msg, sizeof msg);
-  if (p == RD_OPTS_HELP) {
+  int p = rd_daemon_start(&d, argc, argv, table, &s.o.common, &s.o);
+  if (p >= 0) {
     rd_opts_release(table);
-    return 0;
+    return p;
   }
-  if (p == RD_OPTS_ERROR || opts_check(&s.o, msg, sizeof msg) != 0) {
-    fprintf(stderr, "ring-kv: %s\n", msg);
-    rd_opts_release(table);
-    return 2;
-  }
-  rd_log_init("kv", s.o.log_level ? (rd_level)rd_log_level_parse(s.o.log_level) : RD_INFO, 2);
   pthread_mutex_init(&s.v_mu, NULL);
   pthread_cond_init(&s.v_cv, NULL);
   rd_waker_init(&s.waker);

@@ -19,9 +19,7 @@
 enum { KV_ROLE_NONE = 0, KV_ROLE_OWNER = 1, KV_ROLE_PENDING = 2, KV_ROLE_MISSING = 3 };
 
 typedef struct kv_server_opts {
-  rd_etcd_conf etcd; /* --endpoints, auth, TLS, --etcd-timeout */
-  char *cluster, *id, *listen, *advertise, *data_dir, *log_level;
-  uint64_t lease_ttl_ms;    /* services/kv/<id> lease */
+  RD_COMMON_MEMBERS;        /* lease_ttl_ms: the services/kv/<id> lease */
   uint64_t version_wait_ms; /* how long a request from a newer version waits for ours */
   uint64_t rescan_ms;       /* period of the maintenance pass */
   uint64_t commit_window_us;
