@@ -117,6 +117,14 @@ static int claim_once(coord *c, const char *key, ring_error *err) {
   return got;
 }
 
+/* Whether err is etcd not answering or busy (worth waiting for), not etcd
+ * saying no: a refused permission or credential, or a request it cannot
+ * take, which waiting would not change (the start fails naming it). */
+static bool unreachable(const ring_error *err) {
+  return err->code != RING_EAUTH && err->code != RING_EINVAL && err->code != RING_ENOMEM &&
+         err->code != RING_ETOOBIG;
+}
+
 int coord_id_claim(coord *c, char *msg, size_t cap) {
   char key[RK_KEY_MAX];
   coord_key(c, key, "coordinators/");
@@ -129,7 +137,7 @@ int coord_id_claim(coord *c, char *msg, size_t cap) {
    * conflict, as a daemon started before its etcd must come up with it. */
   bool said = false;
   while ((got = claim_once(c, key, &err)) != 1 && !atomic_load(&c->stop) &&
-         (got < 0 || rd_now_ms() < end)) {
+         (got < 0 ? unreachable(&err) : rd_now_ms() < end)) {
     if (got < 0 && !said)
       rd_log(RD_WARN, "waiting for etcd to claim the id", "id", c->o.id, "err", err.message, NULL);
     said = said || got < 0;

@@ -273,6 +273,12 @@ int main(int argc, char **argv) {
         (http = rd_http_start_routes(c.o.listen, coord_metrics_text, coord_health_text, &c, routes,
                                      msg, sizeof msg)) == NULL))) {
     rd_log(RD_ERROR, "cannot start", "err", msg, NULL);
+    coord_id_release(&c);
+    rk_cache_free(c.cache);
+    coord_status_free(&c);
+    coord_stuck_free(&c);
+    ring_etcd_close(c.etcd);
+    rd_opts_release(table);
     return 1;
   }
   rd_log(RD_INFO, "started", "id", c.o.id, "cluster", c.o.cluster, "endpoints", c.o.etcd.endpoints,

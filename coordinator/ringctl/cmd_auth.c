@@ -34,7 +34,7 @@ static const char help[] =
     "  client NAME       a data-plane process acking as NAME: writes acks/NAME and\n"
     "                    clients/NAME (--service S: also services/S, e.g. kv/n1)\n"
     "  coordinator NAME  writes nodes/, version, version/delta, tables/, deltas/,\n"
-    "                    plan/, leader, stuck, journal/\n"
+    "                    plan/, leader, stuck, journal/, coordinators/\n"
     "  operator NAME     ringctl: reads and writes the whole cluster\n"
     "  reader NAME       reads the whole cluster (ringctl status, monitoring)\n"
     "Every role reads the whole cluster prefix. The daemons take the user with\n"
@@ -73,7 +73,8 @@ static const grant coordinator_grants[] = {READ_ALL,
                                            {"plan/", G_PREFIX | G_WRITE},
                                            {"leader", G_WRITE},
                                            {"stuck", G_WRITE},
-                                           {"journal/", G_PREFIX | G_WRITE}};
+                                           {"journal/", G_PREFIX | G_WRITE},
+                                           {"coordinators/", G_PREFIX | G_WRITE}};
 static const grant operator_grants[] = {{"", G_PREFIX | G_WRITE}};
 static const grant reader_grants[] = {READ_ALL};
 
