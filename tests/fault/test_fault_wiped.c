@@ -39,12 +39,18 @@
 
 /* ------------------------------------------------------------- helpers */
 
-/* Kills slot i's node, empties its data dir and starts it again under
- * the same id (a replaced disk). */
+/* Kills slot i's node and empties its data dir (a replaced disk). The
+ * node's key is not on that disk (deploy/PRODUCTION.md, "Wiped or replaced
+ * disk": --key-file off the data disk), so it is kept aside and put back;
+ * a host that loses its key too comes back as a changed key, which waits
+ * for `ringctl trust` (test_fault_trust changed_key). */
 static void wipe(int i) {
   e2e_node_kill(i);
-  char cmd[700];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir '%s'", env.a[i].data, env.a[i].data);
+  char cmd[1600];
+  snprintf(cmd, sizeof cmd,
+           "mv '%s/node.key' '%s.key' && rm -rf '%s' && mkdir '%s' && mv '%s.key' '%s/node.key'",
+           env.a[i].data, env.a[i].data, env.a[i].data, env.a[i].data, env.a[i].data,
+           env.a[i].data);
   ck_assert_int_eq(system(cmd), 0);
 }
 
