@@ -1013,17 +1013,20 @@ END_TEST
 
 /* ----------------------------------------------------------- changed_key */
 
-/* nodes/<id>'s pinned key into key ("" if none). */
-static void pinned_key(const char *id, char key[RK_KEY_HEX + 1]) {
+/* nodes/<id>'s pinned key, or with next its rotation's next key, into key
+ * ("" if none). */
+static void node_key(const char *id, bool next, char key[RK_KEY_HEX + 1]) {
   char what[64];
   snprintf(what, sizeof what, "nodes/%s", id);
   char *v = env_get(what);
   rk_node n;
   key[0] = '\0';
   if (v != NULL && rk_node_decode(v, strlen(v), &n, NULL) == RING_OK)
-    memcpy(key, n.key, RK_KEY_HEX + 1);
+    memcpy(key, next ? n.next_key : n.key, RK_KEY_HEX + 1);
   free(v);
 }
+
+static void pinned_key(const char *id, char key[RK_KEY_HEX + 1]) { node_key(id, false, key); }
 
 /* Status of a manifest request for token to slot `to`, signed by k as `as`. */
 static long request_as(const arc_keyring *k, const char *as, int to, uint32_t token) {
@@ -1093,17 +1096,7 @@ END_TEST
 
 /* ---------------------------------------------------------- key_rotation */
 
-/* nodes/<id>'s next key into key ("" if none). */
-static void pinned_next(const char *id, char key[RK_KEY_HEX + 1]) {
-  char what[64];
-  snprintf(what, sizeof what, "nodes/%s", id);
-  char *v = env_get(what);
-  rk_node n;
-  key[0] = '\0';
-  if (v != NULL && rk_node_decode(v, strlen(v), &n, NULL) == RING_OK)
-    memcpy(key, n.next_key, RK_KEY_HEX + 1);
-  free(v);
-}
+static void pinned_next(const char *id, char key[RK_KEY_HEX + 1]) { node_key(id, true, key); }
 
 /* n1 rotates its key with no pause: it publishes the next key, an
  * operator trusts it (both pinned), n1 restarts signing with it and the
