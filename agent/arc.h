@@ -99,7 +99,8 @@ uint64_t arc_store_capacity_bytes(arc_store *s);
 
 /* The MAC keys derived from one or two secrets (the first signs, each
  * verifies), this node's Ed25519 key pair, and where the keys pinned for
- * other nodes come from. Set up before it is shared, then immutable: any
+ * other nodes come from. Set up before it is shared, then immutable but
+ * for a cache of pair keys under its own lock: any
  * thread may use it. */
 typedef struct arc_keyring arc_keyring;
 /* The keys pinned for `node` (at most ARC_PINS_MAX, into pk); how many.
@@ -141,27 +142,32 @@ typedef struct arc_auth {
   int64_t ts_ms;                      /* requests: the requester's wall clock, Unix ms */
   unsigned char nonce[ARC_NONCE_LEN]; /* requests: fresh; answers: the request's */
   unsigned char mac[ARC_MAC_LEN];
-  unsigned char sig[ARC_SIG_LEN];
-  bool has_request_fields; /* to, ts and nonce all present */
+  unsigned char sig[ARC_SIG_LEN];                /* answers: the server's Ed25519 signature */
+  unsigned char pmac[ARC_PINS_MAX][ARC_MAC_LEN]; /* requests: MACs by pair key, one per */
+  uint32_t n_pmac;                               /* key pinned for the server: 1 or 2 */
+  bool has_request_fields;                       /* to, ts and nonce all present */
   bool has_nonce;
 } arc_auth;
 
-/* Parses value[0..len) ("v1 kid=.. node=.. [to=.. ts=..] [nonce=..] mac=.. sig=..",
+/* Parses value[0..len) (a request: "v1 kid=.. node=.. to=.. ts=.. nonce=.. mac=..
+ * pmac=..[,..]"; an answer: "v1 kid=.. node=.. [nonce=..] mac=.. sig=..",
  * one space between fields, lowercase hex). RING_OK, or RING_EAUTH for
  * anything malformed, repeated or unknown; *out written only on success. */
 int arc_auth_parse(const char *value, size_t len, arc_auth *out);
 /* Writes the X-Ring-Auth value of a request from self to server `to`, at
  * now_ms, with a fresh random nonce (also to nonce_out, unless NULL: the
- * answer must carry it), signed by the first key. range is the Range
- * header's value or "" / NULL. RING_OK or RING_EINVAL. */
+ * answer must carry it), MACed under the first cluster key and under the
+ * pair key shared with each key pinned for `to`. range is the Range
+ * header's value or "" / NULL. RING_OK; RING_ENODEID when no key is pinned
+ * for `to` (nothing it would take from us); RING_EINVAL. */
 int arc_auth_sign_request(const arc_keyring *k, const char *self, const char *to,
                           const char *method, const char *path, const char *range, int64_t now_ms,
                           unsigned char nonce_out[ARC_NONCE_LEN], char *value, size_t cap);
 /* RING_OK when a (parsed) is a request to self with a MAC that verifies
- * under one of k's keys and a signature by a key pinned for a->node;
- * RING_ENODEID when only the signature fails (a member speaking as
- * another node, or a key not pinned); else RING_EAUTH. Time and replay
- * are the caller's checks. */
+ * under one of k's keys and a pair MAC under the key this node shares with
+ * a key pinned for a->node; RING_ENODEID when only the pair MAC fails (a
+ * member speaking as another node, or a key not pinned); else RING_EAUTH.
+ * Time and replay are the caller's checks. */
 int arc_auth_verify_request(const arc_keyring *k, const arc_auth *a, const char *self,
                             const char *method, const char *path, const char *range);
 /* Writes the X-Ring-Sig value of an answer by server `self` to req (may

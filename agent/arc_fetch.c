@@ -75,6 +75,7 @@ typedef struct fetch {
   bool untrusted;  /* an I/O error or a failed fsync in tmpdir: see discard_tmp */
   bool overflow;   /* the source sent more than the manifest said */
   bool stopped;    /* o->stop seen */
+  bool unpinned;   /* no key pinned for the source: the request was not made */
   ring__sbuf body; /* the manifest */
 } fetch;
 
@@ -165,8 +166,10 @@ static CURLcode sign(fetch *f, const char *path, uint64_t from) {
   if (from > 0)
     snprintf(range, sizeof range, "bytes=%" PRIu64 "-", from);
   int n = snprintf(line, sizeof line, "%s: ", ARC_AUTH_HEADER);
-  if (arc_auth_sign_request(f->o->keys, f->o->self_id, f->o->source_id, "GET", path, range,
-                            arc__wall_ms(), f->nonce, line + n, sizeof line - (size_t)n) != 0)
+  int rc = arc_auth_sign_request(f->o->keys, f->o->self_id, f->o->source_id, "GET", path, range,
+                                 arc__wall_ms(), f->nonce, line + n, sizeof line - (size_t)n);
+  f->unpinned = rc == RING_ENODEID;
+  if (rc != RING_OK)
     return CURLE_BAD_FUNCTION_ARGUMENT;
   curl_slist_free_all(f->headers);
   f->headers = curl_slist_append(NULL, line);
@@ -219,6 +222,11 @@ static int request_error(fetch *f, const char *what, CURLcode rc, long status, r
   uint32_t t = f->token;
   if (f->stopped || rc == CURLE_ABORTED_BY_CALLBACK)
     return ring__err(err, RING_ETIMEDOUT, "arc %" PRIu32 ": %s: stopped", t, what);
+  if (f->unpinned)
+    return ring__err(err, RING_EAUTH,
+                     "arc %" PRIu32
+                     ": %s: no key is pinned for %s (nodes/%s): not asked until one is",
+                     t, what, src, src);
   if (status == 401 || status == 403)
     return ring__err(err, RING_EAUTH,
                      "arc %" PRIu32 ": %s: %s (%s) refused our request: %ld (another secret? "

@@ -7,12 +7,26 @@ arc_keyring *test_keyring;
 
 pthread_once_t test_keyring_once = PTHREAD_ONCE_INIT;
 
-/* The test keyring's own key, pinned for TEST_SRC_ID and TEST_DST_ID
- * alone: both ends of a test are one process with one key. */
+/* "elsewhere": a real node with a key of its own, which nobody here holds. */
+static unsigned char elsewhere_pk[ARC_PK_LEN];
+static pthread_once_t elsewhere_once = PTHREAD_ONCE_INIT;
+static void elsewhere_make(void) {
+  unsigned char sk[crypto_sign_SECRETKEYBYTES];
+  crypto_sign_keypair(elsewhere_pk, sk);
+}
+
+/* The test keyring's own key, pinned for TEST_SRC_ID, TEST_DST_ID and
+ * "another-node": both ends of a test are one process with one key. */
 uint32_t test_pins(void *ctx, const char *node, unsigned char pk[][ARC_PK_LEN]) {
   if (pk == NULL)
     return 0; /* a failed pin: nothing to look at again here */
-  if (strcmp(node, TEST_SRC_ID) != 0 && strcmp(node, TEST_DST_ID) != 0)
+  if (strcmp(node, "elsewhere") == 0) {
+    pthread_once(&elsewhere_once, elsewhere_make);
+    memcpy(pk[0], elsewhere_pk, ARC_PK_LEN);
+    return 1;
+  }
+  if (strcmp(node, TEST_SRC_ID) != 0 && strcmp(node, TEST_DST_ID) != 0 &&
+      strcmp(node, "another-node") != 0)
     return 0;
   arc_keyring_public(ctx, pk[0]);
   return 1;

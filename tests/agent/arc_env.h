@@ -33,7 +33,8 @@
 extern arc_keyring *test_keyring;
 extern pthread_once_t test_keyring_once;
 void test_keyring_make(void);
-/* arc_pins_fn: ctx's own key for TEST_SRC_ID and TEST_DST_ID, none else. */
+/* arc_pins_fn: ctx's own key for TEST_SRC_ID, TEST_DST_ID and
+ * "another-node"; for "elsewhere" a key nobody here holds; none else. */
 uint32_t test_pins(void *ctx, const char *node, unsigned char pk[][ARC_PK_LEN]);
 const arc_keyring *test_keys(void);
 

@@ -29,11 +29,30 @@ static int get_once(int i, const char *path, char *buf, size_t cap, double timeo
 
 /* Peer p1's keyring: the cluster secret and a node key of its own (a fresh
  * random one, which never leaves this process). */
+/* The agents' keys as p1 finds them: alive/<id>'s key (what the
+ * coordinator would pin at a join; these tests run none). */
+static uint32_t agent_pins(void *ctx, const char *node, unsigned char pk[][ARC_PK_LEN]) {
+  (void)ctx;
+  if (pk == NULL)
+    return 0; /* a failed pin: nothing to look at again here */
+  cJSON *a = env_alive(node);
+  const cJSON *k = cJSON_GetObjectItemCaseSensitive(a, "key");
+  size_t got = 0;
+  bool ok = cJSON_IsString(k) &&
+            sodium_hex2bin(pk[0], ARC_PK_LEN, k->valuestring, strlen(k->valuestring), NULL, &got,
+                           NULL) == 0 &&
+            got == ARC_PK_LEN;
+  cJSON_Delete(a);
+  return ok;
+}
+
 static arc_keyring *peer_keys(void) {
   static arc_keyring *keys;
   ring_error err;
-  if (keys == NULL)
+  if (keys == NULL) {
     ck_assert_msg(arc_keyring_load(env.secret, &keys, &err) == RING_OK, "%s", err.message);
+    arc_keyring_set_pins(keys, agent_pins, NULL);
+  }
   return keys;
 }
 

@@ -128,59 +128,107 @@ START_TEST(node_key_files) {
 }
 END_TEST
 
-/* Pins for a_member_cannot_sign_as_another: n1 and n2, each its own key. */
-static unsigned char pin_n1[ARC_PK_LEN], pin_n2[ARC_PK_LEN];
-static uint32_t pins_two(void *ctx, const char *node, unsigned char pk[][ARC_PK_LEN]) {
+/* Pins for the identity tests: n1, n2 and n3, each its own key; a node
+ * mid-rotation has a second key pinned (the other slot, when set). */
+static unsigned char pin_of[3][ARC_PINS_MAX][ARC_PK_LEN];
+static uint32_t pins_n(void *ctx, const char *node, unsigned char pk[][ARC_PK_LEN]) {
   if (pk == NULL)
     return 0; /* a failed pin: nothing to look at again here */
   (void)ctx;
-  const unsigned char *p = strcmp(node, "n1") == 0 ? pin_n1 : strcmp(node, "n2") == 0 ? pin_n2 : 0;
-  if (p != NULL)
-    memcpy(pk[0], p, ARC_PK_LEN);
-  return p != NULL;
+  static const unsigned char none[ARC_PK_LEN];
+  int i = strcmp(node, "n1") == 0   ? 0
+          : strcmp(node, "n2") == 0 ? 1
+          : strcmp(node, "n3") == 0 ? 2
+                                    : -1;
+  uint32_t n = 0;
+  for (int j = 0; i >= 0 && j < ARC_PINS_MAX; j++)
+    if (memcmp(pin_of[i][j], none, ARC_PK_LEN) != 0)
+      memcpy(pk[n++], pin_of[i][j], ARC_PK_LEN);
+  return n;
 }
 
-/* Two members with the cluster secret, each its own key: n2 cannot sign a
- * request or an answer as n1 (the MAC holds, the signature does not). */
-START_TEST(a_member_cannot_sign_as_another) {
+/* A keyring of the cluster secret with a fresh key of its own, pinned as
+ * node i's key in slot j. */
+static arc_keyring *member(int i, int j) {
   const char *s[] = {S32};
-  arc_keyring *k1 = NULL, *k2 = NULL;
-  ck_assert_int_eq(arc_keyring_new(s, 1, &k1, NULL), RING_OK);
-  ck_assert_int_eq(arc_keyring_new(s, 1, &k2, NULL), RING_OK);
-  arc_keyring_public(k1, pin_n1);
-  arc_keyring_public(k2, pin_n2);
-  arc_keyring_set_pins(k1, pins_two, NULL);
-  arc_keyring_set_pins(k2, pins_two, NULL);
+  arc_keyring *k = NULL;
+  ck_assert_int_eq(arc_keyring_new(s, 1, &k, NULL), RING_OK);
+  arc_keyring_public(k, pin_of[i][j]);
+  arc_keyring_set_pins(k, pins_n, NULL);
+  return k;
+}
+
+/* What `asker` signed as `as` to n3 gets from n3 (keyring k3). */
+static int ask_n3(const arc_keyring *asker, const char *as, const arc_keyring *k3) {
+  char v[ARC_AUTH_VALUE_MAX];
+  const char *path = "/v1/arcs/3/files/a";
+  ck_assert_int_eq(arc_auth_sign_request(asker, as, "n3", "GET", path, "", 1, NULL, v, sizeof v),
+                   RING_OK);
+  arc_auth a;
+  ck_assert_int_eq(arc_auth_parse(v, strlen(v), &a), RING_OK);
+  return arc_auth_verify_request(k3, &a, "n3", "GET", path, "");
+}
+
+/* Three members with the cluster secret, each its own key: n2 cannot ask
+ * as n1 (the MAC holds, the pair MAC does not) nor answer as n1 (the
+ * signature does not); nobody can ask a node with no key pinned. */
+START_TEST(a_member_cannot_sign_as_another) {
+  memset(pin_of, 0, sizeof pin_of);
+  arc_keyring *k1 = member(0, 0), *k2 = member(1, 0), *k3 = member(2, 0);
+  ck_assert_int_eq(ask_n3(k2, "n2", k3), RING_OK);
+  ck_assert_int_eq(ask_n3(k2, "n1", k3), RING_ENODEID);
+  ck_assert_int_eq(ask_n3(k1, "n1", k3), RING_OK);
+  /* an answer by n2 as n1 to a request of n3 */
   char v[ARC_AUTH_VALUE_MAX];
   const char *path = "/v1/arcs/3/manifest";
   arc_auth a;
-  /* n2 signs as itself to n3: fine; as n1: refused as a bad signer */
-  ck_assert_int_eq(arc_auth_sign_request(k2, "n2", "n3", "GET", path, "", 1, NULL, v, sizeof v),
-                   RING_OK);
-  ck_assert_int_eq(arc_auth_parse(v, strlen(v), &a), RING_OK);
-  ck_assert_int_eq(arc_auth_verify_request(k1, &a, "n3", "GET", path, ""), RING_OK);
-  ck_assert_int_eq(arc_auth_sign_request(k2, "n1", "n3", "GET", path, "", 1, NULL, v, sizeof v),
-                   RING_OK);
-  ck_assert_int_eq(arc_auth_parse(v, strlen(v), &a), RING_OK);
-  ck_assert_int_eq(arc_auth_verify_request(k1, &a, "n3", "GET", path, ""), RING_ENODEID);
-  /* an answer by n2 as n1 to a request of n3 */
   unsigned char nonce[ARC_NONCE_LEN];
-  ck_assert_int_eq(arc_auth_sign_request(k1, "n1", "n1", "GET", path, "", 1, nonce, v, sizeof v),
+  ck_assert_int_eq(arc_auth_sign_request(k3, "n3", "n1", "GET", path, "", 1, nonce, v, sizeof v),
                    RING_OK);
   ck_assert_int_eq(arc_auth_parse(v, strlen(v), &a), RING_OK);
+  ck_assert_int_eq(arc_auth_verify_request(k1, &a, "n1", "GET", path, ""), RING_OK);
   char sig[ARC_AUTH_VALUE_MAX];
   ck_assert_int_eq(arc_auth_sign_answer(k2, "n1", &a, 200, 3, "{}", 2, sig, sizeof sig), RING_OK);
-  ck_assert_int_eq(arc_auth_verify_answer(k1, sig, strlen(sig), "n1", nonce, 200, 3, "{}", 2),
+  ck_assert_int_eq(arc_auth_verify_answer(k3, sig, strlen(sig), "n1", nonce, 200, 3, "{}", 2),
                    RING_ENODEID);
   ck_assert_int_eq(arc_auth_sign_answer(k1, "n1", &a, 200, 3, "{}", 2, sig, sizeof sig), RING_OK);
-  ck_assert_int_eq(arc_auth_verify_answer(k2, sig, strlen(sig), "n1", nonce, 200, 3, "{}", 2),
+  ck_assert_int_eq(arc_auth_verify_answer(k3, sig, strlen(sig), "n1", nonce, 200, 3, "{}", 2),
                    RING_OK);
-  /* no pins at all: nothing verifies */
-  arc_keyring_set_pins(k1, NULL, NULL);
-  ck_assert_int_eq(arc_auth_verify_answer(k1, sig, strlen(sig), "n1", nonce, 200, 3, "{}", 2),
+  /* no key pinned for the server: no request is made to it */
+  ck_assert_int_eq(arc_auth_sign_request(k1, "n1", "n9", "GET", path, "", 1, NULL, v, sizeof v),
                    RING_ENODEID);
+  /* no pins at all: nothing verifies */
+  arc_keyring_set_pins(k3, NULL, NULL);
+  ck_assert_int_eq(arc_auth_verify_answer(k3, sig, strlen(sig), "n1", nonce, 200, 3, "{}", 2),
+                   RING_ENODEID);
+  arc_auth b;
+  ck_assert_int_eq(arc_auth_sign_request(k2, "n2", "n3", "GET", path, "", 1, NULL, v, sizeof v),
+                   RING_OK);
+  ck_assert_int_eq(arc_auth_parse(v, strlen(v), &b), RING_OK);
+  ck_assert_int_eq(arc_auth_verify_request(k3, &b, "n3", "GET", path, ""), RING_ENODEID);
   arc_keyring_free(k1);
   arc_keyring_free(k2);
+  arc_keyring_free(k3);
+}
+END_TEST
+
+/* A node key's rotation, asker's and server's: with both of a node's keys
+ * pinned, whichever one it holds, its requests pass and it takes requests
+ * (one pair MAC per key pinned for the server). */
+START_TEST(pair_macs_follow_a_rotation) {
+  memset(pin_of, 0, sizeof pin_of);
+  arc_keyring *k2_old = member(1, 0), *k2_new = member(1, 1);
+  arc_keyring *k3_old = member(2, 0), *k3_new = member(2, 1);
+  arc_keyring *askers[] = {k2_old, k2_new}, *servers[] = {k3_old, k3_new};
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 2; j++)
+      ck_assert_int_eq(ask_n3(askers[i], "n2", servers[j]), RING_OK);
+  memset(pin_of[1][0], 0, ARC_PK_LEN); /* n2's old key dropped from the pins */
+  ck_assert_int_eq(ask_n3(k2_new, "n2", k3_new), RING_OK);
+  ck_assert_int_eq(ask_n3(k2_old, "n2", k3_new), RING_ENODEID);
+  arc_keyring *all[] = {k2_old, k2_new, k3_old, k3_new};
+  for (int i = 0; i < 4; i++)
+    arc_keyring_free(all[i]);
 }
 END_TEST
 
@@ -308,6 +356,37 @@ START_TEST(malformed_headers) {
 }
 END_TEST
 
+/* A request proves its asker with pair MACs (one or two), never with a
+ * signature; an answer the other way round. */
+START_TEST(request_headers) {
+#define Z32 "00000000000000000000000000000000"
+#define REQ "v1 kid=00000000 node=n1 to=n2 ts=5 nonce=" Z32 " mac=" Z32 Z32
+  const char *good[] = {REQ " pmac=" Z32 Z32, REQ " pmac=" Z32 Z32 "," Z32 Z32};
+  for (size_t i = 0; i < 2; i++) {
+    arc_auth a;
+    ck_assert_msg(arc_auth_parse(good[i], strlen(good[i]), &a) == RING_OK, "%s", good[i]);
+    ck_assert(a.has_request_fields);
+    ck_assert_uint_eq(a.n_pmac, i + 1);
+  }
+  const char *bad[] = {
+      REQ,                                                     /* no proof of the asker */
+      REQ " sig=" Z32 Z32 Z32 Z32,                             /* a signature instead */
+      REQ " pmac=" Z32 Z32 " sig=" Z32 Z32 Z32 Z32,            /* both */
+      REQ " pmac=" Z32 Z32 ",",                                /* a trailing comma */
+      REQ " pmac=" Z32 Z32 "," Z32 Z32 "," Z32 Z32,            /* three */
+      REQ " pmac=" Z32 Z32 ";" Z32 Z32,                        /* another separator */
+      REQ " pmac=" Z32 Z32 "," Z32 Z32 " pmac=" Z32 Z32,       /* repeated */
+      "v1 kid=00000000 node=n1 mac=" Z32 Z32 " pmac=" Z32 Z32, /* an answer with a pair MAC */
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    arc_auth a;
+    ck_assert_msg(arc_auth_parse(bad[i], strlen(bad[i]), &a) == RING_EAUTH, "%s", bad[i]);
+  }
+#undef REQ
+#undef Z32
+}
+END_TEST
+
 START_TEST(replay_cache) {
   arc_replay *r;
   ck_assert_int_eq(arc_replay_new(100, 1000, 0, &r), RING_EINVAL); /* not a power of two */
@@ -343,6 +422,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, secret_file_checks);
   tcase_add_test(tc, node_key_files);
   tcase_add_test(tc, a_member_cannot_sign_as_another);
+  tcase_add_test(tc, pair_macs_follow_a_rotation);
+  tcase_add_test(tc, request_headers);
   tcase_add_test(tc, rotation);
   tcase_add_test(tc, a_signature_binds_everything);
   tcase_add_test(tc, malformed_headers);
