@@ -66,11 +66,13 @@ int rk_down_replicas(const rk_state *s, const ring_table *t, uint64_t *held,
   if (down == NULL)
     return RING_ENOMEM;
   uint64_t count = 0;
+  bool any = false; /* none down, the usual case: no pass over the tokens */
   for (uint32_t i = 0; i < n_nodes; i++) {
     const rk_node *n = rk_state_node(s, ring_table_node_id(t, (uint16_t)i));
     down[i] = n != NULL && n->state == RING_NODE_DOWN;
+    any = any || down[i];
   }
-  for (uint32_t tok = 0; tok < ring_table_tokens(t); tok++)
+  for (uint32_t tok = 0; any && tok < ring_table_tokens(t); tok++)
     for (uint32_t r = 0; r < ring_table_replicas(t); r++) {
       uint16_t o = ring_table_owner(t, tok, r);
       if (o < n_nodes && down[o] && count++ == 0 && first != NULL)
