@@ -137,6 +137,7 @@ typedef struct agent_metrics {
   _Atomic uint64_t store_ok;          /* 1 while arcs/ and tmp/ are there */
   _Atomic uint64_t dropped;           /* arcs dropped after the grace */
   _Atomic uint64_t held;              /* arcs installed on disk */
+  _Atomic uint64_t bytes_held;        /* bytes of owned arcs held, at the last sizes measure */
   _Atomic uint64_t registered;        /* 1 while alive/<id> is up */
   _Atomic uint64_t registrations;     /* times alive/<id> was put */
   _Atomic uint64_t leases_lost;

@@ -117,6 +117,8 @@ static const rd_metric_desc agent_table[] = {
             "accepted the loss"),
     COUNTER(dropped, "ring_agent_arcs_dropped_total", "arcs removed after the drop grace"),
     GAUGE(held, "ring_agent_arcs_held", "arcs installed on disk"),
+    GAUGE(bytes_held, "ring_agent_bytes_held",
+          "bytes of the owned arcs held, at the last measure (sizes/<id>, every --sizes-every)"),
     COUNTER(adopted, "ring_agent_arcs_adopted_total",
             "empty arcs made for owned tokens granted with nothing to copy (first placement, "
             "migration none)"),

@@ -306,10 +306,57 @@ uint32_t rk_run_choose(const ring_plan *p, const uint8_t *done, const rk_throttl
  * count when none is left. */
 uint32_t rk_run_next_wave(const ring_plan *p, const uint8_t *done, uint32_t wave);
 
+/* ------------------------------------------------- health (cluster_health.c) */
+
+/* What a cluster's state says is wrong beyond stuck moves and missing
+ * replicas' own lines: the reasons the coordinator's /healthz is degraded
+ * for and `ringctl status` names, computed from one state and the table in
+ * service by both, so the two never disagree. */
+typedef enum rk_health_kind {
+  RK_HEALTH_BELOW_R,      /* token-replicas the table gives to down nodes */
+  RK_HEALTH_REFUSED,      /* plan/proposed is a refusal: every plan is (1) */
+  RK_HEALTH_REFILL_WAITS, /* missing replicas nobody refills: policy none */
+  RK_HEALTH_LABELS,       /* nodes whose host reports other labels than the record */
+  RK_HEALTH_KINDS
+} rk_health_kind;
+
+#define RK_HEALTH_TEXT 400
+
+typedef struct rk_health_view {
+  uint64_t count[RK_HEALTH_KINDS];            /* per kind; 0: nothing wrong */
+  char text[RK_HEALTH_KINDS][RK_HEALTH_TEXT]; /* the reason, "" when count is 0 */
+} rk_health_view;
+
+/* "below_r", "plan_refused", "refill_waits", "label_mismatch". */
+const char *rk_health_kind_name(rk_health_kind k);
+/* The view of s against t (NULL: no table), with missing_replicas the
+ * count of rk_missing_view_make's view. RING_OK or RING_ENOMEM. */
+int rk_health_make(const rk_state *s, const ring_table *t, uint64_t missing_replicas,
+                   rk_health_view *out);
+/* Token-replicas of t whose owner's record in s is down, into *held; the
+ * first such owner's id into first (may be NULL). RING_OK or RING_ENOMEM. */
+int rk_down_replicas(const rk_state *s, const ring_table *t, uint64_t *held,
+                     char first[RING_ID_MAX + 1]);
+/* The host's labels when its alive/ key says other ones than n's record
+ * (a removed node's never count); NULL when they agree. */
+const rk_labels *rk_label_mismatch(const rk_state *s, const rk_node *n);
+/* Whether n was removed and its agent still holds alive/<id>: the record
+ * stays removed (never re-joined) and status says so. */
+bool rk_removed_alive(const rk_state *s, const rk_node *n);
+/* Whether n is drained: draining, asked to drain, owning and pending
+ * nothing in t, with no run active; status shows it as "drained". */
+bool rk_node_drained(const rk_state *s, const ring_table *t, const rk_node *n);
+/* The state to show for n: "drained" (rk_node_drained), else its record's
+ * state name. */
+const char *rk_node_state_shown(const rk_state *s, const ring_table *t, const rk_node *n);
+
 /* ----------------------------------------------------- sizes (plan_sizes.c) */
 
 /* Host id's arc sizes (RK_READ_SIZES), NULL when it reported none. */
 const rk_sizes *rk_state_sizes(const rk_state *s, const char *id);
+/* The bytes host id holds: the sum of its own sizes/ report (RK_READ_SIZES);
+ * 0 with *reported false when it wrote none (unknown, not empty). */
+uint64_t rk_node_bytes(const rk_state *s, const char *id, bool *reported);
 
 /* The bytes of each of t's tokens (T entries, malloc()'ed into *out): the
  * size its first owner (in slot order) reports in sizes/, else any host's

@@ -17,6 +17,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+uint64_t rk_node_bytes(const rk_state *s, const char *id, bool *reported) {
+  const rk_sizes *z = rk_state_sizes(s, id);
+  uint64_t sum = 0;
+  for (uint32_t k = 0; z != NULL && k < z->n; k++)
+    sum += z->bytes[k];
+  *reported = z != NULL;
+  return sum;
+}
+
 /* Every host's reports, the first found per token: the fallback. */
 static void any_reports(const rk_state *s, uint32_t T, uint64_t *b, uint8_t *got) {
   for (uint32_t i = 0; i < s->n_sizes; i++) {

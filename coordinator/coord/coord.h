@@ -61,6 +61,7 @@ typedef struct coord_metrics {
   _Atomic uint64_t barrier_wait_ms; /* the version in etcd has waited this long for an ack */
   _Atomic uint64_t down_replicas;   /* token-replicas the table gives to down nodes */
   _Atomic uint64_t key_refused;     /* nodes whose agent signs with a key not pinned for it */
+  _Atomic uint64_t removed_alive;   /* removed nodes whose agent still runs (refused) */
 } coord_metrics;
 
 enum {
@@ -297,7 +298,7 @@ void coord_metrics_observe(coord *c, const rk_state *s);
  * else the look is skipped: right after a publish the next look counts):
  * how long the version in etcd has waited for a live host's or a
  * client's ack (the version barrier), on this leader's clock, and how
- * many token-replicas the table gives to nodes whose record is down. */
+ * (ring_coordinator_down_replicas is coord_health.c's to set). */
 void coord_metrics_table(coord *c, const rk_state *s);
 /* Stepping down: those two gauges 0 (the leader reports them). */
 void coord_metrics_forget(coord *c);
@@ -367,5 +368,21 @@ bool coord_missing_health(rd_text *t, bool after);
 struct cJSON *coord_missing_json(void);
 /* The two gauges, for /metrics. */
 void coord_missing_metrics(rd_text *t);
+/* The token-replicas missing at the last look (0 after coord_missing_forget). */
+uint64_t coord_missing_count(void);
+
+/* ---------------------------------------------------- the cluster's health */
+
+/* The loop, leading, after coord_missing_observe: cluster_health.c's view
+ * (a token below R, every plan refused, a refill waiting for policy, labels
+ * that differ) for the gauges, /healthz and the log (coord_health.c). */
+void coord_health_observe(coord *c, const rk_state *s);
+/* Stepping down: a follower reports nothing (the leader does). */
+void coord_health_forget(void);
+/* /healthz's part: writes "degraded: REASON; REASON" (after "; " when
+ * `after`) and returns false while any reason holds. */
+bool coord_health_reasons(rd_text *t, bool after);
+/* The gauges, for /metrics. */
+void coord_health_metrics(rd_text *t);
 
 #endif /* RING_COORD_H */

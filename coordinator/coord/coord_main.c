@@ -133,6 +133,7 @@ static int sync_table(coord *c, const rk_state *s) {
 static void forget_parts(coord *c) {
   coord_stuck_forget(c);
   coord_missing_forget();
+  coord_health_forget();
   coord_metrics_forget(c);
 }
 
@@ -200,6 +201,7 @@ static bool leader_step(coord *c) {
     coord_gc(c, s);
   if (s->has_config && c->table != NULL) {
     coord_missing_observe(c, s);
+    coord_health_observe(c, s);
     coord_metrics_table(c, s);
   }
   if (wrote >= 0)

@@ -20,6 +20,9 @@
  * down_after). lost_ms stays in the record for people to read.
  *   joining, in the table, no run      -> active
  *   desired removed, owns nothing      -> removed
+ *   removed, alive again               -> stays removed while desired is removed
+ *                                         (a replaced host's agent still running:
+ *                                         logged once, counted, shown by status)
  *
  * Mass loss: while fewer than half of the nodes that are not down have an
  * alive/ key, no node is marked down. Such a loss is a partition between
@@ -202,6 +205,26 @@ static bool in_table(const ring_table *t, const char *id) {
   return t != NULL && ring_table_find_node(t, id) >= 0;
 }
 
+/* Removed nodes whose agent still runs (a replaced host not stopped yet):
+ * the record stays removed, each is logged once per process (the first
+ * REMOVED_LOGGED of them), and the gauge counts them. The loop's alone. */
+#define REMOVED_LOGGED 64
+static char removed_logged[REMOVED_LOGGED][RING_ID_MAX + 1];
+static uint32_t n_removed_logged;
+
+static void removed_alive(const rk_state *s, const rk_node *n, uint32_t *count) {
+  if (!rk_removed_alive(s, n))
+    return;
+  (*count)++;
+  for (uint32_t i = 0; i < n_removed_logged; i++)
+    if (strcmp(removed_logged[i], n->id) == 0)
+      return;
+  rd_log(RD_WARN, "a removed node's agent is still running: refused, not re-joined", "node", n->id,
+         "hint", "stop its agent, or wipe it to join as a new node", NULL);
+  if (n_removed_logged < REMOVED_LOGGED)
+    snprintf(removed_logged[n_removed_logged++], RING_ID_MAX + 1, "%s", n->id);
+}
+
 /* False while a mass loss is going on (see the top of the file). */
 static bool may_mark_down(const rk_state *s) {
   uint32_t up = 0, alive = 0;
@@ -220,6 +243,8 @@ static bool may_mark_down(const rk_state *s) {
 static bool next_record(const coord *c, const rk_state *s, const rk_node *old, rk_node *n,
                         uint64_t now, uint64_t mono, bool down_ok, uint64_t *due) {
   *n = *old;
+  if (rk_removed_alive(s, old))
+    return false; /* refused calmly (removed_alive below): never re-joined, never followed */
   const rk_alive_entry *a = rk_state_alive(s, old->id);
   int ti = c->table ? ring_table_find_node(c->table, old->id) : -1;
   if (a != NULL) {
@@ -232,7 +257,8 @@ static bool next_record(const coord *c, const rk_state *s, const rk_node *old, r
       memcpy(n->key, old->next_key, sizeof n->key); /* a rotation done: the next key is it */
       n->next_key[0] = '\0';
     }
-    if (old->state == RING_NODE_DOWN || old->state == RING_NODE_REMOVED)
+    if (old->state == RING_NODE_DOWN ||
+        (old->state == RING_NODE_REMOVED && old->desired != RK_WANT_REMOVED))
       n->state = RING_NODE_JOINING;
   } else {
     uint64_t gone_ms = gone_for(old->id, mono);
@@ -296,9 +322,10 @@ int coord_membership(coord *c, const rk_state *s) {
     coord_trouble(c, "membership", &why);
   }
   gone_begin(atomic_load(&c->m.terms));
-  uint32_t refused = 0;
+  uint32_t refused = 0, removed = 0;
   for (uint32_t i = 0; i < s->n_nodes; i++) {
     rk_node n;
+    removed_alive(s, &s->nodes[i], &removed);
     key_refused(c, &s->nodes[i], rk_state_alive(s, s->nodes[i].id), &refused);
     if (!next_record(c, s, &s->nodes[i], &n, now, mono, down_ok, &due))
       continue;
@@ -313,6 +340,7 @@ int coord_membership(coord *c, const rk_state *s) {
   }
   gone_end();
   atomic_store(&c->m.key_refused, refused);
+  atomic_store(&c->m.removed_alive, removed);
   int rc = flush(c, &b);
   if (rc == RING_OK && wrote == 0 && down_ok && refused == 0) /* trouble is reported each look */
     calm.key = key, calm.until_ms = due;

@@ -95,30 +95,6 @@ void coord_metrics_observe(coord *c, const rk_state *s) {
   }
 }
 
-/* Token-replicas of t whose owner's record (in s) is down, into *held:
- * what a repair has yet to re-make. False when out of memory (*held
- * untouched). */
-static bool down_replicas(const rk_state *s, const ring_table *t, uint64_t *held) {
-  uint32_t n_nodes = ring_table_node_count(t);
-  bool *down = calloc(n_nodes + 1, sizeof *down), any = false;
-  if (down == NULL)
-    return false;
-  for (uint32_t i = 0; i < n_nodes; i++) {
-    const rk_node *n = rk_state_node(s, ring_table_node_id(t, (uint16_t)i));
-    down[i] = n != NULL && n->state == RING_NODE_DOWN;
-    any = any || down[i];
-  }
-  uint64_t count = 0;
-  for (uint32_t tok = 0; any && tok < ring_table_tokens(t); tok++)
-    for (uint32_t r = 0; r < ring_table_replicas(t); r++) {
-      uint16_t o = ring_table_owner(t, tok, r);
-      count += o < n_nodes && down[o];
-    }
-  free(down);
-  *held = count;
-  return true;
-}
-
 void coord_metrics_table(coord *c, const rk_state *s) {
   static struct {
     coord_memo key;
@@ -140,14 +116,7 @@ void coord_metrics_table(coord *c, const rk_state *s) {
     wait = now - lag_since_ms;
   }
   atomic_store(&c->m.barrier_wait_ms, wait);
-  uint64_t held;
-  if (same)
-    return;
   kept.key = key;
-  if (down_replicas(s, t, &held)) /* out of memory: the last count stays */
-    atomic_store(&c->m.down_replicas, held);
-  else
-    kept.key = (coord_memo){0}; /* counted again at the next look */
 }
 
 void coord_metrics_forget(coord *c) {
@@ -215,6 +184,7 @@ static void bad_records_family(rd_text *t, const void *base) {
 static void missing_family(rd_text *t, const void *base) {
   (void)base;
   coord_missing_metrics(t);
+  coord_health_metrics(t);
 }
 
 static double etcd_requests(const void *base) {
@@ -276,6 +246,9 @@ static const rd_metric_desc coord_table[] = {
     GAUGE(m.key_refused, "ring_coordinator_key_refused_nodes",
           "nodes whose agent signs with a key other than the one pinned in nodes/<id>: "
           "their peers refuse them until ringctl trust (/healthz names them)"),
+    GAUGE(m.removed_alive, "ring_coordinator_removed_alive_nodes",
+          "removed nodes whose agent still holds alive/<id>: refused, never re-joined; "
+          "`ringctl status` shows them as \"removed, agent still running\""),
     RD_METRIC_PUT(0, missing_family),
     RD_METRIC_PUT(0, cache_metrics),
     /* the status page's reads: what woke the loop, what was built, what was refused
@@ -293,7 +266,8 @@ void coord_metrics_text(void *ud, rd_text *t) {
 }
 
 /* Stuck moves first, then missing replicas (both last until data arrives
- * or a loss is accepted), then the last trouble of a step; one line, healthy only without both. */
+ * or a loss is accepted), then the cluster's reasons (coord_health.c),
+ * then the last trouble of a step; one line, healthy only without any. */
 bool coord_health_text(void *ud, rd_text *t) {
   coord *c = ud;
   if (!rd_restore_health(&c->restore, t)) /* first: it outweighs any other trouble */
@@ -302,6 +276,7 @@ bool coord_health_text(void *ud, rd_text *t) {
   bool ok = rd_health_text(&c->health, &trouble);
   bool calm = coord_stuck_health(c, t);
   calm = coord_missing_health(t, !calm) && calm; /* missing replicas: after the stuck moves */
+  calm = coord_health_reasons(t, !calm) && calm; /* then the cluster's other reasons */
   const char *line = trouble.p != NULL ? trouble.p : "ok\n";
   if (calm)
     ring__sb_printf(t, "%s", line);

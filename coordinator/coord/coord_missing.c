@@ -74,6 +74,8 @@ void coord_missing_observe(coord *c, const rk_state *s) {
 
 void coord_missing_forget(void) { set("", NULL, 0, 0); }
 
+uint64_t coord_missing_count(void) { return atomic_load(&replicas); }
+
 bool coord_missing_health(rd_text *t, bool after) {
   pthread_mutex_lock(&mu);
   bool calm = health[0] == '\0';

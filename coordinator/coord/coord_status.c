@@ -37,8 +37,10 @@
  *                   "auto_apply" ("none"|"repair"|"all"),"throttle":{"moves_per_node",
  *                   "moves_per_domain","moves_per_wave","bytes_per_sec"}},
  *    "version":N (0: no table yet),
- *    "nodes":[{"id","addr","state","desired","labels":{K:V},"weight",
- *              "alive":BOOL,"acked":V,"replicas":N,"target":X}],
+ *    "nodes":[{"id","addr","state" ("drained" for a drain done),"desired",
+ *              "labels":{K:V},"weight","alive":BOOL,"acked":V,"replicas":N,
+ *              "target":X, and "agent_running":true for a removed node whose
+ *              agent still runs}],
  *    "plan":null|{"id" ("" when refused),"state":"proposed"|"active"|
  *              "paused"|"cancelling"|"done"|"failed"|"cancelled",
  *              "base_version","moves_total","moves_done","lower_bound",
@@ -177,13 +179,15 @@ static cJSON *node_json(const rk_state *s, uint32_t i, const ring_table *t, cons
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "id", n->id);
   cJSON_AddStringToObject(o, "addr", n->addr);
-  cJSON_AddStringToObject(o, "state", ring_node_state_name(n->state));
+  cJSON_AddStringToObject(o, "state", rk_node_state_shown(s, t, n));
   cJSON_AddStringToObject(o, "desired", rk_desired_name(n->desired));
   cJSON *labels = cJSON_AddObjectToObject(o, "labels");
   for (uint32_t k = 0; k < n->labels.n; k++)
     cJSON_AddStringToObject(labels, n->labels.key[k], n->labels.value[k]);
   cJSON_AddNumberToObject(o, "weight", n->weight);
   cJSON_AddBoolToObject(o, "alive", rk_state_alive(s, n->id) != NULL);
+  if (rk_removed_alive(s, n))
+    cJSON_AddBoolToObject(o, "agent_running", true);
   cJSON_AddNumberToObject(o, "acked", (double)rk_state_ack(s, n->id));
   int index = t != NULL ? ring_table_find_node(t, n->id) : RING_ENOTFOUND;
   cJSON_AddNumberToObject(o, "replicas",

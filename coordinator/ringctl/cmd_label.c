@@ -16,11 +16,17 @@
 #include <string.h>
 
 static const char help[] =
-    "Usage: ringctl label ID KEY=VALUE... [KEY-...] [--json]\n\n"
+    "Usage: ringctl label ID KEY=VALUE... [KEY-...] [--force] [--json]\n\n"
     "Sets (KEY=VALUE) or removes (KEY-) labels of node ID's record. Keys match\n"
     "[a-z0-9._-]{1,63}, values [A-Za-z0-9._:-]{1,63}; at most 16 labels.\n"
     "When a failure-domain label changes, the coordinator proposes the plan that\n"
-    "moves replicas to keep the domain rules (ringctl plan).\n";
+    "moves replicas to keep the domain rules (ringctl plan).\n"
+    "Removing the failure-domain key (the config's failure_domain) is refused: every\n"
+    "plan is refused while a node lacks it.\n"
+    "  --force  remove it all the same\n";
+
+enum { OPT_FORCE };
+static const ringctl_opt label_opts[] = {{"force", OPT_FORCE, false}, {NULL, 0, false}};
 
 #define CHANGES_MAX 32
 
@@ -28,12 +34,17 @@ typedef struct label_args {
   const char *id;
   const char *change[CHANGES_MAX]; /* "k=v" or "k-" */
   uint32_t n;
-  rk_labels before, after; /* out */
+  bool force;                   /* --force */
+  char domain[RING_ID_MAX + 1]; /* the config's failure_domain; "" for none */
+  rk_labels before, after;      /* out */
 } label_args;
 
 static int take(const ringctl_args *a, int id, const char *value, void *ud) {
   label_args *l = ud;
-  (void)id;
+  if (id == OPT_FORCE) {
+    l->force = true;
+    return RINGCTL_EXIT_OK;
+  }
   if (l->id == NULL) {
     l->id = value;
     return ring_id_valid(value)
@@ -77,6 +88,12 @@ static int relabel(ringctl_ctx *ctx, rk_node *n, void *ud) {
       return rc;
   }
   l->after = n->labels;
+  if (l->domain[0] != '\0' && !l->force && rk_labels_get(&l->before, l->domain) != NULL &&
+      rk_labels_get(&l->after, l->domain) == NULL)
+    return ringctl_say(ctx, RINGCTL_EXIT_FAILURE,
+                       "label %s %s-: refused: %s is the failure domain; without it every plan is "
+                       "refused (--force overrides)",
+                       n->id, l->domain, l->domain);
   char was[RK_EVENT_DETAIL_MAX / 2], now[RK_EVENT_DETAIL_MAX / 2];
   ringctl_labels(&l->before, was, sizeof was);
   ringctl_labels(&l->after, now, sizeof now);
@@ -86,7 +103,14 @@ static int relabel(ringctl_ctx *ctx, rk_node *n, void *ud) {
 
 static int run(ringctl_ctx *ctx, void *ud) {
   label_args *l = ud;
-  int rc = ringctl_node_cas(ctx, l->id, relabel, l);
+  rk_state st;
+  ring_error err = {RING_OK, ""};
+  int rc = rk_state_read(ctx->etcd, ctx->cluster, RK_READ_CONFIG, &st, &err);
+  if (rc != RING_OK)
+    return ringctl_fail(ctx, rc, &err, "reading the config");
+  snprintf(l->domain, sizeof l->domain, "%s", st.has_config ? st.config.failure_domain : "");
+  rk_state_free(&st);
+  rc = ringctl_node_cas(ctx, l->id, relabel, l);
   if (rc != RINGCTL_EXIT_OK)
     return rc;
   if (ctx->a->globals->json) {
@@ -108,7 +132,7 @@ static int run(ringctl_ctx *ctx, void *ud) {
 int ringctl_cmd_label(ringctl_args *a) {
   label_args l = {.id = NULL, .n = 0};
   bool help_shown = false;
-  int rc = ringctl_parse(a, NULL, help, take, &l, &help_shown);
+  int rc = ringctl_parse(a, label_opts, help, take, &l, &help_shown);
   if (rc != RINGCTL_EXIT_OK || help_shown)
     return rc;
   if (l.id == NULL || l.n == 0)
@@ -117,4 +141,5 @@ int ringctl_cmd_label(ringctl_args *a) {
 }
 
 const ringctl_command ringctl_command_label = {
-    "label", ringctl_cmd_label, "set or remove a node's labels (its failure domains)", NULL, help};
+    "label", ringctl_cmd_label, "set or remove a node's labels (its failure domains)", label_opts,
+    help};

@@ -2,10 +2,12 @@
  * cmd_status.c: `ringctl status`: the cluster at a glance: table version,
  * leader, each node's state and share, and the current plan.
  *
- * Usage: ringctl status [--json]
+ * Usage: ringctl status [--all] [--json]
  *
  * --json prints the shape docs/DESIGN.md fixes:
- *   {"version":N,"nodes":[{"id","state","labels","weight","replicas","target"}],
+ *   {"version":N,"nodes":[{"id","state","labels","weight","replicas","target",
+ *                          "bytes","bytes_reported"}],
+ *    "health":{"ok":BOOL,"reasons":[{"kind","count","text"}]},
  *    "plan":null|{"id","state","moves_total","moves_done"},
  * and after it
  *    "stuck":[{"token","slot","from","to","error","for_ms"}],
@@ -16,6 +18,12 @@
  * one (ringctl_keys.c), "untrusted_keys":[{"node","pinned","host"}],
  * and, only while etcd's history went back (ringctl_restore.c),
  * "etcd_restored":{"why","seen_version","hosts":[...]}}
+ * "nodes" leaves out removed nodes unless --all (one whose agent still runs
+ * stays, with "agent_running":true); "state" is "drained" for a drain done;
+ * "bytes" is what the node's sizes/ report sums to (0 with bytes_reported
+ * false when it wrote none). "health" is cluster_health.c's reasons, the
+ * ones the coordinator's /healthz is degraded for (kind below_r,
+ * plan_refused, refill_waits, label_mismatch), and ok is true without any.
  * "plan" is the active run, else the proposed plan, else the last finished run.
  * "stuck" is the coordinator's `stuck` report for the current version;
  * "failing" every failing fetch the receivers report for it, stuck or not yet.
@@ -31,15 +39,49 @@
 #include <stdlib.h>
 
 static const char help[] =
-    "Usage: ringctl status [--json]\n"
+    "Usage: ringctl status [--all] [--json]\n"
     "\n"
-    "Shows the table version, the leader, every node (state, alive, token-replicas\n"
-    "owned against its weighted target), the plan in progress or proposed, the\n"
+    "Shows the table version, the leader, what is wrong (a token below R and what\n"
+    "its repair waits for, every plan refused, a refill waiting for policy, labels\n"
+    "that differ from the record: the reasons the coordinator's /healthz gives),\n"
+    "every node (state, alive, token-replicas owned against its weighted target,\n"
+    "bytes held; removed nodes only with --all), the plan in progress or proposed, the\n"
     "moves the coordinator reports stuck and the fetches receivers report failing\n"
     "(deploy/STUCK.md), the token-replicas owners report missing (a wiped or\n"
     "replaced disk; tokens no owner holds are lost), and the bad records: host values ignored as "
     "over their\n"
-    "size cap or malformed.\n";
+    "size cap or malformed.\n"
+    "  --all  also list removed nodes\n";
+
+/* The reasons as `ringctl status --json` gives them. */
+static cJSON *health_json(const rk_health_view *h) {
+  cJSON *o = cJSON_CreateObject(), *reasons = cJSON_CreateArray();
+  bool ok = true;
+  for (int k = 0; k < RK_HEALTH_KINDS; k++) {
+    if (h->count[k] == 0)
+      continue;
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "kind", rk_health_kind_name((rk_health_kind)k));
+    cJSON_AddNumberToObject(r, "count", (double)h->count[k]);
+    cJSON_AddStringToObject(r, "text", h->text[k]);
+    cJSON_AddItemToArray(reasons, r);
+    ok = false;
+  }
+  cJSON_AddBoolToObject(o, "ok", ok);
+  cJSON_AddItemToObject(o, "reasons", reasons);
+  return o;
+}
+
+static void health_text(const rk_health_view *h) {
+  bool ok = true;
+  for (int k = 0; k < RK_HEALTH_KINDS; k++)
+    if (h->count[k] != 0) {
+      printf("%s%s\n", ok ? "health:   degraded: " : "          ", h->text[k]);
+      ok = false;
+    }
+  if (ok)
+    puts("health:   ok");
+}
 
 /* What the status shows of the plans. */
 typedef struct plan_view {
@@ -80,16 +122,28 @@ static cJSON *plan_json(const plan_view *v) {
   return o;
 }
 
-static int print_json(ringctl_ctx *ctx, const rk_state *st, const ringctl_node_row *rows,
-                      const plan_view *v, const rk_missing_view *mv) {
+/* What status shows besides the state: rows, plans, missing, health. */
+typedef struct view {
+  ringctl_node_row *rows;
+  uint32_t n_rows;
+  plan_view plans;
+  rk_missing_view missing;
+  rk_health_view health;
+} view;
+
+static int print_json(ringctl_ctx *ctx, const rk_state *st, const view *w) {
+  const ringctl_node_row *rows = w->rows;
+  const plan_view *v = &w->plans;
+  const rk_missing_view *mv = &w->missing;
   cJSON *o = cJSON_CreateObject(), *restored = ringctl_restore_json(ctx->etcd, st);
   if (restored != NULL) /* only then, first: the shape above is unchanged otherwise */
     cJSON_AddItemToObject(o, "etcd_restored", restored);
   cJSON *nodes = cJSON_CreateArray();
   cJSON_AddNumberToObject(o, "version", (double)st->version);
   cJSON_AddItemToObject(o, "nodes", nodes);
-  for (uint32_t i = 0; i < st->n_nodes; i++)
+  for (uint32_t i = 0; i < w->n_rows; i++)
     cJSON_AddItemToArray(nodes, ringctl_node_json(&rows[i], false));
+  cJSON_AddItemToObject(o, "health", health_json(&w->health));
   cJSON_AddItemToObject(o, "plan", plan_json(v));
   cJSON_AddItemToObject(o, "stuck", ringctl_stuck_json(st));
   cJSON_AddItemToObject(o, "failing", ringctl_failing_json(st));
@@ -122,8 +176,7 @@ static void print_plan(const plan_view *v) {
     puts("plan:     none");
 }
 
-static void print_text(const ringctl_ctx *ctx, const rk_state *st, const ringctl_node_row *rows,
-                       const plan_view *v, const rk_missing_view *mv) {
+static void print_text(const ringctl_ctx *ctx, const rk_state *st, const view *w) {
   const rk_config *c = &st->config;
   ringctl_restore_text(stdout, ctx->etcd, st); /* first: it changes how to read the rest */
   printf("cluster:  %s, %u tokens x %u replicas, failure domain %s, migration %s\n", ctx->cluster,
@@ -137,52 +190,52 @@ static void print_text(const ringctl_ctx *ctx, const rk_state *st, const ringctl
     printf("leader:   %s%s%s\n", st->leader.id, st->leader.addr[0] ? " at " : "", st->leader.addr);
   else
     puts("leader:   none (is ring-coordinator running?)");
-  print_plan(v);
+  health_text(&w->health);
+  print_plan(&w->plans);
   putchar('\n');
-  ringctl_node_table(stdout, rows, st->n_nodes, false);
+  ringctl_node_table(stdout, w->rows, w->n_rows, false);
+  ringctl_node_notes(stdout, st, w->rows, w->n_rows);
   ringctl_stuck_text(stdout, st);
-  ringctl_missing_text(stdout, mv);
+  ringctl_missing_text(stdout, &w->missing, w->health.count[RK_HEALTH_REFILL_WAITS] > 0);
   ringctl_bad_text(stdout, st);
   ringctl_label_mismatch_text(stdout, st);
   ringctl_untrusted_keys_text(stdout, st);
 }
 
-static int show(ringctl_ctx *ctx, const rk_state *st, const ring_table *table) {
-  ringctl_node_row *rows = NULL;
-  plan_view v;
-  rk_missing_view mv;
-  if (rk_missing_view_make(st, table, &mv) != RING_OK)
+static int show(ringctl_ctx *ctx, const rk_state *st, const ring_table *table, bool all) {
+  view w = {.rows = NULL};
+  if (rk_missing_view_make(st, table, &w.missing) != RING_OK)
     return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "out of memory");
-  if (ringctl_node_rows(st, table, &rows) != RING_OK) {
-    rk_missing_view_free(&mv);
+  if (rk_health_make(st, table, w.missing.replicas, &w.health) != RING_OK ||
+      ringctl_node_rows(st, table, all, &w.rows, &w.n_rows) != RING_OK) {
+    rk_missing_view_free(&w.missing);
     return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "out of memory");
   }
-  int rc = read_plans(ctx, st, &v);
+  int rc = read_plans(ctx, st, &w.plans);
   if (rc == RINGCTL_EXIT_OK && ctx->a->globals->json)
-    rc = print_json(ctx, st, rows, &v, &mv);
+    rc = print_json(ctx, st, &w);
   else if (rc == RINGCTL_EXIT_OK)
-    print_text(ctx, st, rows, &v, &mv);
-  ringctl_runs_free(v.history, v.n_history);
-  rk_missing_view_free(&mv);
-  free(rows);
+    print_text(ctx, st, &w);
+  ringctl_runs_free(w.plans.history, w.plans.n_history);
+  rk_missing_view_free(&w.missing);
+  free(w.rows);
   return rc;
 }
 
 static int run(ringctl_ctx *ctx, void *ud) {
-  (void)ud;
   rk_state st;
   ring_table *table = NULL;
-  int rc = ringctl_read_live(ctx, RK_READ_ALL, &st, &table);
+  int rc = ringctl_read_live(ctx, RK_READ_ALL | RK_READ_SIZES, &st, &table);
   if (rc != RINGCTL_EXIT_OK)
     return rc;
-  rc = show(ctx, &st, table);
+  rc = show(ctx, &st, table, *(bool *)ud);
   ring_table_free(table);
   rk_state_free(&st);
   return rc;
 }
 
-int ringctl_cmd_status(ringctl_args *a) { return ringctl_run_plain(a, help, run, NULL); }
+int ringctl_cmd_status(ringctl_args *a) { return ringctl_run_all(a, help, run); }
 
 const ringctl_command ringctl_command_status = {
-    "status", ringctl_cmd_status, "version, leader, nodes and their shares, current plan", NULL,
-    help};
+    "status", ringctl_cmd_status, "version, leader, health, nodes and their shares, current plan",
+    ringctl_all_opts, help};

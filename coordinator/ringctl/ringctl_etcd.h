@@ -45,6 +45,11 @@ int ringctl_with_etcd(ringctl_args *a, ringctl_body_fn body, void *ud);
 /* A command without options or arguments of its own: parses (help, global
  * options, usage errors), then runs body through ringctl_with_etcd. */
 int ringctl_run_plain(ringctl_args *a, const char *help, ringctl_body_fn body, void *ud);
+/* --all, the option of status and members: list removed nodes too
+ * (ringctl_nodes.c). ringctl_run_all reads a's --all (nothing else) and
+ * runs body with a bool (--all given) as its ud; else as ringctl_run_plain. */
+extern const ringctl_opt ringctl_all_opts[];
+int ringctl_run_all(ringctl_args *a, const char *help, ringctl_body_fn body);
 
 /* ---------------------------------------------------------------- failures */
 

@@ -10,19 +10,10 @@
 
 #include <stdio.h>
 
-/* The host's labels when its alive/ key says other ones than the record. */
-static const rk_labels *mismatch(const rk_state *st, const rk_node *n) {
-  const rk_alive_entry *a = rk_state_alive(st, n->id);
-  if (a == NULL || !a->valid || n->state == RING_NODE_REMOVED ||
-      rk_labels_equal(&a->a.labels, &n->labels))
-    return NULL;
-  return &a->a.labels;
-}
-
 cJSON *ringctl_label_mismatch_json(const rk_state *st) {
   cJSON *arr = cJSON_CreateArray();
   for (uint32_t i = 0; i < st->n_nodes; i++) {
-    const rk_labels *host = mismatch(st, &st->nodes[i]);
+    const rk_labels *host = rk_label_mismatch(st, &st->nodes[i]);
     if (host == NULL)
       continue;
     cJSON *o = cJSON_CreateObject();
@@ -46,7 +37,7 @@ static void line(const rk_node *n, const rk_labels *host, char *out, size_t cap)
 void ringctl_label_mismatch_text(FILE *f, const rk_state *st) {
   bool head = false;
   for (uint32_t i = 0; i < st->n_nodes; i++) {
-    const rk_labels *host = mismatch(st, &st->nodes[i]);
+    const rk_labels *host = rk_label_mismatch(st, &st->nodes[i]);
     if (host == NULL)
       continue;
     if (!head)
@@ -61,7 +52,7 @@ void ringctl_label_mismatch_text(FILE *f, const rk_state *st) {
 int ringctl_label_violations(const rk_state *st, cJSON *v) {
   int n = 0;
   for (uint32_t i = 0; i < st->n_nodes; i++) {
-    const rk_labels *host = mismatch(st, &st->nodes[i]);
+    const rk_labels *host = rk_label_mismatch(st, &st->nodes[i]);
     if (host == NULL)
       continue;
     char text[1300];

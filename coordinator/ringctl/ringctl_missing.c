@@ -25,14 +25,14 @@ static const char *first_error(const rk_missing_host *h) {
   return h->m != NULL && h->m->n_failing > 0 ? h->m->failing[0].error : "";
 }
 
-bool ringctl_missing_text(FILE *f, const rk_missing_view *v) {
+bool ringctl_missing_text(FILE *f, const rk_missing_view *v, bool refill_waits) {
   if (v->replicas == 0)
     return false;
   char line[256];
-  fprintf(f,
-          "\nmissing replicas: %" PRIu32 " (owners report no arc; refilled from the other "
-          "owners)\n",
-          v->replicas);
+  fprintf(f, "\nmissing replicas: %" PRIu32 " (owners report no arc; %s)\n", v->replicas,
+          refill_waits ? "NOT refilled: the refill waits for auto-apply policy none, "
+                         "`ringctl auto-apply repair` lets it run"
+                       : "refilled from the other owners");
   fprintf(f, "  %-20s %6s  %-40s %s\n", "NODE", "COUNT", "TOKENS", "LAST ERROR");
   for (uint32_t i = 0; i < v->n_hosts; i++) {
     const rk_missing_host *h = &v->hosts[i];

@@ -62,11 +62,21 @@ typedef struct ringctl_node_row {
   double target;       /* its weighted target in the live table, domain caps applied */
   bool alive;          /* its alive/ key exists */
   uint64_t acked;      /* acks/<id>, 0 when absent */
+  const char *state;   /* as shown: "drained" for a drain done, else the record's */
+  bool agent_running;  /* removed, and its agent still holds alive/<id> */
+  uint64_t bytes;      /* bytes held: the sum of its sizes/ report (read with RK_READ_SIZES) */
+  bool bytes_reported; /* it wrote a sizes/ report (bytes 0 otherwise means unknown) */
 } ringctl_node_row;
 
-/* One row per node record of st (in its order); *rows is malloc()'ed.
- * table may be NULL (no table yet: nothing owned, no target). */
-int ringctl_node_rows(const rk_state *st, const ring_table *table, ringctl_node_row **rows);
+/* One row per node record of st (in its order) into *rows (malloc()'ed),
+ * their count into *n: removed nodes are left out unless `all`, except one
+ * whose agent still runs. table may be NULL (no table yet: nothing owned,
+ * no target). */
+int ringctl_node_rows(const rk_state *st, const ring_table *table, bool all,
+                      ringctl_node_row **rows, uint32_t *n);
+/* The note under a node table: removed nodes hidden, removed nodes whose
+ * agent still runs. */
+void ringctl_node_notes(FILE *f, const rk_state *st, const ringctl_node_row *rows, uint32_t n);
 /* Token-replicas node `id` owns in t plus those it is to receive (pending
  * entries naming it); 0 when t is NULL or does not name it. */
 uint32_t ringctl_node_holds(const ring_table *t, const char *id);
@@ -74,7 +84,8 @@ uint32_t ringctl_node_holds(const ring_table *t, const char *id);
  * bytes shown count the others as 0); nothing when all do or none. */
 void ringctl_sizes_partial(FILE *f, const ring_table *t, uint32_t known);
 
-/* {"id","state","labels","weight","replicas","target"}; with full also
+/* {"id","state","labels","weight","replicas","target","bytes","bytes_reported"},
+ * "agent_running" for a removed node whose agent still runs; with full also
  * "addr","desired","alive","acked". */
 cJSON *ringctl_node_json(const ringctl_node_row *r, bool full);
 
@@ -139,8 +150,9 @@ bool ringctl_bad_text(FILE *f, const rk_state *st);
 
 /* The section "missing replicas" (host, count, first tokens, the refill's
  * last error; then the lost tokens) of v, after a blank line; nothing when
- * v is empty. Returns whether it printed anything (ringctl_missing.c). */
-bool ringctl_missing_text(FILE *f, const rk_missing_view *v);
+ * v is empty; refill_waits: the policy (none) keeps the refill from running.
+ * Returns whether it printed anything (ringctl_missing.c). */
+bool ringctl_missing_text(FILE *f, const rk_missing_view *v, bool refill_waits);
 /* Appends verify's violations for v to arr: one line per host, one for
  * the lost tokens. Returns how many it appended. */
 int ringctl_missing_violations(const rk_missing_view *v, cJSON *arr);

@@ -2,7 +2,9 @@
  * test_e2e_engine.c: the migration engine as an operator steers it, on a
  * whole cluster (e2e_cluster.h: real etcd, a coordinator, ring-agents with
  * a ring-kv each, a data set):
- *   estimate  the agents report their arcs' sizes (sizes/<id>); the plan
+ *   estimate  the agents report their arcs' sizes (sizes/<id>), which
+ *             `ringctl status --json` sums into each node's bytes held, as
+ *             each agent's ring_agent_bytes_held says; the plan
  *             for a join says the bytes its receivers then get, within 1%,
  *             and under a byte limit the time it takes (printed next to the
  *             real duration; only held to a loose bound here, since a
@@ -52,6 +54,45 @@ static double bytes_in_all(int slots) {
   return b;
 }
 
+/* The sum of sizes/<id>'s bytes; -1 when it is absent or not JSON. */
+static double report_sum(const char *id) {
+  char what[64];
+  snprintf(what, sizeof what, "sizes/%s", id);
+  char *v = env_get(what);
+  cJSON *j = v ? cJSON_Parse(v) : NULL;
+  free(v);
+  const cJSON *b, *bytes = cJSON_GetObjectItemCaseSensitive(j, "bytes");
+  double sum = j != NULL ? 0 : -1;
+  cJSON_ArrayForEach(b, bytes) sum += b->valuedouble;
+  cJSON_Delete(j);
+  return sum;
+}
+
+/* Load: every node of `ringctl status --json` has a numeric bytes, reported,
+ * equal to its sizes/ report's sum and to its agent's ring_agent_bytes_held
+ * (slot i runs node n<i>). Polled: an agent may measure again meanwhile. */
+static bool load_agrees(int slots) {
+  char out[1 << 16];
+  if (e2e_ringctl(out, sizeof out, "status --json") != 0)
+    return false;
+  cJSON *o = cJSON_Parse(out);
+  const cJSON *n;
+  int seen = 0;
+  bool ok = o != NULL;
+  cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(o, "nodes")) {
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(n, "id");
+    const cJSON *bytes = cJSON_GetObjectItemCaseSensitive(n, "bytes");
+    int slot = cJSON_IsString(id) ? atoi(id->valuestring + 1) : -1;
+    ok = ok && cJSON_IsNumber(bytes) && bytes->valuedouble > 0 && slot >= 0 && slot < slots &&
+         cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(n, "bytes_reported")) &&
+         bytes->valuedouble == report_sum(id->valuestring) &&
+         bytes->valuedouble == env_metric(slot, "ring_agent_bytes_held");
+    seen++;
+  }
+  cJSON_Delete(o);
+  return ok && seen == slots;
+}
+
 START_TEST(estimate) {
   static const char *const fast[] = {"--sizes-every 1s", "--sizes-every 1s", "--sizes-every 1s"};
   const e2e_opts o = {.bytes_per_sec = 8000, .value_size = 100};
@@ -64,6 +105,8 @@ START_TEST(estimate) {
                              mod_rev("sizes/n2") > loaded[2],
                          20),
                 "the agents did not measure again after the load");
+  ck_assert_msg(ENV_WAIT(load_agrees(3), 20),
+                "status --json's bytes, sizes/ and ring_agent_bytes_held disagree");
   e2e_node_start(3, "n3", "--sizes-every 1s");
   char id[24];
   ck_assert_msg(ENV_WAIT(e2e_new_proposal(id), 30), "no plan for n3's join");

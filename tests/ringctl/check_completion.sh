@@ -42,6 +42,10 @@ expect "--what-if" ringctl plan --wh
 expect "--what-if" ringctl --cluster c1 plan --wh
 expect "--wait" ringctl apply --wa
 expect "--json" ringctl status --js
+expect "--all" ringctl status --al
+expect "--all" ringctl members --al
+expect "--force" ringctl label --fo
+expect "--force" ringctl drain --fo
 expect "--version" ringctl --vers
 expect "bash zsh" ringctl completion ""
 expect "accept-loss apply auth auto-apply" ringctl help a

@@ -64,8 +64,10 @@ START_TEST(status_json_shape) {
   FX_EXPECT(1, "a-status", "status"); /* not initialised */
   fx_seed_cluster("a-status");
   cJSON *j = fx_json(0, "a-status", "status");
-  static const char *const top[] = {"version", "nodes", "plan", "stuck", "failing", "missing"};
-  fx_fields(j, top, 6);
+  static const char *const top[] = {"version", "nodes",   "health", "plan",
+                                    "stuck",   "failing", "missing"};
+  fx_fields(j, top, 7);
+  ck_assert(cJSON_IsTrue(fx_get(fx_get(j, "health"), "ok")));
   ck_assert_int_eq((int)fx_num(j, "version"), 1);
   ck_assert(cJSON_IsNull(fx_get(j, "plan")));
   ck_assert_int_eq(cJSON_GetArraySize(fx_get(j, "stuck")), 0);
@@ -75,8 +77,11 @@ START_TEST(status_json_shape) {
   double owned = 0;
   const cJSON *n;
   cJSON_ArrayForEach(n, nodes) {
-    static const char *const fields[] = {"id", "state", "labels", "weight", "replicas", "target"};
-    fx_fields(n, fields, 6);
+    static const char *const fields[] = {"id",       "state",  "labels", "weight",
+                                         "replicas", "target", "bytes",  "bytes_reported"};
+    fx_fields(n, fields, 8);
+    ck_assert_double_eq(fx_num(n, "bytes"), 0); /* no sizes/ report: 0, and said so */
+    ck_assert(cJSON_IsFalse(fx_get(n, "bytes_reported")));
     ck_assert_str_eq(fx_str(n, "state"), "active");
     ck_assert(cJSON_IsObject(fx_get(n, "labels")));
     ck_assert_ptr_nonnull(fx_str(fx_get(n, "labels"), "zone"));
