@@ -115,6 +115,7 @@ TEST_PRIVATE = {
     "tests/fuzz/fuzz_arc_manifest.c": {"arc_int.h"},
     "tests/fuzz/fuzz_arc_auth.c": {"arc_int.h"},
     "tests/bench/bench_arc.c": {"arc_int.h"},
+    "tests/bench/bench_arc_auth.c": {"arc_int.h"},
 }
 
 # Folders not part of the product (checked elsewhere or not at all).
