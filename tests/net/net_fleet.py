@@ -284,13 +284,19 @@ class Fleet:
         except (OSError, ValueError):
             return 0
 
-    def metric(self, role, name):
-        """Sample `name` (no labels) of host role's agent; None when unread."""
+    def metric(self, role, name, port=7001, inside=False):
+        """Sample `name` (no labels) of role's daemon on port (7001 a host's
+        agent, 7200 a coordinator); None when unread. inside: read from
+        role's own namespace (the harness may be cut from it)."""
+        url = f"http://{self.addr[role]}:{port}/metrics"
         try:
-            url = f"http://{self.addr[role]}:7001/metrics"
-            with urllib.request.urlopen(url, timeout=2) as r:
-                text = r.read().decode()
-        except OSError:
+            if inside:
+                text = run("ip", "netns", "exec", self.nsname(role), "curl", "-sf", "-m", "2",
+                           url, timeout=10)
+            else:
+                with urllib.request.urlopen(url, timeout=2) as r:
+                    text = r.read().decode()
+        except (OSError, RuntimeError, subprocess.TimeoutExpired):
             return None
         m = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
         return float(m.group(1)) if m else None
@@ -326,14 +332,25 @@ class Fleet:
         s = self.status() or {}
         return next((x.get("state") for x in s.get("nodes", []) if x.get("id") == node), None)
 
-    def leader(self):
-        s = self.status() or {}
-        ld = s.get("leader")
-        return ld.get("id") if isinstance(ld, dict) else ld
+    def leader(self, inside=False):
+        """The coordinator that says it leads (None: none says so)."""
+        for k in (1, 2):
+            if self.metric(f"c{k}", "ring_coordinator_leader", 7200, inside) == 1:
+                return f"c{k}"
+        return None
 
     # ------------------------------------------------------------ bring-up
 
-    def up(self, tokens=256, replicas=2, down_after="4s", rate=0):
+    def hold(self, seconds):
+        """A fault's span: every daemon must stay up through it."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            dead = [r for r, p in self.procs.items() if r != "checker" and p.poll() is not None]
+            if dead:
+                raise AssertionError(f"{', '.join(dead)} exited during the fault")
+            time.sleep(0.25)
+
+    def up(self, tokens=256, replicas=2, down_after="4s", rate=0, hosts=None):
         self.make_bridge()
         self.make_ns("ctl", 250)
         with open(os.path.join(self.dir, "secret"), "w") as f:
@@ -346,6 +363,7 @@ class Fleet:
                      "--auto-apply", "all", "--bytes-per-sec", str(rate))
         for k in (1, 2):
             self.start_coord(k)
+        self.hosts = hosts or self.hosts
         for i in range(1, self.hosts + 1):
             self.start_host(i)
         self.settle(self.hosts, 40)

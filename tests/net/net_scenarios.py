@@ -74,22 +74,135 @@ def join_under(f, role, loss=0, rate=None):
     return nbytes, bps, join_s
 
 
-def lossy_join(f, a):
-    """Scenario 5: 2% loss and a 20 Mbit/s limit on a receiver during a join."""
+def link_join(f, a, loss):
+    """h4 joins over a 20 Mbit/s tbf link with loss %: its arc throughput
+    against the link's rate, and the join's time."""
     f.up()
     keys = 40000 if a.long else 12000
     f.load(keys, 1000)
     f.checker_start()
-    nbytes, bps, join_s = join_under(f, "h4", loss=2, rate=f"{LINK_MBIT}mbit")
-    link = LINK_MBIT * 1e6 / 8
-    figure("lossy_join_bytes", int(nbytes))
-    figure("lossy_join_rate_MBps", f"{bps / 1e6:.2f}")
-    figure("lossy_join_share_of_link", f"{bps / link:.2f}")
-    figure("lossy_join_s", f"{join_s:.1f}")
+    nbytes, bps, join_s = join_under(f, "h4", loss=loss, rate=f"{LINK_MBIT}mbit")
+    link, name = LINK_MBIT * 1e6 / 8, f"join_{LINK_MBIT}mbit_loss{loss}"
+    figure(f"{name}_bytes", int(nbytes))
+    figure(f"{name}_rate_MBps", f"{bps / 1e6:.2f}")
+    figure(f"{name}_share_of_link", f"{bps / link:.2f}")
+    figure(f"{name}_s", f"{join_s:.1f}")
     f.finish(4)
 
 
-SCENARIOS = {"lossy_join": lossy_join}
+def lossy_join(f, a):
+    """Scenario 5: 2% loss and a 20 Mbit/s limit on a receiver during a join."""
+    link_join(f, a, 2)
+
+
+def clean_join(f, a):
+    """The figure lossy_join is held against: the same link, no loss."""
+    link_join(f, a, 0)
+
+
+def timed(what, cond, timeout):
+    """Waits for cond; prints and returns the seconds it took."""
+    t0 = time.monotonic()
+    nf.wait(cond, timeout, what, poll=0.25)
+    s = time.monotonic() - t0
+    figure(what, f"{s:.1f}", "s")
+    return s
+
+
+def joining(f, keys=12000, rate="8mbit"):
+    """Three hosts, a data set, the checker, and h4 joining over a slow link
+    (so its arcs take seconds): waits for h4's first MiB."""
+    f.up()
+    f.load(keys, 1000)
+    f.checker_start()
+    f.make_ns("h4", 14)
+    f.limit("h4", rate)
+    f.start_host(4)
+    nf.wait(lambda: (f.metric("h4", "ring_agent_bytes_in_total") or 0) > 1 << 20, 120,
+            "h4 streaming its first MiB")
+
+
+def cut_source(f, a):
+    """Scenario 1: the receiver h4 cut from the source h1 mid-arc for 8 s;
+    the other owner serves it, or it waits, and the join finishes."""
+    t0 = time.monotonic()
+    joining(f)
+    f.cut("h4", ["h1"])
+    f.hold(8)
+    f.heal("h4")
+    f.finish(4, 300)
+    figure("cut_source_join_s", f"{time.monotonic() - t0:.1f}")
+
+
+def agent_cut_etcd(f, a):
+    """Scenario 2: h3 cut from etcd, not from its peers: down after
+    down_after, its replicas re-made on the others, and back once healed."""
+    f.up()
+    f.load(6000, 1000)
+    f.checker_start()
+    f.cut("h3", ["e1", "e2", "e3"])
+    timed("agent_cut_down_s", lambda: f.node_state("h3") == "down", 60)
+    timed("agent_cut_repair_s", lambda: f.settled(2), 300)
+    f.heal("h3")
+    timed("agent_cut_rejoin_s", lambda: f.settled(3), 300)
+    f.finish(3)
+
+
+def leader_minority(f, a):
+    """Scenario 3: the leading coordinator and e1 in a minority partition:
+    it cannot hold its lease (no write of it lands), the other coordinator
+    leads and runs h4's join."""
+    f.up()
+    f.load(6000, 1000)
+    f.checker_start()
+    old = f.leader()
+    assert old, "no coordinator leads"
+    other = "c2" if old == "c1" else "c1"
+    majority = [r for r in f.addr if r not in (old, "e1", "br")]
+    f.partition([old, "e1"], majority)
+    timed("leader_minority_takeover_s", lambda: f.metric(other, "ring_coordinator_leader",
+                                                           7200) == 1, 60)
+    timed("leader_minority_stepdown_s", lambda: f.metric(old, "ring_coordinator_leader", 7200,
+                                                           inside=True) == 0, 60)
+    f.make_ns("h4", 14)
+    f.partition([old, "e1"], ["h4"])
+    t0 = time.monotonic()
+    f.start_host(4)
+    f.settle(4, 300)
+    figure("leader_minority_join_s", f"{time.monotonic() - t0:.1f}")
+    f.finish(4)
+
+
+def etcd_member(f, a):
+    """Scenario 4: an etcd member partitioned from everyone during a join,
+    then healed; the run finishes and the member catches up."""
+    t0 = time.monotonic()
+    joining(f, keys=6000)
+    f.partition(["e2"], [r for r in f.addr if r not in ("e2", "br")])
+    f.hold(8)
+    f.heal_all()
+    f.finish(4, 300)
+    figure("etcd_member_join_s", f"{time.monotonic() - t0:.1f}")
+
+
+def flap_drain(f, a):
+    """Scenario 6: h2's link flaps (2 s up, 2 s down) for 60 s while h1
+    drains; the drain finishes once the link holds."""
+    f.up(hosts=4)
+    f.load(12000, 1000)
+    f.checker_start()
+    t0 = time.monotonic()
+    f.ringctl("drain", "h1")
+    f.flap("h2", 2, 2, 60).join(90)
+    nf.wait(lambda: f.node_state("h1") == "drained" and f.settled(3), 300, "the drain done",
+            poll=0.5)
+    figure("flap_drain_s", f"{time.monotonic() - t0:.1f}")
+    f.finish(3)
+
+
+SCENARIOS = {"lossy_join": lossy_join, "clean_join": clean_join, "cut_source": cut_source,
+             "agent_cut_etcd": agent_cut_etcd, "leader_minority": leader_minority,
+             "etcd_member": etcd_member, "flap_drain": flap_drain}
 
 
 def main():
