@@ -328,9 +328,16 @@ class Fleet:
         plan = s.get("plan") or {}
         return n == active and plan.get("state") in (None, "done")
 
-    def node_state(self, node):
+    def node_field(self, node, field):
         s = self.status() or {}
-        return next((x.get("state") for x in s.get("nodes", []) if x.get("id") == node), None)
+        return next((x.get(field) for x in s.get("nodes", []) if x.get("id") == node), None)
+
+    def node_state(self, node):
+        return self.node_field(node, "state")
+
+    def replicas(self, node):
+        """Token-replicas node owns in the table in service (None: unread)."""
+        return self.node_field(node, "replicas")
 
     def leader(self, inside=False):
         """The coordinator that says it leads (None: none says so)."""
