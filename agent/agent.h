@@ -188,7 +188,8 @@ typedef struct agent {
   uint32_t tokens;           /* T of that table; 0 before the first */
   uint8_t *owned;            /* T bits: we own a slot of the token */
   uint8_t *pending;          /* T bits: a pending entry names us */
-  uint8_t *verified;         /* T bits: installed by a job, owned or pending ever since;
+  uint8_t *verified;         /* T bits: installed by a job, owned or pending in every
+                                version since (all cleared when the loop skips versions);
                                 guarded by jobs_mu (workers set it) */
   uint8_t *loss_ok;          /* T bits: the operator accepted the loss of the token in
                                 loss_version (the `loss` key); guarded by jobs_mu */

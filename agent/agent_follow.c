@@ -11,7 +11,9 @@
  * fetch it from, best first. An arc already installed that this host does
  * not own and did not fetch for the current pending entries is stale (left
  * by an old ownership within its grace period): it is taken out of service
- * and fetched again, never reported as it is. The fetch checks its files
+ * and fetched again, never reported as it is. Whether it was owned all
+ * along is known only over versions the loop saw one after another: after
+ * a gap nothing counts as verified (forget_unseen). The fetch checks its files
  * against the source's checksums and sends only those that differ.
  *
  * After a restart nothing counts as verified: an installed arc that is
@@ -435,6 +437,24 @@ static void recheck_stale(agent *a, const uint32_t *stale, uint32_t n) {
   }
 }
 
+/* "Verified" means owned or pending in every version since the fetch, and
+ * only the versions this loop reconciles are looked at. When the table in
+ * service is not the next one after the last reconciled (the watcher read
+ * the newest table after a gap, or the loop woke once for several
+ * versions), the versions in between went unseen: one may have taken a
+ * token from this host, whose writes then went elsewhere (a host cut from
+ * etcd, marked down, repaired and given its tokens back). So nothing
+ * counts as verified any more: a pending token we hold is rechecked
+ * against its source, which sends only what differs. Caller holds
+ * jobs_mu. */
+static void forget_unseen(agent *a, uint64_t v) {
+  if (a->seen_version == 0 || v == a->seen_version || v == a->seen_version + 1)
+    return;
+  memset(a->verified, 0, (a->tokens + 7) / 8);
+  rd_logf(RD_INFO, "version %" PRIu64 " after %" PRIu64 ": held arcs count as unverified", v,
+          a->seen_version);
+}
+
 /* Recomputes everything that depends on the table in service. */
 static void reconcile(agent *a) {
   alive_set al;
@@ -452,6 +472,7 @@ static void reconcile(agent *a) {
   }
   uint64_t v = ring_table_version(t);
   int me = ring_table_find_node(t, a->o.id);
+  forget_unseen(a, v);
   mark_sets(a, t, me);
   n_pending = match_jobs(a, t, (uint16_t)me, &al, stale, &n_stale);
   pthread_cond_broadcast(&a->jobs_cv);

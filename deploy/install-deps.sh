@@ -32,6 +32,7 @@ pkgs=(
   dpkg-dev                          # dpkg-shlibdeps: cpack -G DEB finds the packages' dependencies
   lintian                           # install_deb: the Debian packages carry no lintian error
   zsh                               # ringctl_completion: the zsh script parses (zsh -n)
+  nftables                          # tests/net: partitions and loss inside the fleet's namespaces
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -212,6 +212,9 @@ void coord_table_set(coord *c, ring_table *next);
 bool coord_lead(coord *c);
 /* Ends the term: logs why and forgets leadership's own state. */
 void coord_step_down(coord *c, const char *why);
+/* Whether the keeper found this term's lease lapsed (any thread): the
+ * process no longer says it leads, whatever the loop still holds. */
+bool coord_lease_lapsed(coord *c);
 /* Resigns and revokes the lease (SIGTERM). */
 void coord_resign(coord *c);
 

@@ -5,7 +5,9 @@
  *
  * A lost lease (etcd unreachable past the TTL, a SIGSTOP, a revoke) is
  * noticed by the keeper, which sets lease_lost and wakes the loop; the loop
- * steps down and campaigns again with a new lease. A write that finds the
+ * steps down and campaigns again with a new lease. What this process says
+ * about its role (the gauge, /healthz, the status page) follows lease_lost
+ * at once, since the loop may be stuck in a call for several timeouts. A write that finds the
  * leader key changed (RING_ENOTLEADER) marks the fence lost (coord_store.c)
  * and the loop steps down the same way. Either way the old term's writes
  * can no longer commit. What the other parts kept for a term is theirs to
@@ -20,12 +22,21 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The keeper calls this at the lease's deadline (the send time of its last
+ * good keep-alive plus the TTL, on the monotonic clock), or when etcd says
+ * the lease is gone. From then on this process cannot prove that it leads,
+ * so the gauge, /healthz and the status page (coord_lease_lapsed) say so at
+ * once, not when the loop next steps down: the loop may be inside a call
+ * that etcd, cut off or frozen, answers only after its timeouts. */
 static void on_lease_lost(void *ud, int64_t lease) {
   coord *c = ud;
   (void)lease;
   atomic_store(&c->lease_lost, true);
+  atomic_store(&c->m.leader, 0);
   rd_waker_wake(&c->waker);
 }
+
+bool coord_lease_lapsed(coord *c) { return atomic_load(&c->lease_lost); }
 
 /* Drops the caches a term built: the next leader step reads everything. */
 static void forget_term(coord *c) {
@@ -85,7 +96,7 @@ static void campaign(coord *c) {
   free(value);
   if (rc == RING_OK) {
     c->leading = true;
-    atomic_store(&c->m.leader, 1);
+    atomic_store(&c->m.leader, !coord_lease_lapsed(c)); /* lapsed meanwhile: the next pass */
     atomic_fetch_add(&c->m.terms, 1);
     rd_log(RD_INFO, "became leader", "id", c->o.id, NULL);
     rd_logf(RD_INFO, "fencing revision %" PRId64 " lease %" PRId64, c->lead.create_revision,

@@ -272,6 +272,11 @@ bool coord_health_text(void *ud, rd_text *t) {
   coord *c = ud;
   if (!rd_restore_health(&c->restore, t)) /* first: it outweighs any other trouble */
     return false;
+  if (coord_lease_lapsed(c)) {
+    ring__sb_printf(t, "degraded: the leadership lease lapsed (etcd did not renew it in its "
+                       "TTL): not leading\n");
+    return false;
+  }
   rd_text trouble = {0};
   bool ok = rd_health_text(&c->health, &trouble);
   bool calm = coord_stuck_health(c, t);

@@ -30,6 +30,9 @@
  * /status.json (application/json), "format":"ringkeeper.status.v1":
  *   {"format","cluster","self":ID,"role":"starting"|"follower"|"leader",
  *    "leader":null|{"id","addr"},"generated_ms":UNIX_MS,
+ *   from the lease's lapse to the loop's step down, "role":"follower",
+ *    "leader":null, "health":"the leadership lease lapsed: ..." and nothing
+ *    else (whatever view the loop built last);
  *   from winning the election to the first look (coord_status_took_over)
  *    "health":"taking over: ..." and nothing else; from then on, leading,
  *    "revision":N (the etcd revision shown), "health":"ok"|REASON,
@@ -539,6 +542,17 @@ static bool ask_loop(coord *c, uint64_t now) {
   return true;
 }
 
+/* The view while the lease has lapsed and the loop has not stepped down
+ * yet: a follower's, the leader unknown, the reason as the health. */
+static void lapsed_view(coord *c, rd_text *t) {
+  cJSON *o = head(c, "follower", NULL);
+  cJSON_AddStringToObject(o, "health", "the leadership lease lapsed: stepping down");
+  char *json = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  ring__sb_printf(t, "%s", json != NULL ? json : "{}");
+  cJSON_free(json);
+}
+
 unsigned coord_status_page(void *ud, const char *path, rd_text *t, const char **type) {
   coord *c = ud;
   if (strcmp(path, "/status.json") != 0) {
@@ -547,6 +561,10 @@ unsigned coord_status_page(void *ud, const char *path, rd_text *t, const char **
     return 200;
   }
   *type = JSON_TYPE;
+  if (coord_lease_lapsed(c)) { /* whatever the loop built last: it cannot lead now */
+    lapsed_view(c, t);
+    return 200;
+  }
   coord_status *st = &c->status;
   uint64_t now = rd_now_ms();
   atomic_store(&st->asked_ms, now);

@@ -167,6 +167,18 @@ void env_arc_write(int i, uint32_t token, int n, uint64_t size, uint32_t seed) {
   free(buf);
 }
 
+void env_arc_seal(int i, uint32_t token, const char *name, size_t n) {
+  char aside[460], path[460];
+  snprintf(aside, sizeof aside, "%s/%s.sealing", env.a[i].data, name);
+  snprintf(path, sizeof path, "%s/arcs/%u/%s", env.a[i].data, token, name);
+  FILE *f = fopen(aside, "wb");
+  ck_assert_ptr_nonnull(f);
+  for (size_t k = 0; k < n; k++)
+    ck_assert_int_ne(fputc((int)(k * 131 % 251), f), EOF);
+  ck_assert_int_eq(fclose(f), 0);
+  ck_assert_int_eq(rename(aside, path), 0);
+}
+
 bool env_arc_has(int i, uint32_t token) {
   char path[400];
   struct stat st;

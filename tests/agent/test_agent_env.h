@@ -117,6 +117,10 @@ uint8_t env_byte(uint32_t token, int f, uint64_t k, uint32_t seed);
  * `size` bytes each (the last of size / 3 + 1). */
 void env_arc_write(int i, uint32_t token, int n, uint64_t size, uint32_t seed);
 
+/* Seals a new file of n bytes into arcs/<token>/ on agent i, as the data
+ * plane does (docs/DESIGN.md: written aside, renamed in, immutable after). */
+void env_arc_seal(int i, uint32_t token, const char *name, size_t n);
+
 bool env_arc_has(int i, uint32_t token);
 
 /* Whether two files hold the same bytes. */

@@ -77,20 +77,6 @@ START_TEST(receiver_killed_mid_transfer_resumes) {
 }
 END_TEST
 
-/* Seals a new file of n bytes into arcs/<token>/ on agent i, as the data
- * plane does (docs/DESIGN.md: written aside, renamed in, immutable after). */
-static void env_arc_seal(int i, uint32_t token, const char *name, size_t n) {
-  char aside[460], path[460];
-  snprintf(aside, sizeof aside, "%s/%s.sealing", env.a[i].data, name);
-  snprintf(path, sizeof path, "%s/arcs/%u/%s", env.a[i].data, token, name);
-  FILE *f = fopen(aside, "wb");
-  ck_assert_ptr_nonnull(f);
-  for (size_t k = 0; k < n; k++)
-    ck_assert_int_ne(fputc((int)(k * 131 % 251), f), EOF);
-  ck_assert_int_eq(fclose(f), 0);
-  ck_assert_int_eq(rename(aside, path), 0);
-}
-
 /* B installs two arcs and is killed before the cutover. After a restart
  * nothing counts as verified, so both are fetched again, but as rechecks:
  * every file is checked against A's checksums and only what A wrote

@@ -5,7 +5,10 @@
  * tokens in progress/B; the cutover version makes A drop its copies after
  * the 1 s grace while B keeps them. A stale copy on B (left from an old
  * ownership) is replaced, never reported as it is. Migration mode `none`
- * fetches nothing. Agents with a certificate move arcs over HTTPS.
+ * fetches nothing. Agents with a certificate move arcs over HTTPS. An
+ * arc B fetched and owned is rechecked when B is pending for it again
+ * after versions it never saw (one took the token away: its writes went
+ * to A only), never reported as it is.
  */
 #include "test_agent_env.h"
 
@@ -143,11 +146,46 @@ START_TEST(moves_over_tls) {
 }
 END_TEST
 
+/* B fetches the moving arcs (v2) and owns them (v3). Then B sees v5 after
+ * v3: v4, which it never saw, gave the tokens back to A (a host cut from
+ * etcd, marked down and repaired), and A took a write of token 2 meanwhile.
+ * At v5 B is pending for them again, holding its v3 copies: it must
+ * recheck them against A (only A's new file is sent), not report them as
+ * they are. */
+START_TEST(pending_again_after_unseen_version_rechecks) {
+  env_config(1, 2, 0);
+  env_agent_init(A, "a");
+  env_agent_init(B, "b");
+  for (int k = 0; k < N_MOVING; k++)
+    env_arc_write(A, moving[k], 2, 20000, 3);
+  env_agent_start(A, "a", "--drop-grace 60s"); /* A still holds them when they are its again */
+  env_agent_start(B, "b", "--drop-grace 60s");
+  publish_version(1, false, false);
+  publish_version(2, true, false);
+  ck_assert_msg(ENV_WAIT(env_progress_is("b", 2, moving, N_MOVING), 20),
+                "progress/b never covered the moving tokens");
+  publish_version(3, false, true);
+  ck_assert(ENV_WAIT(env_ack("b") == 3 && env_metric(B, "ring_agent_version") == 3, 10));
+  double in = env_metric(B, "ring_agent_bytes_in_total");
+
+  env_arc_seal(A, 2, "late", 30000); /* a write B missed while the token was A's */
+  publish_version(5, true, false);
+  ck_assert_msg(ENV_WAIT(env_progress_is("b", 5, moving, N_MOVING), 20),
+                "progress/b never covered the moving tokens at v5");
+  for (int k = 0; k < N_MOVING; k++)
+    ck_assert_msg(env_arc_same(A, B, moving[k]), "token %u: B reported a stale copy", moving[k]);
+  ck_assert_double_eq(env_metric(B, "ring_agent_bytes_in_total") - in, 30000);
+  ck_assert_double_ge(env_metric(B, "ring_agent_stale_removed_total"), N_MOVING);
+  env_pass();
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("agent_move");
   env_add(s, "move", 120, pending_fetch_then_cutover_drop);
   env_add(s, "none", 60, migration_none_fetches_nothing);
   env_add(s, "tls", 60, moves_over_tls);
+  env_add(s, "unseen", 60, pending_again_after_unseen_version_rechecks);
   return s;
 }
 
