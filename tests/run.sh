@@ -67,12 +67,14 @@ stage "format: clang-format 14 over every tracked C file"
 bash "$root/tests/check_format.sh"
 
 mkdir -p "$out"
-stage "1/3 gcc -O2, -Werror: all tests but e2e, fault and coordinator; their quick few"
+stage "1/3 gcc -O2, -Werror: all tests but e2e, fault, coordinator and net; their quick few"
 CC=gcc build "$out/release" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRING_PROPERTY_CASES=4000
-ctest --test-dir "$out/release" --output-on-failure -j "$jobs" -LE '^(e2e|fault|coordinator)$'
+ctest --test-dir "$out/release" --output-on-failure -j "$jobs" -LE '^(e2e|fault|coordinator|net)$'
 ctest --test-dir "$out/release" --output-on-failure -R '^test_e2e_prometheus$'
+# the network-namespace fleet's quick scenario (root; skipped, and says why, elsewhere)
+ctest --test-dir "$out/release" --output-on-failure -L '^net_quick$'
 
-stage "2/3 clang -O1, ASan+UBSan, libFuzzer: all tests"
+stage "2/3 clang -O1, ASan+UBSan, libFuzzer: all tests but the net fleet's (its daemons run the same code under ASan in e2e and fault)"
 # -O1 as the sanitizers' authors advise: every check stays, asserts stay (Debug),
 # and the integration tests run about 1.5x faster than at -O0 (test_coord_input 68 s, not 107 s).
 CC=clang build "$out/asan" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -g" \
@@ -81,7 +83,7 @@ CC=clang build "$out/asan" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -
 # CK_FORK=no keeps each Check suite in one process, so LeakSanitizer sees it whole.
 CK_FORK=no ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir "$out/asan" --output-on-failure -j "$jobs" -LE '^(scale|quick)$' \
+  ctest --test-dir "$out/asan" --output-on-failure -j "$jobs" -LE '^(scale|quick|net)$' \
   -E '^test_e2e_prometheus$'
 
 stage "3/3 clang, TSan: the tests labelled tsan"

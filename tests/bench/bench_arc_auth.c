@@ -5,7 +5,7 @@
  * process (CLOCK_PROCESS_CPUTIME_ID), so other load on the machine
  * changes the figures little.
  *
- *   bench_arc_auth [--n N] [--file-mib M]
+ *   bench_arc_auth [--quick] [--n N] [--file-mib M]   (--quick: N 2000)
  *
  * A request is made by one node (the cluster MAC and a pair MAC for each
  * key pinned for the server) and checked by another (MAC, pair MAC, with
@@ -110,12 +110,14 @@ int main(int argc, char **argv) {
   unsigned n = 20000;
   double file_mib = 1.0;
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--n") == 0 && i + 1 < argc)
+    if (strcmp(argv[i], "--quick") == 0)
+      n = 2000;
+    else if (strcmp(argv[i], "--n") == 0 && i + 1 < argc)
       n = (unsigned)strtoul(argv[++i], NULL, 10);
     else if (strcmp(argv[i], "--file-mib") == 0 && i + 1 < argc)
       file_mib = strtod(argv[++i], NULL);
     else {
-      fprintf(stderr, "usage: bench_arc_auth [--n N] [--file-mib M]\n");
+      fprintf(stderr, "usage: bench_arc_auth [--quick] [--n N] [--file-mib M]\n");
       return 2;
     }
   }
