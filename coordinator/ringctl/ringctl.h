@@ -21,10 +21,11 @@
 
 /* docs/DESIGN.md, "The operator's surface": scripts rely on these numbers. */
 enum {
-  RINGCTL_EXIT_OK = 0,      /* success */
-  RINGCTL_EXIT_FAILURE = 1, /* runtime failure */
-  RINGCTL_EXIT_USAGE = 2,   /* usage error: bad command, option or value */
-  RINGCTL_EXIT_CONFLICT = 3 /* conflict: stale plan, lost race */
+  RINGCTL_EXIT_OK = 0,       /* success */
+  RINGCTL_EXIT_FAILURE = 1,  /* runtime failure */
+  RINGCTL_EXIT_USAGE = 2,    /* usage error: bad command, option or value */
+  RINGCTL_EXIT_CONFLICT = 3, /* conflict: stale plan, lost race */
+  RINGCTL_EXIT_UNKNOWN = 4   /* could not tell: etcd unreachable until --timeout */
 };
 
 /* -------------------------------------------------------- global options */
@@ -41,7 +42,8 @@ typedef struct ringctl_globals {
   const char *cacert;        /* --cacert FILE: CA bundle that verifies etcd members */
   const char *cert;          /* --cert FILE: TLS client certificate */
   const char *key;           /* --key FILE: TLS client key */
-  const char *timeout;       /* --timeout DUR: per etcd request; parsed on connect */
+  const char *timeout;       /* --timeout DUR: the whole command; parsed on connect */
+  bool until_done;           /* set by a command that waits: no --timeout, no deadline */
   const char *as;            /* --as NAME: who the journal says made a change */
 } ringctl_globals;
 
@@ -153,6 +155,7 @@ int ringctl_cmd_status(ringctl_args *a);
 int ringctl_cmd_members(ringctl_args *a);
 int ringctl_cmd_plan(ringctl_args *a);
 int ringctl_cmd_apply(ringctl_args *a);
+int ringctl_cmd_wait(ringctl_args *a);
 int ringctl_cmd_pause(ringctl_args *a);
 int ringctl_cmd_resume(ringctl_args *a);
 int ringctl_cmd_cancel(ringctl_args *a);
@@ -175,10 +178,10 @@ int ringctl_cmd_render(ringctl_args *a);
 
 /* Each command's entry, defined beside its code. */
 extern const ringctl_command ringctl_command_init, ringctl_command_status, ringctl_command_members,
-    ringctl_command_plan, ringctl_command_apply, ringctl_command_pause, ringctl_command_resume,
-    ringctl_command_cancel, ringctl_command_accept_loss, ringctl_command_recover,
-    ringctl_command_drain, ringctl_command_undrain, ringctl_command_weight, ringctl_command_trust,
-    ringctl_command_label, ringctl_command_remove, ringctl_command_replace,
+    ringctl_command_plan, ringctl_command_apply, ringctl_command_wait, ringctl_command_pause,
+    ringctl_command_resume, ringctl_command_cancel, ringctl_command_accept_loss,
+    ringctl_command_recover, ringctl_command_drain, ringctl_command_undrain, ringctl_command_weight,
+    ringctl_command_trust, ringctl_command_label, ringctl_command_remove, ringctl_command_replace,
     ringctl_command_throttle, ringctl_command_auto_apply, ringctl_command_balance,
     ringctl_command_lookup, ringctl_command_history, ringctl_command_diff, ringctl_command_verify,
     ringctl_command_render, ringctl_command_simulate, ringctl_command_completion,

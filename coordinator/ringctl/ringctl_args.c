@@ -52,8 +52,8 @@ const ringctl_opt ringctl_global_opts[] = {
 
 /* Beside the table it describes: --help and the manual page print it. */
 const char ringctl_global_help[] =
-    "  --endpoints URLS      etcd endpoints, comma-separated (default\n"
-    "                        http://127.0.0.1:2379)\n"
+    "  --endpoints URLS      etcd endpoints, comma-separated; host:port is http://\n"
+    "                        (default http://127.0.0.1:2379)\n"
     "  --cluster NAME        cluster name: keys live under /ringkeeper/NAME/\n"
     "  --json                machine-readable output: what a command shows, or what\n"
     "                        a command that changes something did, as one JSON object\n"
@@ -62,7 +62,9 @@ const char ringctl_global_help[] =
     "  --cacert FILE         CA bundle that verifies etcd's TLS certificates\n"
     "  --cert FILE           TLS client certificate (with --key)\n"
     "  --key FILE            TLS client key\n"
-    "  --timeout DUR         per etcd request, e.g. 2s (default 5s)\n"
+    "  --timeout DUR         bounds the whole command, e.g. 2s; an unreachable etcd\n"
+    "                        is retried until then, then exit 4 (default 10s; none\n"
+    "                        for apply --wait and wait)\n"
     "  --as NAME             who the journal names for a change (default login@host)\n"
     "  -h, --help            this help; `ringctl COMMAND --help` for a command's\n";
 

@@ -303,6 +303,7 @@ START_TEST(apply_file_then_stale) {
   ck_assert_uint_eq(run.cursor.moves_done, 0);
   rk_run_free(&run);
   FX_EXPECT_IN(3, err, "already active", "p-file", "apply %s", path); /* one at a time */
+  FX_EXPECT_IN(3, err, "ringctl wait", "p-file", "apply %s", path);   /* the same plan */
 
   delete_key("p-file", "plan/active"); /* the coordinator ran it: version 2 */
   fx_bump_version("p-file", 2);
