@@ -447,6 +447,8 @@ static int call(ring_etcd *c, const char *path, const char *text, ring__retry re
       break;
     if ((i + 1) % c->n_endpoints == 0) /* every endpoint failed once: back off */
       backoff(c, i / c->n_endpoints);
+    if (budget_ms(c, 1) <= 0) /* the backoff took what was left: the last error stands */
+      break;
   }
   return rc;
 }

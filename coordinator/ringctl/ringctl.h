@@ -39,12 +39,13 @@ typedef struct ringctl_globals {
   bool json;                 /* --json: machine-readable output where a command prints data */
   const char *user;          /* --user NAME: etcd authentication */
   const char *password_file; /* --password-file FILE: the user's password, first line */
-  const char *cacert;        /* --cacert FILE: CA bundle that verifies etcd members */
-  const char *cert;          /* --cert FILE: TLS client certificate */
-  const char *key;           /* --key FILE: TLS client key */
+  const char *cacert;        /* --etcd-ca-file FILE: CA bundle that verifies etcd members */
+  const char *cert;          /* --etcd-cert-file FILE: TLS client certificate */
+  const char *key;           /* --etcd-key-file FILE: TLS client key */
   const char *timeout;       /* --timeout DUR: the whole command; parsed on connect */
   bool until_done;           /* set by a command that waits: no --timeout, no deadline */
   const char *as;            /* --as NAME: who the journal says made a change */
+  const char *config;        /* --config FILE: the one settings file (ringctl_config.c) */
 } ringctl_globals;
 
 /* ----------------------------------------------------- the option reader */
@@ -140,6 +141,17 @@ const ringctl_command *ringctl_command_find(const char *name);
  * completion and the manual page show them. */
 extern const ringctl_opt ringctl_global_opts[];
 extern const char ringctl_global_help[];
+
+/* Where the global option named `name` (a spelling in ringctl_global_opts)
+ * is stored in g; NULL for --json and unknown names. */
+const char **ringctl_global_slot(ringctl_globals *g, const char *name);
+
+/* Fills the global options a flag left unset from the environment
+ * (RINGCTL_<NAME>), then from the settings file (--config FILE or
+ * RINGCTL_CONFIG; else ~/.config/ringkeeper/ringctl.conf over
+ * /etc/ringkeeper/ringctl.conf) (ringctl_config.c). A bad file is a usage
+ * error naming file:line. Values live as long as the process. */
+int ringctl_config_load(const ringctl_args *a);
 
 /* `ringctl --help`: usage, the commands and the global options (ringctl.c). */
 void ringctl_print_usage(FILE *f);

@@ -33,7 +33,8 @@ enum {
   GLOBAL_CERT,
   GLOBAL_KEY,
   GLOBAL_TIMEOUT,
-  GLOBAL_AS
+  GLOBAL_AS,
+  GLOBAL_CONFIG
 };
 
 const ringctl_opt ringctl_global_opts[] = {
@@ -42,11 +43,15 @@ const ringctl_opt ringctl_global_opts[] = {
     {"json", GLOBAL_JSON, false},
     {"user", GLOBAL_USER, true},
     {"password-file", GLOBAL_PASSWORD_FILE, true},
-    {"cacert", GLOBAL_CACERT, true},
-    {"cert", GLOBAL_CERT, true},
-    {"key", GLOBAL_KEY, true},
+    {"etcd-ca-file", GLOBAL_CACERT, true}, /* the daemons' names (daemon/etcd_open.c) */
+    {"etcd-cert-file", GLOBAL_CERT, true},
+    {"etcd-key-file", GLOBAL_KEY, true},
     {"timeout", GLOBAL_TIMEOUT, true},
     {"as", GLOBAL_AS, true},
+    {"config", GLOBAL_CONFIG, true},
+    {"cacert", GLOBAL_CACERT, true}, /* old spellings, still taken */
+    {"cert", GLOBAL_CERT, true},
+    {"key", GLOBAL_KEY, true},
     {NULL, 0, false},
 };
 
@@ -59,14 +64,20 @@ const char ringctl_global_help[] =
     "                        a command that changes something did, as one JSON object\n"
     "  --user NAME           etcd user (with --password-file)\n"
     "  --password-file FILE  the etcd user's password, on its first line\n"
-    "  --cacert FILE         CA bundle that verifies etcd's TLS certificates\n"
-    "  --cert FILE           TLS client certificate (with --key)\n"
-    "  --key FILE            TLS client key\n"
+    "  --etcd-ca-file FILE   CA bundle that verifies etcd's TLS certificates\n"
+    "  --etcd-cert-file FILE TLS client certificate (with --etcd-key-file)\n"
+    "  --etcd-key-file FILE  TLS client key (--cacert, --cert, --key: old names)\n"
     "  --timeout DUR         bounds the whole command, e.g. 2s; an unreachable etcd\n"
     "                        is retried until then, then exit 4 (default 10s; none\n"
     "                        for apply --wait and wait)\n"
     "  --as NAME             who the journal names for a change (default login@host)\n"
-    "  -h, --help            this help; `ringctl COMMAND --help` for a command's\n";
+    "  --config FILE         the settings file to read (default: /etc/ringkeeper/\n"
+    "                        ringctl.conf, then ~/.config/ringkeeper/ringctl.conf)\n"
+    "  -h, --help            this help; `ringctl COMMAND --help` for a command's\n"
+    "Each option but --json and --config may come from the environment as\n"
+    "RINGCTL_<NAME> (RINGCTL_ENDPOINTS, RINGCTL_ETCD_CA_FILE, ...; RINGCTL_CONFIG\n"
+    "names the file) or from the file as `name = value` lines (# comments); flags\n"
+    "win over the environment, which wins over the user's file, then the system's.\n";
 
 /* Where each global option's value goes, by id (--json has none). */
 static const char **global_slot(ringctl_globals *g, int id) {
@@ -89,9 +100,18 @@ static const char **global_slot(ringctl_globals *g, int id) {
     return &g->timeout;
   case GLOBAL_AS:
     return &g->as;
+  case GLOBAL_CONFIG:
+    return &g->config;
   default:
     return NULL;
   }
+}
+
+const char **ringctl_global_slot(ringctl_globals *g, const char *name) {
+  for (const ringctl_opt *o = ringctl_global_opts; o->name != NULL; o++)
+    if (strcmp(o->name, name) == 0)
+      return global_slot(g, o->id);
+  return NULL;
 }
 
 static void store_global(ringctl_globals *g, int id, const char *value) {

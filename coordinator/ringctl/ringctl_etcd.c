@@ -39,7 +39,7 @@ static int client_opts(const ringctl_args *a, ring_etcd_opts *o, int64_t *deadli
   if ((g->user == NULL) != (g->password_file == NULL))
     return ringctl_usage_error(a, "--user and --password-file go together");
   if ((g->cert == NULL) != (g->key == NULL))
-    return ringctl_usage_error(a, "--cert and --key go together");
+    return ringctl_usage_error(a, "--etcd-cert-file and --etcd-key-file go together");
   uint64_t timeout = DEFAULT_TIMEOUT_MS;
   if (g->timeout != NULL &&
       ringctl_parse_duration(a, "timeout", g->timeout, 100, 7ull * 24 * 3600 * 1000, &timeout) != 0)
@@ -84,12 +84,15 @@ static bool valid_as(const char *as) {
 }
 
 int ringctl_with_etcd(ringctl_args *a, ringctl_body_fn body, void *ud) {
+  int rc = ringctl_config_load(a);
+  if (rc != RINGCTL_EXIT_OK)
+    return rc;
   if (a->globals->as != NULL && !valid_as(a->globals->as))
     return ringctl_usage_error(a, "--as: 1 to %d printable ASCII characters", RK_EVENT_BY_MAX);
   ring_etcd_opts o;
   char *pw = NULL;
   int64_t deadline = 0;
-  int rc = client_opts(a, &o, &deadline, &pw);
+  rc = client_opts(a, &o, &deadline, &pw);
   if (rc != RINGCTL_EXIT_OK) {
     secret_free(pw);
     return rc;
