@@ -7,6 +7,8 @@
  *                             middle. Both say they wait for etcd, neither
  *                             gives up, and both exit 0 once the run is
  *                             done.
+ *   wait_reports_failed_run  the receiver of a join dies under `ringctl
+ *                             wait`: exit 1 and the run's reason names it.
  */
 #include "e2e_cluster.h"
 
@@ -65,8 +67,30 @@ START_TEST(apply_wait_outlasts_etcd) {
 }
 END_TEST
 
+/* A run that fails under `ringctl wait`: exit 1 (not 4: etcd answered),
+ * the reason naming the receiver that went down. */
+START_TEST(wait_reports_failed_run) {
+  e2e_bootstrap(&opts, 4, 1);
+  e2e_node_start(4, "n4", NULL);
+  char id[24], log[300];
+  e2e_apply(id, 30);
+  snprintf(log, sizeof log, "%s/ringctl-wait.log", env.dir);
+  proc waiter;
+  ringctl_spawn(&waiter, log, "wait");
+  ck_assert_msg(ENV_WAIT(log_has(log, "moves"), 30), "ringctl wait follows nothing");
+  ck_assert_msg(proc_running(&waiter), "the run ended before its receiver went down");
+  e2e_node_kill(4);
+  int rc = proc_wait(&waiter, 60);
+  ck_assert_msg(rc == 1, "wait exited %d:\n%s", rc, file_slurp(log));
+  ck_assert_msg(log_has(log, "failed") && log_has(log, "receiving node n4 went down"), "%s",
+                file_slurp(log));
+  env_pass();
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("fault_ringctl");
   e2e_add(s, "apply_wait_outlasts_etcd", 1, 300, apply_wait_outlasts_etcd);
+  e2e_add(s, "wait_reports_failed_run", 1, 300, wait_reports_failed_run);
   return run_suite_as(s, 1);
 }
