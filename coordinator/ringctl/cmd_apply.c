@@ -145,8 +145,9 @@ static int approve(ringctl_ctx *ctx, const rk_state *st, const rk_plan_doc *d, b
   uint32_t n = approval_cmps(ctx, st, proposed, keys, base, cmps);
   ring_op put = {RING_OP_PUT, keys[0], strlen(keys[0]), json, len, 0, false};
   bool won = false;
-  ringctl_audit(ctx, "plan.approve", NULL, "plan %s: %u moves in %u waves from version %s%s", d->id,
-                d->moves_total, d->waves, base, proposed ? "" : " (from a saved file)");
+  ringctl_audit(ctx, "plan.approve", NULL, "plan %s: %u move%s in %u wave%s from version %s%s",
+                d->id, d->moves_total, ringctl_s(d->moves_total), d->waves, ringctl_s(d->waves),
+                base, proposed ? "" : " (from a saved file)");
   int rc = ringctl_txn(ctx, cmps, n, &put, 1, "writing plan/active", &won);
   free(json);
   if (rc != RINGCTL_EXIT_OK)
@@ -200,8 +201,10 @@ static int approve_doc(ringctl_ctx *ctx, const rk_state *st, const rk_plan_doc *
                        const apply_settings *s) {
   int rc = check_plan(ctx, st, d);
   ring_plan *plan = NULL;
-  if (rc == RINGCTL_EXIT_OK && (!proposed || s->wait))
-    rc = ringctl_plan_compute(ctx, d, &plan); /* a file's digest must hold */
+  if (rc == RINGCTL_EXIT_OK && !proposed) /* a file's digest and moves must hold */
+    rc = ringctl_plan_compute_file(ctx, s->target, d, &plan);
+  else if (rc == RINGCTL_EXIT_OK && s->wait)
+    rc = ringctl_plan_compute(ctx, d, &plan);
   if (rc == RINGCTL_EXIT_OK)
     rc = approve(ctx, st, d, proposed);
   uint64_t eta = rc == RINGCTL_EXIT_OK && s->wait ? estimate(ctx, plan) : 0;
@@ -210,8 +213,9 @@ static int approve_doc(ringctl_ctx *ctx, const rk_state *st, const rk_plan_doc *
     return rc;
   if (ctx->a->globals->json)
     return report_json(d);
-  printf("applied plan %s: %u moves in %u waves from version %llu\n", d->id, d->moves_total,
-         d->waves, (unsigned long long)d->base_version);
+  printf("applied plan %s: %u move%s in %u wave%s from version %llu\n", d->id, d->moves_total,
+         ringctl_s(d->moves_total), d->waves, ringctl_s(d->waves),
+         (unsigned long long)d->base_version);
   return s->wait ? ringctl_wait_run(ctx, d->id, s->stuck_timeout_ms, eta) : RINGCTL_EXIT_OK;
 }
 

@@ -96,6 +96,11 @@ int ringctl_usage_error(const ringctl_args *a, const char *fmt, ...);
 int ringctl_parse_uint(const ringctl_args *a, const char *name, const char *value, uint64_t min,
                        uint64_t max, uint64_t *out);
 
+/* The same for a positional argument: "\"abc\" is not a version (a whole
+ * number)", "version must be in [1, N], got 0" (what: "version"). */
+int ringctl_parse_uint_arg(const ringctl_args *a, const char *what, const char *value, uint64_t min,
+                           uint64_t max, uint64_t *out);
+
 /* Parses a duration "<digits><unit>", unit ms, s, m or h, into
  * milliseconds in [min_ms, max_ms]. Same contract as ringctl_parse_uint. */
 int ringctl_parse_duration(const ringctl_args *a, const char *name, const char *value,

@@ -14,6 +14,7 @@
 
 #include "ring.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -186,8 +187,11 @@ int ringctl_next_opt(ringctl_args *a, const ringctl_opt *opts, const char **valu
     if (a->next >= a->argc)
       return RINGCTL_ARG_END;
     const char *arg = a->argv[a->next++];
-    if (a->no_more_opts || arg[0] != '-' || arg[1] == '\0') {
-      *value = arg; /* "-" alone is positional: it conventionally means stdin */
+    if (a->no_more_opts || arg[0] != '-' || arg[1] == '\0' || isdigit((unsigned char)arg[1]) ||
+        arg[1] == '.') {
+      /* "-" alone is positional: it conventionally means stdin; "-1" is a
+       * number for the command to judge ("weight must be positive"), no option */
+      *value = arg;
       return RINGCTL_ARG_POSITIONAL;
     }
     if (strcmp(arg, "--") == 0) {
@@ -245,22 +249,35 @@ int ringctl_usage_error(const ringctl_args *a, const char *fmt, ...) {
   return RINGCTL_EXIT_USAGE;
 }
 
-int ringctl_parse_uint(const ringctl_args *a, const char *name, const char *value, uint64_t min,
-                       uint64_t max, uint64_t *out) {
+/* ringctl_parse_uint for an option ("--" before name) or an argument. */
+static int parse_uint(const ringctl_args *a, const char *dashes, const char *name,
+                      const char *value, uint64_t min, uint64_t max, uint64_t *out) {
   /* strtoull alone accepts " 8", "+8", "-8" (wrapped) and "8x": check the
    * digits first so every one of those is a usage error. */
   bool digits = value[0] != '\0';
   for (const char *p = value; *p != '\0'; p++)
     digits = digits && *p >= '0' && *p <= '9';
+  if (!digits && dashes[0] == '\0')
+    return ringctl_usage_error(a, "\"%s\" is not a %s (a whole number)", value, name);
   if (!digits)
-    return ringctl_usage_error(a, "--%s: \"%s\" is not a whole number", name, value);
+    return ringctl_usage_error(a, "%s%s: \"%s\" is not a whole number", dashes, name, value);
   errno = 0;
   unsigned long long v = strtoull(value, NULL, 10);
   if (errno == ERANGE || v < min || v > max)
-    return ringctl_usage_error(a, "--%s must be in [%llu, %llu], got %s", name,
+    return ringctl_usage_error(a, "%s%s must be in [%llu, %llu], got %s", dashes, name,
                                (unsigned long long)min, (unsigned long long)max, value);
   *out = (uint64_t)v;
   return RINGCTL_EXIT_OK;
+}
+
+int ringctl_parse_uint(const ringctl_args *a, const char *name, const char *value, uint64_t min,
+                       uint64_t max, uint64_t *out) {
+  return parse_uint(a, "--", name, value, min, max, out);
+}
+
+int ringctl_parse_uint_arg(const ringctl_args *a, const char *what, const char *value, uint64_t min,
+                           uint64_t max, uint64_t *out) {
+  return parse_uint(a, "", what, value, min, max, out);
 }
 
 /* Milliseconds in one unit of a duration suffix, 0 if it is none. */
@@ -297,7 +314,8 @@ int ringctl_parse_weight(const ringctl_args *a, const char *what, const char *va
   errno = 0;
   double w = strtod(value, &end);
   if (end == value || *end != '\0' || errno != 0 || !isfinite(w) || w <= 0 || w > 1e6)
-    return ringctl_usage_error(a, "%s must be a number in (0, 1000000], got \"%s\"", what, value);
+    return ringctl_usage_error(a, "%s must be a positive number up to 1000000, got \"%s\"", what,
+                               value);
   *out = w;
   return RINGCTL_EXIT_OK;
 }

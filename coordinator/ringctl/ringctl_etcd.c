@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "ringctl_etcd.h"
 #include "daemon.h" /* rd_read_secret: the one reader of secret files */
+#include "ringctl_out.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,6 +18,8 @@
 #define DEFAULT_TIMEOUT_MS 10000u /* the whole command: rides out an etcd election */
 #define REQUEST_TIMEOUT_MS 5000u  /* one request, at most */
 #define CAS_ATTEMPTS 5
+
+static void unknown_json(void);
 
 /* ------------------------------------------------------ options to a client */
 
@@ -105,6 +108,8 @@ int ringctl_with_etcd(ringctl_args *a, ringctl_body_fn body, void *ud) {
     return ringctl_fail(&ctx, ring_rc, &err, "connecting to etcd");
   ring_etcd_set_deadline(ctx.etcd, deadline);
   rc = body(&ctx, ud);
+  if (rc == RINGCTL_EXIT_UNKNOWN && a->globals->json && !ringctl_json_emitted())
+    unknown_json(); /* a script reading stdout learns why, not nothing */
   ring_etcd_close(ctx.etcd);
   return rc;
 }
@@ -125,11 +130,24 @@ int ringctl_run_plain(ringctl_args *a, const char *help, ringctl_body_fn body, v
 
 /* ---------------------------------------------------------------- failures */
 
+/* The last "could not tell" failure's message, for --json. */
+static char unknown_why[RINGCTL_UNREACHABLE_MAX];
+
+/* --json's object when etcd could not be reached: {"error", "exit":4}. */
+static void unknown_json(void) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "error", unknown_why[0] ? unknown_why : "etcd did not answer");
+  cJSON_AddNumberToObject(o, "exit", RINGCTL_EXIT_UNKNOWN);
+  ringctl_json_emit(o);
+}
+
 int ringctl_fail(const ringctl_ctx *ctx, int rc, const ring_error *err, const char *what) {
   const char *detail = err != NULL && err->code != RING_OK && err->message[0] != '\0'
                            ? err->message
                            : ring_strerror(rc);
   bool unreachable = rc == RING_ECONNECT || rc == RING_ETIMEDOUT || rc == RING_EUNKNOWN;
+  if (unreachable)
+    snprintf(unknown_why, sizeof unknown_why, "%s: %s", what, detail);
   if (unreachable && ctx->unreachable != NULL) {
     snprintf(ctx->unreachable, RINGCTL_UNREACHABLE_MAX, "%s: %s", what, detail);
     return RINGCTL_EXIT_UNKNOWN;

@@ -162,13 +162,19 @@ uint64_t ringctl_now_ms(void);
 /* Reads a plan file saved by `ringctl plan -o` (at most 64 MiB) into *d
  * (rk_plan_doc_free it). An unreadable file or one that is not a plan is a
  * failure that says so, with *d holding nothing. The moves are not
- * checked here: ringctl_plan_compute recomputes them. */
+ * read: ringctl_plan_compute_file recomputes them and checks the file's. */
 int ringctl_plan_load(const ringctl_ctx *ctx, const char *path, rk_plan_doc *d);
 
 /* Recomputes a plan document's moves from tables/<base_version> and checks
  * its digest (rk_plan_doc_compute). A refused document gives *plan NULL and
  * OK (it is shown, not run). A digest mismatch is a failure that says so. */
 int ringctl_plan_compute(ringctl_ctx *ctx, const rk_plan_doc *d, ring_plan **plan);
+
+/* ringctl_plan_compute for a document read from the file at path, which
+ * must also list no other moves than those recomputed (a file without
+ * "moves" is fine): a file whose moves were edited is refused, saying so. */
+int ringctl_plan_compute_file(ringctl_ctx *ctx, const char *path, const rk_plan_doc *d,
+                              ring_plan **plan);
 
 /* Prints a plan: --json's shape or the summary (ringctl_out.h). */
 int ringctl_plan_show(const ringctl_ctx *ctx, const rk_plan_doc *d, const ring_plan *plan,

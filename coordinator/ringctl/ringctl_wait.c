@@ -94,6 +94,10 @@ static void rate_eta(const progress *p, const rk_run *r, char *buf, size_t size)
   double mps = dt > 0.5 ? (double)(done - p->start_done) / dt : 0;
   double bps = dt > 0.5 ? (double)(r->cursor.bytes_done - p->start_bytes) / dt : 0;
   char b[32], t[32];
+  if (r->state != RK_RUN_ACTIVE) { /* no ETA while it does not move */
+    snprintf(buf, size, "no ETA while %s", rk_run_state_name(r->state));
+    return;
+  }
   if (mps <= 0) {
     snprintf(buf, size, "ETA unknown");
     return;
@@ -107,12 +111,12 @@ static void rate_eta(const progress *p, const rk_run *r, char *buf, size_t size)
 
 static void show(progress *p, const rk_run *r) {
   uint32_t done = r->cursor.moves_done, total = r->plan.moves_total;
-  char bytes[32], all[32], rate[64];
-  ringctl_bytes(r->cursor.bytes_done, bytes);
-  rate_eta(p, r, rate, sizeof rate);
+  char bytes[64], rate[64];
   if (r->plan.bytes > 0)
-    snprintf(bytes + strlen(bytes), sizeof bytes - strlen(bytes), "/%s",
-             ringctl_bytes(r->plan.bytes, all));
+    ringctl_bytes_of(r->cursor.bytes_done, r->plan.bytes, bytes);
+  else
+    ringctl_bytes(r->cursor.bytes_done, bytes);
+  rate_eta(p, r, rate, sizeof rate);
   if (p->tty) {
     int fill = total ? (int)((uint64_t)done * BAR_WIDTH / total) : BAR_WIDTH;
     printf("\r\033[K[%.*s%*s] %u/%u moves  %s  %s  %s", fill, "##############################",
