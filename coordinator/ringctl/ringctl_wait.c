@@ -255,9 +255,12 @@ static bool ride_out(const ringctl_ctx *ctx, const progress *p, outage *o) {
   return true;
 }
 
-static void back_again(const ringctl_ctx *ctx, outage *o) {
+/* etcd answers again: says so, and the stuck clock starts afresh (the
+ * coordinator could not move the run without etcd either). */
+static void back_again(const ringctl_ctx *ctx, outage *o, watchdog *wd) {
   if (o->since_s == 0)
     return;
+  wd->since_s = now_s();
   char d[32];
   fprintf(stderr, "%s: etcd answers again after %s\n", ctx->a->prog,
           ringctl_duration((uint64_t)(now_s() - o->since_s + 0.5), d));
@@ -266,12 +269,13 @@ static void back_again(const ringctl_ctx *ctx, outage *o) {
 
 /* One poll: RINGCTL_EXIT_OK to poll again (w says where the run is), else
  * the exit code to end with. */
-static int poll_run(ringctl_ctx *ctx, const char *id, progress *p, watchdog *wd,
+static int poll_run(ringctl_ctx *ctx, const char *id, progress *p, watchdog *wd, outage *o,
                     uint64_t estimate_ms, where *w) {
   rk_run r;
   int rc = look(ctx, id, &r, w);
   if (rc != RINGCTL_EXIT_OK)
     return rc;
+  back_again(ctx, o, wd);
   if (*w == RUN_FINISHED) {
     rc = finish(p, &r, estimate_ms);
     rk_run_free(&r);
@@ -294,11 +298,9 @@ static int poll_run(ringctl_ctx *ctx, const char *id, progress *p, watchdog *wd,
  * until the deadline (the run goes on without us). */
 static int poll_once(ringctl_ctx *ctx, const char *id, progress *p, watchdog *wd, outage *o,
                      uint64_t estimate_ms, where *w) {
-  int rc = poll_run(ctx, id, p, wd, estimate_ms, w);
-  if (rc != RINGCTL_EXIT_UNKNOWN) {
-    back_again(ctx, o);
+  int rc = poll_run(ctx, id, p, wd, o, estimate_ms, w);
+  if (rc != RINGCTL_EXIT_UNKNOWN)
     return rc;
-  }
   *w = RUN_ACTIVE; /* not known otherwise: not counted as vanished */
   if (ride_out(ctx, p, o))
     return RINGCTL_EXIT_OK;
