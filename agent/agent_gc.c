@@ -128,6 +128,24 @@ void agent_gc_retime(agent *a) {
   sweep_tmp(a);
 }
 
+/* Drops token t's arc; true when it is gone (*bytes: what it held). The
+ * line per arc is debug: a drain drops thousands, summed up by the caller. */
+static bool drop(agent *a, uint32_t t, uint64_t *bytes) {
+  char token[16];
+  snprintf(token, sizeof token, "%" PRIu32, t);
+  *bytes = agent_arc_bytes(a, t);
+  int rc = arc_store_remove(a->store, t);
+  rd_log(rc == 0 ? RD_DEBUG : RD_WARN,
+         rc == 0 ? "arc dropped after the grace" : "dropping an arc failed", "token", token,
+         rc == 0 ? NULL : "err", ring_strerror(rc), NULL);
+  if (rc != 0)
+    return false;
+  /* counted at once, not after the sweep: /metrics lags the disk by one arc at most */
+  atomic_fetch_add(&a->m.dropped, 1);
+  atomic_fetch_sub(&a->m.held, 1);
+  return true;
+}
+
 uint64_t agent_gc_tick(agent *a) {
   uint64_t now = rd_now_ms();
   if (agent_restored(a)) /* etcd went back: nothing is dropped on its word (agent_restore.c) */
@@ -136,29 +154,26 @@ uint64_t agent_gc_tick(agent *a) {
     return UINT64_MAX;
   if (now < a->next_drop_ms)
     return a->next_drop_ms - now;
-  uint64_t next = 0;
+  uint64_t next = 0, bytes = 0;
+  uint32_t dropped = 0;
   for (uint32_t t = 0; t < a->tokens; t++) {
+    uint64_t b = 0;
     if (a->drop_at[t] == 0)
       continue;
     if (wanted(a, t)) { /* cannot happen: retime clears it; kept as a guard */
       a->drop_at[t] = 0;
     } else if (a->drop_at[t] <= now) {
       a->drop_at[t] = 0;
-      char token[16];
-      snprintf(token, sizeof token, "%" PRIu32, t);
-      int rc = arc_store_remove(a->store, t);
-      rd_log(rc == 0 ? RD_INFO : RD_WARN,
-             rc == 0 ? "arc dropped after the grace" : "dropping an arc failed", "token", token,
-             rc == 0 ? NULL : "err", ring_strerror(rc), NULL);
-      if (rc ==
-          0) { /* counted at once, not after the sweep: /metrics lags the disk by one arc at most */
-        atomic_fetch_add(&a->m.dropped, 1);
-        atomic_fetch_sub(&a->m.held, 1);
-      }
+      dropped += drop(a, t, &b);
+      bytes += b;
     } else if (next == 0 || a->drop_at[t] < next) {
       next = a->drop_at[t];
     }
   }
+  if (dropped > 0) /* one line for the arcs a version's change let go of */
+    rd_logf(RD_INFO,
+            "version %" PRIu64 ": %" PRIu32 " arc%s dropped after the grace (%" PRIu64 " bytes)",
+            atomic_load(&a->m.version), dropped, dropped == 1 ? "" : "s", bytes);
   a->next_drop_ms = next;
   return next ? next - now : UINT64_MAX;
 }

@@ -53,6 +53,22 @@ typedef struct rd_opt {
 enum { RD_OPTS_OK = 0, RD_OPTS_HELP = 1, RD_OPTS_ERROR = -1 };
 int rd_opts_parse(int argc, char **argv, const char *summary, const rd_opt *opts, char *errbuf,
                   size_t errcap);
+/* The config file's syntax (opts_file.c) for a reader of its own (ringctl's
+ * config): rd_conf_parse cuts text (len bytes, NUL-terminated at len, at
+ * most RD_CONF_MAX; lines of at most RD_CONF_LINE_MAX) into `name = value`
+ * settings in place and calls fn for each, with where "path:line"; fn
+ * returns 0, or -1 having written err. Returns 0, or -1 with "path:line:
+ * why" in err. rd_conf_read reads a whole file (at most RD_CONF_MAX) into
+ * a malloc()'ed *text for it; -1 with err for one missing, unreadable or
+ * too large. */
+#define RD_CONF_MAX 65536u
+#define RD_CONF_LINE_MAX 4096u
+typedef int (*rd_conf_fn)(void *ud, const char *name, char *value, const char *where, char *err,
+                          size_t errcap);
+int rd_conf_parse(const char *path, char *text, size_t len, rd_conf_fn fn, void *ud, char *err,
+                  size_t errcap);
+int rd_conf_read(const char *path, char **text, size_t *len, char *err, size_t errcap);
+
 /* Frees the strings rd_opts_parse stored (string targets reset to NULL
  * only if they were set by the parser; defaults are never freed). */
 void rd_opts_free(const rd_opt *opts);

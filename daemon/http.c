@@ -18,12 +18,15 @@
 
 #include "daemon.h"
 
+#include <errno.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------------ limits */
 
@@ -213,6 +216,24 @@ rd_http *rd_http_start_routes(const char *listen, rd_metrics_fn metrics, rd_heal
   return rd_http_start_admit(listen, metrics, health, ud, routes, NULL, errbuf, errcap);
 }
 
+/* Why addr cannot be bound, into why (false when it can: the failure was
+ * another). libmicrohttpd says "Failed to bind to port 0" when given the
+ * address whole; binding it here names the cause (strerror). */
+static bool bind_error(const struct sockaddr_storage *addr, char *why, size_t cap) {
+  int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return snprintf(why, cap, "socket: %s", strerror(errno)), true;
+  int one = 1; /* as libmicrohttpd binds: a port in TIME_WAIT is free */
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  socklen_t len =
+      addr->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+  bool failed = bind(fd, (const struct sockaddr *)addr, len) != 0;
+  if (failed)
+    snprintf(why, cap, "bind: %s", strerror(errno));
+  close(fd);
+  return failed;
+}
+
 /* The server's own part: h's rules, then libmicrohttpd. Returns 0, or -1
  * with errbuf set and nothing of theirs left behind. */
 static int start_server(rd_http *h, const char *listen, const struct sockaddr_storage *addr,
@@ -224,8 +245,11 @@ static int start_server(rd_http *h, const char *listen, const struct sockaddr_st
     return -1;
   }
   if ((h->mhd = start_mhd(h, addr)) == NULL) {
+    char why[160];
     snprintf(errbuf, errcap, "cannot serve HTTP on %s: %s", listen,
-             h->error[0] != '\0' ? h->error : "libmicrohttpd failed to start");
+             bind_error(addr, why, sizeof why) ? why
+             : h->error[0] != '\0'             ? h->error
+                                               : "libmicrohttpd failed to start");
     rd_admit_free(h->admit);
     return -1;
   }

@@ -2,7 +2,8 @@
  * opts_file.c: the config file: `name = value` lines, `#` comments, blank
  * lines, values optionally in quotes.
  *
- * Sections: splitting a line; values; rd__opts_read_file.
+ * Sections: splitting a line; values; one line; rd_conf_parse;
+ * rd__opts_read_file.
  *
  * Syntax, so operators can predict it:
  *   - a line whose first non-blank character is '#' is a comment;
@@ -10,9 +11,9 @@
  *     "secret = a#b" keeps its '#');
  *   - "double quotes" take \" and \\ escapes; 'single quotes' are literal;
  *     only blanks or a comment may follow the closing quote;
- *   - blanks around names and values are trimmed; CRLF files work.
+ *   - blanks around names and values are trimmed; CRLF files work;
+ *   - at most RD_CONF_MAX bytes, lines of at most RD_CONF_LINE_MAX.
  */
-#define _POSIX_C_SOURCE 200809L /* getline */
 #include "daemon_int.h"
 
 #include <ctype.h>
@@ -91,9 +92,10 @@ static char *value_at(char *p, const char **why) {
 
 /* ----------------------------------------------------------- one line */
 
-/* Applies one line (newline already removed). Returns 0 or -1 with err set;
- * where is "path:line". */
-static int apply_line(char *line, const rd_opt *opts, const char *where, char *err, size_t errcap) {
+/* Parses one line (newline already removed) and hands its setting to fn.
+ * Returns 0 or -1 with err set; where is "path:line". */
+static int parse_line(char *line, rd_conf_fn fn, void *ud, const char *where, char *err,
+                      size_t errcap) {
   char *name = skip_blanks(line);
   if (*name == '\0' || *name == '#')
     return 0;
@@ -106,50 +108,85 @@ static int apply_line(char *line, const rd_opt *opts, const char *where, char *e
     snprintf(err, errcap, "%s: expected 'name = value'", where);
     return -1;
   }
-  const rd_opt *o = rd__opt_find(opts, name, len);
-  if (o == NULL) {
-    snprintf(err, errcap, "%s: unknown option '%.*s'", where, (int)len, name);
-    return -1;
-  }
   const char *why = NULL;
   char *value = value_at(skip_blanks(p + 1), &why);
-  char at[512];
-  snprintf(at, sizeof at, "%s: %s", where, o->name);
   if (value == NULL) {
-    snprintf(err, errcap, "%s: %s", at, why);
+    snprintf(err, errcap, "%s: %.*s: %s", where, (int)len, name, why);
     return -1;
   }
-  return rd__opt_set(o, value, at, err, errcap);
+  name[len] = '\0'; /* the '=' or a blank: already passed */
+  return fn(ud, name, value, where, err, errcap);
 }
 
-static void chomp(char *line, ssize_t n) {
-  while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-    line[--n] = '\0';
+/* ---------------------------------------------------------- rd_conf_parse */
+
+int rd_conf_parse(const char *path, char *text, size_t len, rd_conf_fn fn, void *ud, char *err,
+                  size_t errcap) {
+  if (len > RD_CONF_MAX)
+    return snprintf(err, errcap, "%s: larger than %u bytes", path, RD_CONF_MAX), -1;
+  if (memchr(text, '\0', len) != NULL)
+    return snprintf(err, errcap, "%s: a NUL byte: not a text file", path), -1;
+  text[len] = '\0';
+  unsigned lineno = 1;
+  for (char *line = text; line != NULL && *line != '\0'; lineno++) {
+    char *nl = strchr(line, '\n'), where[400];
+    size_t n = nl ? (size_t)(nl - line) : strlen(line);
+    snprintf(where, sizeof where, "%s:%u", path, lineno);
+    if (n > RD_CONF_LINE_MAX)
+      return snprintf(err, errcap, "%s: longer than %u bytes", where, RD_CONF_LINE_MAX), -1;
+    while (n > 0 && line[n - 1] == '\r')
+      n--;
+    line[n] = '\0';
+    if (parse_line(line, fn, ud, where, err, errcap) != 0)
+      return -1;
+    line = nl ? nl + 1 : NULL;
+  }
+  return 0;
+}
+
+int rd_conf_read(const char *path, char **text, size_t *len, char *err, size_t errcap) {
+  FILE *f = fopen(path, "r");
+  *text = NULL;
+  if (f == NULL)
+    return snprintf(err, errcap, "cannot read config file %s: %s", path, strerror(errno)), -1;
+  char *buf = malloc(RD_CONF_MAX + 2);
+  size_t n = buf ? fread(buf, 1, RD_CONF_MAX + 1, f) : 0;
+  int rc = 0;
+  if (buf == NULL || ferror(f))
+    rc = snprintf(err, errcap, "cannot read config file %s: %s", path,
+                  buf ? strerror(errno) : "out of memory");
+  else if (n > RD_CONF_MAX)
+    rc = snprintf(err, errcap, "config file %s: larger than %u bytes", path, RD_CONF_MAX);
+  fclose(f);
+  if (rc != 0) {
+    free(buf);
+    return -1;
+  }
+  buf[n] = '\0';
+  *text = buf;
+  *len = n;
+  return 0;
 }
 
 /* ------------------------------------------------------- rd__opts_read_file */
 
+/* rd_conf_fn for a daemon's option table. */
+static int set_opt(void *ud, const char *name, char *value, const char *where, char *err,
+                   size_t errcap) {
+  const rd_opt *o = rd__opt_find(ud, name, strlen(name));
+  if (o == NULL)
+    return snprintf(err, errcap, "%s: unknown option '%s'", where, name), -1;
+  char at[512];
+  snprintf(at, sizeof at, "%s: %s", where, o->name);
+  return rd__opt_set(o, value, at, err, errcap);
+}
+
 int rd__opts_read_file(const char *path, const rd_opt *opts, char *err, size_t errcap) {
-  FILE *f = fopen(path, "r");
-  if (f == NULL) {
-    snprintf(err, errcap, "cannot read config file %s: %s", path, strerror(errno));
-    return -1;
-  }
-  char *line = NULL;
-  size_t cap = 0;
-  ssize_t n;
-  int rc = 0;
-  for (unsigned lineno = 1; rc == 0 && (n = getline(&line, &cap, f)) >= 0; lineno++) {
-    char where[400];
-    snprintf(where, sizeof where, "%s:%u", path, lineno);
-    chomp(line, n);
-    rc = apply_line(line, opts, where, err, errcap);
-  }
-  if (rc == 0 && ferror(f)) {
-    snprintf(err, errcap, "cannot read config file %s: %s", path, strerror(errno));
-    rc = -1;
-  }
-  free(line);
-  fclose(f);
+  char *text = NULL;
+  size_t len = 0;
+  int rc = rd_conf_read(path, &text, &len, err, errcap);
+  if (rc == 0)
+    rc = rd_conf_parse(path, text, len, set_opt, (void *)opts, err, errcap);
+  free(text);
   return rc;
 }

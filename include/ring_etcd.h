@@ -41,8 +41,9 @@ extern "C" {
 typedef struct ring_etcd ring_etcd;
 
 typedef struct ring_etcd_opts {
-  const char *endpoints; /* comma-separated URLs, e.g. "http://127.0.0.1:2379,..." */
-  const char *user;      /* NULL: no auth */
+  const char
+      *endpoints;   /* comma-separated URLs, e.g. "http://127.0.0.1:2379,..."; host:port is http */
+  const char *user; /* NULL: no auth */
   const char *password;
   const char *ca_file;         /* TLS: CA bundle to verify members; NULL: system default */
   const char *cert_file;       /* TLS client certificate, or NULL */
@@ -59,6 +60,15 @@ RING_EXTERN int ring_etcd_open(const ring_etcd_opts *o, ring_etcd **out, ring_er
 RING_EXTERN void ring_etcd_close(ring_etcd *c);
 /* The endpoint the next request goes to (after failover, another one). */
 RING_EXTERN const char *ring_etcd_endpoint(ring_etcd *c);
+/* One deadline for every later unary call on c (key-value, txn, lease
+ * grant and revoke, auth; not watch streams or keep-alives), for a caller
+ * whose whole task is bounded (a command-line tool): deadline_ms is on
+ * CLOCK_MONOTONIC in milliseconds, 0 for none. Each attempt gets at most
+ * what is left (and its own timeouts), and a call that meets an
+ * unavailable etcd retries with backoff until the deadline instead of a
+ * fixed number of tries, so a blip shorter than the time left is ridden
+ * out. Past it, a call fails with RING_ETIMEDOUT without sending. */
+RING_EXTERN void ring_etcd_set_deadline(ring_etcd *c, int64_t deadline_ms);
 /* Requests sent so far (all endpoints, retries included): for benchmarks. */
 RING_EXTERN uint64_t ring_etcd_requests(ring_etcd *c);
 

@@ -48,6 +48,15 @@ static void curl_init(void) { curl_init_rc = curl_global_init(CURL_GLOBAL_ALL); 
 
 static char *dup_or_null(const char *s) { return s && *s ? strdup(s) : NULL; }
 
+/* "http://" + host_port, malloc()'ed (NULL: out of memory). */
+static char *with_http(const char *host_port) {
+  size_t n = strlen(host_port) + sizeof "http://";
+  char *url = malloc(n);
+  if (url != NULL)
+    snprintf(url, n, "http://%s", host_port);
+  return url;
+}
+
 /* Splits "a,b,c" into trimmed URLs without trailing slashes. */
 static int parse_endpoints(ring_etcd *c, const char *list, ring_error *err) {
   char *copy = strdup(list), *save = NULL;
@@ -61,13 +70,14 @@ static int parse_endpoints(ring_etcd *c, const char *list, ring_error *err) {
       tok[--n] = '\0';
     if (n == 0)
       continue;
-    if (strncmp(tok, "http://", 7) != 0 && strncmp(tok, "https://", 8) != 0) {
+    bool bare = strstr(tok, "://") == NULL; /* host:port is http://, as etcdctl takes it */
+    if (!bare && strncmp(tok, "http://", 7) != 0 && strncmp(tok, "https://", 8) != 0) {
       int rc = ring__err(err, RING_EINVAL, "endpoint \"%.100s\": want http:// or https://", tok);
       free(copy);
       return rc;
     }
     char **e = realloc(c->endpoints, (c->n_endpoints + 1) * sizeof *e);
-    if (e == NULL || (e[c->n_endpoints] = strdup(tok)) == NULL) {
+    if (e == NULL || (e[c->n_endpoints] = bare ? with_http(tok) : strdup(tok)) == NULL) {
       if (e)
         c->endpoints = e;
       free(copy);
@@ -135,6 +145,27 @@ const char *ring_etcd_endpoint(ring_etcd *c) {
 }
 
 uint64_t ring_etcd_requests(ring_etcd *c) { return c ? atomic_load(&c->requests) : 0; }
+
+void ring_etcd_set_deadline(ring_etcd *c, int64_t deadline_ms) {
+  if (c != NULL)
+    atomic_store(&c->deadline_ms, deadline_ms > 0 ? deadline_ms : 0);
+}
+
+static int64_t mono_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* What one attempt may take: the client's timeout, or what is left before
+ * the deadline if that is less (<= 0: the deadline has passed). */
+static long budget_ms(ring_etcd *c, long timeout_ms) {
+  int64_t d = atomic_load(&c->deadline_ms);
+  if (d == 0)
+    return timeout_ms;
+  int64_t left = d - mono_ms();
+  return left < timeout_ms ? (long)left : timeout_ms;
+}
 
 void ring__etcd_failover(ring_etcd *c, uint32_t from) {
   uint32_t next = (from + 1) % c->n_endpoints;
@@ -235,8 +266,11 @@ static outcome post(ring_etcd *c, uint32_t ep, const char *path, bool with_token
     *crc = CURLE_OUT_OF_MEMORY;
     return OUT_REFUSED;
   }
+  long left = budget_ms(c, c->timeout_ms);
   curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, left > 1 ? left : 1L);
+  if (left < c->connect_timeout_ms)
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, left > 1 ? left : 1L);
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, ring__buf_write);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
   *crc = curl_easy_perform(h);
@@ -334,6 +368,14 @@ static void pause_ms(long ms) {
 
 static int auth_refusal(ring_etcd *c, uint32_t ep, int rc, ring_error *e);
 
+/* The pause after round `round` of failed attempts: 100 ms doubling to
+ * 1.6 s, never past the deadline. */
+static void backoff(ring_etcd *c, uint32_t round) {
+  long ms = budget_ms(c, 100L << (round < 4 ? round : 4));
+  if (ms > 0)
+    pause_ms(ms);
+}
+
 /* One attempt at the current endpoint. *again: worth another attempt.
  * Works on a local ring_error when err is NULL, so that the auth check
  * below can read etcd's message whatever the caller passed. */
@@ -344,6 +386,9 @@ static int attempt(ring_etcd *c, const char *path, const char *body, ring__retry
   ring_error local, *e = err ? err : &local;
   long status;
   CURLcode crc;
+  *again = false;
+  if (budget_ms(c, c->timeout_ms) <= 0)
+    return ring__err(e, RING_ETIMEDOUT, "etcd %s: the command's deadline passed", c->endpoints[ep]);
   int64_t floor = ring__history_floor(c);
   outcome o = post(c, ep, path, with_token, body, &b, &status, &crc);
   int rc;
@@ -379,7 +424,8 @@ static int attempt(ring_etcd *c, const char *path, const char *body, ring__retry
  * changes nothing, and each authentication costs etcd a password hash. */
 static int call(ring_etcd *c, const char *path, const char *text, ring__retry retry,
                 bool with_token, cJSON **resp, ring_error *err) {
-  const uint32_t tries = 2 * c->n_endpoints + 1;
+  /* with a deadline, tries end at the deadline (attempt says so) */
+  const uint32_t tries = atomic_load(&c->deadline_ms) ? UINT32_MAX : 2 * c->n_endpoints + 1;
   bool reauthed = false;
   int rc = RING_ECONNECT;
   ring_error local, *e = err ? err : &local;
@@ -397,10 +443,12 @@ static int call(ring_etcd *c, const char *path, const char *text, ring__retry re
       i--;
       continue;
     }
-    if (rc == RING_OK || !again)
+    if (rc == RING_OK || !again || budget_ms(c, 1) <= 0) /* past the deadline: the last error */
       break;
     if ((i + 1) % c->n_endpoints == 0) /* every endpoint failed once: back off */
-      pause_ms(100L << (i / c->n_endpoints < 4 ? i / c->n_endpoints : 4));
+      backoff(c, i / c->n_endpoints);
+    if (budget_ms(c, 1) <= 0) /* the backoff took what was left: the last error stands */
+      break;
   }
   return rc;
 }

@@ -30,10 +30,11 @@ struct ring_etcd {
   uint64_t token_gen;        /* bumps on each re-authentication */
   CURL *pool[ETCD_POOL_MAX]; /* idle easy handles (their connections stay open) */
   uint32_t n_pool;
-  _Atomic uint64_t requests; /* HTTP requests sent */
-  pthread_mutex_t hist_lock; /* guards hist */
-  ring_etcd_history hist;    /* high-water marks of what etcd said (etcd_history.c) */
-  atomic_bool hist_back;     /* hist.went_back, mirrored at each unlock: read without the lock */
+  _Atomic uint64_t requests;   /* HTTP requests sent */
+  pthread_mutex_t hist_lock;   /* guards hist */
+  ring_etcd_history hist;      /* high-water marks of what etcd said (etcd_history.c) */
+  atomic_bool hist_back;       /* hist.went_back, mirrored at each unlock: read without the lock */
+  _Atomic int64_t deadline_ms; /* ring_etcd_set_deadline: CLOCK_MONOTONIC ms; 0: none */
 };
 
 /* How a request may be retried on another endpoint. */

@@ -77,8 +77,10 @@ static uint64_t waiting_for(coord *c, const rk_run *run) {
 }
 
 /* 1 when every receiver reports all its in-flight tokens at `version`;
- * 0 to wait; -1 when a receiver is down (the run cannot finish). */
-static int receivers_in(const rk_state *s, const ring_plan *p, const rk_run *run) {
+ * 0 to wait; -1 when a receiver is down (the run cannot finish: *down
+ * names it, for the run's reason). */
+static int receivers_in(const rk_state *s, const ring_plan *p, const rk_run *run,
+                        const char **down) {
   const ring_table *t = ring_plan_target(p);
   const ring_move *m = ring_plan_moves(p);
   for (uint32_t i = 0; i < ring_plan_move_count(p); i++) {
@@ -87,7 +89,7 @@ static int receivers_in(const rk_state *s, const ring_plan *p, const rk_run *run
     const char *id = ring_table_node_id(t, m[i].to);
     const rk_node *n = rk_state_node(s, id);
     if (n != NULL && n->state == RING_NODE_DOWN)
-      return -1;
+      return *down = id, -1;
     const rk_progress *pr = rk_state_progress(s, id);
     if (pr == NULL || pr->version != run->cursor.version || !rk_progress_covers(pr, &m[i].token, 1))
       return 0;
@@ -336,9 +338,13 @@ int coord_run_step(coord *c, const rk_state *s) {
   if (run->state == RK_RUN_CANCELLING)
     return finish(c, s, run, RK_RUN_CANCELLED, "cancelled by the operator");
   if (run->cursor.pending) {
-    int in = receivers_in(s, c->run_plan, run);
-    if (in < 0)
-      return finish(c, s, run, RK_RUN_FAILED, "a receiving node went down");
+    const char *down = NULL;
+    int in = receivers_in(s, c->run_plan, run, &down);
+    if (in < 0) {
+      char why[RK_REASON_MAX];
+      snprintf(why, sizeof why, "receiving node %s went down", down);
+      return finish(c, s, run, RK_RUN_FAILED, why);
+    }
     const char *lag = rk_barrier_laggard(s, c->table, s->version);
     if (in == 1 && lag == NULL)
       return cut_over(c, s, run);

@@ -29,8 +29,6 @@ enum { OPT_WAIT, OPT_STUCK_TIMEOUT };
 static const ringctl_opt apply_opts[] = {
     {"wait", OPT_WAIT, false}, {"stuck-timeout", OPT_STUCK_TIMEOUT, true}, {NULL, 0, false}};
 
-#define STUCK_TIMEOUT_MAX_MS (7ull * 24 * 3600 * 1000)
-
 static const char help[] =
     "Usage: ringctl apply [ID|FILE] [--wait [--stuck-timeout DURATION]]\n"
     "\n"
@@ -41,7 +39,9 @@ static const char help[] =
     "\n"
     "Options:\n"
     "  --wait  follow the run until it is done (exit 0), failed or cancelled (exit 1):\n"
-    "          a progress bar on a terminal, progress lines otherwise\n"
+    "          a progress bar on a terminal, progress lines otherwise. etcd going away\n"
+    "          meanwhile is waited out: no --timeout unless given; exit 4 when etcd\n"
+    "          did not answer (or the run went on) until then. ringctl wait re-attaches\n"
     "  --stuck-timeout DURATION\n"
     "          with --wait: exit 1, showing the stuck and failing moves, when no move\n"
     "          was done for DURATION (e.g. 30m; measured here) or the coordinator\n"
@@ -62,8 +62,7 @@ static int apply(const ringctl_args *a, int id, const char *value, void *ud) {
     return RINGCTL_EXIT_OK;
   }
   if (id == OPT_STUCK_TIMEOUT)
-    return ringctl_parse_duration(a, "stuck-timeout", value, 1, STUCK_TIMEOUT_MAX_MS,
-                                  &s->stuck_timeout_ms);
+    return ringctl_stuck_timeout_opt(a, value, &s->stuck_timeout_ms);
   if (s->target != NULL)
     return ringctl_usage_error(a, "one plan at a time: \"%s\" after \"%s\"", value, s->target);
   s->target = value;
@@ -71,10 +70,6 @@ static int apply(const ringctl_args *a, int id, const char *value, void *ud) {
 }
 
 /* ------------------------------------------------------------- which plan */
-
-static bool is_plan_id(const char *s) {
-  return strlen(s) == RK_PLAN_ID_LEN && strspn(s, "0123456789abcdef") == RK_PLAN_ID_LEN;
-}
 
 /* The proposed plan, if it is the one asked for (id NULL: any). */
 static int pick_proposed(ringctl_ctx *ctx, const rk_state *st, const char *id) {
@@ -90,6 +85,10 @@ static int pick_proposed(ringctl_ctx *ctx, const rk_state *st, const char *id) {
 
 /* Whether d may be approved on the cluster as read. */
 static int check_plan(ringctl_ctx *ctx, const rk_state *st, const rk_plan_doc *d) {
+  if (st->has_active && strcmp(st->active.plan.id, d->id) == 0)
+    return ringctl_say(ctx, RINGCTL_EXIT_CONFLICT,
+                       "plan %s is already %s (applied before): ringctl wait %s follows it", d->id,
+                       rk_run_state_name(st->active.state), d->id);
   if (st->has_active)
     return ringctl_say(ctx, RINGCTL_EXIT_CONFLICT, "plan %s is already %s: one plan at a time",
                        st->active.plan.id, rk_run_state_name(st->active.state));
@@ -146,8 +145,9 @@ static int approve(ringctl_ctx *ctx, const rk_state *st, const rk_plan_doc *d, b
   uint32_t n = approval_cmps(ctx, st, proposed, keys, base, cmps);
   ring_op put = {RING_OP_PUT, keys[0], strlen(keys[0]), json, len, 0, false};
   bool won = false;
-  ringctl_audit(ctx, "plan.approve", NULL, "plan %s: %u moves in %u waves from version %s%s", d->id,
-                d->moves_total, d->waves, base, proposed ? "" : " (from a saved file)");
+  ringctl_audit(ctx, "plan.approve", NULL, "plan %s: %u move%s in %u wave%s from version %s%s",
+                d->id, d->moves_total, ringctl_s(d->moves_total), d->waves, ringctl_s(d->waves),
+                base, proposed ? "" : " (from a saved file)");
   int rc = ringctl_txn(ctx, cmps, n, &put, 1, "writing plan/active", &won);
   free(json);
   if (rc != RINGCTL_EXIT_OK)
@@ -201,8 +201,10 @@ static int approve_doc(ringctl_ctx *ctx, const rk_state *st, const rk_plan_doc *
                        const apply_settings *s) {
   int rc = check_plan(ctx, st, d);
   ring_plan *plan = NULL;
-  if (rc == RINGCTL_EXIT_OK && (!proposed || s->wait))
-    rc = ringctl_plan_compute(ctx, d, &plan); /* a file's digest must hold */
+  if (rc == RINGCTL_EXIT_OK && !proposed) /* a file's digest and moves must hold */
+    rc = ringctl_plan_compute_file(ctx, s->target, d, &plan);
+  else if (rc == RINGCTL_EXIT_OK && s->wait)
+    rc = ringctl_plan_compute(ctx, d, &plan);
   if (rc == RINGCTL_EXIT_OK)
     rc = approve(ctx, st, d, proposed);
   uint64_t eta = rc == RINGCTL_EXIT_OK && s->wait ? estimate(ctx, plan) : 0;
@@ -211,8 +213,9 @@ static int approve_doc(ringctl_ctx *ctx, const rk_state *st, const rk_plan_doc *
     return rc;
   if (ctx->a->globals->json)
     return report_json(d);
-  printf("applied plan %s: %u moves in %u waves from version %llu\n", d->id, d->moves_total,
-         d->waves, (unsigned long long)d->base_version);
+  printf("applied plan %s: %u move%s in %u wave%s from version %llu\n", d->id, d->moves_total,
+         ringctl_s(d->moves_total), d->waves, ringctl_s(d->waves),
+         (unsigned long long)d->base_version);
   return s->wait ? ringctl_wait_run(ctx, d->id, s->stuck_timeout_ms, eta) : RINGCTL_EXIT_OK;
 }
 
@@ -229,7 +232,7 @@ static int apply_file(ringctl_ctx *ctx, const rk_state *st, const apply_settings
 static int run(ringctl_ctx *ctx, void *ud) {
   const apply_settings *s = ud;
   bool file = s->target != NULL && access(s->target, F_OK) == 0;
-  if (s->target != NULL && !file && !is_plan_id(s->target))
+  if (s->target != NULL && !file && !ringctl_is_plan_id(s->target))
     return ringctl_say(ctx, RINGCTL_EXIT_FAILURE,
                        "\"%s\" is neither a plan id (16 hex digits) nor a plan file", s->target);
   rk_state st;
@@ -255,6 +258,7 @@ int ringctl_cmd_apply(ringctl_args *a) {
   if (s.wait && a->globals->json) /* the run is followed as text; status --json reads it */
     return ringctl_usage_error(a, "--json reports the approval: without --wait (then "
                                   "ringctl status --json)");
+  a->globals->until_done = s.wait;
   return ringctl_with_etcd(a, run, &s);
 }
 

@@ -8,8 +8,9 @@
  * command's option table and the global one: the tables the parser reads,
  * so a new command or option is completed as soon as it parses. It
  * completes command names, each command's options and the global ones
- * (before or after the command), file names after an option that takes a
- * value, and the shells here.
+ * (before or after the command), the words an option's value or a
+ * command's argument may be where there are a few (render --what, auto-apply),
+ * else file names after an option that takes a value, and the shells here.
  */
 #include "ringctl.h"
 
@@ -53,19 +54,56 @@ static void shell_words(FILE *f) {
 
 /* ----------------------------------------------------------------------- bash */
 
-/* One `case` arm per command setting `opts` (its options) and `valued`
- * (those taking a value); the shell's list syntax goes around each: open
- * and close a list (bash: "\"", zsh: "(" and ")"; bash's valued list ends
- * in a space so " --x " matches). */
-static void case_arms(FILE *f, const char *open, const char *close, const char *close_valued) {
+/* One `case` arm per command setting `opts` (its options), `valued`
+ * (those taking a value) and `args` (its argument's words, if it names
+ * them), and offering an option's words after it; the shell's list syntax
+ * goes around each: open and close a list (bash: "\"", zsh: "(" and ")";
+ * bash's valued list ends in a space so " --x " matches). */
+typedef struct shell_syntax {
+  const char *open, *close, *close_valued;
+  const char *prev;  /* the word before the cursor */
+  const char *offer; /* a printf format of one %s: offers those words and returns */
+} shell_syntax;
+
+/* The words an option's value or a command's argument may be, offered
+ * instead of file names (opt NULL: the command's argument): what the
+ * parsers take (render's pictures; the config's policies, objectives and
+ * migration modes). */
+static const struct {
+  const char *cmd, *opt, *words;
+} choices[] = {
+    {"render", "what", "load flow ring"},      {"init", "migration", "stream none"},
+    {"init", "auto-apply", "none repair all"}, {"init", "balance", "tokens bytes"},
+    {"auto-apply", NULL, "none repair all"},   {"balance", NULL, "tokens bytes"},
+};
+
+/* cmd's arm's lines for its choices: `args` for its argument, and an
+ * offer of an option's words when the word before is that option. */
+static void choice_lines(FILE *f, const char *cmd, const shell_syntax *sh) {
+  for (size_t i = 0; i < sizeof choices / sizeof choices[0]; i++) {
+    if (strcmp(choices[i].cmd, cmd) != 0)
+      continue;
+    if (choices[i].opt == NULL) {
+      fprintf(f, "      args=%s%s%s\n", sh->open, choices[i].words, sh->close);
+      continue;
+    }
+    fprintf(f, "      if [[ %s == --%s ]]; then ", sh->prev, choices[i].opt);
+    fprintf(f, sh->offer, choices[i].words);
+    fputs("; fi\n", f);
+  }
+}
+
+static void case_arms(FILE *f, const shell_syntax *sh) {
   size_t n;
   const ringctl_command *const *cmds = ringctl_commands(&n);
   for (size_t i = 0; i < n; i++) {
-    fprintf(f, "    %s)\n      opts=%s", cmds[i]->name, open);
+    fprintf(f, "    %s)\n      opts=%s", cmds[i]->name, sh->open);
     opt_words(f, cmds[i]->opts, false);
-    fprintf(f, "%s\n      valued=%s", close, open);
+    fprintf(f, "%s\n      valued=%s", sh->close, sh->open);
     opt_words(f, cmds[i]->opts, true);
-    fprintf(f, "%s\n      ;;\n", close_valued);
+    fprintf(f, "%s\n", sh->close_valued);
+    choice_lines(f, cmds[i]->name, sh);
+    fputs("      ;;\n", f);
   }
 }
 
@@ -82,7 +120,7 @@ static void emit_bash(FILE *f) {
   fputs(" \"\n  local commands=\"help", f);
   command_words(f);
   fputs("\"\n"
-        "  local cmd=\"\" opts=\"\" valued=\" \" i w\n"
+        "  local cmd=\"\" opts=\"\" valued=\" \" args=\"\" i w\n"
         "  COMPREPLY=()\n"
         "  # The command is the first word that is neither an option nor a value.\n"
         "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
@@ -107,12 +145,16 @@ static void emit_bash(FILE *f) {
         "      return 0\n"
         "      ;;\n",
         f);
-  case_arms(f, "\"", "\"", " \"");
+  static const shell_syntax bash = {"\"", "\"", " \"", "$prev",
+                                    "COMPREPLY=($(compgen -W \"%s\" -- \"$cur\")); return 0"};
+  case_arms(f, &bash);
   fputs("  esac\n"
         "  if [[ $valued == *\" $prev \"* || $gvalued == *\" $prev \"* ]]; then\n"
         "    COMPREPLY=($(compgen -f -- \"$cur\"))\n"
         "  elif [[ $cur == -* ]]; then\n"
         "    COMPREPLY=($(compgen -W \"$opts $globals\" -- \"$cur\"))\n"
+        "  elif [[ -n $args ]]; then\n"
+        "    COMPREPLY=($(compgen -W \"$args\" -- \"$cur\"))\n"
         "  elif [[ $cmd == completion ]]; then\n"
         "    COMPREPLY=($(compgen -W \"",
         f);
@@ -157,7 +199,7 @@ static void emit_zsh(FILE *f) {
         "# zsh completion for ringctl: `ringctl completion zsh` wrote it from the\n"
         "# tables ringctl's parser reads.\n"
         "_ringctl() {\n"
-        "  local -a commands globals gvalued opts valued\n",
+        "  local -a commands globals gvalued opts valued args\n",
         f);
   zsh_commands(f);
   fputs("  globals=(--help", f);
@@ -184,12 +226,15 @@ static void emit_zsh(FILE *f) {
         "      return\n"
         "      ;;\n",
         f);
-  case_arms(f, "(", ")", ")");
+  static const shell_syntax zsh = {"(", ")", ")", "$words[CURRENT-1]", "compadd -- %s; return"};
+  case_arms(f, &zsh);
   fputs("  esac\n"
         "  if (( ${valued[(Ie)$words[CURRENT-1]]} || ${gvalued[(Ie)$words[CURRENT-1]]} )); then\n"
         "    _files\n"
         "  elif [[ $PREFIX == -* ]]; then\n"
         "    compadd -- $opts $globals\n"
+        "  elif (( $#args )); then\n"
+        "    compadd -- $args\n"
         "  elif [[ $cmd == completion ]]; then\n"
         "    compadd --",
         f);

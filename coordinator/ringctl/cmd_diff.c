@@ -4,12 +4,14 @@
  * each and how many it gained and lost, then the moves (token, slot, old
  * owner, new owner). Nodes are matched by id, never by index (indexes
  * change when nodes leave a table). Pending entries are not compared:
- * ownership is what a version promises.
+ * ownership is what a version promises. Nodes are listed by id (n2
+ * before n10), moves by token and slot.
  *
  * --json: {"from":V1,"to":V2,"moves_total":N,
  *          "nodes":[{"id","before","after","gained","lost"}],
  *          "moves":[{"token","slot","from","to"}]}   (every move)
  */
+#define _GNU_SOURCE /* strverscmp: n2 before n10 */
 #include "ringctl_etcd.h"
 #include "ringctl_out.h"
 
@@ -41,7 +43,7 @@ static int take(const ringctl_args *a, int id, const char *value, void *ud) {
   }
   if (d->n == 2)
     return ringctl_usage_error(a, "unexpected argument \"%s\"", value);
-  return ringctl_parse_uint(a, "version", value, 1, RING_VERSION_MAX, &d->v[d->n++]);
+  return ringctl_parse_uint_arg(a, "version", value, 1, RING_VERSION_MAX, &d->v[d->n++]);
 }
 
 /* One node's counts, by id. */
@@ -83,6 +85,10 @@ static int add_move(diff *d, uint32_t t, uint32_t s, const char *from, const cha
   return RING_OK;
 }
 
+static int by_id(const void *x, const void *y) {
+  return strverscmp(((const node_diff *)x)->id, ((const node_diff *)y)->id);
+}
+
 /* Counts per node and moves; node ids are borrowed from the tables. At
  * most T*R moves (7 * 65536), so the list is bounded by the tables. */
 static int compute(const ring_table *a, const ring_table *b, diff *d) {
@@ -103,6 +109,7 @@ static int compute(const ring_table *a, const ring_table *b, diff *d) {
           return RING_ENOMEM;
       }
     }
+  qsort(d->nodes, d->n_nodes, sizeof *d->nodes, by_id); /* moves hold ids, not pointers */
   return RING_OK;
 }
 

@@ -11,6 +11,7 @@
 #include "ringctl_etcd.h"
 #include "ringctl_out.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -91,7 +92,8 @@ static int pick_plan(ringctl_ctx *ctx, const render_settings *s, const rk_state 
     return RINGCTL_EXIT_FAILURE;
   if (d == NULL)
     return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "no plan is proposed: nothing to draw");
-  int rc = ringctl_plan_compute(ctx, d, plan);
+  int rc = d == &file ? ringctl_plan_compute_file(ctx, s->plan, d, plan)
+                      : ringctl_plan_compute(ctx, d, plan);
   if (rc == RINGCTL_EXIT_OK && *plan == NULL)
     rc = ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "plan %s was refused: it moves nothing",
                      d->id[0] ? d->id : "(refused)");
@@ -133,7 +135,7 @@ static int draw(ringctl_ctx *ctx, const render_settings *s, render_input *in) {
   const char *path = s->svg != NULL ? s->svg : def;
   picture p = {s->what, in};
   if (ringctl_write_file(path, fill_svg, &p) != 0)
-    return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "cannot write %s", path);
+    return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "cannot write %s: %s", path, strerror(errno));
   FILE *f = fopen(path, "rb");
   long bytes = f != NULL && fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
   if (f != NULL)

@@ -44,7 +44,9 @@ void ringctl_print_usage(FILE *f) {
     fprintf(f, "  %-12s %s\n", cmds[i]->name, cmds[i]->summary);
   fputs("\nGlobal options (before or after the command):\n", f);
   fputs(ringctl_global_help, f);
-  fputs("\nExit codes: 0 success, 1 runtime failure, 2 usage error, 3 conflict.\n", f);
+  fputs("\nExit codes: 0 success, 1 runtime failure (a run that failed), 2 usage error,\n"
+        "3 conflict, 4 could not tell (etcd unreachable until --timeout).\n",
+        f);
 }
 
 /* Runs `cmd --help` for `ringctl help [COMMAND]`. */

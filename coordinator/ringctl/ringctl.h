@@ -21,10 +21,11 @@
 
 /* docs/DESIGN.md, "The operator's surface": scripts rely on these numbers. */
 enum {
-  RINGCTL_EXIT_OK = 0,      /* success */
-  RINGCTL_EXIT_FAILURE = 1, /* runtime failure */
-  RINGCTL_EXIT_USAGE = 2,   /* usage error: bad command, option or value */
-  RINGCTL_EXIT_CONFLICT = 3 /* conflict: stale plan, lost race */
+  RINGCTL_EXIT_OK = 0,       /* success */
+  RINGCTL_EXIT_FAILURE = 1,  /* runtime failure */
+  RINGCTL_EXIT_USAGE = 2,    /* usage error: bad command, option or value */
+  RINGCTL_EXIT_CONFLICT = 3, /* conflict: stale plan, lost race */
+  RINGCTL_EXIT_UNKNOWN = 4   /* could not tell: etcd unreachable until --timeout */
 };
 
 /* -------------------------------------------------------- global options */
@@ -38,11 +39,13 @@ typedef struct ringctl_globals {
   bool json;                 /* --json: machine-readable output where a command prints data */
   const char *user;          /* --user NAME: etcd authentication */
   const char *password_file; /* --password-file FILE: the user's password, first line */
-  const char *cacert;        /* --cacert FILE: CA bundle that verifies etcd members */
-  const char *cert;          /* --cert FILE: TLS client certificate */
-  const char *key;           /* --key FILE: TLS client key */
-  const char *timeout;       /* --timeout DUR: per etcd request; parsed on connect */
+  const char *cacert;        /* --etcd-ca-file FILE: CA bundle that verifies etcd members */
+  const char *cert;          /* --etcd-cert-file FILE: TLS client certificate */
+  const char *key;           /* --etcd-key-file FILE: TLS client key */
+  const char *timeout;       /* --timeout DUR: the whole command; parsed on connect */
+  bool until_done;           /* set by a command that waits: no --timeout, no deadline */
   const char *as;            /* --as NAME: who the journal says made a change */
+  const char *config;        /* --config FILE: the one settings file (ringctl_config.c) */
 } ringctl_globals;
 
 /* ----------------------------------------------------- the option reader */
@@ -93,6 +96,11 @@ int ringctl_usage_error(const ringctl_args *a, const char *fmt, ...);
 int ringctl_parse_uint(const ringctl_args *a, const char *name, const char *value, uint64_t min,
                        uint64_t max, uint64_t *out);
 
+/* The same for a positional argument: "\"abc\" is not a version (a whole
+ * number)", "version must be in [1, N], got 0" (what: "version"). */
+int ringctl_parse_uint_arg(const ringctl_args *a, const char *what, const char *value, uint64_t min,
+                           uint64_t max, uint64_t *out);
+
 /* Parses a duration "<digits><unit>", unit ms, s, m or h, into
  * milliseconds in [min_ms, max_ms]. Same contract as ringctl_parse_uint. */
 int ringctl_parse_duration(const ringctl_args *a, const char *name, const char *value,
@@ -139,6 +147,17 @@ const ringctl_command *ringctl_command_find(const char *name);
 extern const ringctl_opt ringctl_global_opts[];
 extern const char ringctl_global_help[];
 
+/* Where the global option named `name` (a spelling in ringctl_global_opts)
+ * is stored in g; NULL for --json and unknown names. */
+const char **ringctl_global_slot(ringctl_globals *g, const char *name);
+
+/* Fills the global options a flag left unset from the environment
+ * (RINGCTL_<NAME>), then from the settings file (--config FILE or
+ * RINGCTL_CONFIG; else ~/.config/ringkeeper/ringctl.conf over
+ * /etc/ringkeeper/ringctl.conf) (ringctl_config.c). A bad file is a usage
+ * error naming file:line. Values live as long as the process. */
+int ringctl_config_load(const ringctl_args *a);
+
 /* `ringctl --help`: usage, the commands and the global options (ringctl.c). */
 void ringctl_print_usage(FILE *f);
 
@@ -153,6 +172,7 @@ int ringctl_cmd_status(ringctl_args *a);
 int ringctl_cmd_members(ringctl_args *a);
 int ringctl_cmd_plan(ringctl_args *a);
 int ringctl_cmd_apply(ringctl_args *a);
+int ringctl_cmd_wait(ringctl_args *a);
 int ringctl_cmd_pause(ringctl_args *a);
 int ringctl_cmd_resume(ringctl_args *a);
 int ringctl_cmd_cancel(ringctl_args *a);
@@ -175,10 +195,10 @@ int ringctl_cmd_render(ringctl_args *a);
 
 /* Each command's entry, defined beside its code. */
 extern const ringctl_command ringctl_command_init, ringctl_command_status, ringctl_command_members,
-    ringctl_command_plan, ringctl_command_apply, ringctl_command_pause, ringctl_command_resume,
-    ringctl_command_cancel, ringctl_command_accept_loss, ringctl_command_recover,
-    ringctl_command_drain, ringctl_command_undrain, ringctl_command_weight, ringctl_command_trust,
-    ringctl_command_label, ringctl_command_remove, ringctl_command_replace,
+    ringctl_command_plan, ringctl_command_apply, ringctl_command_wait, ringctl_command_pause,
+    ringctl_command_resume, ringctl_command_cancel, ringctl_command_accept_loss,
+    ringctl_command_recover, ringctl_command_drain, ringctl_command_undrain, ringctl_command_weight,
+    ringctl_command_trust, ringctl_command_label, ringctl_command_remove, ringctl_command_replace,
     ringctl_command_throttle, ringctl_command_auto_apply, ringctl_command_balance,
     ringctl_command_lookup, ringctl_command_history, ringctl_command_diff, ringctl_command_verify,
     ringctl_command_render, ringctl_command_simulate, ringctl_command_completion,

@@ -14,6 +14,7 @@
 
 #include "ring.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -33,7 +34,8 @@ enum {
   GLOBAL_CERT,
   GLOBAL_KEY,
   GLOBAL_TIMEOUT,
-  GLOBAL_AS
+  GLOBAL_AS,
+  GLOBAL_CONFIG
 };
 
 const ringctl_opt ringctl_global_opts[] = {
@@ -42,29 +44,41 @@ const ringctl_opt ringctl_global_opts[] = {
     {"json", GLOBAL_JSON, false},
     {"user", GLOBAL_USER, true},
     {"password-file", GLOBAL_PASSWORD_FILE, true},
-    {"cacert", GLOBAL_CACERT, true},
-    {"cert", GLOBAL_CERT, true},
-    {"key", GLOBAL_KEY, true},
+    {"etcd-ca-file", GLOBAL_CACERT, true}, /* the daemons' names (daemon/etcd_open.c) */
+    {"etcd-cert-file", GLOBAL_CERT, true},
+    {"etcd-key-file", GLOBAL_KEY, true},
     {"timeout", GLOBAL_TIMEOUT, true},
     {"as", GLOBAL_AS, true},
+    {"config", GLOBAL_CONFIG, true},
+    {"cacert", GLOBAL_CACERT, true}, /* old spellings, still taken */
+    {"cert", GLOBAL_CERT, true},
+    {"key", GLOBAL_KEY, true},
     {NULL, 0, false},
 };
 
 /* Beside the table it describes: --help and the manual page print it. */
 const char ringctl_global_help[] =
-    "  --endpoints URLS      etcd endpoints, comma-separated (default\n"
-    "                        http://127.0.0.1:2379)\n"
+    "  --endpoints URLS      etcd endpoints, comma-separated; host:port is http://\n"
+    "                        (default http://127.0.0.1:2379)\n"
     "  --cluster NAME        cluster name: keys live under /ringkeeper/NAME/\n"
     "  --json                machine-readable output: what a command shows, or what\n"
     "                        a command that changes something did, as one JSON object\n"
     "  --user NAME           etcd user (with --password-file)\n"
     "  --password-file FILE  the etcd user's password, on its first line\n"
-    "  --cacert FILE         CA bundle that verifies etcd's TLS certificates\n"
-    "  --cert FILE           TLS client certificate (with --key)\n"
-    "  --key FILE            TLS client key\n"
-    "  --timeout DUR         per etcd request, e.g. 2s (default 5s)\n"
+    "  --etcd-ca-file FILE   CA bundle that verifies etcd's TLS certificates\n"
+    "  --etcd-cert-file FILE TLS client certificate (with --etcd-key-file)\n"
+    "  --etcd-key-file FILE  TLS client key (--cacert, --cert, --key: old names)\n"
+    "  --timeout DUR         bounds the whole command, e.g. 2s; an unreachable etcd\n"
+    "                        is retried until then, then exit 4 (default 10s; none\n"
+    "                        for apply --wait and wait)\n"
     "  --as NAME             who the journal names for a change (default login@host)\n"
-    "  -h, --help            this help; `ringctl COMMAND --help` for a command's\n";
+    "  --config FILE         the settings file to read (default: /etc/ringkeeper/\n"
+    "                        ringctl.conf, then ~/.config/ringkeeper/ringctl.conf)\n"
+    "  -h, --help            this help; `ringctl COMMAND --help` for a command's\n"
+    "Each option but --json and --config may come from the environment as\n"
+    "RINGCTL_<NAME> (RINGCTL_ENDPOINTS, RINGCTL_ETCD_CA_FILE, ...; RINGCTL_CONFIG\n"
+    "names the file) or from the file as `name = value` lines (# comments); flags\n"
+    "win over the environment, which wins over the user's file, then the system's.\n";
 
 /* Where each global option's value goes, by id (--json has none). */
 static const char **global_slot(ringctl_globals *g, int id) {
@@ -87,9 +101,18 @@ static const char **global_slot(ringctl_globals *g, int id) {
     return &g->timeout;
   case GLOBAL_AS:
     return &g->as;
+  case GLOBAL_CONFIG:
+    return &g->config;
   default:
     return NULL;
   }
+}
+
+const char **ringctl_global_slot(ringctl_globals *g, const char *name) {
+  for (const ringctl_opt *o = ringctl_global_opts; o->name != NULL; o++)
+    if (strcmp(o->name, name) == 0)
+      return global_slot(g, o->id);
+  return NULL;
 }
 
 static void store_global(ringctl_globals *g, int id, const char *value) {
@@ -164,8 +187,11 @@ int ringctl_next_opt(ringctl_args *a, const ringctl_opt *opts, const char **valu
     if (a->next >= a->argc)
       return RINGCTL_ARG_END;
     const char *arg = a->argv[a->next++];
-    if (a->no_more_opts || arg[0] != '-' || arg[1] == '\0') {
-      *value = arg; /* "-" alone is positional: it conventionally means stdin */
+    if (a->no_more_opts || arg[0] != '-' || arg[1] == '\0' || isdigit((unsigned char)arg[1]) ||
+        arg[1] == '.') {
+      /* "-" alone is positional: it conventionally means stdin; "-1" is a
+       * number for the command to judge ("weight must be positive"), no option */
+      *value = arg;
       return RINGCTL_ARG_POSITIONAL;
     }
     if (strcmp(arg, "--") == 0) {
@@ -223,22 +249,35 @@ int ringctl_usage_error(const ringctl_args *a, const char *fmt, ...) {
   return RINGCTL_EXIT_USAGE;
 }
 
-int ringctl_parse_uint(const ringctl_args *a, const char *name, const char *value, uint64_t min,
-                       uint64_t max, uint64_t *out) {
+/* ringctl_parse_uint for an option ("--" before name) or an argument. */
+static int parse_uint(const ringctl_args *a, const char *dashes, const char *name,
+                      const char *value, uint64_t min, uint64_t max, uint64_t *out) {
   /* strtoull alone accepts " 8", "+8", "-8" (wrapped) and "8x": check the
    * digits first so every one of those is a usage error. */
   bool digits = value[0] != '\0';
   for (const char *p = value; *p != '\0'; p++)
     digits = digits && *p >= '0' && *p <= '9';
+  if (!digits && dashes[0] == '\0')
+    return ringctl_usage_error(a, "\"%s\" is not a %s (a whole number)", value, name);
   if (!digits)
-    return ringctl_usage_error(a, "--%s: \"%s\" is not a whole number", name, value);
+    return ringctl_usage_error(a, "%s%s: \"%s\" is not a whole number", dashes, name, value);
   errno = 0;
   unsigned long long v = strtoull(value, NULL, 10);
   if (errno == ERANGE || v < min || v > max)
-    return ringctl_usage_error(a, "--%s must be in [%llu, %llu], got %s", name,
+    return ringctl_usage_error(a, "%s%s must be in [%llu, %llu], got %s", dashes, name,
                                (unsigned long long)min, (unsigned long long)max, value);
   *out = (uint64_t)v;
   return RINGCTL_EXIT_OK;
+}
+
+int ringctl_parse_uint(const ringctl_args *a, const char *name, const char *value, uint64_t min,
+                       uint64_t max, uint64_t *out) {
+  return parse_uint(a, "--", name, value, min, max, out);
+}
+
+int ringctl_parse_uint_arg(const ringctl_args *a, const char *what, const char *value, uint64_t min,
+                           uint64_t max, uint64_t *out) {
+  return parse_uint(a, "", what, value, min, max, out);
 }
 
 /* Milliseconds in one unit of a duration suffix, 0 if it is none. */
@@ -275,7 +314,8 @@ int ringctl_parse_weight(const ringctl_args *a, const char *what, const char *va
   errno = 0;
   double w = strtod(value, &end);
   if (end == value || *end != '\0' || errno != 0 || !isfinite(w) || w <= 0 || w > 1e6)
-    return ringctl_usage_error(a, "%s must be a number in (0, 1000000], got \"%s\"", what, value);
+    return ringctl_usage_error(a, "%s must be a positive number up to 1000000, got \"%s\"", what,
+                               value);
   *out = w;
   return RINGCTL_EXIT_OK;
 }

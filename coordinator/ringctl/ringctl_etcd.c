@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "ringctl_etcd.h"
 #include "daemon.h" /* rd_read_secret: the one reader of secret files */
+#include "ringctl_out.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,15 +15,24 @@
 #include <time.h>
 
 #define DEFAULT_ENDPOINTS "http://127.0.0.1:2379"
-#define DEFAULT_TIMEOUT_MS 5000u
+#define DEFAULT_TIMEOUT_MS 10000u /* the whole command: rides out an etcd election */
+#define REQUEST_TIMEOUT_MS 5000u  /* one request, at most */
 #define CAS_ATTEMPTS 5
+
+static void unknown_json(void);
 
 /* ------------------------------------------------------ options to a client */
 
 /* Checks the global options and fills o (strings borrowed from argv, and
  * *pw: the password read from its file, malloc()'ed, for the caller to
  * wipe and free). */
-static int client_opts(const ringctl_args *a, ring_etcd_opts *o, char **pw) {
+static int64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int client_opts(const ringctl_args *a, ring_etcd_opts *o, int64_t *deadline, char **pw) {
   const ringctl_globals *g = a->globals;
   if (g->cluster == NULL)
     return ringctl_usage_error(a, "--cluster NAME is required");
@@ -32,11 +42,14 @@ static int client_opts(const ringctl_args *a, ring_etcd_opts *o, char **pw) {
   if ((g->user == NULL) != (g->password_file == NULL))
     return ringctl_usage_error(a, "--user and --password-file go together");
   if ((g->cert == NULL) != (g->key == NULL))
-    return ringctl_usage_error(a, "--cert and --key go together");
+    return ringctl_usage_error(a, "--etcd-cert-file and --etcd-key-file go together");
   uint64_t timeout = DEFAULT_TIMEOUT_MS;
   if (g->timeout != NULL &&
-      ringctl_parse_duration(a, "timeout", g->timeout, 100, 600000, &timeout) != 0)
+      ringctl_parse_duration(a, "timeout", g->timeout, 100, 7ull * 24 * 3600 * 1000, &timeout) != 0)
     return RINGCTL_EXIT_USAGE;
+  *deadline = g->until_done && g->timeout == NULL ? 0 : mono_ms() + (int64_t)timeout;
+  if (timeout > REQUEST_TIMEOUT_MS)
+    timeout = REQUEST_TIMEOUT_MS;
   *o = (ring_etcd_opts){.endpoints = g->endpoints ? g->endpoints : DEFAULT_ENDPOINTS,
                         .user = g->user,
                         .ca_file = g->cacert,
@@ -74,22 +87,29 @@ static bool valid_as(const char *as) {
 }
 
 int ringctl_with_etcd(ringctl_args *a, ringctl_body_fn body, void *ud) {
+  int rc = ringctl_config_load(a);
+  if (rc != RINGCTL_EXIT_OK)
+    return rc;
   if (a->globals->as != NULL && !valid_as(a->globals->as))
     return ringctl_usage_error(a, "--as: 1 to %d printable ASCII characters", RK_EVENT_BY_MAX);
   ring_etcd_opts o;
   char *pw = NULL;
-  int rc = client_opts(a, &o, &pw);
+  int64_t deadline = 0;
+  rc = client_opts(a, &o, &deadline, &pw);
   if (rc != RINGCTL_EXIT_OK) {
     secret_free(pw);
     return rc;
   }
-  ringctl_ctx ctx = {.a = a, .etcd = NULL, .cluster = a->globals->cluster};
+  ringctl_ctx ctx = {.a = a, .etcd = NULL, .cluster = a->globals->cluster, .deadline_ms = deadline};
   ring_error err = {RING_OK, ""};
   int ring_rc = ring_etcd_open(&o, &ctx.etcd, &err);
   secret_free(pw);
   if (ring_rc != RING_OK)
     return ringctl_fail(&ctx, ring_rc, &err, "connecting to etcd");
+  ring_etcd_set_deadline(ctx.etcd, deadline);
   rc = body(&ctx, ud);
+  if (rc == RINGCTL_EXIT_UNKNOWN && a->globals->json && !ringctl_json_emitted())
+    unknown_json(); /* a script reading stdout learns why, not nothing */
   ring_etcd_close(ctx.etcd);
   return rc;
 }
@@ -110,15 +130,33 @@ int ringctl_run_plain(ringctl_args *a, const char *help, ringctl_body_fn body, v
 
 /* ---------------------------------------------------------------- failures */
 
+/* The last "could not tell" failure's message, for --json. */
+static char unknown_why[RINGCTL_UNREACHABLE_MAX];
+
+/* --json's object when etcd could not be reached: {"error", "exit":4}. */
+static void unknown_json(void) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "error", unknown_why[0] ? unknown_why : "etcd did not answer");
+  cJSON_AddNumberToObject(o, "exit", RINGCTL_EXIT_UNKNOWN);
+  ringctl_json_emit(o);
+}
+
 int ringctl_fail(const ringctl_ctx *ctx, int rc, const ring_error *err, const char *what) {
   const char *detail = err != NULL && err->code != RING_OK && err->message[0] != '\0'
                            ? err->message
                            : ring_strerror(rc);
+  bool unreachable = rc == RING_ECONNECT || rc == RING_ETIMEDOUT || rc == RING_EUNKNOWN;
+  if (unreachable)
+    snprintf(unknown_why, sizeof unknown_why, "%s: %s", what, detail);
+  if (unreachable && ctx->unreachable != NULL) {
+    snprintf(ctx->unreachable, RINGCTL_UNREACHABLE_MAX, "%s: %s", what, detail);
+    return RINGCTL_EXIT_UNKNOWN;
+  }
   fprintf(stderr, "%s: %s: %s\n", ctx->a->prog, what, detail);
   if (rc == RING_ECONNECT || rc == RING_ETIMEDOUT)
-    fprintf(stderr, "%s: is etcd running at %s?\n", ctx->a->prog,
+    fprintf(stderr, "%s: is etcd running at %s? (exit 4: could not tell)\n", ctx->a->prog,
             ctx->a->globals->endpoints ? ctx->a->globals->endpoints : DEFAULT_ENDPOINTS);
-  return RINGCTL_EXIT_FAILURE;
+  return unreachable ? RINGCTL_EXIT_UNKNOWN : RINGCTL_EXIT_FAILURE;
 }
 
 int ringctl_say(const ringctl_ctx *ctx, int code, const char *fmt, ...) {

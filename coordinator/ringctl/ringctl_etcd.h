@@ -32,14 +32,22 @@ typedef struct ringctl_ctx {
   ring_etcd *etcd;           /* open client */
   const char *cluster;       /* the cluster name (validated) */
   ringctl_audit_entry audit; /* the change being written, for the journal */
+  int64_t deadline_ms;       /* --timeout's end, CLOCK_MONOTONIC ms; 0: none */
+  char *unreachable;         /* non-NULL: ringctl_fail keeps an unreachable etcd's message
+                                here (RINGCTL_UNREACHABLE_MAX) instead of printing it */
 } ringctl_ctx;
+
+#define RINGCTL_UNREACHABLE_MAX 512
 
 /* A command body that runs with an open session; returns an exit code. */
 typedef int (*ringctl_body_fn)(ringctl_ctx *ctx, void *ud);
 
 /* Opens a client from the global options (--endpoints, default
  * http://127.0.0.1:2379; --cluster, required; auth, TLS, --timeout), runs
- * body and closes the client. Bad global options give RINGCTL_EXIT_USAGE. */
+ * body and closes the client. Bad global options give RINGCTL_EXIT_USAGE.
+ * --timeout (default 10s; none when globals->until_done and not given) is
+ * one deadline for the whole command: every etcd call gets what is left,
+ * and rides out an unreachable etcd until then (ring_etcd_set_deadline). */
 int ringctl_with_etcd(ringctl_args *a, ringctl_body_fn body, void *ud);
 
 /* A command without options or arguments of its own: parses (help, global
@@ -54,7 +62,9 @@ int ringctl_run_all(ringctl_args *a, const char *help, ringctl_body_fn body);
 /* ---------------------------------------------------------------- failures */
 
 /* Prints "PROG: WHAT: DETAIL" (DETAIL err's message, else
- * ring_strerror(rc)) and returns RINGCTL_EXIT_FAILURE. */
+ * ring_strerror(rc)) and returns RINGCTL_EXIT_FAILURE, or
+ * RINGCTL_EXIT_UNKNOWN when etcd could not be reached or did not answer
+ * (then ctx->unreachable, when set, gets the message instead of stderr). */
 int ringctl_fail(const ringctl_ctx *ctx, int rc, const ring_error *err, const char *what);
 
 /* Prints "PROG: MESSAGE" and returns code. */
@@ -157,13 +167,19 @@ uint64_t ringctl_now_ms(void);
 /* Reads a plan file saved by `ringctl plan -o` (at most 64 MiB) into *d
  * (rk_plan_doc_free it). An unreadable file or one that is not a plan is a
  * failure that says so, with *d holding nothing. The moves are not
- * checked here: ringctl_plan_compute recomputes them. */
+ * read: ringctl_plan_compute_file recomputes them and checks the file's. */
 int ringctl_plan_load(const ringctl_ctx *ctx, const char *path, rk_plan_doc *d);
 
 /* Recomputes a plan document's moves from tables/<base_version> and checks
  * its digest (rk_plan_doc_compute). A refused document gives *plan NULL and
  * OK (it is shown, not run). A digest mismatch is a failure that says so. */
 int ringctl_plan_compute(ringctl_ctx *ctx, const rk_plan_doc *d, ring_plan **plan);
+
+/* ringctl_plan_compute for a document read from the file at path, which
+ * must also list no other moves than those recomputed (a file without
+ * "moves" is fine): a file whose moves were edited is refused, saying so. */
+int ringctl_plan_compute_file(ringctl_ctx *ctx, const char *path, const rk_plan_doc *d,
+                              ring_plan **plan);
 
 /* Prints a plan: --json's shape or the summary (ringctl_out.h). */
 int ringctl_plan_show(const ringctl_ctx *ctx, const rk_plan_doc *d, const ring_plan *plan,
@@ -200,12 +216,21 @@ int ringctl_plan_whatif(ringctl_ctx *ctx, const ringctl_whatif *w, uint32_t n,
 
 /* Follows run `id` (ringctl_wait.c) until it is in plan/history/: a
  * progress bar on a terminal, progress lines otherwise. Returns 0 when it
- * is done, 1 when it failed or was cancelled (or vanished). With
+ * is done, 1 when it failed or was cancelled (or vanished), 4 when etcd
+ * stayed unreachable (or the run went on) until ctx's deadline: an etcd
+ * outage before it is waited out. With
  * stuck_timeout_ms (0: none) also 1, after showing the stuck and failing
  * moves, when no move was done for that long or the coordinator reports
  * moves of the run stuck. */
 int ringctl_wait_run(ringctl_ctx *ctx, const char *id, uint64_t stuck_timeout_ms,
                      uint64_t estimate_ms);
+
+/* --stuck-timeout of `apply --wait` and `wait`: a duration up to a week.
+ * Same contract as ringctl_parse_uint. */
+int ringctl_stuck_timeout_opt(const ringctl_args *a, const char *value, uint64_t *out);
+
+/* Whether s is a plan id: 16 lowercase hex digits. */
+bool ringctl_is_plan_id(const char *s);
 
 /* ------------------------------------------------------- throttle options */
 

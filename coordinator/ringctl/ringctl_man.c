@@ -52,6 +52,8 @@ void ringctl_man_print(FILE *f) {
         ".TP\n.B 1\nruntime failure\n"
         ".TP\n.B 2\nusage error: bad command, option or value\n"
         ".TP\n.B 3\nconflict: a stale plan, a lost race; nothing was written\n"
+        ".TP\n.B 4\ncould not tell: etcd did not answer before the end of \\fB\\-\\-timeout\\fR "
+        "(a write's outcome is unknown; a waited-for run's end is unknown and it goes on)\n"
         ".SH SEE ALSO\n"
         ".BR ring\\-coordinator (8),\n"
         ".BR ring\\-agent (8)\n",

@@ -8,12 +8,19 @@
 #define _POSIX_C_SOURCE 200809L /* gmtime_r, fdopen, mkstemp */
 #include "ringctl_out.h"
 
+#include <errno.h>
+#include <sys/stat.h>
+
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 /* -------------------------------------------------------------------- JSON */
+
+static bool emitted; /* whether this process printed its JSON object */
+
+bool ringctl_json_emitted(void) { return emitted; }
 
 int ringctl_json_emit(cJSON *o) {
   char *s = o ? cJSON_PrintUnformatted(o) : NULL;
@@ -22,6 +29,7 @@ int ringctl_json_emit(cJSON *o) {
     fputs("ringctl: out of memory\n", stderr);
     return RINGCTL_EXIT_FAILURE;
   }
+  emitted = true;
   puts(s);
   free(s);
   return RINGCTL_EXIT_OK;
@@ -45,20 +53,42 @@ void ringctl_json_add_node(cJSON *o, const char *name, const ring_table *t, uint
 
 /* ------------------------------------------------------------------- units */
 
-const char *ringctl_bytes(uint64_t bytes, char buf[32]) {
-  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double v = (double)bytes;
+static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+
+/* The unit bytes is shown in: the largest that leaves at least 1. */
+static size_t unit_of(uint64_t bytes) {
   size_t u = 0;
-  while (v >= 1024 && u + 1 < sizeof units / sizeof units[0]) {
-    v /= 1024;
+  for (double v = (double)bytes; v >= 1024 && u + 1 < sizeof units / sizeof units[0]; v /= 1024)
     u++;
-  }
+  return u;
+}
+
+/* bytes in unit u, without the unit. */
+static void in_unit(uint64_t bytes, size_t u, char *buf, size_t size) {
   if (u == 0)
-    snprintf(buf, 32, "%llu B", (unsigned long long)bytes);
+    snprintf(buf, size, "%llu", (unsigned long long)bytes);
   else
-    snprintf(buf, 32, "%.1f %s", v, units[u]);
+    snprintf(buf, size, "%.1f", (double)bytes / (double)(1ull << (10 * u)));
+}
+
+const char *ringctl_bytes(uint64_t bytes, char buf[32]) {
+  size_t u = unit_of(bytes);
+  char n[24];
+  in_unit(bytes, u, n, sizeof n);
+  snprintf(buf, 32, "%s %s", n, units[u]);
   return buf;
 }
+
+const char *ringctl_bytes_of(uint64_t part, uint64_t whole, char buf[64]) {
+  size_t u = unit_of(part > whole ? part : whole);
+  char a[24], b[24];
+  in_unit(part, u, a, sizeof a);
+  in_unit(whole, u, b, sizeof b);
+  snprintf(buf, 64, "%s/%s %s", a, b, units[u]);
+  return buf;
+}
+
+const char *ringctl_s(uint64_t n) { return n == 1 ? "" : "s"; }
 
 const char *ringctl_duration(uint64_t s, char buf[32]) {
   if (s >= 3600)
@@ -95,25 +125,37 @@ const char *ringctl_time(uint64_t ms, char buf[32]) {
 
 /* ------------------------------------------------------------------- files */
 
+/* Removes the temporary file tmp and fails with errno err (EIO if 0). */
+static int undo(const char *tmp, int err) {
+  unlink(tmp);
+  errno = err != 0 ? err : EIO;
+  return -1;
+}
+
 int ringctl_write_file(const char *path, int (*fill)(FILE *f, void *ud), void *ud) {
   char tmp[4096];
   if ((size_t)snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= sizeof tmp)
+    return errno = ENAMETOOLONG, -1;
+  int fd = mkstemp(tmp); /* 0600: widened below as any new file would be */
+  if (fd < 0)
     return -1;
-  int fd = mkstemp(tmp);
-  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  mode_t mask = umask(0);
+  umask(mask);
+  FILE *f = fchmod(fd, 0666 & ~mask) == 0 ? fdopen(fd, "w") : NULL;
   if (f == NULL) {
-    if (fd >= 0) {
-      close(fd);
-      unlink(tmp);
-    }
-    return -1;
+    int err = errno;
+    close(fd);
+    return undo(tmp, err);
   }
-  int rc = fill(f, ud);
-  rc = fclose(f) != 0 ? -1 : rc;
-  if (rc == 0 && rename(tmp, path) == 0)
-    return 0;
-  unlink(tmp);
-  return -1;
+  errno = 0;
+  if (fill(f, ud) != 0 || ferror(f)) {
+    int err = errno;
+    fclose(f);
+    return undo(tmp, err);
+  }
+  if (fclose(f) != 0 || rename(tmp, path) != 0)
+    return undo(tmp, errno);
+  return 0;
 }
 
 /* ------------------------------------------------------------- bad records */

@@ -25,6 +25,8 @@
 /* Prints o compactly with a newline on stdout and deletes it. Returns
  * RINGCTL_EXIT_OK, or RINGCTL_EXIT_FAILURE when o is NULL (out of memory). */
 int ringctl_json_emit(cJSON *o);
+/* Whether ringctl_json_emit printed (the one object a command prints). */
+bool ringctl_json_emitted(void);
 
 /* {"key":"value",...} of a node's labels. */
 cJSON *ringctl_json_labels(const rk_labels *l);
@@ -39,6 +41,10 @@ void ringctl_json_add_node(cJSON *o, const char *name, const ring_table *t, uint
 
 /* "1.5 GiB", "512 B" into buf. */
 const char *ringctl_bytes(uint64_t bytes, char buf[32]);
+/* "68.0/67.1 MiB": a part of a whole in one unit (the larger's). */
+const char *ringctl_bytes_of(uint64_t part, uint64_t whole, char buf[64]);
+/* "s" unless n is 1: "1 wave", "2 waves". */
+const char *ringctl_s(uint64_t n);
 /* "2h03m", "4m10s", "12s" into buf. */
 const char *ringctl_duration(uint64_t seconds, char buf[32]);
 /* "zone=z1,rack=r1" (or "-") into buf. */
@@ -50,7 +56,8 @@ const char *ringctl_time(uint64_t ms, char buf[32]);
 
 /* Writes path whole or not at all: fill writes into a temporary file
  * beside it (returning 0, or -1 on failure), which is then renamed into
- * place. Returns 0, or -1 with nothing left behind. */
+ * place with the mode a new file gets (0666 less the umask). Returns 0,
+ * or -1 with errno set and nothing left behind. */
 int ringctl_write_file(const char *path, int (*fill)(FILE *f, void *ud), void *ud);
 
 /* ------------------------------------------------------------------- nodes */

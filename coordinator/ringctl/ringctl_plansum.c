@@ -209,7 +209,8 @@ static void print_head(FILE *f, const rk_plan_doc *d) {
     fputs("base:     first placement (no table yet)\n", f);
   else
     fprintf(f, "base:     version %llu\n", (unsigned long long)d->base_version);
-  fprintf(f, "moves:    %u (lower bound %u), %u waves\n", d->moves_total, d->lower_bound, d->waves);
+  fprintf(f, "moves:    %u (lower bound %u), %u wave%s\n", d->moves_total, d->lower_bound, d->waves,
+          ringctl_s(d->waves));
   if (d->lost > 0)
     fprintf(f, "lost:     %u moves have no live replica to stream from\n", d->lost);
   if (d->best_effort_violations > 0)

@@ -25,7 +25,9 @@
 #include <unistd.h>
 
 #define POLL_MS 250
-#define VANISHED_POLLS 40 /* 10 s in neither place: give up */
+#define OUTAGE_POLL_MS 1000     /* while etcd is away: no hurry, it is not answering */
+#define RINGCTL_EXIT_DONE_ (-1) /* poll_once: the run is done (exit 0 after the loop) */
+#define VANISHED_POLLS 40       /* 10 s in neither place: give up */
 #define BAR_WIDTH 30
 
 /* ---------------------------------------------------------------- one look */
@@ -76,6 +78,7 @@ typedef struct progress {
   uint64_t start_bytes;
   uint32_t last_done; /* what was last printed (lines mode) */
   int last_state;
+  bool started; /* start_* are set (at the first look that found the run active) */
 } progress;
 
 static double now_s(void) {
@@ -91,6 +94,10 @@ static void rate_eta(const progress *p, const rk_run *r, char *buf, size_t size)
   double mps = dt > 0.5 ? (double)(done - p->start_done) / dt : 0;
   double bps = dt > 0.5 ? (double)(r->cursor.bytes_done - p->start_bytes) / dt : 0;
   char b[32], t[32];
+  if (r->state != RK_RUN_ACTIVE) { /* no ETA while it does not move */
+    snprintf(buf, size, "no ETA while %s", rk_run_state_name(r->state));
+    return;
+  }
   if (mps <= 0) {
     snprintf(buf, size, "ETA unknown");
     return;
@@ -104,12 +111,12 @@ static void rate_eta(const progress *p, const rk_run *r, char *buf, size_t size)
 
 static void show(progress *p, const rk_run *r) {
   uint32_t done = r->cursor.moves_done, total = r->plan.moves_total;
-  char bytes[32], all[32], rate[64];
-  ringctl_bytes(r->cursor.bytes_done, bytes);
-  rate_eta(p, r, rate, sizeof rate);
+  char bytes[64], rate[64];
   if (r->plan.bytes > 0)
-    snprintf(bytes + strlen(bytes), sizeof bytes - strlen(bytes), "/%s",
-             ringctl_bytes(r->plan.bytes, all));
+    ringctl_bytes_of(r->cursor.bytes_done, r->plan.bytes, bytes);
+  else
+    ringctl_bytes(r->cursor.bytes_done, bytes);
+  rate_eta(p, r, rate, sizeof rate);
   if (p->tty) {
     int fill = total ? (int)((uint64_t)done * BAR_WIDTH / total) : BAR_WIDTH;
     printf("\r\033[K[%.*s%*s] %u/%u moves  %s  %s  %s", fill, "##############################",
@@ -223,37 +230,118 @@ static void sleep_ms(long ms) {
   nanosleep(&ts, NULL);
 }
 
+/* An etcd outage being waited out: when it began (0: none). */
+typedef struct outage {
+  double since_s;
+  char why[RINGCTL_UNREACHABLE_MAX];
+} outage;
+
+static bool past_deadline(const ringctl_ctx *ctx, long ahead_ms) {
+  return ctx->deadline_ms != 0 && now_s() * 1000.0 + (double)ahead_ms >= (double)ctx->deadline_ms;
+}
+
+/* A look that failed with etcd unreachable: says so once, and whether to
+ * keep waiting (until the deadline; the run goes on without us). */
+static bool ride_out(const ringctl_ctx *ctx, const progress *p, outage *o) {
+  if (past_deadline(ctx, 0))
+    return false;
+  if (o->since_s == 0) {
+    o->since_s = now_s();
+    if (p->tty)
+      putchar('\n');
+    fprintf(stderr, "%s: %s: waiting for etcd (the run goes on without it)\n", ctx->a->prog,
+            o->why);
+  }
+  return true;
+}
+
+/* etcd answers again: says so, and the stuck clock starts afresh (the
+ * coordinator could not move the run without etcd either). */
+static void back_again(const ringctl_ctx *ctx, outage *o, watchdog *wd) {
+  if (o->since_s == 0)
+    return;
+  wd->since_s = now_s();
+  char d[32];
+  fprintf(stderr, "%s: etcd answers again after %s\n", ctx->a->prog,
+          ringctl_duration((uint64_t)(now_s() - o->since_s + 0.5), d));
+  o->since_s = 0;
+}
+
+/* One poll: RINGCTL_EXIT_OK to poll again (w says where the run is), else
+ * the exit code to end with. */
+static int poll_run(ringctl_ctx *ctx, const char *id, progress *p, watchdog *wd, outage *o,
+                    uint64_t estimate_ms, where *w) {
+  rk_run r;
+  int rc = look(ctx, id, &r, w);
+  if (rc != RINGCTL_EXIT_OK)
+    return rc;
+  back_again(ctx, o, wd);
+  if (*w == RUN_FINISHED) {
+    rc = finish(p, &r, estimate_ms);
+    rk_run_free(&r);
+    return rc == RINGCTL_EXIT_OK ? RINGCTL_EXIT_DONE_ : rc;
+  }
+  if (*w == RUN_ACTIVE) {
+    if (!p->started) {
+      p->started = true;
+      p->start_done = r.cursor.moves_done;
+      p->start_bytes = r.cursor.bytes_done;
+    }
+    show(p, &r);
+    rc = check_stuck(ctx, p, wd, &r);
+    rk_run_free(&r);
+  }
+  return rc;
+}
+
+/* poll_run through an etcd outage: an unreachable etcd is waited for
+ * until the deadline (the run goes on without us). */
+static int poll_once(ringctl_ctx *ctx, const char *id, progress *p, watchdog *wd, outage *o,
+                     uint64_t estimate_ms, where *w) {
+  int rc = poll_run(ctx, id, p, wd, o, estimate_ms, w);
+  if (rc != RINGCTL_EXIT_UNKNOWN)
+    return rc;
+  *w = RUN_ACTIVE; /* not known otherwise: not counted as vanished */
+  if (ride_out(ctx, p, o))
+    return RINGCTL_EXIT_OK;
+  return ringctl_say(ctx, rc,
+                     "%s: etcd did not answer before the end of --timeout: could not tell how "
+                     "plan %s ends",
+                     o->why, id);
+}
+
 int ringctl_wait_run(ringctl_ctx *ctx, const char *id, uint64_t stuck_timeout_ms,
                      uint64_t estimate_ms) {
-  progress p = {isatty(STDOUT_FILENO) == 1, now_s(), 0, 0, UINT32_MAX, -1};
+  progress p = {isatty(STDOUT_FILENO) == 1, now_s(), 0, 0, UINT32_MAX, -1, false};
   watchdog wd = {stuck_timeout_ms, now_s(), UINT32_MAX};
-  bool first = true;
-  for (int nowhere = 0; nowhere < VANISHED_POLLS;) {
-    rk_run r;
-    where w;
-    int rc = look(ctx, id, &r, &w);
-    if (rc != RINGCTL_EXIT_OK)
-      return rc;
-    if (w == RUN_FINISHED) {
-      rc = finish(&p, &r, estimate_ms);
-      rk_run_free(&r);
-      return rc;
-    }
+  outage o = {0, ""};
+  ctx->unreachable = o.why; /* an outage is reported once, by ride_out */
+  int rc = RINGCTL_EXIT_OK;
+  for (int nowhere = 0; nowhere < VANISHED_POLLS && rc == RINGCTL_EXIT_OK;) {
+    where w = RUN_ACTIVE;
+    rc = poll_once(ctx, id, &p, &wd, &o, estimate_ms, &w);
     nowhere = w == RUN_NOWHERE ? nowhere + 1 : 0;
-    if (w == RUN_ACTIVE && first) {
-      p.start_done = r.cursor.moves_done;
-      p.start_bytes = r.cursor.bytes_done;
-      first = false;
-    }
-    if (w == RUN_ACTIVE) {
-      show(&p, &r);
-      rc = check_stuck(ctx, &p, &wd, &r);
-      rk_run_free(&r);
-      if (rc != RINGCTL_EXIT_OK)
-        return rc;
-    }
-    sleep_ms(POLL_MS);
+    if (rc == RINGCTL_EXIT_OK && past_deadline(ctx, POLL_MS))
+      rc = ringctl_say(ctx, RINGCTL_EXIT_UNKNOWN,
+                       "plan %s goes on at the end of --timeout; "
+                       "ringctl wait %s follows it again",
+                       id, id);
+    if (rc == RINGCTL_EXIT_OK)
+      sleep_ms(o.since_s != 0 ? OUTAGE_POLL_MS : POLL_MS);
   }
+  ctx->unreachable = NULL;
+  if (rc == RINGCTL_EXIT_DONE_)
+    return RINGCTL_EXIT_OK;
+  if (rc != RINGCTL_EXIT_OK)
+    return rc;
   return ringctl_say(ctx, RINGCTL_EXIT_FAILURE,
                      "plan %s is neither active nor in plan/history/: was it removed?", id);
+}
+
+int ringctl_stuck_timeout_opt(const ringctl_args *a, const char *value, uint64_t *out) {
+  return ringctl_parse_duration(a, "stuck-timeout", value, 1, 7ull * 24 * 3600 * 1000, out);
+}
+
+bool ringctl_is_plan_id(const char *s) {
+  return strlen(s) == RK_PLAN_ID_LEN && strspn(s, "0123456789abcdef") == RK_PLAN_ID_LEN;
 }

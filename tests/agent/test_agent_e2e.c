@@ -5,7 +5,8 @@
  * coordinator plans, publishes pending versions wave by wave, waits for the
  * agents' acks and progress, and cuts over. At the end every token's
  * owners hold its arc byte for byte as written, and old owners have
- * dropped what they no longer own after the 1 s grace.
+ * dropped what they no longer own after the 1 s grace, saying so in one
+ * info line per batch (count and bytes), the line per arc at debug.
  */
 #include "test_agent_env.h"
 
@@ -28,6 +29,30 @@ static void coord_start(void) {
            RING_COORDINATOR_BIN, env.etcd.endpoints, coord_listen);
   env_argv(line, argv);
   ck_assert_int_eq(proc_spawn(&coord, log, argv), 0);
+}
+
+/* The info lines summing up agent i's drops ("version V: N arcs dropped
+ * after the grace (B bytes)"); fails on a per-arc line above debug. */
+static int drop_summaries(int i) {
+  char *log = file_slurp(env.a[i].log);
+  int n = 0;
+  for (char *line = log ? strtok(log, "\n") : NULL; line != NULL; line = strtok(NULL, "\n")) {
+    bool info = strstr(line, "level=info") != NULL;
+    if (strstr(line, "msg=\"arc dropped after the grace\""))
+      ck_assert_msg(!info, "a line per dropped arc at info: %s", line);
+    if (info && strstr(line, " dropped after the grace (") && strstr(line, " bytes)"))
+      n++;
+  }
+  free(log);
+  return n;
+}
+
+/* Whether agent i summed up its drops: a line when it dropped any, never
+ * more lines than arcs (the summary follows the batch: waited for). */
+static bool drops_summed(int i) {
+  double dropped = env_metric(i, "ring_agent_arcs_dropped_total");
+  int lines = drop_summaries(i);
+  return lines <= dropped && (lines > 0) == (dropped > 0);
 }
 
 /* Whether the cluster has settled on a table of n nodes, every one owning
@@ -111,6 +136,9 @@ START_TEST(join_moves_arcs_byte_for_byte) {
                           env_metric(1, "ring_agent_arcs_dropped_total") +
                           env_metric(2, "ring_agent_arcs_dropped_total"),
                       0);
+  for (int i = 0; i < 3; i++) /* a summary per batch: fewer lines than arcs dropped */
+    ck_assert_msg(ENV_WAIT(drops_summed(i), 5), "agent %d: %d drop summaries for %.0f arcs dropped",
+                  i, drop_summaries(i), env_metric(i, "ring_agent_arcs_dropped_total"));
   ring_table_free(t);
   ck_assert_int_eq(proc_term(&coord, 15), 0);
   env_pass();

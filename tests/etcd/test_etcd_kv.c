@@ -145,6 +145,7 @@ START_TEST(txn_compares_and_branches) {
 }
 END_TEST
 
+/* A dead etcd: a clear error at once, or at a deadline when one is set. */
 START_TEST(dead_etcd_is_a_clear_error) {
   char ep[64];
   snprintf(ep, sizeof ep, "http://127.0.0.1:%d", harness_free_port());
@@ -157,11 +158,38 @@ START_TEST(dead_etcd_is_a_clear_error) {
   /* refused before sending: a write is safe to report as not applied */
   ck_assert_int_eq(ring_etcd_put(c, "k", 1, "v", 1, 0, NULL, NULL, &err), RING_ECONNECT);
   ck_assert(harness_now() - t0 < 10);
+
+  /* ring_etcd_set_deadline: retried until the deadline, not a fixed number
+   * of times; the last error kept; past it nothing is sent */
+  t0 = harness_now();
+  uint64_t before = ring_etcd_requests(c);
+  ring_etcd_set_deadline(c, (int64_t)(t0 * 1000) + 1500);
+  ck_assert_int_eq(ring_etcd_range(c, "k", 1, NULL, &kv, &err), RING_ECONNECT);
+  double took = harness_now() - t0;
+  ck_assert_msg(took >= 1.3 && took < 2.5, "took %.2f s", took);
+  ck_assert_ptr_nonnull(strstr(err.message, "Couldn't connect"));
+  uint64_t sent = ring_etcd_requests(c);
+  ck_assert_uint_gt(sent - before, 3); /* more than the fixed 2n+1 tries */
+  ck_assert_int_eq(ring_etcd_range(c, "k", 1, NULL, &kv, &err), RING_ETIMEDOUT);
+  ck_assert_uint_eq(ring_etcd_requests(c), sent);
   ring_etcd_close(c);
   ring_etcd_opts bad = {.endpoints = "ftp://x"};
   ck_assert_int_eq(ring_etcd_open(&bad, &c, &err), RING_EINVAL);
   bad.endpoints = " , ";
   ck_assert_int_eq(ring_etcd_open(&bad, &c, &err), RING_EINVAL);
+}
+END_TEST
+
+/* host:port is http://host:port, as etcdctl takes it. */
+START_TEST(endpoint_without_scheme) {
+  const char *bare = strncmp(one.endpoints, "http://", 7) == 0 ? one.endpoints + 7 : one.endpoints;
+  ring_etcd *c = client(bare);
+  put(c, "bare", "yes", NULL);
+  ring_kvs kv;
+  get_one(c, "bare", &kv);
+  ck_assert_uint_eq(kv.n, 1);
+  ring_kvs_clear(&kv);
+  ring_etcd_close(c);
 }
 END_TEST
 
@@ -231,6 +259,7 @@ int main(void) {
   tcase_add_test(tc, binary_keys_and_prefixes);
   tcase_add_test(tc, txn_compares_and_branches);
   tcase_add_test(tc, dead_etcd_is_a_clear_error);
+  tcase_add_test(tc, endpoint_without_scheme);
   suite_add_tcase(s, tc);
   TCase *tc3 = tcase_create("cluster");
   tcase_set_timeout(tc3, 180);

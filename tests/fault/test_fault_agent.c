@@ -116,8 +116,11 @@ START_TEST(disk_full) {
   e2e_unmount(4);
   ck_assert_msg(ENV_WAIT((e2e_history_state(id, state, NULL), state[0] != '\0'), 60),
                 "the run did not end after its receiver went down");
-  fprintf(stderr, "the run ended %s\n", state);
+  char reason[256];
+  e2e_history_state(id, state, reason);
+  fprintf(stderr, "the run ended %s: %s\n", state, reason);
   ck_assert_str_eq(state, "failed");
+  ck_assert_msg(strstr(reason, "n4"), "the reason does not name the node: %s", reason);
   ck_assert_msg(ENV_WAIT(e2e_record_is("n4", "down"), 30), "n4 is not down");
   e2e_settle(3, 120);
   ck_assert_uint_eq(e2e_replicas_of("n4"), 0);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ringctl's completion scripts: the bash script parses (bash -n) and, driven
 # through its completion function as bash would call it, completes command
-# names, a command's options, the global ones and the shells; every command
+# names, a command's options, the global ones, the words an option or a
+# command names (render --what, auto-apply) and the shells; every command
 # `ringctl --help` lists completes. The zsh script parses (zsh -n) when zsh
 # is installed.
 # Usage: check_completion.sh RINGCTL
@@ -49,6 +50,13 @@ expect "--force" ringctl drain --fo
 expect "--version" ringctl --vers
 expect "bash zsh" ringctl completion ""
 expect "accept-loss apply auth auto-apply" ringctl help a
+# An option's or a command's own words where it names them, not files.
+expect "flow" ringctl render --what f
+expect "load" ringctl --cluster c1 render --svg x.svg --what l
+expect "all none repair" ringctl auto-apply ""
+expect "bytes tokens" ringctl balance ""
+expect "none stream" ringctl init --migration ""
+expect "all none repair" ringctl init --auto-apply ""
 # After an option that takes a value, its value: files, not options.
 got=$(complete_words ringctl plan -o "$tmp/ringctl.b")
 [ "$got" = "$tmp/ringctl.bash" ] || { echo "plan -o FILE: got '$got'"; fails=$((fails + 1)); }

@@ -8,6 +8,8 @@
  */
 #include "ringctl_fixture.h"
 
+#include <signal.h>
+
 /* -------------------------------------------------------------------- init */
 
 START_TEST(init_once_then_conflict) {
@@ -260,11 +262,33 @@ START_TEST(dead_etcd_fails_fast) {
     double t0 = harness_now();
     fx_run r = fx_ringctl_raw(args);
     double took = harness_now() - t0;
-    ck_assert_msg(r.code == 1, "%s: exit %d (%s)", cmds[i], r.code, r.err);
+    ck_assert_msg(r.code == 4, "%s: exit %d (%s)", cmds[i], r.code, r.err); /* could not tell */
     ck_assert_msg(strstr(r.err, "etcd") != NULL, "%s: %s", cmds[i], r.err);
     ck_assert_msg(took < 5, "%s took %.1fs", cmds[i], took);
     fx_free(&r);
   }
+}
+END_TEST
+
+/* A frozen etcd (SIGSTOP: it accepts connections and never answers):
+ * --timeout bounds the whole command, not each of its attempts, and the
+ * exit code says "could not tell", also for wait and apply --wait. */
+START_TEST(frozen_etcd_timeout_bounds_command) {
+  FX_EXPECT(0, "a-frozen", "init --tokens 64 --replicas 2 --failure-domain zone");
+  const char *cmds[] = {"status --timeout 2s", "status --json --timeout 2s", "wait --timeout 2s",
+                        "apply --wait --timeout 2s"};
+  etcd_member_signal(&fx_etcd, 0, SIGSTOP);
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+    double t0 = harness_now();
+    fx_run r = fx_ringctl("a-frozen", "%s", cmds[i]);
+    double took = harness_now() - t0;
+    fprintf(stderr, "etcd frozen: ringctl %s -> %d in %.2f s\n", cmds[i], r.code, took);
+    ck_assert_msg(r.code == 4, "%s: exit %d (%s)", cmds[i], r.code, r.err);
+    ck_assert_msg(took >= 1.9 && took < 3.0, "%s took %.2f s", cmds[i], took);
+    fx_free(&r);
+  }
+  etcd_member_signal(&fx_etcd, 0, SIGCONT);
+  FX_EXPECT(0, "a-frozen", "status");
 }
 END_TEST
 
@@ -300,9 +324,15 @@ START_TEST(auth_with_password_file) {
 END_TEST
 
 int main(void) {
-  const TTest *const tests[] = {
-      init_once_then_conflict, init_bad_values,      status_json_shape, members_alive_and_acks,
-      throttle_round_trip,     drain_undrain_weight, usage_errors,      dead_etcd_fails_fast,
-      auth_with_password_file};
+  const TTest *const tests[] = {init_once_then_conflict,
+                                init_bad_values,
+                                status_json_shape,
+                                members_alive_and_acks,
+                                throttle_round_trip,
+                                drain_undrain_weight,
+                                usage_errors,
+                                dead_etcd_fails_fast,
+                                frozen_etcd_timeout_bounds_command,
+                                auth_with_password_file};
   return fx_main("ringctl_admin", tests, sizeof tests / sizeof tests[0]);
 }

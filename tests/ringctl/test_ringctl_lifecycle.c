@@ -179,6 +179,18 @@ START_TEST(diff_two_versions) {
   FX_EXPECT(2, "l-diff", "diff 1 x");
   FX_EXPECT(2, "l-diff", "diff 0 1");
   FX_EXPECT(2, "l-diff", "diff 1 2 3");
+  FX_EXPECT_IN(2, err, "\"abc\" is not a version", "l-diff", "diff abc 2"); /* not --version */
+  fx_run r = fx_ringctl("l-diff", "diff abc 2");
+  ck_assert_msg(strstr(r.err, "--version") == NULL, "%s", r.err);
+  fx_free(&r);
+  /* nodes listed by id (n2 before n10), moves by token */
+  d = fx_json(0, "l-diff", "diff 1 2");
+  const char *prev = "";
+  cJSON_ArrayForEach(n, fx_get(d, "nodes")) {
+    ck_assert_msg(strverscmp(prev, fx_str(n, "id")) < 0, "%s after %s", fx_str(n, "id"), prev);
+    prev = fx_str(n, "id");
+  }
+  cJSON_Delete(d);
 }
 END_TEST
 

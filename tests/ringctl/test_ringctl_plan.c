@@ -303,6 +303,7 @@ START_TEST(apply_file_then_stale) {
   ck_assert_uint_eq(run.cursor.moves_done, 0);
   rk_run_free(&run);
   FX_EXPECT_IN(3, err, "already active", "p-file", "apply %s", path); /* one at a time */
+  FX_EXPECT_IN(3, err, "ringctl wait", "p-file", "apply %s", path);   /* the same plan */
 
   delete_key("p-file", "plan/active"); /* the coordinator ran it: version 2 */
   fx_bump_version("p-file", 2);
@@ -311,20 +312,37 @@ START_TEST(apply_file_then_stale) {
 }
 END_TEST
 
-/* Rewrites the plan file at path with input.nodes[0].weight = 2. */
-static void tamper(const char *path) {
+/* Rewrites the plan file at path through edit. */
+static void edit_plan_file(const char *path, void (*edit)(cJSON *doc)) {
   char *text = fx_slurp_file(path);
   cJSON *doc = cJSON_Parse(text);
   free(text);
-  cJSON *node =
-      cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "input"), "nodes"), 0);
-  cJSON_ReplaceItemInObject(node, "weight", cJSON_CreateNumber(2.0));
+  ck_assert_ptr_nonnull(doc);
+  edit(doc);
   char *out = cJSON_PrintUnformatted(doc);
   FILE *f = fopen(path, "w");
   fputs(out, f);
   fclose(f);
   free(out);
   cJSON_Delete(doc);
+}
+
+/* input.nodes[0].weight = 2: the input changed, so the digest fails. */
+static void heavier_first_node(cJSON *doc) {
+  cJSON *node =
+      cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "input"), "nodes"), 0);
+  cJSON_ReplaceItemInObject(node, "weight", cJSON_CreateNumber(2.0));
+}
+
+static void tamper(const char *path) { edit_plan_file(path, heavier_first_node); }
+
+/* moves[0] goes to another node: input and digest intact. */
+static void move_elsewhere(cJSON *doc) {
+  cJSON *move = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "moves"), 0);
+  ck_assert_ptr_nonnull(move);
+  cJSON *to = cJSON_GetObjectItem(move, "to");
+  ck_assert_msg(cJSON_IsString(to), "a move names its receiver by id");
+  cJSON_SetValuestring(to, strcmp(to->valuestring, "n0") == 0 ? "n1" : "n0");
 }
 
 START_TEST(apply_tampered_or_garbage_file) {
@@ -337,6 +355,17 @@ START_TEST(apply_tampered_or_garbage_file) {
   fclose(f);
   FX_EXPECT_IN(1, err, "is not a plan", "p-tamper", "apply %s", path);
   fx_assert_absent("p-tamper", "plan/active");
+}
+END_TEST
+
+/* A plan file whose moves were edited (its input and digest intact) is
+ * refused, not run with the recomputed moves in silence. */
+START_TEST(apply_edited_moves_refused) {
+  char id[RK_PLAN_ID_LEN + 1], path[400];
+  save_proposal("p-moves", "z1", id, path, sizeof path);
+  edit_plan_file(path, move_elsewhere);
+  FX_EXPECT_IN(1, err, "\"moves\" are not the moves plan", "p-moves", "apply %s", path);
+  fx_assert_absent("p-moves", "plan/active");
 }
 END_TEST
 
@@ -482,7 +511,10 @@ END_TEST
 typedef struct ender {
   const char *cluster;
   rk_run_state end;
+  bool pause; /* paused while half done */
 } ender;
+
+static char last_id[RK_PLAN_ID_LEN + 1]; /* apply_and_wait's plan */
 
 /* Whether <cluster>/<what> holds a value. */
 static bool has_value(const char *cluster, const char *what) {
@@ -498,6 +530,8 @@ static void *end_run(void *ud) {
                 "ringctl apply started no run");
   rk_run run = read_active(e->cluster);
   set_done(&run, run.plan.moves_total / 2);
+  if (e->pause)
+    run.state = RK_RUN_PAUSED;
   char *json;
   size_t len;
   ck_assert_int_eq(rk_run_encode(&run, &json, &len), RING_OK);
@@ -506,16 +540,17 @@ static void *end_run(void *ud) {
    * is, so that --wait has a progress line to print (its output is only
    * read once it exits) */
   harness_sleep_ms(700);
+  run.state = RK_RUN_ACTIVE;
   finish_run(e->cluster, &run, e->end, e->end == RK_RUN_DONE ? "" : "receiver n6 went down");
   rk_run_free(&run);
   return NULL;
 }
 
-static fx_run apply_and_wait(const char *cluster, rk_run_state end, bool tty) {
+static fx_run apply_and_wait_paused(const char *cluster, rk_run_state end, bool tty, bool pause) {
   fx_seed_cluster(cluster);
-  char id[RK_PLAN_ID_LEN + 1];
+  char *id = last_id;
   fx_propose_add(cluster, "n6", "z0", id);
-  ender e = {cluster, end};
+  ender e = {cluster, end, pause};
   pthread_t th;
   ck_assert_int_eq(pthread_create(&th, NULL, end_run, &e), 0);
   char args[64];
@@ -525,6 +560,10 @@ static fx_run apply_and_wait(const char *cluster, rk_run_state end, bool tty) {
   return r;
 }
 
+static fx_run apply_and_wait(const char *cluster, rk_run_state end, bool tty) {
+  return apply_and_wait_paused(cluster, end, tty, false);
+}
+
 START_TEST(apply_wait_done) {
   fx_run r = apply_and_wait("p-wait", RK_RUN_DONE, false);
   ck_assert_msg(r.code == 0, "%s %s", r.out, r.err);
@@ -532,6 +571,23 @@ START_TEST(apply_wait_done) {
   ck_assert_ptr_nonnull(strstr(r.out, "moves")); /* progress lines: not a terminal */
   ck_assert_ptr_null(strstr(r.out, "\r"));
   fx_free(&r);
+}
+END_TEST
+
+/* A paused run shows no ETA; bytes in one unit; `ringctl wait ID` reads
+ * how a run that ended elsewhere ended. */
+START_TEST(apply_wait_paused_then_wait) {
+  fx_run r = apply_and_wait_paused("p-wait-pause", RK_RUN_DONE, false, true);
+  ck_assert_msg(r.code == 0, "%s %s", r.out, r.err);
+  ck_assert_msg(strstr(r.out, "paused, wave") && strstr(r.out, "no ETA while paused"), "%s", r.out);
+  ck_assert_msg(strstr(r.out, "iB/") == NULL && strstr(r.out, " B/") == NULL, "two units: %s",
+                r.out);
+  ck_assert_msg(strstr(r.out, "1 move in") || strstr(r.out, "moves in"), "%s", r.out);
+  ck_assert_msg(strstr(r.out, " 1 waves") == NULL, "%s", r.out);
+  fx_free(&r);
+  FX_EXPECT_IN(0, out, " done: ", "p-wait-pause", "wait %s", last_id);
+  FX_EXPECT_IN(1, err, "no plan is active", "p-wait-pause", "wait");
+  FX_EXPECT_IN(2, err, "not a plan id", "p-wait-pause", "wait 12");
 }
 END_TEST
 
@@ -558,11 +614,14 @@ START_TEST(apply_wait_progress_bar) {
 END_TEST
 
 int main(void) {
-  const TTest *const tests[] = {
-      plan_nothing_proposed,          plan_json_and_text, apply_file_then_stale,
-      apply_tampered_or_garbage_file, apply_by_id,        apply_stale_proposal,
-      what_if_add_and_remove,         what_if_fail_zone,  pause_resume_cancel,
-      history_lists_finished_runs,    apply_wait_done,    apply_wait_failed,
-      apply_wait_progress_bar,        plan_bytes_and_eta, plan_balance_bytes};
+  const TTest *const tests[] = {plan_nothing_proposed,       plan_json_and_text,
+                                apply_file_then_stale,       apply_tampered_or_garbage_file,
+                                apply_edited_moves_refused,  apply_by_id,
+                                apply_stale_proposal,        what_if_add_and_remove,
+                                what_if_fail_zone,           pause_resume_cancel,
+                                history_lists_finished_runs, apply_wait_done,
+                                apply_wait_failed,           apply_wait_paused_then_wait,
+                                apply_wait_progress_bar,     plan_bytes_and_eta,
+                                plan_balance_bytes};
   return fx_main("ringctl_plan", tests, sizeof tests / sizeof tests[0]);
 }

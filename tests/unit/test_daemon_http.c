@@ -243,6 +243,7 @@ START_TEST(start_errors) {
   snprintf(busy, sizeof busy, "127.0.0.1:%u", port);
   ck_assert_ptr_null(rd_http_start(busy, NULL, NULL, NULL, err, sizeof err));
   ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "%s", err);
+  ck_assert_msg(strstr(err, "bind: Address already in use") && !strstr(err, "port 0"), "%s", err);
 }
 END_TEST
 
