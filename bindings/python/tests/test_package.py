@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 
 import pytest
 
@@ -78,8 +79,9 @@ def test_imports_installed_libring_by_soname(installed):
 
 
 def test_no_libring_says_what_to_set(installed):
-    if any(os.path.exists(os.path.join(d, "libring.so.0.2"))
-           for d in ("/usr/lib", "/usr/local/lib", "/usr/lib64")):
+    triplet = sysconfig.get_config_var("MULTIARCH") or ""
+    if any(os.path.exists(os.path.join(p, d, "libring.so.0.2")) for p in ("/usr", "/usr/local")
+           for d in ("lib", "lib64", os.path.join("lib", triplet))):
         pytest.skip("a libring is installed system-wide")
     r = probe(installed)
     assert r.returncode != 0
