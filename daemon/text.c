@@ -104,8 +104,10 @@ void rd_metrics_identify(const char *component, const char *cluster) {
 
 /* One sample line with `cluster="..."` first among its labels. */
 static void put_labelled(rd_text *out, const char *line, size_t len) {
-  size_t name = strcspn(line, "{ ");
-  if (name >= len) { /* not a sample: copied as it is */
+  size_t name = 0;
+  while (name < len && line[name] != '{' && line[name] != ' ')
+    name++;
+  if (name == len) { /* not a sample: copied as it is */
     ring__sb_printf(out, "%.*s\n", (int)len, line);
     return;
   }
