@@ -60,14 +60,37 @@ for f in usr/bin/ring-coordinator usr/bin/ring-agent usr/bin/ringctl "usr/lib/$t
   grep -q '__stack_chk_fail' <<<"$syms" || fail "$f: no stack protector"
   grep -q '_chk@' <<<"$syms" || fail "$f: no fortified calls"
 done
-# The daemons' scripts: the user without sysusers, the units on removal.
+# The daemons' scripts, run as dpkg runs them with the system's tools
+# replaced by stubs that log their calls (PATH holds the stubs alone: no
+# systemd-sysusers, and no user yet): the user made with adduser, the unit's
+# state recorded on configure, stopped on remove, masked on removal,
+# forgotten on purge.
+stubs=$tmp/stubs
+mkdir -p "$stubs"
+for tool in getent adduser deb-systemd-helper deb-systemd-invoke systemctl; do
+  printf '#!/bin/sh\necho "%s $*" >>"%s"\n[ %s != getent ]\n' "$tool" "$tmp/calls" "$tool" \
+    >"$stubs/$tool"
+  chmod +x "$stubs/$tool"
+done
+calls() { # script args...: runs it, then prints (and forgets) the calls it made
+  : >"$tmp/calls"
+  PATH=$stubs /bin/sh "$@" || fail "$* exited $?"
+  cat "$tmp/calls"
+}
 for d in ring-coordinator ring-agent; do
   c=ringkeeper-${d#ring-}
   grep -q '^Depends:.*adduser' "$(ctl "$c" control)" || fail "$c does not depend on adduser"
-  grep -q 'adduser --system' "$tmp/control/$c"_*/postinst || fail "$c: no adduser"
-  grep -q "deb-systemd-invoke stop $d.service" "$tmp/control/$c"_*/prerm || fail "$c: prerm"
-  grep -q "deb-systemd-helper purge \"\$unit\"" "$tmp/control/$c"_*/postrm || fail "$c: postrm"
-  for s in postinst prerm postrm; do sh -n "$tmp/control/$c"_*/$s || fail "$c: $s"; done
+  for s in postinst prerm postrm; do sh -n "$(ctl "$c" $s)" || fail "$c: $s"; done
+  out=$(calls "$(ctl "$c" postinst)" configure "")
+  grep -q '^adduser --system --group .* ringkeeper$' <<<"$out" || fail "$c: no adduser: $out"
+  grep -qx "deb-systemd-helper update-state $d.service" <<<"$out" || fail "$c: configure: $out"
+  grep -q 'enable' <<<"$out" && fail "$c: a fresh install enables the unit: $out"
+  [ -z "$(calls "$(ctl "$c" prerm)" upgrade 0.2.0-1)" ] || fail "$c: an upgrade stops the unit"
+  grep -qx "deb-systemd-helper mask $d.service" <<<"$(calls "$(ctl "$c" postrm)" remove)" ||
+    fail "$c: removal does not disable the unit"
+  out=$(calls "$(ctl "$c" postrm)" purge)
+  grep -qx "deb-systemd-helper purge $d.service" <<<"$out" || fail "$c: purge: $out"
+  grep -q "deb-systemd-invoke stop $d.service" "$(ctl "$c" prerm)" || fail "$c: prerm stops not"
 done
 # The Python binding imports from the root, on the root's libring.
 PYTHONPATH=$root/usr/lib/python3/dist-packages RINGKEEPER_LIBRING=$libdir \
