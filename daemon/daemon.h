@@ -158,6 +158,15 @@ typedef struct rd_metric_desc {
 } rd_metric_desc;
 void rd_metric_table(rd_text *t, const rd_metric_desc *d, size_t n, const void *const *bases);
 
+/* Every daemon's series carry its cluster, so one Prometheus can scrape
+ * many clusters: rd_metrics_identify (rd_daemon_start calls it) names the
+ * daemon's component ("agent") and cluster; rd_metrics_finish then writes
+ * `in` to `out` with ring_<component>_build_info{version,commit} first and
+ * cluster="<name>" added to every sample. Not identified (a test's
+ * server), it copies `in` as it is. */
+void rd_metrics_identify(const char *component, const char *cluster);
+void rd_metrics_finish(const rd_text *in, rd_text *out);
+
 /* Table entries: a field of struct `st` in bases[room]; a computed value; a family. */
 #define RD_METRIC_FIELD(kind_, room_, st, field, name_, type_, help_)                              \
   {                                                                                                \

@@ -109,9 +109,11 @@ static mhd_result reply_text(struct MHD_Connection *c, unsigned status, const ch
 /* ------------------------------------------------------------------ routing */
 
 static mhd_result serve_metrics(const rd_http *h, struct MHD_Connection *c) {
-  rd_text t = {0};
+  rd_text raw = {0}, t = {0};
   if (h->metrics != NULL)
-    h->metrics(h->ud, &t);
+    h->metrics(h->ud, &raw);
+  rd_metrics_finish(&raw, &t);
+  free(raw.p);
   return reply_text(c, MHD_HTTP_OK, METRICS_TYPE, &t);
 }
 

@@ -90,5 +90,6 @@ int rd_daemon_start(const rd_daemon *d, int argc, char **argv, const rd_opt *tab
     return 2;
   }
   rd_log_init(d->component, c->log_level ? (rd_level)rd_log_level_parse(c->log_level) : RD_INFO, 2);
+  rd_metrics_identify(d->component, c->cluster);
   return -1;
 }

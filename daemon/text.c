@@ -5,8 +5,11 @@
  */
 #include "daemon.h"
 
+#include "ring.h" /* RING_ID_MAX, RING_VERSION_STRING */
+
 #include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,4 +85,65 @@ void rd_metric_table(rd_text *t, const rd_metric_desc *d, size_t n, const void *
     else
       rd_metric(t, d[i].name, d[i].type, d[i].help, desc_value(&d[i], bases[d[i].room]));
   }
+}
+
+/* ------------------------------------------------- who the series belong to */
+
+/* Set once at start (rd_daemon_start), before the server's threads. */
+static char ident_component[32];
+static char ident_cluster[RING_ID_MAX + 1];
+
+#ifndef RD_BUILD_COMMIT
+#define RD_BUILD_COMMIT "unknown"
+#endif
+
+void rd_metrics_identify(const char *component, const char *cluster) {
+  snprintf(ident_component, sizeof ident_component, "%s", component ? component : "");
+  snprintf(ident_cluster, sizeof ident_cluster, "%s", cluster ? cluster : "");
+}
+
+/* One sample line with `cluster="..."` first among its labels. */
+static void put_labelled(rd_text *out, const char *line, size_t len) {
+  size_t name = 0;
+  while (name < len && line[name] != '{' && line[name] != ' ')
+    name++;
+  if (name == len) { /* not a sample: copied as it is */
+    ring__sb_printf(out, "%.*s\n", (int)len, line);
+    return;
+  }
+  ring__sb_printf(out, "%.*s{cluster=\"%s\"", (int)name, line, ident_cluster);
+  if (line[name] != '{')
+    ring__sb_puts(out, "}");
+  else if (line[++name] != '}')
+    ring__sb_puts(out, ","); /* before the sample's own labels */
+  ring__sb_printf(out, "%.*s\n", (int)(len - name), line + name);
+}
+
+void rd_metrics_finish(const rd_text *in, rd_text *out) {
+  out->oom |= in->oom;              /* an incomplete text stays one: the server answers 500 */
+  if (ident_component[0] == '\0') { /* not a daemon (a test's server): as written */
+    ring__sb_printf(out, "%s", in->p != NULL ? in->p : "");
+    return;
+  }
+  char name[64];
+  snprintf(name, sizeof name, "ring_%s_build_info", ident_component);
+  rd_text head = {0};
+  rd_metric_head(&head, name, "gauge", "1, labelled with the version and the commit built");
+  ring__sb_printf(&head, "%s{version=\"%s\",commit=\"%s\"} 1\n", name, RING_VERSION_STRING,
+                  RD_BUILD_COMMIT);
+  const rd_text *parts[2] = {&head, in};
+  for (size_t i = 0; i < 2; i++) {
+    const char *p = parts[i]->p, *end = p ? p + parts[i]->len : NULL;
+    while (p != NULL && p < end) {
+      const char *nl = memchr(p, '\n', (size_t)(end - p));
+      size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+      if (len == 0 || p[0] == '#')
+        ring__sb_printf(out, "%.*s\n", (int)len, p);
+      else
+        put_labelled(out, p, len);
+      p += len + 1;
+    }
+  }
+  out->oom |= head.oom;
+  free(head.p);
 }

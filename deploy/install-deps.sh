@@ -20,6 +20,7 @@ pkgs=(
   python3                           # the demo's replica comparison (deploy/compare-replicas.py)
   python3-cffi python3-pytest       # the Python binding (bindings/python) and its tests
   python3-xxhash                    # its in-place lookup: XXH3 64 of a key in Python
+  python3-venv python3-pip python3-setuptools  # test_package.py: pip install into a fresh venv, offline
   openssl                           # test certificates for the TLS arc transfers
   libxml2-utils                     # xmllint: the rendered SVG is checked as XML
   util-linux                        # mount (tmpfs for the full-disk tests), script (a tty for apply --wait)
@@ -30,7 +31,7 @@ pkgs=(
                                     # package's own service is not used: tests start their own)
   man-db groff-base                 # man --warnings: the man_pages test renders the built pages
   dpkg-dev                          # dpkg-shlibdeps: cpack -G DEB finds the packages' dependencies
-  lintian                           # install_deb: the Debian packages carry no lintian error
+  lintian                           # install_deb: no lintian error or warning on the packages
   zsh                               # ringctl_completion: the zsh script parses (zsh -n)
   nftables                          # tests/net: partitions and loss inside the fleet's namespaces
 )

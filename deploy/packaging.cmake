@@ -1,11 +1,13 @@
 # Debian packages: `cpack -G DEB` in a build tree (README, "Debian
-# packages"). Four packages from the install components:
+# packages"). Five packages from the install components:
 #
-#   libring<SOVERSION>      lib          the shared library (named after its SONAME)
+#   libring<SOVERSION>      lib          the shared library (named after its SONAME),
+#                                        Multi-Arch: same, in lib/<triplet>
 #   libring-dev             dev          headers, pkg-config, CMake package, static library
 #   ringkeeper-coordinator  coordinator  ring-coordinator, ringctl, unit, sample config,
 #                                        manual pages, completion
 #   ringkeeper-agent        agent        ring-agent, unit, sample config, manual page
+#   python3-ringkeeper      python       the Python binding (bindings/python), arch all
 #
 # Binaries go under /usr (CPack's prefix for DEB, whatever the build's
 # CMAKE_INSTALL_PREFIX). What only a Debian system wants (units in
@@ -51,7 +53,9 @@ endfunction()
 # ------------------------------------------------------------ a daemon's files
 
 # The unit (ExecStart on the packaged binary), sysusers, the sample config
-# (a conffile) and the maintainer scripts of a daemon's package.
+# (a conffile) and the maintainer scripts of a daemon's package: the user
+# (sysusers, else adduser), the unit handled on install, upgrade, removal
+# and purge as deb-systemd-helper and deb-systemd-invoke do it.
 function(ring_deb_daemon component package daemon)
   file(READ ${CMAKE_CURRENT_SOURCE_DIR}/systemd/${daemon}.service unit)
   string(REPLACE "/usr/local/bin/" "/usr/bin/" unit "${unit}")
@@ -69,21 +73,52 @@ function(ring_deb_daemon component package daemon)
           DESTINATION /etc/ringkeeper COMPONENT ${component} EXCLUDE_FROM_ALL)
   file(WRITE ${RING_DEB_DIR}/${package}/conffiles "/etc/ringkeeper/${daemon}.conf\n")
   set(RING_DEB_PACKAGE ${package})
-  configure_file(${CMAKE_CURRENT_SOURCE_DIR}/debian/postinst.in
-                 ${RING_DEB_DIR}/${package}/postinst @ONLY)
+  set(RING_DEB_DAEMON ${daemon})
+  set(scripts)
+  foreach(script postinst prerm postrm)
+    configure_file(${CMAKE_CURRENT_SOURCE_DIR}/debian/${script}.in
+                   ${RING_DEB_DIR}/${package}/${script} @ONLY)
+    list(APPEND scripts ${RING_DEB_DIR}/${package}/${script})
+  endforeach()
   string(TOUPPER ${component} c)
-  set(CPACK_DEBIAN_${c}_PACKAGE_CONTROL_EXTRA
-      ${RING_DEB_DIR}/${package}/conffiles ${RING_DEB_DIR}/${package}/postinst PARENT_SCOPE)
+  set(CPACK_DEBIAN_${c}_PACKAGE_CONTROL_EXTRA ${RING_DEB_DIR}/${package}/conffiles ${scripts}
+      PARENT_SCOPE)
+  # postinst's adduser where systemd-sysusers is absent (not a Depends on
+  # systemd: the binaries run without it, in a container).
+  set(CPACK_DEBIAN_${c}_PACKAGE_DEPENDS adduser PARENT_SCOPE)
   ring_deb_docs(${component} ${package})
 endfunction()
 
 ring_deb_docs(lib ${RING_DEB_LIB})
-# The library's package asks dpkg for the ldconfig trigger; CPack adds a
-# postinst and postrm calling ldconfig too (lintian warns, harmlessly).
+# The library's package asks dpkg for the ldconfig trigger; the postinst and
+# postrm CPack adds to call ldconfig too are dropped after the build, where
+# Multi-Arch is added (debian/fixup.cmake).
 set(CPACK_DEBIAN_LIB_PACKAGE_CONTROL_EXTRA ${CMAKE_CURRENT_SOURCE_DIR}/debian/triggers)
+set(CPACK_POST_BUILD_SCRIPTS ${CMAKE_CURRENT_SOURCE_DIR}/debian/fixup.cmake)
+set(CPACK_RING_DEB_LIB ${RING_DEB_LIB}) # CPack hands CPACK_* variables to the script
 ring_deb_docs(dev libring-dev)
 ring_deb_daemon(coordinator ringkeeper-coordinator ring-coordinator)
 ring_deb_daemon(agent ringkeeper-agent ring-agent)
+
+# The Python binding where Debian's python3 finds it, with the metadata pip
+# and importlib.metadata read (the version is the project's, as
+# ringkeeper/_version.py says and its tests check).
+set(RING_PY_DIST /usr/lib/python3/dist-packages)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/bindings/python/ringkeeper DESTINATION ${RING_PY_DIST}
+        COMPONENT python EXCLUDE_FROM_ALL PATTERN __pycache__ EXCLUDE)
+file(WRITE ${RING_DEB_DIR}/python/METADATA "Metadata-Version: 2.1
+Name: ringkeeper
+Version: ${PROJECT_VERSION}
+Summary: Python binding of libring, Ringkeeper's fixed-token ring
+Requires-Dist: cffi (>=1.15)
+")
+file(WRITE ${RING_DEB_DIR}/python/top_level.txt "ringkeeper\n")
+file(WRITE ${RING_DEB_DIR}/python/INSTALLER "dpkg\n")
+install(FILES ${RING_DEB_DIR}/python/METADATA ${RING_DEB_DIR}/python/top_level.txt
+              ${RING_DEB_DIR}/python/INSTALLER
+        DESTINATION ${RING_PY_DIST}/ringkeeper-${PROJECT_VERSION}.dist-info
+        COMPONENT python EXCLUDE_FROM_ALL)
+ring_deb_docs(python python3-ringkeeper)
 
 # ------------------------------------------------------------------- CPack
 
@@ -94,7 +129,7 @@ set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT "${RING_DEB_MAINTAINER}")
 set(CPACK_STRIP_FILES ON) # the packages carry no debug info (lintian: unstripped binaries)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
-set(CPACK_COMPONENTS_ALL lib dev coordinator agent)
+set(CPACK_COMPONENTS_ALL lib dev coordinator agent python)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_RELEASE ${RING_DEB_RELEASE})
 set(CPACK_DEBIAN_PACKAGE_SOURCE ringkeeper)
@@ -122,6 +157,9 @@ that route keys with libring.")
 
 set(CPACK_DEBIAN_COORDINATOR_PACKAGE_NAME ringkeeper-coordinator)
 set(CPACK_DEBIAN_COORDINATOR_PACKAGE_SECTION net)
+# The coordinator keeps its state in etcd: on a single host (a trial, a
+# small cluster) the local etcd is what it talks to.
+set(CPACK_DEBIAN_COORDINATOR_PACKAGE_RECOMMENDS etcd-server)
 set(CPACK_DEBIAN_COORDINATOR_DESCRIPTION "Ringkeeper coordinator daemon and ringctl
 ring-coordinator keeps a sharded service's placement in etcd: membership,
 down detection, minimal and failure-domain-aware plans, and throttled
@@ -135,5 +173,17 @@ ring-agent registers its host in etcd, follows the ring, streams the data
 arcs its host is given from their owners and serves its own, signed with
 the cluster secret. Includes the systemd unit, a sample config and the
 manual page.")
+
+set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-ringkeeper)
+set(CPACK_DEBIAN_PYTHON_PACKAGE_SECTION python)
+set(CPACK_DEBIAN_PYTHON_PACKAGE_ARCHITECTURE all)
+set(CPACK_DEBIAN_PYTHON_PACKAGE_SHLIBDEPS OFF)
+set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS
+    "python3:any, python3-cffi, ${RING_DEB_LIB} (>= ${PROJECT_VERSION})")
+set(CPACK_DEBIAN_PYTHON_PACKAGE_RECOMMENDS python3-xxhash) # the in-place lookup path
+set(CPACK_DEBIAN_PYTHON_DESCRIPTION "Ringkeeper's fixed-token ring - Python binding
+The ringkeeper module calls libring through cffi: decode a table, look keys
+up (owners, write set, read replica), route with bounded loads, and follow
+a cluster's table in etcd live.")
 
 include(CPack)

@@ -433,4 +433,10 @@ int rk_plan_flow(const ring_plan *p, rk_flow_pair **pairs, uint32_t *n);
  * there is no level, no such node or no label: what pictures group by. */
 const char *rk_node_domain(const ring_table *t, uint16_t i, const char *level);
 
+/* The pictures' palette (node_colour.c): rk_colour(i) its i-th colour
+ * (mod its size), rk_node_colour(id) the colour of node `id` in every
+ * picture and on the status page, fixed by the id alone. "#rrggbb". */
+const char *rk_colour(uint32_t i);
+const char *rk_node_colour(const char *id);
+
 #endif /* RING_COORD_CLUSTER_H */

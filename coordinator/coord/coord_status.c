@@ -42,8 +42,8 @@
  *    "version":N (0: no table yet),
  *    "nodes":[{"id","addr","state" ("drained" for a drain done),"desired",
  *              "labels":{K:V},"weight","alive":BOOL,"acked":V,"replicas":N,
- *              "target":X, and "agent_running":true for a removed node whose
- *              agent still runs}],
+ *              "target":X,"colour":"#rrggbb", and "agent_running":true for a
+ *              removed node whose agent still runs}],
  *    "plan":null|{"id" ("" when refused),"state":"proposed"|"active"|
  *              "paused"|"cancelling"|"done"|"failed"|"cancelled",
  *              "base_version","moves_total","moves_done","lower_bound",
@@ -62,7 +62,8 @@
  * "nodes" holds every node record, by id; "replicas" is what it owns in
  * the table at "version" and "target" its weighted target there
  * (rk_node_targets, the same figures as `ringctl status`; both 0 for a
- * node not in the table). "plan" is, as in `ringctl status`, the active
+ * node not in the table); "colour" is its colour in every picture
+ * (rk_node_colour: `ringctl render`'s too). "plan" is, as in `ringctl status`, the active
  * run, else the proposed plan, else the last finished run; its
  * "bytes_balance" is each node's bytes held before and after the run and
  * its byte target (ring_plan_node_bytes), shown in the page's node table. "history" is
@@ -196,6 +197,7 @@ static cJSON *node_json(const rk_state *s, uint32_t i, const ring_table *t, cons
   cJSON_AddNumberToObject(o, "replicas",
                           index < 0 ? 0 : ring_table_node_replicas(t, (uint16_t)index));
   cJSON_AddNumberToObject(o, "target", index < 0 || targets == NULL ? 0 : targets[index]);
+  cJSON_AddStringToObject(o, "colour", rk_node_colour(n->id));
   return o;
 }
 

@@ -45,6 +45,9 @@ __attribute__((format(printf, 7, 8)))
 void svg_text(FILE *f, double x, double y, double size, const char *anchor, const char *attrs,
               const char *fmt, ...);
 void svg_rect(FILE *f, double x, double y, double w, double h, const char *fill);
+/* A rectangle in node id's colour (rk_node_colour: the same in every
+ * picture and on the status page), marked data-node="id". */
+void svg_node_rect(FILE *f, double x, double y, double w, double h, const char *id);
 /* Colour i of a palette of distinguishable colours (cycles past its end). */
 const char *svg_colour(uint32_t i);
 

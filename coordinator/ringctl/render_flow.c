@@ -124,8 +124,8 @@ static void place(const render_input *in, side *s, double scale) {
 
 /* ----------------------------------------------------------------- drawing */
 
-static const char *fill_of(const side *s, uint32_t j) {
-  return s->node[j] >= NODE_NEW ? RENDER_GREY : svg_colour(j);
+static const char *fill_of(const render_input *in, const side *s, uint32_t j) {
+  return s->node[j] >= NODE_NEW ? RENDER_GREY : rk_node_colour(in->nodes[s->node[j]].id);
 }
 
 static const char *name_of(const render_input *in, const side *s, uint32_t j, char buf[32]) {
@@ -144,7 +144,10 @@ static void blocks(FILE *f, const render_input *in, const side *s, bool left) {
   for (uint32_t j = 0; j < s->k; j++) {
     char buf[32];
     const char *dom = node_domain(in, s->node[j]), *name = name_of(in, s, j, buf);
-    svg_rect(f, x, s->y[j], BLOCK_W, s->h[j], fill_of(s, j));
+    if (s->node[j] >= NODE_NEW) /* (new replicas), other */
+      svg_rect(f, x, s->y[j], BLOCK_W, s->h[j], fill_of(in, s, j));
+    else
+      svg_node_rect(f, x, s->y[j], BLOCK_W, s->h[j], in->nodes[s->node[j]].id);
     double ty = s->y[j] + (s->h[j] < 24 ? s->h[j] / 2 + 4 : 14);
     if (left)
       svg_text(f, x - 8, ty, 12, "end", "", "%s gives %.0f", name, s->count[j]);
@@ -157,7 +160,9 @@ static void blocks(FILE *f, const render_input *in, const side *s, bool left) {
   }
 }
 
-static void band(FILE *f, side *l, uint32_t a, side *r, uint32_t b, double count, double scale) {
+/* A band from giver a (drawn in fill, its colour) to receiver b. */
+static void band(FILE *f, const char *fill, side *l, uint32_t a, side *r, uint32_t b, double count,
+                 double scale) {
   double w = count * scale, ya = l->y[a] + l->used[a], yb = r->y[b] + r->used[b];
   double xl = LEFT_X + BLOCK_W, xr = RIGHT_X, xm = (xl + xr) / 2;
   l->used[a] += w;
@@ -165,8 +170,8 @@ static void band(FILE *f, side *l, uint32_t a, side *r, uint32_t b, double count
   fprintf(f,
           "<path d=\"M%.1f %.1f C%.1f %.1f %.1f %.1f %.1f %.1f L%.1f %.1f C%.1f %.1f %.1f %.1f "
           "%.1f %.1f Z\" fill=\"%s\" fill-opacity=\"0.55\"><title>%.0f moves</title></path>\n",
-          xl, ya, xm, ya, xm, yb, xr, yb, xr, yb + w, xm, yb + w, xm, ya + w, xl, ya + w,
-          fill_of(l, a), count);
+          xl, ya, xm, ya, xm, yb, xr, yb, xr, yb + w, xm, yb + w, xm, ya + w, xl, ya + w, fill,
+          count);
   if (w >= LABEL_MIN)
     svg_text(f, xl + 8, ya + w / 2 + 4, w < 14 ? w - 1 : 13, "start", "class=\"count\"", "%.0f",
              count);
@@ -187,7 +192,7 @@ static void bands(FILE *f, const render_input *in, side *l, side *r, const uint3
   for (uint32_t a = 0; a < l->k; a++)
     for (uint32_t b = 0; b < r->k; b++)
       if (flow[a][b] > 0)
-        band(f, l, a, r, b, flow[a][b], scale);
+        band(f, fill_of(in, l, a), l, a, r, b, flow[a][b], scale);
 }
 
 static void caption(FILE *f, const render_input *in, const side *l, const side *r, double total) {

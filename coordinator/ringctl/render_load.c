@@ -22,7 +22,8 @@
 #define Y_BASE 590.0 /* the bars' foot */
 #define Y_DOMAIN 700.0
 #define BEFORE_FILL "#b4b4b4"
-#define DOMAIN_GAP 0.6 /* slots between two domains */
+#define DOMAIN_FILL "#888888" /* domain brackets: the colours are the nodes' */
+#define DOMAIN_GAP 0.6        /* slots between two domains */
 
 /* ------------------------------------------------------------------ layout */
 
@@ -70,13 +71,13 @@ static void grid(FILE *f, const layout *l) {
 
 /* ---------------------------------------------------------------- one node */
 
-static void node(FILE *f, const layout *l, const render_node *n, double x, const char *colour) {
+static void node(FILE *f, const layout *l, const render_node *n, double x) {
   double w = l->slot, fs = w * 0.36 < 12 ? w * 0.36 : 12;
   if (l->in->has_plan) {
     svg_rect(f, x + w * 0.1, bar_y(l, n->before), w * 0.38, n->before * l->scale, BEFORE_FILL);
-    svg_rect(f, x + w * 0.52, bar_y(l, n->after), w * 0.38, n->after * l->scale, colour);
+    svg_node_rect(f, x + w * 0.52, bar_y(l, n->after), w * 0.38, n->after * l->scale, n->id);
   } else {
-    svg_rect(f, x + w * 0.2, bar_y(l, n->after), w * 0.6, n->after * l->scale, colour);
+    svg_node_rect(f, x + w * 0.2, bar_y(l, n->after), w * 0.6, n->after * l->scale, n->id);
   }
   double ty = bar_y(l, n->target);
   fprintf(f,
@@ -95,26 +96,26 @@ static void node(FILE *f, const layout *l, const render_node *n, double x, const
 
 /* ----------------------------------------------------------------- domains */
 
-/* A bracket under the nodes of one domain [x0, x1) and its name. */
-static void domain(FILE *f, const char *name, double x0, double x1, const char *colour) {
-  svg_rect(f, x0 + 2, Y_DOMAIN - 8, x1 - x0 - 4, 4, colour);
+/* A bracket under the nodes of one domain [x0, x1) and its name: grey, as
+ * the colours are the nodes'. */
+static void domain(FILE *f, const char *name, double x0, double x1) {
+  svg_rect(f, x0 + 2, Y_DOMAIN - 8, x1 - x0 - 4, 4, DOMAIN_FILL);
   svg_text(f, (x0 + x1) / 2, Y_DOMAIN + 12, 13, "middle", "", "%s", name[0] ? name : "(none)");
 }
 
 static void bars(FILE *f, const layout *l) {
   double x = X0, start = X0;
-  uint32_t d = 0;
   for (uint32_t j = 0; j < l->k; j++) {
     if (new_domain(l, j)) {
-      domain(f, l->in->nodes[l->order[j - 1]].domain, start, x, svg_colour(d++));
+      domain(f, l->in->nodes[l->order[j - 1]].domain, start, x);
       x += l->slot * DOMAIN_GAP;
       start = x;
     }
-    node(f, l, &l->in->nodes[l->order[j]], x, svg_colour(d));
+    node(f, l, &l->in->nodes[l->order[j]], x);
     x += l->slot;
   }
   if (l->k > 0)
-    domain(f, l->in->nodes[l->order[l->k - 1]].domain, start, x, svg_colour(d));
+    domain(f, l->in->nodes[l->order[l->k - 1]].domain, start, x);
 }
 
 /* ------------------------------------------------------------- the picture */
@@ -125,11 +126,11 @@ static void key(FILE *f, const layout *l) {
     svg_rect(f, x, y - 10, 12, 12, BEFORE_FILL);
     svg_text(f, x + 16, y, 13, "start", "", "before the plan");
     svg_rect(f, x + 140, y - 10, 12, 12, svg_colour(0));
-    svg_text(f, x + 156, y, 13, "start", "", "after (coloured by domain)");
+    svg_text(f, x + 156, y, 13, "start", "", "after (each node its colour)");
     x += 360;
   } else {
     svg_rect(f, x, y - 10, 12, 12, svg_colour(0));
-    svg_text(f, x + 16, y, 13, "start", "", "owned now (coloured by domain)");
+    svg_text(f, x + 16, y, 13, "start", "", "owned now (each node its colour)");
     x += 250;
   }
   fprintf(f,

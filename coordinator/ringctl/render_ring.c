@@ -112,7 +112,7 @@ static void arc(FILE *f, double a, double b, double r0, double r1, const char *f
 }
 
 static const char *colour_of(const sector_view *v, uint32_t node) {
-  return v->colour[node] >= 0 ? svg_colour((uint32_t)v->colour[node]) : RENDER_GREY;
+  return rk_node_colour(v->in->nodes[node].id);
 }
 
 /* ----------------------------------------------------------------- sectors */
@@ -209,14 +209,14 @@ static void legend(FILE *f, const sector_view *v) {
       x = LEG_X0;
       y += LEG_ROW;
     }
-    svg_rect(f, x, y - 11, 14, 14, svg_colour(place));
+    svg_node_rect(f, x, y - 11, 14, 14, nd->id);
     svg_text(f, x + 20, y, 13, "start", "", "%s", label);
     x += w;
   }
   uint32_t rest = v->n - v->listed;
   if (rest > 0) {
     svg_rect(f, LEG_X0, y + LEG_ROW - 11, 14, 14, RENDER_GREY);
-    svg_text(f, LEG_X0 + 20, y + LEG_ROW, 13, "start", "", "+%u more nodes (grey)", rest);
+    svg_text(f, LEG_X0 + 20, y + LEG_ROW, 13, "start", "", "+%u more nodes", rest);
   }
 }
 

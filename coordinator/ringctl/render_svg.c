@@ -7,13 +7,8 @@
  */
 #include "render.h"
 
-/* Tableau's 20 colours: distinguishable side by side and in print. */
-static const char *const palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-                                      "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#1f77b4",
-                                      "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
-                                      "#e377c2", "#17becf", "#bcbd22", "#aec7e8", "#98df8a"};
-
-const char *svg_colour(uint32_t i) { return palette[i % (sizeof palette / sizeof palette[0])]; }
+/* The palette is the status page's too (cluster.h). */
+const char *svg_colour(uint32_t i) { return rk_colour(i); }
 
 void svg_begin(FILE *f, const char *title) {
   fprintf(f,
@@ -61,7 +56,22 @@ void svg_text(FILE *f, double x, double y, double size, const char *anchor, cons
   fputs("</text>\n", f);
 }
 
-void svg_rect(FILE *f, double x, double y, double w, double h, const char *fill) {
-  fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>\n", x, y,
+static void rect(FILE *f, double x, double y, double w, double h, const char *fill,
+                 const char *id) {
+  fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"", x, y,
           w > 0 ? w : 0, h > 0 ? h : 0, fill);
+  if (id != NULL) {
+    fputs(" data-node=\"", f);
+    svg_escape(f, id);
+    fputs("\"", f);
+  }
+  fputs("/>\n", f);
+}
+
+void svg_rect(FILE *f, double x, double y, double w, double h, const char *fill) {
+  rect(f, x, y, w, h, fill, NULL);
+}
+
+void svg_node_rect(FILE *f, double x, double y, double w, double h, const char *id) {
+  rect(f, x, y, w, h, rk_node_colour(id), id);
 }

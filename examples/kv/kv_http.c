@@ -243,6 +243,10 @@ static mhd_result do_metrics(kv_server *s, struct MHD_Connection *c) {
             (double)s->adopted);
   rd_metric(&t, "ringkv_staging_dropped_total", "counter", "staging dirs dropped",
             (double)s->dropped);
+  rd_text raw = t; /* with ring_kv_build_info and every daemon's cluster label */
+  t = (rd_text){0};
+  rd_metrics_finish(&raw, &t);
+  free(raw.p);
   if (t.oom) {
     free(t.p);
     return text_reply(s, c, 500, 0, "out of memory\n");

@@ -201,19 +201,40 @@ char *metrics_scrape(const char *hostport) {
   return body;
 }
 
+/* The labels of a sample line after `name` ("" when none, else "a=..}"
+ * up to the value), past the daemons' leading cluster="..." label (every
+ * daemon adds it: rd_metrics_finish), or NULL when the line is not name's. */
+static const char *sample_labels(const char *line, const char *name, size_t *len) {
+  size_t nl = strlen(name);
+  if (strncmp(line, name, nl) != 0 || (line[nl] != '{' && line[nl] != ' '))
+    return NULL;
+  const char *p = line + nl;
+  if (strncmp(p, "{cluster=\"", 10) == 0) {
+    const char *q = strchr(p + 10, '"');
+    if (q == NULL)
+      return NULL;
+    p = q[1] == ',' ? q + 1 : q + 2; /* at the next label, or past "}" */
+  }
+  if (*p == ' ')
+    return *len = 0, p;
+  const char *end = strchr(p, '}');
+  if (end == NULL)
+    return NULL;
+  *len = (size_t)(end - p - 1); /* without the '{' or ',' before and the '}' */
+  return p + 1;
+}
+
 double metric_value(const char *text, const char *name, const char *labels) {
-  char want[256];
-  if (labels && *labels)
-    snprintf(want, sizeof want, "%s{%s}", name, labels);
-  else
-    snprintf(want, sizeof want, "%s", name);
-  size_t wl = strlen(want);
+  size_t want = labels != NULL ? strlen(labels) : 0;
   for (const char *line = text; line && *line;) {
     const char *eol = strchr(line, '\n');
-    size_t ll = eol ? (size_t)(eol - line) : strlen(line);
-    if (line[0] != '#' && ll > wl && strncmp(line, want, wl) == 0 &&
-        (line[wl] == ' ' || line[wl] == '\t'))
-      return strtod(line + wl + 1, NULL);
+    size_t len;
+    const char *got = line[0] != '#' ? sample_labels(line, name, &len) : NULL;
+    if (got != NULL && len == want && strncmp(got, labels ? labels : "", want) == 0) {
+      const char *v = strchr(got + len, ' ');
+      if (v != NULL && (eol == NULL || v < eol))
+        return strtod(v + 1, NULL);
+    }
     line = eol ? eol + 1 : NULL;
   }
   return NAN;

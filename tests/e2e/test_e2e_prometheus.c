@@ -24,7 +24,7 @@
 
 #define PROMETHEUS "/usr/bin/prometheus"
 #define FOR_TEST "2s"   /* every alert's `for:` in the test's copy */
-#define NAMES_MAX 96    /* distinct ring_* names the rule files may use */
+#define NAMES_MAX 96    /* distinct ring_* names the rule files and the dashboard use */
 #define RULES_MAX 65536 /* bytes of one rule file (both are under 10 KB) */
 
 #ifndef RING_PROM_RULES_DIR
@@ -245,13 +245,16 @@ static bool alert_is(const char *name, const char *want) {
   return strcmp(state, want) == 0;
 }
 
-/* Every ring_* name of both rule files has a series, within 30 s of the
- * daemons being scraped; every rule evaluates cleanly. */
+/* Every ring_* name of both rule files and of the Grafana dashboard has a
+ * series, within 30 s of the daemons being scraped; every rule evaluates
+ * cleanly; every daemon's series carry its cluster, and each kind of daemon
+ * scraped exports its build_info. */
 static void check_metrics_exist(void) {
   static char names[NAMES_MAX][64];
   int n = 0;
-  const char *files[] = {"ringkeeper-alerts.yml", "ringkeeper-rules.yml"};
-  for (int k = 0; k < 2; k++) {
+  const char *files[] = {"ringkeeper-alerts.yml", "ringkeeper-rules.yml",
+                         "../grafana/ringkeeper.json"};
+  for (int k = 0; k < 3; k++) {
     char *text = rules_read(files[k]);
     metric_names(text, names, &n);
     free(text);
@@ -259,14 +262,22 @@ static void check_metrics_exist(void) {
   ck_assert_int_ge(n, 20); /* a scanner that finds nothing proves nothing */
   for (int i = 0; i < n; i++) {
     ck_assert_msg(ENV_WAIT(has_series(names[i]), 30),
-                  "the rules use %s, which no daemon exports (no series in 30 s)", names[i]);
+                  "the rules or the dashboard use %s, which no daemon exports (no series in 30 s)",
+                  names[i]);
   }
+  ck_assert_msg(has_series("ring_coordinator_build_info") && has_series("ring_agent_build_info"),
+                "a daemon exports no build_info");
+  /* {__name__=~"ring_.+",cluster=""}: a ring_* series without the label */
+  ck_assert_msg(!has_series("%7B__name__%3D~%22ring_.%2B%22%2Ccluster%3D%22%22%7D"),
+                "a ring_* series has no cluster label");
   int rules, ok;
   char why[256];
   ck_assert_msg(ENV_WAIT((rules_health(&rules, &ok, why), rules > 0 && ok == rules), 30),
                 "%d of %d rules evaluate cleanly; first not: %s", ok, rules, why);
-  fprintf(stderr, "%d ring_* metrics the rules use all have series; %d rules evaluate cleanly\n", n,
-          rules);
+  fprintf(stderr,
+          "%d ring_* metrics the rules and the dashboard use all have series; %d rules evaluate "
+          "cleanly\n",
+          n, rules);
 }
 
 /* ------------------------------------------------------------------ tests */

@@ -17,7 +17,9 @@
  *
  * Sections: reading /status.json; Chromium; reading the DOM; checks; the test.
  */
-#include "coord_env.h"
+#include "coord_env.h" /* first: it asks for _GNU_SOURCE */
+
+#include "cluster.h" /* rk_node_colour: the colours ringctl render draws */
 
 #define CHROMIUM "/usr/bin/chromium"
 #define DOM_TIMEOUT_S 90
@@ -323,6 +325,7 @@ static void check_json(const cJSON *s, const ring_table *t) {
     ck_assert_double_eq(jnum(node, "replicas"), ring_table_node_replicas(t, (uint16_t)i));
     ck_assert_msg(fabs(jnum(node, "target") - target[i]) < 1e-6, "%s: target %.3f, want %.3f", id,
                   jnum(node, "target"), target[i]);
+    ck_assert_str_eq(jstr(node, "colour"), rk_node_colour(id)); /* ringctl render's */
   }
   free(target);
 
@@ -422,9 +425,25 @@ static void check_dom(const char *dom, const ring_table *t, const char *plan_sta
     row_cell(row, "labels", v, sizeof v);
     snprintf(want, sizeof want, "zone=%s", ring_table_node_label(t, (uint16_t)i, "zone"));
     ck_assert_str_eq(v, want);
+    snprintf(want, sizeof want, "data-colour=\"%s\"", rk_node_colour(id));
+    ck_assert_msg(strstr(row, want) != NULL, "%s's swatch is not %s", id, want);
     free(row);
   }
   free(target);
+}
+
+/* The plan panel has no empty row: each of its values is shown, or its
+ * row (dt and dd) is hidden. */
+static void check_no_empty_rows(const char *dom) {
+  static const char *const rows[] = {"plan-id",    "plan-wave", "plan-rate",
+                                     "plan-bytes", "plan-eta",  "plan-note"};
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    char v[256], hidden[64];
+    dom_id(dom, rows[i], v, sizeof v);
+    snprintf(hidden, sizeof hidden, "<dd id=\"%s\" hidden=\"\">", rows[i]);
+    ck_assert_msg(v[0] != '\0' || strstr(dom, hidden) != NULL, "the row %s is shown empty",
+                  rows[i]);
+  }
 }
 
 /* The run's flow in /status.json: every move of it, all to `to` (a join),
@@ -458,7 +477,13 @@ static void check_flow_dom(const char *dom, const cJSON *s, const char *to) {
     ck_assert_msg(strcmp(v, want) == 0, "the flow chart shows %s for %s, /status.json %s", v, key,
                   want);
     total += jnum(pair, "count");
+    snprintf(key, sizeof key, " fill=\"%s\" data-node=\"%s\"", rk_node_colour(jstr(pair, "from")),
+             jstr(pair, "from"));
+    ck_assert_msg(strstr(dom, key) != NULL, "the flow chart does not draw %s in its colour",
+                  jstr(pair, "from"));
   }
+  snprintf(key, sizeof key, " fill=\"%s\" data-node=\"%s\"", rk_node_colour(to), to);
+  ck_assert_msg(strstr(dom, key) != NULL, "the flow chart does not draw %s in its colour", to);
   dom_attr(dom, "data-flow-node", to, v, sizeof v);
   snprintf(want, sizeof want, "%s (z1) gets %.0f", to, total);
   ck_assert_str_eq(v, want);
@@ -543,9 +568,10 @@ START_TEST(page_follows_placement_and_join) {
     check_dom(dom, t, "active", run.id, run.moves_done, run.moves_total);
     node_cell(dom, "a5", "state", v, sizeof v);
     ck_assert_str_eq(v, "joining");
-    char rate[256];
-    dom_id(dom, "plan-rate", rate, sizeof rate);
-    ck_assert_msg(strstr(rate, "to move, most to a5") != NULL, "plan-rate: %s", rate);
+    char moving[256];
+    dom_id(dom, "plan-bytes", moving, sizeof moving);
+    ck_assert_msg(strstr(moving, ": a5 ") != NULL, "plan-bytes: %s", moving);
+    check_no_empty_rows(dom);
     check_flow_dom(dom, s, "a5"); /* held: the flow is what it was */
     ck_assert_ptr_nonnull(strstr(dom, "id=\"rate-peak-moves\""));
     free(dom);

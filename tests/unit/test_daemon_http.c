@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE /* kill, strcasestr */
 #include "daemon.h"
+#include "ring.h"
 #include "check_main.h"
 
 #include <arpa/inet.h>
@@ -396,6 +397,36 @@ START_TEST(metric_helpers) {
 }
 END_TEST
 
+/* rd_metrics_finish: as written for a server no daemon identified; once
+ * identified, its build_info first and cluster="..." first in every
+ * sample's labels (none, empty braces, labels), comments untouched. */
+START_TEST(metrics_carry_cluster_and_build_info) {
+  rd_text in = {0}, out = {0};
+  rd_metric(&in, "m_total", "counter", "h", 3);
+  rd_metric_labeled(&in, "m_nodes", "state", "down", 2);
+  ring__sb_printf(&in, "m_empty{} 1\n");
+  rd_metrics_finish(&in, &out);
+  ck_assert_str_eq(out.p, in.p);
+  free(out.p);
+  out = (rd_text){0};
+  rd_metrics_identify("kv", "c-1");
+  rd_metrics_finish(&in, &out);
+  ck_assert(!out.oom);
+  const char *want_head =
+      "# HELP ring_kv_build_info 1, labelled with the version and the "
+      "commit built\n# TYPE ring_kv_build_info gauge\n"
+      "ring_kv_build_info{cluster=\"c-1\",version=\"" RING_VERSION_STRING "\",commit=\"";
+  ck_assert_msg(strncmp(out.p, want_head, strlen(want_head)) == 0, "%s", out.p);
+  ck_assert_str_eq(strstr(out.p, "\n# HELP m_total"), "\n# HELP m_total h\n"
+                                                      "# TYPE m_total counter\n"
+                                                      "m_total{cluster=\"c-1\"} 3\n"
+                                                      "m_nodes{cluster=\"c-1\",state=\"down\"} 2\n"
+                                                      "m_empty{cluster=\"c-1\"} 1\n");
+  free(in.p);
+  free(out.p);
+}
+END_TEST
+
 /* rd_metric_table: each kind of entry, from two rooms, written in table
  * order exactly as the hand-written calls would write it. */
 typedef struct table_room {
@@ -563,6 +594,7 @@ static Suite *http_suite(void) {
   TCase *tc = tcase_create("http");
   tcase_add_checked_fixture(tc, start, stop);
   tcase_add_test(tc, metrics_body_and_type);
+  tcase_add_test(tc, metrics_carry_cluster_and_build_info);
   tcase_add_test(tc, head_metrics);
   tcase_add_test(tc, healthz_ok_and_unavailable);
   tcase_add_test(tc, not_found_and_not_allowed);

@@ -235,6 +235,58 @@ START_TEST(ring_lists_every_share) {
 }
 END_TEST
 
+/* Every node-coloured rectangle of svg (data-node="ID") is in
+ * rk_node_colour(ID); returns how many there are, and counts each node's
+ * in seen[] (by index of in). */
+static int node_fills(const char *svg, const render_input *in, int *seen) {
+  int n = 0;
+  for (const char *p = strstr(svg, " data-node=\""); p != NULL;
+       p = strstr(p + 1, " data-node=\"")) {
+    const char *id = p + strlen(" data-node=\""), *end = strchr(id, '"');
+    const char *open = p;
+    while (open > svg && *open != '<')
+      open--;
+    const char *fill = strstr(open, " fill=\"");
+    ck_assert(end != NULL && fill != NULL && fill < p);
+    uint32_t i = 0;
+    while (i < in->n_nodes && !(strncmp(in->nodes[i].id, id, (size_t)(end - id)) == 0 &&
+                                in->nodes[i].id[end - id] == '\0'))
+      i++;
+    ck_assert_msg(i < in->n_nodes, "data-node names no node: %.20s", id);
+    char want[32];
+    snprintf(want, sizeof want, " fill=\"%s\"", rk_node_colour(in->nodes[i].id));
+    ck_assert_msg(strncmp(fill, want, strlen(want)) == 0, "%s is %.18s, not %s", in->nodes[i].id,
+                  fill, want);
+    seen[i]++;
+    n++;
+  }
+  return n;
+}
+
+/* A node's colour is its id's (rk_node_colour), in the ring, load and flow
+ * pictures alike: every node of a join in the ring's legend and the load
+ * bars, every giver and receiver in the flow; the status page's "colour"
+ * is the same function's (test_coord_status). */
+START_TEST(a_node_keeps_its_colour) {
+  join j = make_join();
+  render_input in;
+  ck_assert_int_eq(render_input_from(ring_plan_target(j.first), j.join, "zone", &in), RING_OK);
+  draw_fn views[3] = {render_ring, render_load, render_flow};
+  for (int v = 0; v < 3; v++) {
+    int seen[64] = {0};
+    ck_assert_uint_le(in.n_nodes, 64);
+    size_t size;
+    char *svg = draw(views[v], &in, &size);
+    ck_assert_int_gt(node_fills(svg, &in, seen), 0);
+    for (uint32_t i = 0; v < 2 && i < in.n_nodes; i++) /* the flow: givers and receivers */
+      ck_assert_msg(seen[i] > 0, "view %d does not colour %s", v, in.nodes[i].id);
+    free(svg);
+  }
+  render_input_free(&in);
+  join_free(&j);
+}
+END_TEST
+
 /* deploy/demo.sh's cluster: n1..n3 in z1..z3, T 4096, R 3; n4 joins in
  * z4. With RENDER_KEEP, the pictures README.md shows (docs/img/). */
 START_TEST(demo_join) {
@@ -301,7 +353,7 @@ START_TEST(ten_thousand_nodes_stay_small) {
   char more[3][96];
   snprintf(more[0], sizeof more[0], "+%d more nodes not drawn", BIG_NODES + BIG_JOINS - 32);
   snprintf(more[1], sizeof more[1], "more givers and +%d more receivers", BIG_JOINS - 16);
-  snprintf(more[2], sizeof more[2], "+%d more nodes (grey)", BIG_NODES + BIG_JOINS - 20);
+  snprintf(more[2], sizeof more[2], "+%d more nodes", BIG_NODES + BIG_JOINS - 20);
   for (int k = 0; k < 3; k++) {
     size_t size;
     char *svg = draw(fns[k], &in, &size);
@@ -327,6 +379,7 @@ static Suite *render_suite(void) {
   tcase_add_test(tc, load_of_the_live_table);
   tcase_add_test(tc, flow_counts_every_pair);
   tcase_add_test(tc, ring_lists_every_share);
+  tcase_add_test(tc, a_node_keeps_its_colour);
   tcase_add_test(tc, demo_join);
   tcase_add_test(tc, ten_thousand_nodes_stay_small);
   suite_add_tcase(s, tc);

@@ -5,6 +5,8 @@ paths the build hands over (bindings/python/CMakeLists.txt sets them):
   RINGCTL              the built ringctl
   RINGKEEPER_CC        the C compiler, RINGKEEPER_INCLUDES the header folders
                        (';'-separated), for test_cdef.py
+  RINGKEEPER_BUILD     the build tree, which test_package.py installs from
+  RINGKEEPER_VERSION   the project's version, which the package's must be
 
 The etcd fixture is tests/common/etcd_harness.c's, in Python: one member on
 two free loopback ports, a temporary data dir, killed and removed after the

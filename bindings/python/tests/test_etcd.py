@@ -129,3 +129,55 @@ def test_many_rings_close_cleanly(etcd, ringctl):
         if i % 2:
             ring.close()
         del ring  # the rest are closed by __del__
+
+
+def test_ring_wait_fails_fast(etcd, ringctl):
+    # A cluster with no table (a typo of a name): the constructor raises
+    # within `wait`, rather than the first lookup failing later.
+    t0 = time.monotonic()
+    with pytest.raises(rk.RingTimeoutError) as e:
+        rk.Ring(etcd.endpoints, "py-typo", wait=0.5)
+    assert isinstance(e.value, TimeoutError) and "py-typo" in str(e.value)
+    assert time.monotonic() - t0 < 10
+    # Unreachable etcd: a ConnectionError, its connect timeout bounded by wait.
+    from conftest import free_port
+    t0 = time.monotonic()
+    with pytest.raises(rk.RingConnectionError) as e:
+        rk.Ring("http://127.0.0.1:%d" % free_port(), "py-none", wait=0.5)
+    assert isinstance(e.value, ConnectionError) and e.value.name == "RING_ECONNECT"
+    assert time.monotonic() - t0 < 10
+    # With a table in service the constructor returns with it.
+    cluster = "py-wait"
+    init(ringctl, cluster)
+    publish(etcd, cluster, 1, tables.encode(cluster, 1, tables.owners_rr(T, R, N), N, ZONES,
+                                            seed=SEED))
+    with rk.Ring(etcd.endpoints, cluster, wait=WAIT_S) as ring:
+        assert ring.version == 1
+        check_against_ringctl(ringctl, cluster, ring, 1)
+    with pytest.raises(ValueError):
+        rk.Ring(etcd.endpoints, cluster, wait=0)
+
+
+def test_ring_tells_new_versions(etcd, ringctl):
+    cluster = "py-tell"
+    init(ringctl, cluster)
+    told = []
+    with rk.Ring(etcd.endpoints, cluster, on_version=told.append) as ring:
+        it = ring.versions(timeout=WAIT_S)
+        for v in (1, 2, 3):
+            publish(etcd, cluster, v, tables.encode(cluster, v, tables.owners_rr(T, R, N,
+                                                                                shift=v),
+                                                    N, ZONES, seed=SEED))
+            assert next(it) == v  # each version, as the watcher swaps it in
+            assert ring.table().version == v
+        assert told == [1, 2, 3]  # the callback, on the watcher's thread, in order
+        with pytest.raises(rk.RingTimeoutError):
+            _next_after(ring, 3)
+    assert list(it) == []  # a closed ring ends the iteration
+
+
+def _next_after(ring, seen):
+    """A step of versions() past `seen` with none coming: times out."""
+    it = ring.versions(timeout=0.2)
+    assert next(it) == seen  # the version in service first
+    return next(it)
