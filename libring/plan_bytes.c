@@ -88,6 +88,8 @@ typedef struct bal {
   uint32_t *start;      /* per node offsets into slots (CSR of kept base slots) */
   uint32_t *slots;      /* each node's kept base slots, largest arc first */
   uint32_t *forced;     /* slots that must move, largest arc first */
+  uint32_t *by_size;    /* tokens, the largest arc first */
+  double *pre;          /* prefix sums of the sizes in by_size order (T + 1) */
   uint32_t n_forced;
   struct keyed *order; /* scratch: serving nodes by surplus */
   struct keyed *cand;  /* scratch: one node's received slots */
@@ -140,15 +142,6 @@ static int cmp_keyed(const void *x, const void *y) {
   return (a->id > c->id) - (a->id < c->id);
 }
 
-/* Sorts n slots in place, the largest arc first; scratch holds n entries. */
-static void sort_slots(const bal *b, uint32_t *slots, uint32_t n, keyed *scratch) {
-  for (uint32_t k = 0; k < n; k++)
-    scratch[k] = (keyed){(double)slot_size(b, slots[k]), slots[k]};
-  qsort(scratch, n, sizeof *scratch, cmp_keyed);
-  for (uint32_t k = 0; k < n; k++)
-    slots[k] = scratch[k].id;
-}
-
 /* Targets (pinned ones included) from the base owners; scratch in small.
  * held is the kept slots' bytes, so it is saved around the count. */
 static void start_targets(bal *b) {
@@ -173,41 +166,81 @@ static int check_sizes(const bal *b, uint64_t *one_replica, ring_error *err) {
   return top ? RING_OK : ring__err(err, RING_EINVAL, "balance bytes: every arc is empty");
 }
 
-/* Frees the forced slots and indexes the kept ones per owner. */
+/* One stable pass of the radix sort: src into dst by the byte at `shift`
+ * of each token's size, the largest byte first. False if that byte is the
+ * same for every token (the pass would change nothing). */
+static bool radix_pass(const uint64_t *size, const uint32_t *src, uint32_t *dst, uint32_t T,
+                       unsigned shift) {
+  uint32_t at[257] = {0};
+  for (uint32_t k = 0; k < T; k++)
+    at[256 - ((size[src[k]] >> shift) & 0xff)]++;
+  for (uint32_t d = 0; d < 256; d++) {
+    if (at[d + 1] == T)
+      return false;
+    at[d + 1] += at[d];
+  }
+  for (uint32_t k = 0; k < T; k++)
+    dst[at[255 - ((size[src[k]] >> shift) & 0xff)]++] = src[k];
+  return true;
+}
+
+/* Tokens by size, the largest first (then the smaller token), and the
+ * prefix sums of their sizes in that order: sorted once per plan (a radix
+ * sort: sizes are below 2^48), as every per-node list and the bound walk
+ * arcs largest first. */
+static int sort_tokens(bal *b) {
+  const uint32_t T = b->p->T;
+  uint32_t *tmp = malloc(T * sizeof *tmp);
+  b->by_size = malloc(T * sizeof *b->by_size);
+  b->pre = malloc((T + 1) * sizeof *b->pre);
+  if (tmp == NULL || b->by_size == NULL || b->pre == NULL) {
+    free(tmp);
+    return RING_ENOMEM;
+  }
+  for (uint32_t t = 0; t < T; t++)
+    b->by_size[t] = t;
+  for (unsigned shift = 0; shift < 48; shift += 8)
+    if (radix_pass(b->size, b->by_size, tmp, T, shift))
+      memcpy(b->by_size, tmp, T * sizeof *tmp);
+  free(tmp);
+  b->pre[0] = 0;
+  for (uint32_t k = 0; k < T; k++)
+    b->pre[k + 1] = b->pre[k] + (double)b->size[b->by_size[k]];
+  return RING_OK;
+}
+
+/* Frees the forced slots and indexes the kept ones per owner, each list
+ * the largest arc first (then the smaller slot): walking the tokens by
+ * size fills every list in order without a sort per node. */
 static int split_slots(bal *b) {
   ring__planner *p = b->p;
-  const uint32_t S = p->T * p->R;
   b->start = calloc(p->n + 1, sizeof *b->start);
-  b->slots = malloc(S * sizeof *b->slots);
-  b->forced = malloc(S * sizeof *b->forced);
-  if (!b->start || !b->slots || !b->forced)
+  b->slots = malloc((size_t)p->T * p->R * sizeof *b->slots);
+  b->forced = malloc((size_t)p->T * p->R * sizeof *b->forced);
+  uint32_t *fill = calloc(p->n + 1, sizeof *fill);
+  if (!b->start || !b->slots || !b->forced || !fill || sort_tokens(b) != RING_OK) {
+    free(fill);
     return RING_ENOMEM;
-  for (uint32_t s = 0; s < S; s++) {
-    if (ring__slot_forced(p, s / p->R, s % p->R)) {
-      b->forced[b->n_forced++] = s;
-      p->target->owners[s] = NONE;
-      continue;
-    }
-    b->start[p->orig[s] + 1]++;
-    b->held[p->orig[s]] += (double)slot_size(b, s);
-    p->load[p->orig[s]]++;
   }
+  for (uint32_t k = 0; k < p->T; k++)
+    for (uint32_t t = b->by_size[k], r = 0; r < p->R; r++) {
+      uint32_t s = t * p->R + r;
+      if (ring__slot_forced(p, t, r)) {
+        b->forced[b->n_forced++] = s;
+        p->target->owners[s] = NONE;
+        continue;
+      }
+      b->start[p->orig[s] + 1]++;
+      b->held[p->orig[s]] += (double)b->size[t];
+      p->load[p->orig[s]]++;
+    }
   for (uint32_t i = 0; i < p->n; i++)
     b->start[i + 1] += b->start[i];
-  uint32_t *fill = calloc(p->n + 1, sizeof *fill);
-  if (fill == NULL)
-    return RING_ENOMEM;
-  for (uint32_t s = 0; s < S; s++)
-    if (p->target->owners[s] != NONE)
-      b->slots[b->start[p->orig[s]] + fill[p->orig[s]]++] = s;
+  for (uint32_t k = 0; k < p->T; k++)
+    for (uint32_t t = b->by_size[k], r = 0; r < p->R; r++)
+      if (p->target->owners[t * p->R + r] != NONE)
+        b->slots[b->start[p->orig[t * p->R + r]] + fill[p->orig[t * p->R + r]]++] = t * p->R + r;
   free(fill);
-  keyed *scratch = malloc(S * sizeof *scratch);
-  if (scratch == NULL)
-    return RING_ENOMEM;
-  for (uint32_t i = 0; i < p->n; i++)
-    sort_slots(b, b->slots + b->start[i], b->start[i + 1] - b->start[i], scratch);
-  sort_slots(b, b->forced, b->n_forced, scratch);
-  free(scratch);
   return RING_OK;
 }
 
@@ -280,6 +313,8 @@ static void bal_free(bal *b) {
   free(b->start);
   free(b->slots);
   free(b->forced);
+  free(b->by_size);
+  free(b->pre);
 }
 
 /* ------------------------------------------------------------------ bound */
@@ -338,28 +373,12 @@ static uint32_t bound_out(const bal *b) {
 
 /* Moves in: per node below target - band, the fewest arcs of all that
  * bring it to target - aim. */
-static int bound_in(const bal *b, uint32_t *out) {
-  const uint32_t T = b->p->T;
-  uint64_t *sorted = malloc(T * sizeof *sorted);
-  double *pre = malloc((T + 1) * sizeof *pre);
-  if (sorted == NULL || pre == NULL) {
-    free(sorted);
-    free(pre);
-    return RING_ENOMEM;
-  }
-  memcpy(sorted, b->size, T * sizeof *sorted);
-  qsort(sorted, T, sizeof *sorted, cmp_u64_desc);
-  pre[0] = 0;
-  for (uint32_t k = 0; k < T; k++)
-    pre[k + 1] = pre[k] + (double)sorted[k];
+static uint32_t bound_in(const bal *b) {
   uint32_t lb = 0;
   for (uint32_t i = 0; i < b->p->n; i++)
     if (b->p->sh.eligible[i] && b->held[i] < b->want[i] - band(b, i))
-      lb += fewest(pre, T, b->want[i] - aim(b, i) - b->held[i]);
-  free(sorted);
-  free(pre);
-  *out = lb;
-  return RING_OK;
+      lb += fewest(b->pre, b->p->T, b->want[i] - aim(b, i) - b->held[i]);
+  return lb;
 }
 
 /* Each donor's possible moves, as what each can lower the shortfall by:
@@ -459,9 +478,8 @@ static int bound_capped(const bal *b, uint32_t *out) {
 
 /* The largest of the four counts, under the rule b->loose says. */
 static int lower_bound(const bal *b, uint32_t *out) {
-  uint32_t in = 0, capped = 0, spare = 0, lb = bound_out(b);
-  if (bound_in(b, &in) != RING_OK || bound_capped(b, &capped) != RING_OK ||
-      (!b->loose && bound_spare(b, &spare) != RING_OK))
+  uint32_t in = bound_in(b), capped = 0, spare = 0, lb = bound_out(b);
+  if (bound_capped(b, &capped) != RING_OK || (!b->loose && bound_spare(b, &spare) != RING_OK))
     return RING_ENOMEM;
   lb = in > lb ? in : lb;
   lb = capped > lb ? capped : lb;
