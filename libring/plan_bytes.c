@@ -730,8 +730,38 @@ static uint32_t first_within(const bal *b, const uint32_t *slots, uint32_t n, do
   return lo;
 }
 
+/* How far arc size a lands u from its target, if it brings u within its
+ * aim; -1 if it does not. */
+static double lands(const bal *b, uint16_t u, double a) {
+  const double gap = b->want[u] - b->held[u];
+  return a >= gap - aim(b, u) ? fabs(a - gap) : -1;
+}
+
+/* Among own[lo..n) (largest first), the kept arc that fits u and lands it
+ * nearest its target, scanning each way from the target's gap while arcs
+ * still bring u within its aim; UINT32_MAX if none does. */
+static uint32_t nearest(const bal *b, const uint32_t *own, uint32_t lo, uint32_t n, uint16_t u) {
+  const uint32_t mid = first_within(b, own, n, b->want[u] - b->held[u]);
+  uint32_t best = UINT32_MAX;
+  for (uint32_t k = mid < lo ? lo : mid; k < n && lands(b, u, (double)slot_size(b, own[k])) >= 0;
+       k++)
+    if (slot_size(b, own[k]) > 0 && !moved(b, own[k]) && fits(b, u, own[k])) {
+      best = own[k];
+      break;
+    }
+  for (uint32_t k = mid; k-- > lo;)
+    if (!moved(b, own[k]) && fits(b, u, own[k])) {
+      double far = lands(b, u, (double)slot_size(b, own[k]));
+      if (best == UINT32_MAX || far < lands(b, u, (double)slot_size(b, best)))
+        best = own[k];
+      break;
+    }
+  return best;
+}
+
 /* The best arc donor d can spare to u with both ending within their
- * bands: a received one (free) first, then its largest kept one. */
+ * bands: a received one (free) first, then the kept one that brings u
+ * within its aim nearest its target, else its largest kept one. */
 static pull spare(const bal *b, uint32_t d, uint16_t u) {
   const double can_give = b->held[d] - (b->want[d] - band(b, d));
   uint32_t m = received(b, d, b->cand);
@@ -739,7 +769,13 @@ static pull spare(const bal *b, uint32_t d, uint16_t u) {
     if (b->cand[k].key <= can_give && fits(b, u, b->cand[k].id))
       return (pull){b->cand[k].id, false};
   const uint32_t *own = b->slots + b->start[d], n = b->start[d + 1] - b->start[d];
-  for (uint32_t k = first_within(b, own, n, can_give); k < n; k++) {
+  const uint32_t lo = first_within(b, own, n, can_give);
+  if (lo < n && lands(b, u, (double)slot_size(b, own[lo])) >= 0) {
+    uint32_t s = nearest(b, own, lo, n, u);
+    if (s != UINT32_MAX)
+      return (pull){s, true};
+  }
+  for (uint32_t k = lo; k < n; k++) {
     uint32_t s = own[k];
     if (slot_size(b, s) == 0)
       break;
@@ -749,29 +785,37 @@ static pull spare(const bal *b, uint32_t d, uint16_t u) {
   return (pull){UINT32_MAX, true};
 }
 
-static bool better_pull(const bal *b, pull c, pull best) {
+/* Free first; then one that brings u within its aim, nearest its target;
+ * else the larger. */
+static bool better_pull(const bal *b, uint16_t u, pull c, pull best) {
   if (c.slot == UINT32_MAX || best.slot == UINT32_MAX)
     return c.slot != UINT32_MAX;
   if (c.costs != best.costs)
     return !c.costs;
+  double fc = lands(b, u, (double)slot_size(b, c.slot)),
+         fb = lands(b, u, (double)slot_size(b, best.slot));
+  if (fc >= 0 || fb >= 0)
+    return fc >= 0 && (fb < 0 || fc < fb);
   return slot_size(b, c.slot) > slot_size(b, best.slot);
 }
 
 /* The best pull into i over the donors in b->order (m of them, by spare
  * when the round began: an upper bound on their spare now, as donors only
- * give during (C), so the scan stops once no donor can beat the best). */
+ * give during (C), so the scan stops once no donor can beat the best: a
+ * donor whose spare is below the best arc has only smaller ones, which
+ * win only if free, or if the best overshoots the target). */
 static pull best_pull(const bal *b, uint32_t m, uint16_t i) {
   pull best = {UINT32_MAX, true};
   for (uint32_t j = 0; j < m; j++) {
     uint32_t d = b->order[j].id;
     if (b->order[j].key <= 0)
       break;
-    /* past the best's size only a free arc can still win */
-    if (best.slot != UINT32_MAX && b->order[j].key <= (double)slot_size(b, best.slot) &&
-        (b->recv[d] == 0 || !best.costs))
+    double top = best.slot != UINT32_MAX ? (double)slot_size(b, best.slot) : 0;
+    if (best.slot != UINT32_MAX && b->order[j].key <= top && (b->recv[d] == 0 || !best.costs) &&
+        top <= b->want[i] - b->held[i])
       continue;
     pull c = d != i ? spare(b, d, i) : (pull){UINT32_MAX, true};
-    best = better_pull(b, c, best) ? c : best;
+    best = better_pull(b, i, c, best) ? c : best;
   }
   return best;
 }

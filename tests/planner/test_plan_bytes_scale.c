@@ -149,20 +149,24 @@ static void holdings(const ring_plan *p, const uint64_t *sizes, double *held, do
     }
 }
 
+#define CASES_MAX 100u
+
 typedef struct tally {
   uint32_t plans, near, near2, joins, off;
   double worst_ratio, dev_sum, dev_worst, join_dev_worst, join_ms;
   uint64_t moves, bound, join_moves, join_bound;
+  double ratio[2][CASES_MAX]; /* per kind (0 re-plan, 1 join), per case: moves / bound */
 } tally;
 
 static void verified(const ring_table *base, const ring_plan *p, const ring_plan_config *cfg,
-                     tally *tl) {
+                     tally *tl, int kind) {
   char *report = NULL;
   int bad = ring_plan_verify(base, p, cfg, &report);
   ck_assert_msg(bad == 0, "%d findings:\n%s", bad, report ? report : "");
   free(report);
   uint32_t m = ring_plan_move_count(p), lb = ring_plan_lower_bound(p);
   double ratio = lb ? (double)m / lb : (m ? 1e9 : 1);
+  tl->ratio[kind][tl->plans / 2] = ratio;
   tl->plans++;
   tl->near += ratio <= 1.2;
   tl->near2 += ratio <= 2.0;
@@ -220,7 +224,7 @@ static void run_case(uint32_t n, uint64_t seed, const ring_table *tokens, tally 
   ring_plan_config cfg = {
       .failure_domain = "zone", .arc_bytes = sizes, .balance = RING_BALANCE_BYTES};
   ring_plan *re = plan(tokens, &c, &cfg);
-  verified(tokens, re, &cfg, tl);
+  verified(tokens, re, &cfg, tl, 0);
   tl->off += ring_plan_bytes_off_tolerance(re);
   double dev = mean_deviation(re, sizes, n);
   ck_assert_msg(dev <= 0.05, "%u nodes: mean deviation %.4f of a share", n, dev);
@@ -229,7 +233,7 @@ static void run_case(uint32_t n, uint64_t seed, const ring_table *tokens, tally 
   ring_table *balanced = sealed_copy(re);
   add(&c, (uint32_t)(rnd(&s) % ZONES));
   ring_plan *join = plan(balanced, &c, &cfg);
-  verified(balanced, join, &cfg, tl);
+  verified(balanced, join, &cfg, tl, 1);
   tl->joins++;
   tl->join_moves += ring_plan_move_count(join);
   tl->join_bound += ring_plan_lower_bound(join);
@@ -256,12 +260,34 @@ static ring_table *token_table(uint32_t n) {
   return t;
 }
 
+static int cmp_dbl(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+/* The ratios of moves to the bound, per kind of plan: median, 95th
+ * percentile, worst, and the share of plans within 1.2x. */
+static void print_ratios(tally *tl, uint32_t cases) {
+  static const char *kind[2] = {"re-plan", "join"};
+  for (int k = 0; k < 2; k++) {
+    double *r = tl->ratio[k];
+    uint32_t near = 0;
+    qsort(r, cases, sizeof *r, cmp_dbl);
+    for (uint32_t c = 0; c < cases; c++)
+      near += r[c] <= 1.2;
+    printf("  %-7s moves / bound: median %.2f, 95th percentile %.2f, worst %.2f; %u of %u "
+           "within 1.2x\n",
+           kind[k], r[cases / 2], r[(cases * 95 + 99) / 100 - 1], r[cases - 1], near, cases);
+  }
+}
+
 static void run_size(uint32_t n, uint32_t cases) {
   const char *only = getenv("RING_BYTES_ONLY");
   if (cases == 0 || (only && strtoul(only, NULL, 10) != n))
     return;
   const char *sd = getenv("RING_PROPERTY_SEED");
   uint64_t seed = sd ? strtoull(sd, NULL, 10) : 0x7363616c65ull;
+  ck_assert_uint_le(cases, CASES_MAX);
   ring_table *tokens = token_table(n);
   tally tl = {0};
   for (uint32_t k = 0; k < cases; k++)
@@ -276,6 +302,7 @@ static void run_size(uint32_t n, uint32_t cases) {
       (unsigned long long)tl.moves, (unsigned long long)tl.bound, tl.dev_sum / cases, tl.dev_worst,
       tl.off, (double)tl.join_moves / tl.joins, (double)tl.join_bound / tl.joins,
       tl.join_dev_worst);
+  print_ratios(&tl, cases);
   fflush(stdout);
   ring_table_free(tokens);
 }
