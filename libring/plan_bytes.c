@@ -24,11 +24,16 @@
  *
  * Like token balance, every slot moves at most once, and only slots that
  * must: (A) the forced ones (owner leaving, or a hard-domain clash), each
- * to the serving node that fits it with the most room; (B) from each node
- * above share + tol, its largest arcs that fit elsewhere until it is within
- * the aim; (C) into each node below share - tol, the largest arc a donor
- * can spare (received ones first: re-pointing them costs no move) until it
- * is within the aim. An arc larger than any node's room goes, in (B), to
+ * to the serving node it suits best; (B) from each node above share + tol,
+ * arcs that fit elsewhere until it is within the aim: the one that lands it
+ * within its aim nearest its share if there is one, else its largest; (C)
+ * into each node below share - tol, an arc a donor can spare (received ones
+ * first: re-pointing them costs no move): the one that lands it within its
+ * aim nearest its share, else the largest, until it is within the aim. An
+ * arc goes where it suits best (pairing over and under nodes): to a node it
+ * fits whole below its share, the tightest such, so small arcs fill what
+ * large ones cannot, else where it lowers that node's distance from its
+ * share the most. An arc larger than any node's room goes, in (B), to
  * the node most below its share whose own large arcs leave room for it, if
  * it may then shed its small ones. Should the floor still break, rounds
  * under the floor (L) place what they must, and rounds under
@@ -118,6 +123,10 @@ static double aim(const bal *b, uint32_t i) {
 
 /* Whether node i is brought to its aim: it was outside its band. */
 static bool triggered(const bal *b, uint32_t i) { return b->trig[i] && !b->loose; }
+
+/* How far below its target node i may end: its aim once triggered (pushed
+ * past it, it would have to be filled again), else its band. */
+static double reach(const bal *b, uint32_t i) { return triggered(b, i) ? aim(b, i) : band(b, i); }
 
 static uint64_t tie(uint64_t a, uint64_t b) { return ring__mix64(a * 0x9e3779b97f4a7c15ull ^ b); }
 
@@ -549,29 +558,43 @@ static bool fits(const bal *b, uint16_t u, uint32_t s) {
          ring__can_take(b->p, u, s / b->p->R, s % b->p->R);
 }
 
+/* How well arc size a suits node u, the lower the better: what it lowers
+ * u's distance from its target by, negated (a node that can take it all
+ * below its target gains the whole arc), then the tightest such fit (the
+ * smallest shortfall, leaving larger shortfalls to larger arcs: small arcs
+ * fill what large ones cannot). */
+static void suits(const bal *b, uint32_t u, double a, double key[2]) {
+  const double gap = b->want[u] - b->held[u];
+  key[0] = gap >= a ? -a : fabs(gap - a) - fabs(gap);
+  key[1] = gap >= a ? gap - a : 0;
+}
+
 /* The node to take slot s: it fits (when must_fit; else it keeps capped
  * domains whole when `whole`), then the fewest best-effort clashes, then
- * the most room. NONE if none may. */
+ * the one it suits best. NONE if none may. */
 static uint16_t receiver(const bal *b, uint32_t s, bool must_fit, bool whole) {
   const ring__planner *p = b->p;
   const uint32_t t = s / p->R, r = s % p->R;
   uint16_t best = NONE;
   uint32_t best_soft = 0;
-  double best_room = 0;
+  double best_key[2] = {0, 0}, key[2];
   for (uint32_t i = 0; i < p->n; i++) {
     const uint16_t u = (uint16_t)i;
     if (!p->sh.eligible[i] || (must_fit ? !fits(b, u, s) : !ring__can_take(p, u, t, r)) ||
         (whole && !keeps_domains(b, u, s)))
       continue;
     uint32_t soft = ring__soft_conflicts(p, u, t, r);
-    double rm = b->want[i] - b->held[i];
-    bool better =
-        best == NONE || soft < best_soft ||
-        (soft == best_soft && (rm > best_room || (rm == best_room && tie(s, i) > tie(s, best))));
+    suits(b, i, (double)slot_size(b, s), key);
+    bool same = soft == best_soft && key[0] == best_key[0] && key[1] == best_key[1];
+    bool better = best == NONE || soft < best_soft ||
+                  (soft == best_soft &&
+                   (key[0] < best_key[0] || (key[0] == best_key[0] && key[1] < best_key[1]))) ||
+                  (same && tie(s, i) > tie(s, best));
     if (better) {
       best = u;
       best_soft = soft;
-      best_room = rm;
+      best_key[0] = key[0];
+      best_key[1] = key[1];
     }
   }
   return best;
@@ -670,8 +693,52 @@ static int shed_big(bal *b, uint32_t i) {
   return 0;
 }
 
+/* The first of n slots (largest first) of at most `most` bytes. */
+static uint32_t first_within(const bal *b, const uint32_t *slots, uint32_t n, double most) {
+  uint32_t lo = 0, hi = n;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if ((double)slot_size(b, slots[mid]) <= most)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
+/* Gives kept slot s of i to the node it suits best, if one fits: 1 if
+ * given, 0 if not, RING_ENOMEM. */
+static int shed_to(bal *b, uint32_t i, uint32_t s) {
+  uint16_t u = moved(b, s) ? NONE : receiver(b, s, true, true);
+  if (u == NONE || u == i)
+    return 0;
+  return give(b, s, u) ? 1 : RING_ENOMEM;
+}
+
+/* The kept arc of i (of at most `top`) whose leaving lands i within its
+ * aim above and its reach below, nearest its target, given to where it
+ * suits best: the nearest each side of the surplus that finds a taker. */
+static int shed_nearest(bal *b, uint32_t i, double top) {
+  const uint32_t *own = b->slots + b->start[i], n = b->start[i + 1] - b->start[i];
+  const double over = b->held[i] - b->want[i], lo = over - aim(b, i), hi = over + reach(b, i);
+  const uint32_t mid = first_within(b, own, n, over), first = first_within(b, own, n, top);
+  for (uint32_t k = mid; k-- > first && (double)slot_size(b, own[k]) <= hi;) {
+    int got = shed_to(b, i, own[k]);
+    if (got != 0)
+      return got;
+  }
+  for (uint32_t k = mid < first ? first : mid;
+       k < n && (double)slot_size(b, own[k]) >= lo && slot_size(b, own[k]) > 0; k++) {
+    int got = shed_to(b, i, own[k]);
+    if (got != 0)
+      return got;
+  }
+  return 0;
+}
+
 /* Sheds one arc of i to a node it fits: a received one first (free), then
- * its largest kept one. 1 if it could, 0 if not, RING_ENOMEM. */
+ * the kept one that lands i nearest its target, else its largest kept one.
+ * 1 if it could, 0 if not, RING_ENOMEM. */
 static int shed_one(bal *b, uint32_t i) {
   const double top = most_room(b);
   uint32_t m = received(b, i, b->cand);
@@ -680,15 +747,13 @@ static int shed_one(bal *b, uint32_t i) {
     if (u != NONE && u != i)
       return give(b, b->cand[k].id, u) ? 1 : RING_ENOMEM;
   }
-  for (uint32_t k = b->start[i]; k < b->start[i + 1]; k++) {
-    uint32_t s = b->slots[k];
-    double sz = (double)slot_size(b, s);
-    if (sz <= 0)
-      break; /* largest first: only empty arcs are left */
-    uint16_t u = moved(b, s) || sz > top ? NONE : receiver(b, s, true, true);
-    if (u != NONE && u != i)
-      return give(b, s, u) ? 1 : RING_ENOMEM;
-  }
+  int got = b->loose ? 0 : shed_nearest(b, i, top);
+  if (got != 0)
+    return got;
+  const uint32_t *own = b->slots + b->start[i], n = b->start[i + 1] - b->start[i];
+  for (uint32_t k = first_within(b, own, n, top); k < n && slot_size(b, own[k]) > 0; k++)
+    if ((got = shed_to(b, i, own[k])) != 0)
+      return got;
   return b->loose ? 0 : shed_big(b, i);
 }
 
@@ -716,19 +781,6 @@ typedef struct pull {
   uint32_t slot; /* UINT32_MAX: none */
   bool costs;
 } pull;
-
-/* The first of n slots (largest first) of at most `most` bytes. */
-static uint32_t first_within(const bal *b, const uint32_t *slots, uint32_t n, double most) {
-  uint32_t lo = 0, hi = n;
-  while (lo < hi) {
-    uint32_t mid = lo + (hi - lo) / 2;
-    if ((double)slot_size(b, slots[mid]) <= most)
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  return lo;
-}
 
 /* How far arc size a lands u from its target, if it brings u within its
  * aim; -1 if it does not. */
