@@ -24,13 +24,25 @@
  *
  * Like token balance, every slot moves at most once, and only slots that
  * must: (A) the forced ones (owner leaving, or a hard-domain clash), each
- * to the serving node that fits it with the most room; (B) from each node
- * above share + tol, its largest arcs that fit elsewhere until it is within
- * the aim; (C) into each node below share - tol, the largest arc a donor
- * can spare (received ones first: re-pointing them costs no move) until it
- * is within the aim. An arc larger than any node's room goes, in (B), to
- * the node most below its share whose own large arcs leave room for it, if
- * it may then shed its small ones. Should the floor still break, rounds
+ * to the serving node it suits best; (B) from each node above share + tol,
+ * arcs that fit elsewhere until it is within the aim: the one that lands it
+ * within its aim nearest its share if there is one, else its largest; (C)
+ * into each node below share - tol, an arc a donor can spare (received ones
+ * first: re-pointing them costs no move): the one that lands it within its
+ * aim nearest its share, else the largest, until it is within the aim. An
+ * arc goes where it suits best (pairing over and under nodes): to a node it
+ * fits whole below its share, the tightest such, so small arcs fill what
+ * large ones cannot, else where it lowers that node's distance from its
+ * share the most. An arc larger than any node's room that lands its holder
+ * near its share goes, in (B), to the node furthest below its band holding
+ * only arcs larger than its tol (an empty joiner, say; up to twice its
+ * target), which the objective then excuses: one move where filling it
+ * with arcs that fit took many.
+ * Any other arc larger than every room goes to the node most below its
+ * share whose own large arcs leave room for it, if it may then shed its
+ * small ones. Targets follow the final owners (a node pinned at an arc it
+ * received leaves less for the others), so nodes that end off tolerance
+ * against them get rounds of their own. Should the floor still break, rounds
  * under the floor (L) place what they must, and rounds under
  * the objective shed the small arcs from where it landed. Receivers obey
  * the same rule as token balance (ring__can_take), so the waves keep
@@ -59,7 +71,11 @@
  * short of its aim reports the same counts to tol (no aim), and a plan with
  * nodes off tolerance the old bound (L in place of tol, no aim, no spare
  * count), which holds for every plan meeting the floor. These are argued,
- * not proven: ring_plan_verify checks every plan against its bound, and the
+ * not proven, and loose where arcs are large: they ignore where an arc can
+ * land, so a node over its band by an arc larger than every node's room
+ * counts one move though it sheds many small ones (at 1,000 hosts re-plans
+ * of a token-balanced table make about 12x their bound this way).
+ * ring_plan_verify checks every plan against its bound, and the
  * property tests (tests/planner/test_plan_bytes.c, test_plan_bytes_scale.c)
  * measure how far above it plans land.
  */
@@ -88,6 +104,8 @@ typedef struct bal {
   uint32_t *start;      /* per node offsets into slots (CSR of kept base slots) */
   uint32_t *slots;      /* each node's kept base slots, largest arc first */
   uint32_t *forced;     /* slots that must move, largest arc first */
+  uint32_t *by_size;    /* tokens, the largest arc first */
+  double *pre;          /* prefix sums of the sizes in by_size order (T + 1) */
   uint32_t n_forced;
   struct keyed *order; /* scratch: serving nodes by surplus */
   struct keyed *cand;  /* scratch: one node's received slots */
@@ -117,6 +135,10 @@ static double aim(const bal *b, uint32_t i) {
 /* Whether node i is brought to its aim: it was outside its band. */
 static bool triggered(const bal *b, uint32_t i) { return b->trig[i] && !b->loose; }
 
+/* How far below its target node i may end: its aim once triggered (pushed
+ * past it, it would have to be filled again), else its band. */
+static double reach(const bal *b, uint32_t i) { return triggered(b, i) ? aim(b, i) : band(b, i); }
+
 static uint64_t tie(uint64_t a, uint64_t b) { return ring__mix64(a * 0x9e3779b97f4a7c15ull ^ b); }
 
 static uint64_t slot_size(const bal *b, uint32_t s) { return b->size[s / b->p->R]; }
@@ -138,15 +160,6 @@ static int cmp_keyed(const void *x, const void *y) {
   if (a->key != c->key)
     return a->key > c->key ? -1 : 1;
   return (a->id > c->id) - (a->id < c->id);
-}
-
-/* Sorts n slots in place, the largest arc first; scratch holds n entries. */
-static void sort_slots(const bal *b, uint32_t *slots, uint32_t n, keyed *scratch) {
-  for (uint32_t k = 0; k < n; k++)
-    scratch[k] = (keyed){(double)slot_size(b, slots[k]), slots[k]};
-  qsort(scratch, n, sizeof *scratch, cmp_keyed);
-  for (uint32_t k = 0; k < n; k++)
-    slots[k] = scratch[k].id;
 }
 
 /* Targets (pinned ones included) from the base owners; scratch in small.
@@ -173,41 +186,81 @@ static int check_sizes(const bal *b, uint64_t *one_replica, ring_error *err) {
   return top ? RING_OK : ring__err(err, RING_EINVAL, "balance bytes: every arc is empty");
 }
 
-/* Frees the forced slots and indexes the kept ones per owner. */
+/* One stable pass of the radix sort: src into dst by the byte at `shift`
+ * of each token's size, the largest byte first. False if that byte is the
+ * same for every token (the pass would change nothing). */
+static bool radix_pass(const uint64_t *size, const uint32_t *src, uint32_t *dst, uint32_t T,
+                       unsigned shift) {
+  uint32_t at[257] = {0};
+  for (uint32_t k = 0; k < T; k++)
+    at[256 - ((size[src[k]] >> shift) & 0xff)]++;
+  for (uint32_t d = 0; d < 256; d++) {
+    if (at[d + 1] == T)
+      return false;
+    at[d + 1] += at[d];
+  }
+  for (uint32_t k = 0; k < T; k++)
+    dst[at[255 - ((size[src[k]] >> shift) & 0xff)]++] = src[k];
+  return true;
+}
+
+/* Tokens by size, the largest first (then the smaller token), and the
+ * prefix sums of their sizes in that order: sorted once per plan (a radix
+ * sort: sizes are below 2^48), as every per-node list and the bound walk
+ * arcs largest first. */
+static int sort_tokens(bal *b) {
+  const uint32_t T = b->p->T;
+  uint32_t *tmp = malloc(T * sizeof *tmp);
+  b->by_size = malloc(T * sizeof *b->by_size);
+  b->pre = malloc((T + 1) * sizeof *b->pre);
+  if (tmp == NULL || b->by_size == NULL || b->pre == NULL) {
+    free(tmp);
+    return RING_ENOMEM;
+  }
+  for (uint32_t t = 0; t < T; t++)
+    b->by_size[t] = t;
+  for (unsigned shift = 0; shift < 48; shift += 8)
+    if (radix_pass(b->size, b->by_size, tmp, T, shift))
+      memcpy(b->by_size, tmp, T * sizeof *tmp);
+  free(tmp);
+  b->pre[0] = 0;
+  for (uint32_t k = 0; k < T; k++)
+    b->pre[k + 1] = b->pre[k] + (double)b->size[b->by_size[k]];
+  return RING_OK;
+}
+
+/* Frees the forced slots and indexes the kept ones per owner, each list
+ * the largest arc first (then the smaller slot): walking the tokens by
+ * size fills every list in order without a sort per node. */
 static int split_slots(bal *b) {
   ring__planner *p = b->p;
-  const uint32_t S = p->T * p->R;
   b->start = calloc(p->n + 1, sizeof *b->start);
-  b->slots = malloc(S * sizeof *b->slots);
-  b->forced = malloc(S * sizeof *b->forced);
-  if (!b->start || !b->slots || !b->forced)
+  b->slots = malloc((size_t)p->T * p->R * sizeof *b->slots);
+  b->forced = malloc((size_t)p->T * p->R * sizeof *b->forced);
+  uint32_t *fill = calloc(p->n + 1, sizeof *fill);
+  if (!b->start || !b->slots || !b->forced || !fill || sort_tokens(b) != RING_OK) {
+    free(fill);
     return RING_ENOMEM;
-  for (uint32_t s = 0; s < S; s++) {
-    if (ring__slot_forced(p, s / p->R, s % p->R)) {
-      b->forced[b->n_forced++] = s;
-      p->target->owners[s] = NONE;
-      continue;
-    }
-    b->start[p->orig[s] + 1]++;
-    b->held[p->orig[s]] += (double)slot_size(b, s);
-    p->load[p->orig[s]]++;
   }
+  for (uint32_t k = 0; k < p->T; k++)
+    for (uint32_t t = b->by_size[k], r = 0; r < p->R; r++) {
+      uint32_t s = t * p->R + r;
+      if (ring__slot_forced(p, t, r)) {
+        b->forced[b->n_forced++] = s;
+        p->target->owners[s] = NONE;
+        continue;
+      }
+      b->start[p->orig[s] + 1]++;
+      b->held[p->orig[s]] += (double)b->size[t];
+      p->load[p->orig[s]]++;
+    }
   for (uint32_t i = 0; i < p->n; i++)
     b->start[i + 1] += b->start[i];
-  uint32_t *fill = calloc(p->n + 1, sizeof *fill);
-  if (fill == NULL)
-    return RING_ENOMEM;
-  for (uint32_t s = 0; s < S; s++)
-    if (p->target->owners[s] != NONE)
-      b->slots[b->start[p->orig[s]] + fill[p->orig[s]]++] = s;
+  for (uint32_t k = 0; k < p->T; k++)
+    for (uint32_t t = b->by_size[k], r = 0; r < p->R; r++)
+      if (p->target->owners[t * p->R + r] != NONE)
+        b->slots[b->start[p->orig[t * p->R + r]] + fill[p->orig[t * p->R + r]]++] = t * p->R + r;
   free(fill);
-  keyed *scratch = malloc(S * sizeof *scratch);
-  if (scratch == NULL)
-    return RING_ENOMEM;
-  for (uint32_t i = 0; i < p->n; i++)
-    sort_slots(b, b->slots + b->start[i], b->start[i + 1] - b->start[i], scratch);
-  sort_slots(b, b->forced, b->n_forced, scratch);
-  free(scratch);
   return RING_OK;
 }
 
@@ -280,6 +333,8 @@ static void bal_free(bal *b) {
   free(b->start);
   free(b->slots);
   free(b->forced);
+  free(b->by_size);
+  free(b->pre);
 }
 
 /* ------------------------------------------------------------------ bound */
@@ -338,28 +393,12 @@ static uint32_t bound_out(const bal *b) {
 
 /* Moves in: per node below target - band, the fewest arcs of all that
  * bring it to target - aim. */
-static int bound_in(const bal *b, uint32_t *out) {
-  const uint32_t T = b->p->T;
-  uint64_t *sorted = malloc(T * sizeof *sorted);
-  double *pre = malloc((T + 1) * sizeof *pre);
-  if (sorted == NULL || pre == NULL) {
-    free(sorted);
-    free(pre);
-    return RING_ENOMEM;
-  }
-  memcpy(sorted, b->size, T * sizeof *sorted);
-  qsort(sorted, T, sizeof *sorted, cmp_u64_desc);
-  pre[0] = 0;
-  for (uint32_t k = 0; k < T; k++)
-    pre[k + 1] = pre[k] + (double)sorted[k];
+static uint32_t bound_in(const bal *b) {
   uint32_t lb = 0;
   for (uint32_t i = 0; i < b->p->n; i++)
     if (b->p->sh.eligible[i] && b->held[i] < b->want[i] - band(b, i))
-      lb += fewest(pre, T, b->want[i] - aim(b, i) - b->held[i]);
-  free(sorted);
-  free(pre);
-  *out = lb;
-  return RING_OK;
+      lb += fewest(b->pre, b->p->T, b->want[i] - aim(b, i) - b->held[i]);
+  return lb;
 }
 
 /* Each donor's possible moves, as what each can lower the shortfall by:
@@ -459,9 +498,8 @@ static int bound_capped(const bal *b, uint32_t *out) {
 
 /* The largest of the four counts, under the rule b->loose says. */
 static int lower_bound(const bal *b, uint32_t *out) {
-  uint32_t in = 0, capped = 0, spare = 0, lb = bound_out(b);
-  if (bound_in(b, &in) != RING_OK || bound_capped(b, &capped) != RING_OK ||
-      (!b->loose && bound_spare(b, &spare) != RING_OK))
+  uint32_t in = bound_in(b), capped = 0, spare = 0, lb = bound_out(b);
+  if (bound_capped(b, &capped) != RING_OK || (!b->loose && bound_spare(b, &spare) != RING_OK))
     return RING_ENOMEM;
   lb = in > lb ? in : lb;
   lb = capped > lb ? capped : lb;
@@ -531,29 +569,43 @@ static bool fits(const bal *b, uint16_t u, uint32_t s) {
          ring__can_take(b->p, u, s / b->p->R, s % b->p->R);
 }
 
+/* How well arc size a suits node u, the lower the better: what it lowers
+ * u's distance from its target by, negated (a node that can take it all
+ * below its target gains the whole arc), then the tightest such fit (the
+ * smallest shortfall, leaving larger shortfalls to larger arcs: small arcs
+ * fill what large ones cannot). */
+static void suits(const bal *b, uint32_t u, double a, double key[2]) {
+  const double gap = b->want[u] - b->held[u];
+  key[0] = gap >= a ? -a : fabs(gap - a) - fabs(gap);
+  key[1] = gap >= a ? gap - a : 0;
+}
+
 /* The node to take slot s: it fits (when must_fit; else it keeps capped
  * domains whole when `whole`), then the fewest best-effort clashes, then
- * the most room. NONE if none may. */
+ * the one it suits best. NONE if none may. */
 static uint16_t receiver(const bal *b, uint32_t s, bool must_fit, bool whole) {
   const ring__planner *p = b->p;
   const uint32_t t = s / p->R, r = s % p->R;
   uint16_t best = NONE;
   uint32_t best_soft = 0;
-  double best_room = 0;
+  double best_key[2] = {0, 0}, key[2];
   for (uint32_t i = 0; i < p->n; i++) {
     const uint16_t u = (uint16_t)i;
     if (!p->sh.eligible[i] || (must_fit ? !fits(b, u, s) : !ring__can_take(p, u, t, r)) ||
         (whole && !keeps_domains(b, u, s)))
       continue;
     uint32_t soft = ring__soft_conflicts(p, u, t, r);
-    double rm = b->want[i] - b->held[i];
-    bool better =
-        best == NONE || soft < best_soft ||
-        (soft == best_soft && (rm > best_room || (rm == best_room && tie(s, i) > tie(s, best))));
+    suits(b, i, (double)slot_size(b, s), key);
+    bool same = soft == best_soft && key[0] == best_key[0] && key[1] == best_key[1];
+    bool better = best == NONE || soft < best_soft ||
+                  (soft == best_soft &&
+                   (key[0] < best_key[0] || (key[0] == best_key[0] && key[1] < best_key[1]))) ||
+                  (same && tie(s, i) > tie(s, best));
     if (better) {
       best = u;
       best_soft = soft;
-      best_room = rm;
+      best_key[0] = key[0];
+      best_key[1] = key[1];
     }
   }
   return best;
@@ -652,8 +704,88 @@ static int shed_big(bal *b, uint32_t i) {
   return 0;
 }
 
+/* The first of n slots (largest first) of at most `most` bytes. */
+static uint32_t first_within(const bal *b, const uint32_t *slots, uint32_t n, double most) {
+  uint32_t lo = 0, hi = n;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if ((double)slot_size(b, slots[mid]) <= most)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
+/* Gives kept slot s of i to the node it suits best, if one fits: 1 if
+ * given, 0 if not, RING_ENOMEM. */
+static int shed_to(bal *b, uint32_t i, uint32_t s) {
+  uint16_t u = moved(b, s) ? NONE : receiver(b, s, true, true);
+  if (u == NONE || u == i)
+    return 0;
+  return give(b, s, u) ? 1 : RING_ENOMEM;
+}
+
+/* At most this many times its target may a node hold through
+ * whole_receiver: an arc many shares large handed to a joiner pins it there
+ * and lowers every other node's target (test_plan_bytes_scale: at 5,000
+ * hosts joins took 11 moves with no cap, 3 with it; at 1,000 the same 7). */
+#define WHOLE_MAX 2.0
+
+/* A node below its band holding only arcs larger than its tol (an empty
+ * joiner, say) that may take slot s, an arc larger than its tol and than
+ * its room, up to WHOLE_MAX times its target: it then holds only arcs it
+ * cannot split, as the objective excuses. The one furthest below its
+ * target, or NONE. */
+static uint16_t whole_receiver(const bal *b, uint32_t s) {
+  const ring__planner *p = b->p;
+  const double sz = (double)slot_size(b, s);
+  uint16_t best = NONE;
+  for (uint32_t j = 0; j < p->n; j++) {
+    const uint16_t u = (uint16_t)j;
+    if (!p->sh.eligible[j] || b->held[j] - b->bigb[j] > 0 || sz <= b->tol[j] ||
+        b->held[j] >= b->want[j] - band(b, j) || sz <= room(b, j) ||
+        b->held[j] + sz > WHOLE_MAX * b->want[j] || b->held[j] + sz - b->want[j] > b->limit ||
+        !keeps_domains(b, u, s) || !ring__can_take(p, u, s / p->R, s % p->R))
+      continue;
+    if (best == NONE || b->want[j] - b->held[j] > b->want[best] - b->held[best])
+      best = u;
+  }
+  return best;
+}
+
+/* The kept arc of i (of at most `top`) whose leaving lands i within its
+ * aim above and its reach below, nearest its target, given to where it
+ * suits best: the nearest each side of the surplus that finds a taker. */
+static int shed_nearest(bal *b, uint32_t i, double top) {
+  const uint32_t *own = b->slots + b->start[i], n = b->start[i + 1] - b->start[i];
+  const double over = b->held[i] - b->want[i], lo = over - aim(b, i), hi = over + reach(b, i);
+  const uint32_t mid = first_within(b, own, n, over), first = first_within(b, own, n, top);
+  for (uint32_t k = mid; k-- > first && (double)slot_size(b, own[k]) <= hi;) {
+    int got = shed_to(b, i, own[k]);
+    if (got != 0)
+      return got;
+  }
+  /* an arc that fits nowhere but lands i near its target: to a node it
+   * leaves holding only arcs it cannot split */
+  for (uint32_t k = first_within(b, own, n, hi); k < first && (double)slot_size(b, own[k]) >= lo;
+       k++) {
+    uint16_t u = moved(b, own[k]) ? NONE : whole_receiver(b, own[k]);
+    if (u != NONE && u != i)
+      return give(b, own[k], u) ? 1 : RING_ENOMEM;
+  }
+  for (uint32_t k = mid < first ? first : mid;
+       k < n && (double)slot_size(b, own[k]) >= lo && slot_size(b, own[k]) > 0; k++) {
+    int got = shed_to(b, i, own[k]);
+    if (got != 0)
+      return got;
+  }
+  return 0;
+}
+
 /* Sheds one arc of i to a node it fits: a received one first (free), then
- * its largest kept one. 1 if it could, 0 if not, RING_ENOMEM. */
+ * the kept one that lands i nearest its target, else its largest kept one.
+ * 1 if it could, 0 if not, RING_ENOMEM. */
 static int shed_one(bal *b, uint32_t i) {
   const double top = most_room(b);
   uint32_t m = received(b, i, b->cand);
@@ -662,15 +794,13 @@ static int shed_one(bal *b, uint32_t i) {
     if (u != NONE && u != i)
       return give(b, b->cand[k].id, u) ? 1 : RING_ENOMEM;
   }
-  for (uint32_t k = b->start[i]; k < b->start[i + 1]; k++) {
-    uint32_t s = b->slots[k];
-    double sz = (double)slot_size(b, s);
-    if (sz <= 0)
-      break; /* largest first: only empty arcs are left */
-    uint16_t u = moved(b, s) || sz > top ? NONE : receiver(b, s, true, true);
-    if (u != NONE && u != i)
-      return give(b, s, u) ? 1 : RING_ENOMEM;
-  }
+  int got = b->loose ? 0 : shed_nearest(b, i, top);
+  if (got != 0)
+    return got;
+  const uint32_t *own = b->slots + b->start[i], n = b->start[i + 1] - b->start[i];
+  for (uint32_t k = first_within(b, own, n, top); k < n && slot_size(b, own[k]) > 0; k++)
+    if ((got = shed_to(b, i, own[k])) != 0)
+      return got;
   return b->loose ? 0 : shed_big(b, i);
 }
 
@@ -699,21 +829,38 @@ typedef struct pull {
   bool costs;
 } pull;
 
-/* The first of n slots (largest first) of at most `most` bytes. */
-static uint32_t first_within(const bal *b, const uint32_t *slots, uint32_t n, double most) {
-  uint32_t lo = 0, hi = n;
-  while (lo < hi) {
-    uint32_t mid = lo + (hi - lo) / 2;
-    if ((double)slot_size(b, slots[mid]) <= most)
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  return lo;
+/* How far arc size a lands u from its target, if it brings u within its
+ * aim; -1 if it does not. */
+static double lands(const bal *b, uint16_t u, double a) {
+  const double gap = b->want[u] - b->held[u];
+  return a >= gap - aim(b, u) ? fabs(a - gap) : -1;
+}
+
+/* Among own[lo..n) (largest first), the kept arc that fits u and lands it
+ * nearest its target, scanning each way from the target's gap while arcs
+ * still bring u within its aim; UINT32_MAX if none does. */
+static uint32_t nearest(const bal *b, const uint32_t *own, uint32_t lo, uint32_t n, uint16_t u) {
+  const uint32_t mid = first_within(b, own, n, b->want[u] - b->held[u]);
+  uint32_t best = UINT32_MAX;
+  for (uint32_t k = mid < lo ? lo : mid; k < n && lands(b, u, (double)slot_size(b, own[k])) >= 0;
+       k++)
+    if (slot_size(b, own[k]) > 0 && !moved(b, own[k]) && fits(b, u, own[k])) {
+      best = own[k];
+      break;
+    }
+  for (uint32_t k = mid; k-- > lo;)
+    if (!moved(b, own[k]) && fits(b, u, own[k])) {
+      double far = lands(b, u, (double)slot_size(b, own[k]));
+      if (best == UINT32_MAX || far < lands(b, u, (double)slot_size(b, best)))
+        best = own[k];
+      break;
+    }
+  return best;
 }
 
 /* The best arc donor d can spare to u with both ending within their
- * bands: a received one (free) first, then its largest kept one. */
+ * bands: a received one (free) first, then the kept one that brings u
+ * within its aim nearest its target, else its largest kept one. */
 static pull spare(const bal *b, uint32_t d, uint16_t u) {
   const double can_give = b->held[d] - (b->want[d] - band(b, d));
   uint32_t m = received(b, d, b->cand);
@@ -721,7 +868,13 @@ static pull spare(const bal *b, uint32_t d, uint16_t u) {
     if (b->cand[k].key <= can_give && fits(b, u, b->cand[k].id))
       return (pull){b->cand[k].id, false};
   const uint32_t *own = b->slots + b->start[d], n = b->start[d + 1] - b->start[d];
-  for (uint32_t k = first_within(b, own, n, can_give); k < n; k++) {
+  const uint32_t lo = first_within(b, own, n, can_give);
+  if (lo < n && lands(b, u, (double)slot_size(b, own[lo])) >= 0) {
+    uint32_t s = nearest(b, own, lo, n, u);
+    if (s != UINT32_MAX)
+      return (pull){s, true};
+  }
+  for (uint32_t k = lo; k < n; k++) {
     uint32_t s = own[k];
     if (slot_size(b, s) == 0)
       break;
@@ -731,29 +884,37 @@ static pull spare(const bal *b, uint32_t d, uint16_t u) {
   return (pull){UINT32_MAX, true};
 }
 
-static bool better_pull(const bal *b, pull c, pull best) {
+/* Free first; then one that brings u within its aim, nearest its target;
+ * else the larger. */
+static bool better_pull(const bal *b, uint16_t u, pull c, pull best) {
   if (c.slot == UINT32_MAX || best.slot == UINT32_MAX)
     return c.slot != UINT32_MAX;
   if (c.costs != best.costs)
     return !c.costs;
+  double fc = lands(b, u, (double)slot_size(b, c.slot)),
+         fb = lands(b, u, (double)slot_size(b, best.slot));
+  if (fc >= 0 || fb >= 0)
+    return fc >= 0 && (fb < 0 || fc < fb);
   return slot_size(b, c.slot) > slot_size(b, best.slot);
 }
 
 /* The best pull into i over the donors in b->order (m of them, by spare
  * when the round began: an upper bound on their spare now, as donors only
- * give during (C), so the scan stops once no donor can beat the best). */
+ * give during (C), so the scan stops once no donor can beat the best: a
+ * donor whose spare is below the best arc has only smaller ones, which
+ * win only if free, or if the best overshoots the target). */
 static pull best_pull(const bal *b, uint32_t m, uint16_t i) {
   pull best = {UINT32_MAX, true};
   for (uint32_t j = 0; j < m; j++) {
     uint32_t d = b->order[j].id;
     if (b->order[j].key <= 0)
       break;
-    /* past the best's size only a free arc can still win */
-    if (best.slot != UINT32_MAX && b->order[j].key <= (double)slot_size(b, best.slot) &&
-        (b->recv[d] == 0 || !best.costs))
+    double top = best.slot != UINT32_MAX ? (double)slot_size(b, best.slot) : 0;
+    if (best.slot != UINT32_MAX && b->order[j].key <= top && (b->recv[d] == 0 || !best.costs) &&
+        top <= b->want[i] - b->held[i])
       continue;
     pull c = d != i ? spare(b, d, i) : (pull){UINT32_MAX, true};
-    best = better_pull(b, c, best) ? c : best;
+    best = better_pull(b, i, c, best) ? c : best;
   }
   return best;
 }
@@ -847,6 +1008,26 @@ static int rebalance(bal *b, ring_error *err) {
   return rc;
 }
 
+/* Targets follow the final owners (a node pinned at an arc it received
+ * leaves less for the others to share), so a node the rounds left within
+ * its band can end outside it: rounds again against the final targets,
+ * bringing such nodes to their aim, and count again. */
+static int retarget(bal *b, ring_error *err) {
+  const ring__planner *p = b->p;
+  memset(b->bigb, 0, p->n * sizeof *b->bigb);
+  for (uint32_t s = 0; s < p->T * p->R; s++) {
+    const uint16_t o = p->target->owners[s];
+    const double sz = (double)slot_size(b, s);
+    b->bigb[o] += sz > b->tol[o] ? sz : 0;
+  }
+  for (uint32_t i = 0; i < p->n; i++)
+    b->trig[i] = b->trig[i] || (p->sh.eligible[i] &&
+                                ring__bytes_off(b->want[i], b->tol[i], b->held[i], b->small[i]));
+  int rc = rounds(b, err);
+  bytes_small(b);
+  return rc;
+}
+
 /* Triggered nodes left short of their aim. */
 static uint32_t short_of_aim(const bal *b) {
   uint32_t m = 0;
@@ -879,8 +1060,11 @@ int ring__plan_assign_bytes(ring__planner *p, ring_error *err) {
     rc = rebalance(&b, err);
   if (rc == RING_OK) {
     bytes_small(&b); /* the final targets, as the verifier counts them */
-    rc = check_result(&b, err);
+    if (off_tolerance(&b) > 0)
+      rc = retarget(&b, err);
   }
+  if (rc == RING_OK)
+    rc = check_result(&b, err);
   if (rc == RING_OK) {
     p->off_tolerance = off_tolerance(&b);
     p->lower_bound = p->off_tolerance ? lb[2] : short_of_aim(&b) ? lb[1] : lb[0];
