@@ -189,7 +189,10 @@ def leader_minority(f, a):
     f.partition([old, "e1"], ["h4"])
     t0 = time.monotonic()
     f.start_host(4)
-    f.settle(4, 300)
+    # Bounded: the new leader's watch may sit on e1, cut off. It must find
+    # that stream dead by TCP keep-alive (16 s) and see the join; with the
+    # kernel's 9 probes it stayed blind for 55 s (a join took 50 s).
+    f.settle(4, 40)
     figure("leader_minority_join_s", f"{time.monotonic() - t0:.1f}")
     f.finish(4)
 
