@@ -547,6 +547,8 @@ class Fleet:
 
     def teardown(self):
         self.stop_flap()
+        for role in [r for r in self.procs if r.startswith("delay-")]:
+            self.stop(role, timeout=5)  # SIGTERM: the proxy logs its counts
         for role in list(self.procs):
             if self.alive(role):
                 self.procs[role].kill()
