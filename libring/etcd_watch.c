@@ -32,19 +32,26 @@
  * RING_EPROTO, ...) and leaves nothing running. Callbacks may begin before
  * it returns. After that no error reaches the caller: the thread retries.
  *
- * Liveness: a dead peer is found by TCP keep-alive; a peer that accepts and
- * says nothing by two deadlines: no "created" within the client's request
- * timeout, and no byte at all for RING_WATCH_IDLE_MS (etcd sends a progress
- * notification every 10 minutes by default, so this is kept well above it).
+ * Liveness: a dead peer is found by TCP keep-alive within KEEPIDLE +
+ * KEEPCNT * KEEPINTVL seconds (16 s: with the kernel's 9 probes a stream on
+ * a member cut off by a partition stayed blind for 55 s, and a coordinator
+ * that had just taken over missed a join meanwhile: tests/net's
+ * leader_minority); a peer that accepts and says nothing by two deadlines:
+ * no "created" within the client's request timeout, and no byte at all for
+ * RING_WATCH_IDLE_MS (etcd sends a progress notification every 10 minutes
+ * by default, so this is kept well above it).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "etcd_watch_int.h"
 #include "json_stream.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #ifndef RING_WATCH_STACK
@@ -63,7 +70,10 @@
 #define RING_WATCH_KEEPIDLE_S 10L /* TCP keep-alive: first probe after this idle time */
 #endif
 #ifndef RING_WATCH_KEEPINTVL_S
-#define RING_WATCH_KEEPINTVL_S 5L /* and then one probe every this often */
+#define RING_WATCH_KEEPINTVL_S 2L /* and then one probe every this often */
+#endif
+#ifndef RING_WATCH_KEEPCNT
+#define RING_WATCH_KEEPCNT 3 /* unanswered probes before the stream counts as dead */
 #endif
 #define WATCH_ERRBODY_MAX (64u << 10) /* body of a non-200 reply kept for its message */
 #define WATCH_STABLE_S 2.0            /* a stream that lived this long resets the backoff */
@@ -368,6 +378,15 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
   return atomic_load(&((ring_watch *)ud)->cancel) ? 1 : 0;
 }
 
+/* curl before 8.9 has no option for the probe count: set it on the socket. */
+static int set_keepcnt(void *ud, curl_socket_t fd, curlsocktype purpose) {
+  (void)ud;
+  int n = RING_WATCH_KEEPCNT;
+  if (purpose == CURLSOCKTYPE_IPCXN)
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &n, sizeof n); /* best effort, as curl's */
+  return CURL_SOCKOPT_OK;
+}
+
 /* {"create_request":{"key","range_end","start_revision","progress_notify":true}} */
 static char *request_body(const ring_watch *w) {
   cJSON *body = cJSON_CreateObject();
@@ -480,6 +499,7 @@ static int run_stream(ring_watch *w, uint32_t ep) {
   curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, RING_WATCH_KEEPIDLE_S);
   curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, RING_WATCH_KEEPINTVL_S);
+  curl_easy_setopt(h, CURLOPT_SOCKOPTFUNCTION, set_keepcnt);
   int rc = curl_multi_add_handle(w->multi, h) == CURLM_OK
                ? pump(w, ep)
                : ring__err(&w->stream_err, RING_ENOMEM, "etcd watch: curl_multi_add_handle");

@@ -154,6 +154,7 @@ class Fleet:
         self.hosts = hosts  # hosts made at the start (h1..hN); more may join
         self.flapping = None
         self.passed = False
+        self.delay_ms = 0  # hosts started while > 0 serve arcs behind a delay proxy
 
     # ------------------------------------------------------------ plumbing
 
@@ -263,7 +264,7 @@ class Fleet:
         a, data = self.addr[role], os.path.join(self.dir, role)
         os.makedirs(data, exist_ok=True)
         ac = self.conf(f"agent-{role}", {
-            **self.base_conf(role), "listen": f"{a}:7000", "advertise": f"{a}:7000",
+            **self.base_conf(role), "listen": f"{a}:7000", "advertise": self.arc_addr(role),
             "metrics": f"{a}:7001", "data-dir": data, "zone": f"z{i}",
             "secret-file": os.path.join(self.dir, "secret"), "lease-ttl": "3s",
             "drop-grace": "30s"})
@@ -273,6 +274,29 @@ class Fleet:
         self.spawn(f"agent-{role}", [self.bin("agent", "ring-agent"), "--config", ac], role)
         self.spawn(f"kv-{role}", [self.bin("examples/kv", "ring-kv"), "--config", kc], role)
         wait(lambda: self.http(f"{a}:7001", "/healthz") == 200, 30, f"{role}'s agent healthy")
+
+    def arc_addr(self, role):
+        """The address role's agent advertises: its arc server, or while
+        delay_ms > 0 a delay proxy in its namespace in front of it, so that
+        every peer's fetch from it crosses delay_ms each way."""
+        a = self.addr[role]
+        if not self.delay_ms:
+            return f"{a}:7000"
+        log = os.path.join(self.dir, f"delay-{role}.log")
+        self.spawn(f"delay-{role}", [
+            sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                         "delay_proxy.py"), "--listen", f"{a}:7002", "--to",
+            f"{a}:7000", "--delay-ms", str(self.delay_ms), "--max-seconds", "1800"], role)
+
+        def listening():
+            with open(log, errors="replace") as f:
+                return "delay_proxy: listening" in f.read()
+
+        wait(lambda: listening() or not self.alive(f"delay-{role}"), 20,
+             f"{role}'s delay proxy listening")
+        if not self.alive(f"delay-{role}"):
+            raise AssertionError(f"{role}'s delay proxy exited at its start")
+        return f"{a}:7002"
 
     def http(self, hostport, path, timeout=2):
         """The HTTP status of GET hostport/path (0: nothing answered)."""
@@ -523,6 +547,8 @@ class Fleet:
 
     def teardown(self):
         self.stop_flap()
+        for role in [r for r in self.procs if r.startswith("delay-")]:
+            self.stop(role, timeout=5)  # SIGTERM: the proxy logs its counts
         for role in list(self.procs):
             if self.alive(role):
                 self.procs[role].kill()
