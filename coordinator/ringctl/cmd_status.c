@@ -21,9 +21,10 @@
  * "nodes" leaves out removed nodes unless --all (one whose agent still runs
  * stays, with "agent_running":true); "state" is "drained" for a drain done;
  * "bytes" is what the node's sizes/ report sums to (0 with bytes_reported
- * false when it wrote none). "health" is cluster_health.c's reasons, the
- * ones the coordinator's /healthz is degraded for (kind below_r,
- * plan_refused, refill_waits, label_mismatch), and ok is true without any.
+ * false when it wrote none). "health" is every reason the coordinator's
+ * /healthz is degraded for: moves stuck (kind stuck), replicas missing
+ * while they refill (missing), and cluster_health.c's (below_r,
+ * plan_refused, refill_waits, label_mismatch); ok is true without any.
  * "plan" is the active run, else the proposed plan, else the last finished run.
  * "stuck" is the coordinator's `stuck` report for the current version;
  * "failing" every failing fetch the receivers report for it, stuck or not yet.
@@ -36,6 +37,7 @@
 #include "ringctl_etcd.h"
 #include "ringctl_out.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 
 static const char help[] =
@@ -53,27 +55,62 @@ static const char help[] =
     "size cap or malformed.\n"
     "  --all  also list removed nodes\n";
 
-/* The reasons as `ringctl status --json` gives them. */
-static cJSON *health_json(const rk_health_view *h) {
-  cJSON *o = cJSON_CreateObject(), *reasons = cJSON_CreateArray();
-  bool ok = true;
-  for (int k = 0; k < RK_HEALTH_KINDS; k++) {
-    if (h->count[k] == 0)
-      continue;
-    cJSON *r = cJSON_CreateObject();
-    cJSON_AddStringToObject(r, "kind", rk_health_kind_name((rk_health_kind)k));
-    cJSON_AddNumberToObject(r, "count", (double)h->count[k]);
-    cJSON_AddStringToObject(r, "text", h->text[k]);
-    cJSON_AddItemToArray(reasons, r);
-    ok = false;
+/* The reasons besides cluster_health.c's that the coordinator's /healthz
+ * also gives, each with its own list below: moves stuck (the `stuck` key:
+ * a run without progress) and token-replicas missing while they refill
+ * (under policy none that is refill_waits already). A token below R is
+ * degraded wherever an operator looks. */
+typedef struct extra_reasons {
+  const char *kind[2];
+  uint64_t count[2];
+  char text[2][RK_HEALTH_TEXT];
+  int n;
+} extra_reasons;
+
+static void extra_make(const rk_state *st, const rk_health_view *h, uint64_t missing,
+                       extra_reasons *x) {
+  x->n = 0;
+  uint64_t stuck = st->has_stuck ? (uint64_t)st->stuck.n_moves + st->stuck.more : 0;
+  if (stuck > 0 && st->stuck.n_moves > 0) {
+    x->kind[x->n] = "stuck", x->count[x->n] = stuck;
+    snprintf(x->text[x->n++], RK_HEALTH_TEXT,
+             "%" PRIu64 " moves stuck (no progress for --stuck-after; first: token %" PRIu32
+             " to %s): listed below",
+             stuck, st->stuck.moves[0].token, st->stuck.moves[0].to);
   }
-  cJSON_AddBoolToObject(o, "ok", ok);
+  if (missing > 0 && h->count[RK_HEALTH_REFILL_WAITS] == 0) {
+    x->kind[x->n] = "missing", x->count[x->n] = missing;
+    snprintf(x->text[x->n++], RK_HEALTH_TEXT,
+             "%" PRIu64 " token-replicas missing, being refilled: listed below", missing);
+  }
+}
+
+static cJSON *reason_json(const char *kind, uint64_t count, const char *text) {
+  cJSON *r = cJSON_CreateObject();
+  cJSON_AddStringToObject(r, "kind", kind);
+  cJSON_AddNumberToObject(r, "count", (double)count);
+  cJSON_AddStringToObject(r, "text", text);
+  return r;
+}
+
+/* The reasons as `ringctl status --json` gives them. */
+static cJSON *health_json(const extra_reasons *x, const rk_health_view *h) {
+  cJSON *o = cJSON_CreateObject(), *reasons = cJSON_CreateArray();
+  for (int i = 0; i < x->n; i++)
+    cJSON_AddItemToArray(reasons, reason_json(x->kind[i], x->count[i], x->text[i]));
+  for (int k = 0; k < RK_HEALTH_KINDS; k++)
+    if (h->count[k] != 0)
+      cJSON_AddItemToArray(
+          reasons, reason_json(rk_health_kind_name((rk_health_kind)k), h->count[k], h->text[k]));
+  cJSON_AddBoolToObject(o, "ok", cJSON_GetArraySize(reasons) == 0);
   cJSON_AddItemToObject(o, "reasons", reasons);
   return o;
 }
 
-static void health_text(const rk_health_view *h) {
+static void health_text(const extra_reasons *x, const rk_health_view *h) {
   bool ok = true;
+  for (int i = 0; i < x->n; i++, ok = false)
+    printf("%s%s\n", ok ? "health:   degraded: " : "          ", x->text[i]);
   for (int k = 0; k < RK_HEALTH_KINDS; k++)
     if (h->count[k] != 0) {
       printf("%s%s\n", ok ? "health:   degraded: " : "          ", h->text[k]);
@@ -129,6 +166,7 @@ typedef struct view {
   plan_view plans;
   rk_missing_view missing;
   rk_health_view health;
+  extra_reasons extra; /* stuck moves, replicas refilling */
 } view;
 
 static int print_json(ringctl_ctx *ctx, const rk_state *st, const view *w) {
@@ -143,7 +181,7 @@ static int print_json(ringctl_ctx *ctx, const rk_state *st, const view *w) {
   cJSON_AddItemToObject(o, "nodes", nodes);
   for (uint32_t i = 0; i < w->n_rows; i++)
     cJSON_AddItemToArray(nodes, ringctl_node_json(&rows[i], false));
-  cJSON_AddItemToObject(o, "health", health_json(&w->health));
+  cJSON_AddItemToObject(o, "health", health_json(&w->extra, &w->health));
   cJSON_AddItemToObject(o, "plan", plan_json(v));
   cJSON_AddItemToObject(o, "stuck", ringctl_stuck_json(st));
   cJSON_AddItemToObject(o, "failing", ringctl_failing_json(st));
@@ -190,7 +228,7 @@ static void print_text(const ringctl_ctx *ctx, const rk_state *st, const view *w
     printf("leader:   %s%s%s\n", st->leader.id, st->leader.addr[0] ? " at " : "", st->leader.addr);
   else
     puts("leader:   none (is ring-coordinator running?)");
-  health_text(&w->health);
+  health_text(&w->extra, &w->health);
   print_plan(&w->plans);
   putchar('\n');
   ringctl_node_table(stdout, w->rows, w->n_rows, false);
@@ -211,6 +249,7 @@ static int show(ringctl_ctx *ctx, const rk_state *st, const ring_table *table, b
     rk_missing_view_free(&w.missing);
     return ringctl_say(ctx, RINGCTL_EXIT_FAILURE, "out of memory");
   }
+  extra_make(st, &w.health, w.missing.replicas, &w.extra);
   int rc = read_plans(ctx, st, &w.plans);
   if (rc == RINGCTL_EXIT_OK && ctx->a->globals->json)
     rc = print_json(ctx, st, &w);

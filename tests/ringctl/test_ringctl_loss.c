@@ -177,8 +177,10 @@ START_TEST(status_shows_stuck_and_failing) {
   fx_free(&r);
 
   cJSON *j = fx_json(0, "l-status", "status");
-  static const char *const top[] = {"version", "nodes", "plan", "stuck", "failing", "missing"};
-  fx_fields(j, top, 6);
+  static const char *const top[] = {"version", "nodes",   "health", "plan",
+                                    "stuck",   "failing", "missing"};
+  fx_fields(j, top, 7);
+  ck_assert(!cJSON_IsTrue(fx_get(fx_get(j, "health"), "ok"))); /* stuck moves: not healthy */
   const cJSON *stuck = fx_get(j, "stuck");
   ck_assert_int_eq(cJSON_GetArraySize(stuck), 2);
   const cJSON *m = cJSON_GetArrayItem(stuck, 1);
@@ -254,6 +256,13 @@ START_TEST(missing_named_verified_and_accepted) {
   fx_fields(h, hf, 4);
   ck_assert_str_eq(fx_str(h, "host"), a);
   ck_assert_int_eq((int)cJSON_GetArrayItem(fx_get(h, "tokens"), 0)->valuedouble, (int)tok);
+  const cJSON *health = fx_get(j, "health"); /* a replica short is degraded, refilling or not */
+  ck_assert(!cJSON_IsTrue(fx_get(health, "ok")));
+  const cJSON *why = cJSON_GetArrayItem(fx_get(health, "reasons"), 0);
+  ck_assert_msg(strcmp(fx_str(why, "kind"), "missing") == 0 ||
+                    strcmp(fx_str(why, "kind"), "refill_waits") == 0,
+                "%s", fx_str(why, "kind"));
+  ck_assert_int_eq((int)fx_num(why, "count"), 1);
   cJSON_Delete(j);
   FX_EXPECT_IN(1, out, "reports 1 owned token-replicas missing: 5", "l-miss", "verify");
 
