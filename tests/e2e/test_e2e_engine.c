@@ -25,13 +25,6 @@
 
 #include <math.h>
 
-/* The mod revision of <prefix><what> (0: absent). */
-static int64_t mod_rev(const char *what) {
-  int64_t rev;
-  env_key_meta(what, NULL, &rev);
-  return rev;
-}
-
 /* The id of plan/active's plan, "" when no run is active. */
 static void active_id(char id[24]) {
   char *v = env_get("plan/active");
@@ -89,31 +82,10 @@ static bool load_agrees(int slots) {
   return ok && seen == slots;
 }
 
-/* Whether every node n0..n<slots-1> wrote sizes/ after rev[i] (its mod
- * revision then; 0 for any). */
-static bool sizes_after(int slots, const int64_t *rev) {
-  char what[32];
-  for (int i = 0; i < slots; i++) {
-    snprintf(what, sizeof what, "sizes/n%d", i);
-    if (mod_rev(what) <= rev[i])
-      return false;
-  }
-  return true;
-}
-
 /* Waits until the agents of slots 0..slots-1 measured their arcs after the
  * data set was loaded, and status, sizes/ and their metrics agree. */
 static void sizes_measured(int slots) {
-  int64_t rev[ENV_AGENTS] = {0};
-  char what[32];
-  ck_assert_msg(ENV_WAIT(sizes_after(slots, rev), 20), "the agents wrote no sizes/");
-  for (int i = 0; i < slots; i++) {
-    snprintf(what, sizeof what, "sizes/n%d", i);
-    rev[i] = mod_rev(what);
-  }
-  /* a measure after the data set was loaded: each agent writes sizes/ again */
-  ck_assert_msg(ENV_WAIT(sizes_after(slots, rev), 20),
-                "the agents did not measure again after the load");
+  e2e_sizes_fresh(slots);
   ck_assert_msg(ENV_WAIT(load_agrees(slots), 20),
                 "status --json's bytes, sizes/ and ring_agent_bytes_held disagree");
 }
@@ -158,36 +130,12 @@ END_TEST
  * steps, each as long as its slowest receiver) is within 15% of the time
  * `apply --wait` takes. */
 START_TEST(drain_estimate) {
-  static const char *const fast[] = {"--sizes-every 1s", "--sizes-every 1s", "--sizes-every 1s",
-                                     "--sizes-every 1s"};
-  const e2e_opts o = {.tokens = 1024,
-                      .replicas = 3,
-                      .per_node = 4,
-                      .per_wave = 256,
-                      .bytes_per_sec = 4000,
-                      .value_size = 100};
-  e2e_bootstrap_with(&o, 4, 1, fast, NULL);
-  sizes_measured(4);
-  ck_assert_int_eq(e2e_ringctl(NULL, 0, "drain n0"), 0);
-  char id[24], out[1 << 16];
-  ck_assert_msg(ENV_WAIT(e2e_new_proposal(id), 30), "no plan for n0's drain");
-  ck_assert_int_eq(e2e_ringctl(out, sizeof out, "plan --json"), 0);
-  cJSON *p = cJSON_Parse(out);
-  ck_assert_msg(p != NULL, "ringctl plan --json: %.200s", out);
-  double eta = cJSON_GetObjectItemCaseSensitive(p, "eta_s")->valuedouble;
-  double ideal = cJSON_GetObjectItemCaseSensitive(p, "eta_ideal_s")->valuedouble;
-  char bound[96];
-  snprintf(bound, sizeof bound, "%s",
-           cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "eta_bound")));
-  cJSON_Delete(p);
-  double t0 = harness_now();
-  ck_assert_int_eq(e2e_ringctl(out, sizeof out, "apply --wait %s", id), 0);
-  e2e_wait_done(id, 180);
-  double took = harness_now() - t0;
-  printf("drain estimate: 3 receivers at 4000 B/s each: ETA %.1f s (%s; every byte at once "
+  e2e_eta e;
+  e2e_eta_case(false, 1000, &e);
+  printf("drain estimate: 3 receivers at 40000 B/s each: ETA %.1f s (%s; every byte at once "
          "%.1f s), took %.1f s (%+.0f%%)\n",
-         eta, bound, ideal, took, 100 * (took - eta) / eta);
-  ck_assert_msg(fabs(took - eta) <= 0.15 * eta, "ETA %.1f s, took %.1f s", eta, took);
+         e.eta, e.bound, e.ideal, e.took, 100 * (e.took - e.eta) / e.eta);
+  ck_assert_msg(fabs(e.took - e.eta) <= 0.15 * e.eta, "ETA %.1f s, took %.1f s", e.eta, e.took);
   e2e_settle(2, 120);
   e2e_check(false);
   env_pass();
