@@ -1,5 +1,5 @@
 /*
- * plan_sizes.c: how much data a plan moves and how long that takes, from
+ * plan_sizes.c: how much data a plan moves (plan_eta.c: how long it takes), from
  * the arc sizes hosts report (sizes/<id>, proto/etcd.md).
  *
  * A token's size is its first owner's report (slot order): the owners'

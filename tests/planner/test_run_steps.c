@@ -158,10 +158,22 @@ START_TEST(limits_hold_at_every_step) {
 }
 END_TEST
 
-/* A drain of n0 from n nodes in n zones, R 3, planned without limits as
+/* Owners in ranges, as joins over time leave them: of 4 nodes, n0 owns
+ * every token and the one node without a replica of token t is n3 in the
+ * first third, n2 in the second, n1 in the last. So a drain of n0 gives
+ * its moves, in plan (token) order, to one receiver at a time. */
+static uint16_t owner_ranges(uint32_t t, uint32_t r, uint32_t tokens, uint32_t replicas,
+                             uint32_t n) {
+  (void)replicas, (void)n;
+  uint16_t without = (uint16_t)(3 - t * 3 / tokens);
+  uint16_t o = (uint16_t)r; /* slots 0..2 over the nodes 0..3 but `without` */
+  return o >= without ? (uint16_t)(o + 1) : o;
+}
+
+/* A drain of n0 from 4 nodes in 4 zones, R 3, planned without limits as
  * the coordinator plans. */
 static ring_plan *drain_plan(uint32_t T, uint32_t n, ring_table **base) {
-  *base = test_table_rr(T, 3, n, n, NULL, 1);
+  *base = test_table_owned(T, 3, n, n, NULL, 1, owner_ranges);
   ring_node_spec specs[8];
   char ids[8][8], zone[8][8];
   const char *keys[8], *vals[8];
@@ -185,13 +197,14 @@ static ring_plan *drain_plan(uint32_t T, uint32_t n, ring_table **base) {
 }
 
 /* The issue's case: a drain to three receivers, 256 moves at once. Filled
- * in plan order the first set went 193 / 63 / 0; one per receiver in turn
- * it gives each a third, so no receiver idles while another works. */
+ * in plan order the first set goes 256 / 0 / 0 here (193 / 63 / 0 in the
+ * issue's cluster); one per receiver in turn it gives each a third, so no
+ * receiver idles while another works. */
 START_TEST(first_step_spreads_receivers) {
   ring_table *base;
   ring_plan *p = drain_plan(1024, 4, &base);
   uint32_t moves = ring_plan_move_count(p), per[4] = {0}, n;
-  ck_assert_uint_gt(moves, 600); /* n0's 768 token-replicas */
+  ck_assert_uint_eq(moves, 1024); /* n0 holds a replica of every token */
   uint8_t *done = calloc(moves / 8 + 1, 1), *pick = calloc(moves / 8 + 1, 1);
   rk_throttle th = {.moves_per_wave = 256, .moves_per_node = 4};
   n = rk_run_choose(p, done, &th, rk_run_next_wave(p, done, 0), pick);
@@ -208,10 +221,10 @@ START_TEST(first_step_spreads_receivers) {
 }
 END_TEST
 
-/* The estimate: equal arcs spread evenly come within a step's rounding of
- * the busiest receiver's share; one source serving one arc at a time
- * (moves_per_node 1) to three receivers takes three times as long, and
- * the estimate names that source. */
+/* The estimate: equal arcs spread evenly come within an arc a step of the
+ * busiest receiver's share (in plan order they took 2.5 times as long); one source serving one arc
+ * at a time (moves_per_node 1) to three receivers takes three times as long, and the estimate names
+ * that source. */
 START_TEST(eta_models_steps_and_sources) {
   ring_table *base;
   ring_plan *p = drain_plan(1024, 4, &base);
@@ -225,7 +238,7 @@ START_TEST(eta_models_steps_and_sources) {
   printf("drain eta %.1f s, ideal %.1f s, %s\n", (double)e.ms / 1e3, (double)e.ideal_ms / 1e3,
          rk_eta_text(p, &e, why, sizeof why));
   ck_assert_uint_ge(e.ms, e.ideal_ms);
-  ck_assert_uint_le(e.ms, e.ideal_ms + 2000); /* a last partial step's imbalance at most */
+  ck_assert_uint_le(e.ms, e.ideal_ms + 1000u * e.steps); /* an arc's rounding per step */
   ck_assert(!e.bound_sends && e.bound != 0);
   th.moves_per_node = 1;
   ck_assert_int_eq(rk_plan_eta(p, arc, &th, &e), RING_OK);
