@@ -19,7 +19,7 @@ void coord_status_bytes_free(coord *c) {
   c->status.run_bytes_id[0] = '\0';
 }
 
-/* {"bytes_in":{id:bytes},"bytes_now","sizes_known","eta_s"} for plan p on
+/* {"bytes_in":{id:bytes},"bytes_now","sizes_known","eta_s","eta_bound"} for plan p on
  * base, or NULL when no host reported sizes. */
 static cJSON *compute(coord *c, const ring_plan *p, const ring_table *base,
                       const rk_config *config) {
