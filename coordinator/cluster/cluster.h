@@ -298,7 +298,7 @@ bool rk_state_history(ring_etcd *c, const rk_state *s);
 
 /* Marks in pick the moves of `wave` not done (bit i of done) that fit the
  * limits th (moves_per_wave, moves_per_domain; moves_per_node is the
- * agents'), greedily in plan order; returns how many: at least one while
+ * agents'), one per receiver in turn; returns how many: at least one while
  * any is left, whatever the limits. */
 uint32_t rk_run_choose(const ring_plan *p, const uint8_t *done, const rk_throttle *th,
                        uint32_t wave, uint8_t *pick);
@@ -382,9 +382,25 @@ uint64_t rk_plan_bytes_in(const ring_plan *p, const uint64_t *arc_bytes, uint64_
  * show it. */
 struct cJSON *rk_plan_bytes_balance_json(const ring_plan *p);
 
-/* How long p's data takes at a per-agent incoming rate (bytes/s): the
- * busiest receiver's bytes over the rate, in ms; 0 when rate is 0. */
-uint64_t rk_plan_eta_ms(const ring_plan *p, const uint64_t *arc_bytes, uint64_t rate);
+/* ------------------------------------------------ the estimate (plan_eta.c) */
+
+/* How long a plan's data takes under a throttle (deploy/PRODUCTION.md,
+ * "How long a plan takes"). */
+typedef struct rk_eta {
+  uint64_t ms;       /* the estimate; 0 when no rate is set or no sizes are known */
+  uint64_t ideal_ms; /* the busiest receiver's bytes over the rate: every byte at once */
+  uint32_t steps;    /* the run's steps (sets of moves in flight) */
+  uint16_t bound;    /* the node whose transfers take the most of ms; RING_NODE_NONE: none */
+  bool bound_sends;  /* it bounds as a source (else as a receiver) */
+} rk_eta;
+
+/* p's run simulated step by step with the run's chooser under th, each
+ * step as long as its slowest receiver (bytes over bytes_per_sec) or
+ * source (bytes over min(moves_per_node, its receivers) times the rate).
+ * RING_OK or RING_ENOMEM. */
+int rk_plan_eta(const ring_plan *p, const uint64_t *arc_bytes, const rk_throttle *th, rk_eta *out);
+/* "12 steps; bounded by n2, receiving" into buf. Returns buf. */
+const char *rk_eta_text(const ring_plan *p, const rk_eta *e, char *buf, size_t cap);
 
 /* The table `ringctl recover` publishes (recover_build.c): newest's nodes
  * and slots, each slot given to a host whose report holds the token. */

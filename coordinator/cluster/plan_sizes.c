@@ -1,5 +1,5 @@
 /*
- * plan_sizes.c: how much data a plan moves and how long that takes, from
+ * plan_sizes.c: how much data a plan moves (plan_eta.c: how long it takes), from
  * the arc sizes hosts report (sizes/<id>, proto/etcd.md).
  *
  * A token's size is its first owner's report (slot order): the owners'
@@ -79,20 +79,6 @@ uint64_t rk_plan_bytes_in(const ring_plan *p, const uint64_t *arc_bytes, uint64_
       in[m[i].to] += arc_bytes[m[i].token];
   }
   return total;
-}
-
-uint64_t rk_plan_eta_ms(const ring_plan *p, const uint64_t *arc_bytes, uint64_t rate) {
-  uint32_t nodes = ring_table_node_count(ring_plan_target(p));
-  uint64_t *in = calloc(nodes + 1u, sizeof *in), most = 0;
-  if (rate == 0 || in == NULL || arc_bytes == NULL) {
-    free(in);
-    return 0;
-  }
-  rk_plan_bytes_in(p, arc_bytes, in);
-  for (uint32_t i = 0; i < nodes; i++)
-    most = in[i] > most ? in[i] : most;
-  free(in);
-  return (most * 1000u + rate - 1) / rate;
 }
 
 /* Why in cannot be weighed: into why (cap bytes). */

@@ -1,7 +1,10 @@
 /*
  * run_steps.c: which moves of a run go next (proto/plan.md, "How a run
- * advances"): the wave's moves not yet done, greedily in plan order, under
- * the limits read from config at each step.
+ * advances"): the wave's moves not yet done, one per receiver in turn (each
+ * receiver's in plan order), under the limits read from config at each
+ * step. In turn, because a step ends when its last move does: a set filled
+ * in plan order can give one receiver most of it while another idles, and
+ * the step lasts as long as the busiest receiver's share.
  *
  * The limits a pending set obeys are moves_per_wave and moves_per_domain.
  * Not moves_per_node: a version may name many pending moves for one node
@@ -13,6 +16,7 @@
  */
 #include "cluster.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define DOMAINS_MAX 256
@@ -61,20 +65,66 @@ static bool take(budget *b, const ring_move *m, bool anyway) {
   return true;
 }
 
+/* Greedy in plan order: the fallback when the receivers' lists cannot be
+ * made (out of memory). */
+static uint32_t choose_in_order(const ring_plan *p, const uint8_t *done, budget *b, uint32_t wave,
+                                uint8_t *pick) {
+  const ring_move *m = ring_plan_moves(p);
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < ring_plan_move_count(p); i++)
+    if (m[i].wave == wave && !rk_bit(done, i) && take(b, &m[i], n == 0)) {
+      rk_bit_set(pick, i, true); /* the first always goes: limits never stall a run */
+      n++;
+    }
+  return n;
+}
+
+/* The wave's moves not done, grouped by receiver in plan order: order[]
+ * holds move indices, receiver r's from start[r] to start[r + 1]. */
+static void group_by_receiver(const ring_plan *p, const uint8_t *done, uint32_t wave,
+                              uint32_t nodes, uint32_t *start, uint32_t *order) {
+  const ring_move *m = ring_plan_moves(p);
+  uint32_t moves = ring_plan_move_count(p);
+  for (uint32_t i = 0; i < moves; i++)
+    if (m[i].wave == wave && !rk_bit(done, i))
+      start[(m[i].to < nodes ? m[i].to : nodes) + 1]++;
+  for (uint32_t r = 0; r <= nodes; r++)
+    start[r + 1] += start[r];
+  for (uint32_t i = 0; i < moves; i++)
+    if (m[i].wave == wave && !rk_bit(done, i))
+      order[start[m[i].to < nodes ? m[i].to : nodes]++] = i;
+  for (uint32_t r = nodes + 1; r > 0; r--) /* the fill moved each start to the next's */
+    start[r] = start[r - 1];
+  start[0] = 0;
+}
+
 uint32_t rk_run_choose(const ring_plan *p, const uint8_t *done, const rk_throttle *th,
                        uint32_t wave, uint8_t *pick) {
   const ring_table *t = ring_plan_target(p);
   budget b = {.th = th, .t = t, .level = ring_table_failure_domain(t)};
-  const ring_move *m = ring_plan_moves(p);
-  uint32_t n = 0;
-  for (uint32_t i = 0; i < ring_plan_move_count(p); i++) {
-    if (m[i].wave != wave || rk_bit(done, i))
-      continue;
-    if (take(&b, &m[i], n == 0)) { /* the first always goes: limits never stall a run */
-      rk_bit_set(pick, i, true);
-      n++;
-    }
+  uint32_t nodes = ring_table_node_count(t), moves = ring_plan_move_count(p), n = 0;
+  uint32_t *start = calloc(nodes + 2u, sizeof *start), *next = malloc((nodes + 1u) * sizeof *next);
+  uint32_t *order = malloc((moves + 1u) * sizeof *order);
+  if (start == NULL || next == NULL || order == NULL) {
+    free(start), free(next), free(order);
+    return choose_in_order(p, done, &b, wave, pick);
   }
+  group_by_receiver(p, done, wave, nodes, start, order);
+  memcpy(next, start, (nodes + 1u) * sizeof *next);
+  const ring_move *m = ring_plan_moves(p);
+  for (bool took = true; took;) { /* one move per receiver a round, while any fits */
+    took = false;
+    for (uint32_t r = 0; r <= nodes; r++)
+      while (next[r] < start[r + 1]) {
+        uint32_t i = order[next[r]++];
+        if (take(&b, &m[i], n == 0)) { /* the first always goes: limits never stall a run */
+          rk_bit_set(pick, i, true);
+          n++, took = true;
+          break;
+        }
+      }
+  }
+  free(start), free(next), free(order);
   return n;
 }
 

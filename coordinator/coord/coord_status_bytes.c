@@ -19,7 +19,7 @@ void coord_status_bytes_free(coord *c) {
   c->status.run_bytes_id[0] = '\0';
 }
 
-/* {"bytes_in":{id:bytes},"bytes_now","sizes_known","eta_s"} for plan p on
+/* {"bytes_in":{id:bytes},"bytes_now","sizes_known","eta_s","eta_bound"} for plan p on
  * base, or NULL when no host reported sizes. */
 static cJSON *compute(coord *c, const ring_plan *p, const ring_table *base,
                       const rk_config *config) {
@@ -40,8 +40,12 @@ static cJSON *compute(coord *c, const ring_plan *p, const ring_table *base,
                                 (double)in[i]);
     cJSON_AddNumberToObject(o, "bytes_now", (double)total);
     cJSON_AddNumberToObject(o, "sizes_known", known);
-    cJSON_AddNumberToObject(
-        o, "eta_s", (double)rk_plan_eta_ms(p, arc, config->throttle.bytes_per_sec) / 1000.0);
+    rk_eta e;
+    char why[RING_ID_MAX + 64];
+    if (rk_plan_eta(p, arc, &config->throttle, &e) == RING_OK) {
+      cJSON_AddNumberToObject(o, "eta_s", (double)e.ms / 1000.0);
+      cJSON_AddStringToObject(o, "eta_bound", rk_eta_text(p, &e, why, sizeof why));
+    }
   }
   free(in);
   free(arc);

@@ -220,7 +220,7 @@ const char coord_status_html[] =
     "     else at the moves' rate so far. */\n"
     "  var left = p.moves_total - p.moves_done, eta = \"\";\n"
     "  if (p.state === \"active\" && left > 0 && p.eta_s > 0) eta = duration(p.eta_s) + \" at the "
-    "byte limit\";\n"
+    "byte limit\" + (p.eta_bound ? \" (\" + p.eta_bound + \")\" : \"\");\n"
     "  else if (p.state === \"active\" && left > 0 && p.moves_per_s > 0)\n"
     "    eta = duration(left / p.moves_per_s) + \" at the rate so far\";\n"
     "  row(\"plan-eta\", eta);\n"

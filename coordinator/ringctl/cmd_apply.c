@@ -172,11 +172,13 @@ static uint64_t estimate(ringctl_ctx *ctx, const ring_plan *plan) {
     return 0;
   uint64_t rate = z.config.throttle.bytes_per_sec;
   if (rk_arc_bytes(&z, live, &arc, &known) == RING_OK && arc != NULL && rate > 0) {
-    char b[32], r[32], t[32];
-    eta = rk_plan_eta_ms(plan, arc, rate);
-    printf("estimate: %s at %s/s per agent: about %s (the busiest receiver's share)\n",
-           ringctl_bytes(rk_plan_bytes_in(plan, arc, NULL), b), ringctl_bytes(rate, r),
-           ringctl_duration((eta + 999) / 1000, t));
+    char b[32], r[32], t[32], why[RING_ID_MAX + 64];
+    rk_eta e;
+    if (rk_plan_eta(plan, arc, &z.config.throttle, &e) == RING_OK)
+      printf("estimate: %s at %s/s per agent: about %s (%s)\n",
+             ringctl_bytes(rk_plan_bytes_in(plan, arc, NULL), b), ringctl_bytes(rate, r),
+             ringctl_duration((e.ms + 999) / 1000, t), rk_eta_text(plan, &e, why, sizeof why));
+    eta = e.ms;
     ringctl_sizes_partial(stdout, live, known);
   }
   free(arc);

@@ -80,9 +80,14 @@ cJSON *ringctl_plan_json(const rk_plan_doc *d, const ring_plan *plan, const rk_c
   if (plan != NULL && arc_bytes != NULL) { /* sizes known now: per receiver, and the time */
     cJSON_AddNumberToObject(o, "bytes_now", (double)rk_plan_bytes_in(plan, arc_bytes, NULL));
     cJSON_AddItemToObject(o, "bytes_in", bytes_in_json(plan, arc_bytes));
-    uint64_t rate = cfg ? cfg->throttle.bytes_per_sec : 0;
-    if (rate > 0)
-      cJSON_AddNumberToObject(o, "eta_s", (double)rk_plan_eta_ms(plan, arc_bytes, rate) / 1000.0);
+    rk_eta e;
+    char why[RING_ID_MAX + 64];
+    if (cfg != NULL && cfg->throttle.bytes_per_sec > 0 &&
+        rk_plan_eta(plan, arc_bytes, &cfg->throttle, &e) == RING_OK) {
+      cJSON_AddNumberToObject(o, "eta_s", (double)e.ms / 1000.0);
+      cJSON_AddNumberToObject(o, "eta_ideal_s", (double)e.ideal_ms / 1000.0);
+      cJSON_AddStringToObject(o, "eta_bound", rk_eta_text(plan, &e, why, sizeof why));
+    }
   }
   return o;
 }
@@ -121,8 +126,8 @@ static int count_flows(const ring_plan *plan, const uint64_t *arc_bytes, flows *
 
 /* "data: ..." and "time: ..." lines: the bytes (as the hosts' sizes say
  * now, else as the plan recorded them) and the time they take at the
- * per-agent byte rate: receivers work in parallel, so the busiest one's
- * bytes over the rate. */
+ * throttle (rk_plan_eta: the run's steps, each as long as its slowest
+ * receiver or source), naming the node that bounds it. */
 static void print_cost(FILE *f, const rk_plan_doc *d, const ring_plan *plan, const rk_config *cfg,
                        const uint64_t *arc_bytes, uint32_t receivers) {
   char b[32], t[32];
@@ -138,11 +143,14 @@ static void print_cost(FILE *f, const rk_plan_doc *d, const ring_plan *plan, con
     fputs("time:     unknown (no byte rate set: throttle --bytes-per-sec)\n", f);
     return;
   }
-  uint64_t ms = arc_bytes
-                    ? rk_plan_eta_ms(plan, arc_bytes, rate)
-                    : (bytes * 1000u + rate * receivers - 1) / (rate * (receivers ? receivers : 1));
-  fprintf(f, "time:     about %s at %s/s per agent (the busiest receiver's share)\n",
-          ringctl_duration((ms + 999) / 1000, t), ringctl_bytes(rate, b));
+  rk_eta e = {.bound = RING_NODE_NONE};
+  char why[RING_ID_MAX + 64] = "the receivers' share";
+  if (arc_bytes != NULL && rk_plan_eta(plan, arc_bytes, &cfg->throttle, &e) == RING_OK)
+    rk_eta_text(plan, &e, why, sizeof why);
+  else /* the plan's recorded bytes alone: spread evenly over the receivers */
+    e.ms = (bytes * 1000u + rate * receivers - 1) / (rate * (receivers ? receivers : 1));
+  fprintf(f, "time:     about %s at %s/s per agent (%s)\n",
+          ringctl_duration((e.ms + 999) / 1000, t), ringctl_bytes(rate, b), why);
 }
 
 void ringctl_sizes_partial(FILE *f, const ring_table *t, uint32_t known) {

@@ -32,6 +32,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include "cluster.h" /* rk_plan_eta: what the estimate of such a plan costs */
 #include "ring.h"
 #include "test_cluster.h"
 
@@ -240,6 +241,25 @@ static void print_row(const char *name, double target_ms, const ring_plan *p, co
          f->rss_before, f->maxrss, f->maxrss - f->rss_before);
 }
 
+/* The ETA of p (cluster/plan_eta.c: the run's steps simulated with the
+ * run's chooser, 256 moves a step) with every arc 1 MB at 1 MB/s: what
+ * `ringctl plan` and the status page pay for it on a plan this size. */
+static void print_eta_cost(const char *name, const ring_plan *p) {
+  uint32_t T = ring_table_tokens(ring_plan_target(p));
+  uint64_t *arc = malloc(T * sizeof *arc);
+  if (arc == NULL)
+    return;
+  for (uint32_t t = 0; t < T; t++)
+    arc[t] = 1000000;
+  rk_throttle th = {.moves_per_node = 4, .moves_per_wave = 256, .bytes_per_sec = 1000000};
+  rk_eta e;
+  double t0 = now_ms();
+  if (rk_plan_eta(p, arc, &th, &e) == RING_OK)
+    printf("%-22s eta %.0f s (busiest receiver alone %.0f s) in %u steps, computed in %.1f ms\n",
+           name, (double)e.ms / 1e3, (double)e.ideal_ms / 1e3, e.steps, now_ms() - t0);
+  free(arc);
+}
+
 /* Plans one case from `base`, prints its row, and hands the plan back
  * (NULL when the planner refused; the refusal is printed instead). */
 static ring_plan *run_case(const char *name, double target_ms, const ring_table *base,
@@ -257,6 +277,7 @@ static ring_plan *run_case(const char *name, double target_ms, const ring_table 
   int violations = ring_plan_verify(base, p, cfg, NULL);
   f.verify_ms = now_ms() - t0;
   print_row(name, target_ms, p, &f, violations);
+  print_eta_cost(name, p);
   fflush(stdout);
   return p;
 }

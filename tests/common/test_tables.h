@@ -1,7 +1,8 @@
 /*
  * test_tables.h: tables for tests and benchmarks, built through the public
  * builder API. Not a planner: owners are laid out round-robin, which gives
- * every node an equal share and distinct owners per token (n >= R).
+ * every node an equal share and distinct owners per token (n >= R), or as
+ * a test's own function says.
  */
 #ifndef RING_TEST_TABLES_H
 #define RING_TEST_TABLES_H
@@ -11,16 +12,29 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* The owner of slot r of token t, for test_table_owned. */
+typedef uint16_t (*test_owner_fn)(uint32_t t, uint32_t r, uint32_t tokens, uint32_t replicas,
+                                  uint32_t n);
+
+/* Round-robin: owners[t*R+r] = (t*R+r) % n. */
+static inline uint16_t test_owner_rr(uint32_t t, uint32_t r, uint32_t tokens, uint32_t replicas,
+                                     uint32_t n) {
+  (void)tokens;
+  return (uint16_t)(((uint64_t)t * replicas + r) % n);
+}
+
 /* A sealed table of n nodes "n0".."n<n-1>" in zones "z0".."z<zones-1>",
- * weights all 1 unless weights != NULL, owners[t*R+r] = (t*R+r) % n.
- * Aborts on failure: a test that cannot build its input cannot go on. */
-static inline ring_table *test_table_rr(uint32_t tokens, uint32_t replicas, uint32_t n,
-                                        uint32_t zones, const double *weights, uint64_t version) {
+ * weights all 1 unless weights != NULL, owners as owner() says (distinct
+ * per token). Aborts on failure: a test that cannot build its input cannot
+ * go on. */
+static inline ring_table *test_table_owned(uint32_t tokens, uint32_t replicas, uint32_t n,
+                                           uint32_t zones, const double *weights, uint64_t version,
+                                           test_owner_fn owner) {
   ring_table_params p = {"test", "zone", version, 0, tokens, replicas};
   ring_table *t = NULL;
   ring_error err = {0};
   if (ring_table_new(&p, &t, &err) != RING_OK) {
-    fprintf(stderr, "test_table_rr: %s\n", err.message);
+    fprintf(stderr, "test_table_owned: %s\n", err.message);
     abort();
   }
   for (uint32_t i = 0; i < n; i++) {
@@ -31,18 +45,24 @@ static inline ring_table *test_table_rr(uint32_t tokens, uint32_t replicas, uint
     const char *keys[] = {"zone"}, *vals[] = {zone};
     ring_node_spec s = {id, addr, keys, vals, 1, weights ? weights[i] : 1.0, RING_NODE_ACTIVE};
     if (ring_table_add_node(t, &s, NULL, &err) != RING_OK) {
-      fprintf(stderr, "test_table_rr: %s\n", err.message);
+      fprintf(stderr, "test_table_owned: %s\n", err.message);
       abort();
     }
   }
   for (uint32_t tok = 0; tok < tokens; tok++)
     for (uint32_t r = 0; r < replicas; r++)
-      ring_table_set_owner(t, tok, r, (uint16_t)(((uint64_t)tok * replicas + r) % n));
+      ring_table_set_owner(t, tok, r, owner(tok, r, tokens, replicas, n));
   if (ring_table_seal(t, &err) != RING_OK) {
-    fprintf(stderr, "test_table_rr: %s\n", err.message);
+    fprintf(stderr, "test_table_owned: %s\n", err.message);
     abort();
   }
   return t;
+}
+
+/* test_table_owned with owners laid out round-robin (test_owner_rr). */
+static inline ring_table *test_table_rr(uint32_t tokens, uint32_t replicas, uint32_t n,
+                                        uint32_t zones, const double *weights, uint64_t version) {
+  return test_table_owned(tokens, replicas, n, zones, weights, version, test_owner_rr);
 }
 
 /* The next version of prev, as a publisher's step: k tokens, number i at

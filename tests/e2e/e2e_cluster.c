@@ -340,6 +340,71 @@ void e2e_apply(char id[24], double timeout_s) {
   ck_abort_msg("no proposed plan could be approved");
 }
 
+/* Whether every node n0..n<slots-1> wrote sizes/ after rev[i] (its mod
+ * revision then; 0 for any). */
+static bool sizes_after(int slots, const int64_t *rev) {
+  char what[32];
+  for (int i = 0; i < slots; i++) {
+    int64_t now = 0;
+    snprintf(what, sizeof what, "sizes/n%d", i);
+    env_key_meta(what, NULL, &now);
+    if (now <= rev[i])
+      return false;
+  }
+  return true;
+}
+
+void e2e_sizes_fresh(int slots) {
+  int64_t rev[ENV_AGENTS] = {0};
+  char what[32];
+  ck_assert_msg(ENV_WAIT(sizes_after(slots, rev), 20), "the agents wrote no sizes/");
+  for (int i = 0; i < slots; i++) {
+    snprintf(what, sizeof what, "sizes/n%d", i);
+    env_key_meta(what, NULL, &rev[i]);
+  }
+  ck_assert_msg(ENV_WAIT(sizes_after(slots, rev), 20),
+                "the agents did not measure again after the load");
+}
+
+void e2e_apply_timed(const char *id, e2e_eta *e) {
+  char out[1 << 16];
+  ck_assert_int_eq(e2e_ringctl(out, sizeof out, "plan --json"), 0);
+  cJSON *p = cJSON_Parse(out);
+  const cJSON *eta = cJSON_GetObjectItemCaseSensitive(p, "eta_s");
+  ck_assert_msg(cJSON_IsNumber(eta), "ringctl plan --json gives no eta_s: %.300s", out);
+  e->eta = eta->valuedouble;
+  e->ideal = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(p, "eta_ideal_s"));
+  const char *b = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "eta_bound"));
+  snprintf(e->bound, sizeof e->bound, "%s", b ? b : "");
+  cJSON_Delete(p);
+  double t0 = harness_now();
+  ck_assert_int_eq(e2e_ringctl(out, sizeof out, "apply --wait %s", id), 0);
+  e2e_wait_done(id, 300);
+  e->took = harness_now() - t0;
+}
+
+void e2e_eta_case(bool repair, uint32_t value_size, e2e_eta *e) {
+  static const char *const fast[] = {"--sizes-every 1s", "--sizes-every 1s", "--sizes-every 1s",
+                                     "--sizes-every 1s"};
+  const e2e_opts o = {.tokens = 1024,
+                      .replicas = 3,
+                      .per_node = 4,
+                      .per_wave = 256,
+                      .bytes_per_sec = 40u * value_size,
+                      .value_size = value_size};
+  e2e_bootstrap_with(&o, 4, 1, fast, NULL);
+  e2e_sizes_fresh(4);
+  if (repair) {
+    e2e_node_kill(0);
+    ck_assert_msg(ENV_WAIT(e2e_record_is("n0", "down"), 30), "n0 is not down 30 s after its death");
+  } else {
+    ck_assert_int_eq(e2e_ringctl(NULL, 0, "drain n0"), 0);
+  }
+  char id[24];
+  ck_assert_msg(ENV_WAIT(e2e_new_proposal(id), 30), "no plan for n0's replicas");
+  e2e_apply_timed(id, e);
+}
+
 bool e2e_acked_all(uint64_t v) {
   for (int i = 0; i < ENV_AGENTS; i++)
     if (env.a[i].used && proc_running(&env.a[i].p) && env_ack(env.a[i].id) < v)

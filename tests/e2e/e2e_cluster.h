@@ -156,6 +156,29 @@ bool e2e_active(void);
  * returns its id in id[24]. */
 void e2e_apply(char id[24], double timeout_s);
 
+/* Waits until the agents of slots 0..slots-1 (nodes n<slot>) wrote
+ * sizes/ twice: the second measure is after the data set was loaded. */
+void e2e_sizes_fresh(int slots);
+
+/* A plan's estimate (`ringctl plan --json`: eta_s, eta_ideal_s, eta_bound)
+ * and the time `apply --wait` took to run it to done. */
+typedef struct e2e_eta {
+  double eta, ideal, took; /* s */
+  char bound[96];
+} e2e_eta;
+
+/* Reads the estimate of proposed plan id, then applies it with `apply
+ * --wait` and times it into e; the run must end done. */
+void e2e_apply_timed(const char *id, e2e_eta *e);
+
+/* The estimate's case (test_e2e_engine drain_estimate, bench_eta): four
+ * nodes, one zone each, R 3, T 1024, 2,000 keys of value_size bytes, 256
+ * moves a step, 40 x value_size B/s per agent (about 20 s of transfer
+ * whatever the size), sizes measured after the load; then n0 is drained
+ * (or, repair, killed) and the plan that moves its 768 token-replicas to
+ * the three others is run by e2e_apply_timed into e. */
+void e2e_eta_case(bool repair, uint32_t value_size, e2e_eta *e);
+
 /* Whether slot i's agent (when running) acked version v. */
 bool e2e_acked_all(uint64_t v);
 

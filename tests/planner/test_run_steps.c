@@ -10,7 +10,9 @@
  *   - a set of more than one move stays within moves_per_wave, and within
  *     moves_per_domain for every hard domain it touches.
  * At the end every move is done exactly once, in at most as many steps as
- * there are moves. RING_PROPERTY_SEED and RING_PROPERTY_CASES tune a run.
+ * there are moves. And a drain's first step spreads its moves evenly over
+ * the receivers; the estimate (plan_eta.c) follows the steps and a
+ * source's stream limit. RING_PROPERTY_SEED and RING_PROPERTY_CASES tune a run.
  */
 #include "check_main.h"
 #include "cluster.h"
@@ -156,11 +158,110 @@ START_TEST(limits_hold_at_every_step) {
 }
 END_TEST
 
+/* Owners in ranges, as joins over time leave them: of 4 nodes, n0 owns
+ * every token and the one node without a replica of token t is n3 in the
+ * first third, n2 in the second, n1 in the last. So a drain of n0 gives
+ * its moves, in plan (token) order, to one receiver at a time. */
+static uint16_t owner_ranges(uint32_t t, uint32_t r, uint32_t tokens, uint32_t replicas,
+                             uint32_t n) {
+  (void)replicas, (void)n;
+  uint16_t without = (uint16_t)(3 - t * 3 / tokens);
+  uint16_t o = (uint16_t)r; /* slots 0..2 over the nodes 0..3 but `without` */
+  return o >= without ? (uint16_t)(o + 1) : o;
+}
+
+/* A drain of n0 from 4 nodes in 4 zones, R 3, planned without limits as
+ * the coordinator plans. */
+static ring_plan *drain_plan(uint32_t T, uint32_t n, ring_table **base) {
+  *base = test_table_owned(T, 3, n, n, NULL, 1, owner_ranges);
+  ring_node_spec specs[8];
+  char ids[8][8], zone[8][8];
+  const char *keys[8], *vals[8];
+  for (uint32_t i = 0; i < n; i++) {
+    snprintf(ids[i], sizeof ids[i], "n%u", i);
+    snprintf(zone[i], sizeof zone[i], "z%u", i);
+    keys[i] = "zone", vals[i] = zone[i];
+    specs[i] = (ring_node_spec){ids[i],
+                                "127.0.0.1:7000",
+                                &keys[i],
+                                &vals[i],
+                                1,
+                                1.0,
+                                i == 0 ? RING_NODE_DRAINING : RING_NODE_ACTIVE};
+  }
+  ring_plan_config cfg = {.failure_domain = "zone"};
+  ring_plan *p = NULL;
+  ring_error err = {0};
+  ck_assert_msg(ring_plan_compute(*base, specs, n, &cfg, &p, &err) == RING_OK, "%s", err.message);
+  return p;
+}
+
+/* The issue's case: a drain to three receivers, 256 moves at once. Filled
+ * in plan order the first set goes 256 / 0 / 0 here (193 / 63 / 0 in the
+ * issue's cluster); one per receiver in turn it gives each a third, so no
+ * receiver idles while another works. */
+START_TEST(first_step_spreads_receivers) {
+  ring_table *base;
+  ring_plan *p = drain_plan(1024, 4, &base);
+  uint32_t moves = ring_plan_move_count(p), per[4] = {0}, n;
+  ck_assert_uint_eq(moves, 1024); /* n0 holds a replica of every token */
+  uint8_t *done = calloc(moves / 8 + 1, 1), *pick = calloc(moves / 8 + 1, 1);
+  rk_throttle th = {.moves_per_wave = 256, .moves_per_node = 4};
+  n = rk_run_choose(p, done, &th, rk_run_next_wave(p, done, 0), pick);
+  ck_assert_uint_eq(n, 256);
+  for (uint32_t i = 0; i < moves; i++)
+    per[ring_plan_moves(p)[i].to] += rk_bit(pick, i);
+  printf("first step of a drain to three receivers: %u / %u / %u\n", per[1], per[2], per[3]);
+  ck_assert_uint_eq(per[0], 0);
+  for (int r = 1; r <= 3; r++)
+    ck_assert_msg(per[r] >= 85 && per[r] <= 86, "receiver n%d got %u of 256", r, per[r]);
+  free(done), free(pick);
+  ring_plan_free(p);
+  ring_table_free(base);
+}
+END_TEST
+
+/* The estimate: equal arcs spread evenly come within an arc a step of the
+ * busiest receiver's share (in plan order they took 2.5 times as long); one source serving one arc
+ * at a time (moves_per_node 1) to three receivers takes three times as long, and the estimate names
+ * that source. */
+START_TEST(eta_models_steps_and_sources) {
+  ring_table *base;
+  ring_plan *p = drain_plan(1024, 4, &base);
+  uint64_t *arc = malloc(1024 * sizeof *arc);
+  for (uint32_t t = 0; t < 1024; t++)
+    arc[t] = 1000;
+  rk_throttle th = {.moves_per_wave = 256, .moves_per_node = 4, .bytes_per_sec = 1000};
+  rk_eta e;
+  char why[96];
+  ck_assert_int_eq(rk_plan_eta(p, arc, &th, &e), RING_OK);
+  printf("drain eta %.1f s, ideal %.1f s, %s\n", (double)e.ms / 1e3, (double)e.ideal_ms / 1e3,
+         rk_eta_text(p, &e, why, sizeof why));
+  ck_assert_uint_ge(e.ms, e.ideal_ms);
+  ck_assert_uint_le(e.ms, e.ideal_ms + 1000u * e.steps); /* an arc's rounding per step */
+  ck_assert(!e.bound_sends && e.bound != 0);
+  th.moves_per_node = 1;
+  ck_assert_int_eq(rk_plan_eta(p, arc, &th, &e), RING_OK);
+  printf("one stream per source: eta %.1f s, %s\n", (double)e.ms / 1e3,
+         rk_eta_text(p, &e, why, sizeof why));
+  ck_assert(e.bound_sends && e.bound == 0);
+  ck_assert_uint_ge(e.ms, 3 * e.ideal_ms - 3000);
+  th.bytes_per_sec = 0; /* no rate: no estimate */
+  ck_assert_int_eq(rk_plan_eta(p, arc, &th, &e), RING_OK);
+  ck_assert_uint_eq(e.ms, 0);
+  free(arc);
+  ring_plan_free(p);
+  ring_table_free(base);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("run_steps");
   TCase *tc = tcase_create("steps");
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, limits_hold_at_every_step);
+  tcase_add_test(tc, first_step_spreads_receivers);
+  tcase_add_test(tc, eta_models_steps_and_sources);
   suite_add_tcase(s, tc);
   return run_suite(s);
 }
