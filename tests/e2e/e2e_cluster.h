@@ -157,7 +157,8 @@ bool e2e_active(void);
 void e2e_apply(char id[24], double timeout_s);
 
 /* Waits until the agents of slots 0..slots-1 (nodes n<slot>) wrote
- * sizes/ twice: the second measure is after the data set was loaded. */
+ * sizes/ and then changed nothing for three measures (--sizes-every 1s):
+ * the records hold the loaded data set's sizes. */
 void e2e_sizes_fresh(int slots);
 
 /* A plan's estimate (`ringctl plan --json`: eta_s, eta_ideal_s, eta_bound)
