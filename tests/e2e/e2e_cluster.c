@@ -340,40 +340,24 @@ void e2e_apply(char id[24], double timeout_s) {
   ck_abort_msg("no proposed plan could be approved");
 }
 
-/* Whether every node n0..n<slots-1> wrote sizes/ after rev[i] (its mod
- * revision then; 0 for any). */
-static bool sizes_after(int slots, const int64_t *rev) {
-  char what[32];
-  for (int i = 0; i < slots; i++) {
-    int64_t now = 0;
-    snprintf(what, sizeof what, "sizes/n%d", i);
-    env_key_meta(what, NULL, &now);
-    if (now <= rev[i])
-      return false;
-  }
-  return true;
-}
-
-/* Whether any node n0..n<slots-1> wrote sizes/ after rev[i]. */
-static bool sizes_after_any(int slots, const int64_t *rev) {
-  char what[32];
-  for (int i = 0; i < slots; i++) {
-    int64_t now = 0;
-    snprintf(what, sizeof what, "sizes/n%d", i);
-    env_key_meta(what, NULL, &now);
-    if (now != rev[i])
-      return true;
-  }
-  return false;
-}
-
-/* The mod revisions of sizes/n0.. now. */
+/* The mod revisions of sizes/n0..n<slots-1> now (0 when absent). */
 static void sizes_revs(int slots, int64_t *rev) {
   char what[32];
   for (int i = 0; i < slots; i++) {
+    rev[i] = 0;
     snprintf(what, sizeof what, "sizes/n%d", i);
     env_key_meta(what, NULL, &rev[i]);
   }
+}
+
+/* How many of the nodes n0..n<slots-1> wrote sizes/ since rev[i]. */
+static int sizes_written(int slots, const int64_t *rev) {
+  int64_t now[ENV_AGENTS];
+  sizes_revs(slots, now);
+  int n = 0;
+  for (int i = 0; i < slots; i++)
+    n += now[i] != rev[i];
+  return n;
 }
 
 /* An agent writes sizes/ only when a size changed, so "measured after the
@@ -381,11 +365,11 @@ static void sizes_revs(int slots, int64_t *rev) {
  * its --sizes-every 1 s measures (each measure writes what differs). */
 void e2e_sizes_fresh(int slots) {
   int64_t rev[ENV_AGENTS] = {0};
-  ck_assert_msg(ENV_WAIT(sizes_after(slots, rev), 20), "the agents wrote no sizes/");
+  ck_assert_msg(ENV_WAIT(sizes_written(slots, rev) == slots, 20), "the agents wrote no sizes/");
   double end = harness_now() + 30;
   for (;;) {
     sizes_revs(slots, rev);
-    if (HARNESS_HOLDS(!sizes_after_any(slots, rev), 3))
+    if (HARNESS_HOLDS(sizes_written(slots, rev) == 0, 3))
       return; /* three measures changed nothing: the records are the arcs' sizes now */
     ck_assert_msg(harness_now() < end, "the agents' sizes/ kept changing for 30 s after the load");
   }

@@ -85,6 +85,7 @@ async def write_side(writer, pipe, stats):
     loop = asyncio.get_running_loop()
     while True:
         due, data = await pipe.get()
+        # a fixed time is the point: the delay this proxy adds to each chunk
         await asyncio.sleep(max(0.0, due - loop.time()))
         if not data:
             if writer.can_write_eof():

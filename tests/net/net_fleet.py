@@ -60,7 +60,7 @@ def wait(cond, timeout, what, poll=0.2):
             return v
         if time.monotonic() >= end:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(poll)
+        time.sleep(poll)  # a polling loop: waits for cond, bounded by timeout
 
 
 # ------------------------------------------------------------ namespaces
@@ -379,7 +379,7 @@ class Fleet:
             dead = [r for r, p in self.procs.items() if r != "checker" and p.poll() is not None]
             if dead:
                 raise AssertionError(f"{', '.join(dead)} exited during the fault")
-            time.sleep(0.25)
+            time.sleep(0.25)  # a fixed span is the point: the fault lasts this long, checked as it goes
 
     def up(self, tokens=256, replicas=2, down_after="4s", rate=0, hosts=None):
         self.make_bridge()
