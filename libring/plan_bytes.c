@@ -25,8 +25,10 @@
  * Like token balance, every slot moves at most once, and only slots that
  * must: (A) the forced ones (owner leaving, or a hard-domain clash), each
  * to the serving node it suits best; (B) from each node above share + tol,
- * arcs that fit elsewhere until it is within the aim: the smallest that
- * lands it within its aim if there is one (the fewest bytes that do), else
+ * arcs that fit elsewhere until it is within the aim, the fewest bytes
+ * first (shed_one): the smallest that lands it within its aim without
+ * passing its share, else its largest that leaves it above its aim (and it
+ * sheds on), else the smallest that lands it within its aim at all, else
  * its largest that leaves it within its reach below (an arc past that
  * would have to be refilled: its bytes moved twice), else its largest; (C)
  * into each node below share - tol, an arc a donor can spare without
@@ -784,12 +786,12 @@ static uint32_t first_below(const bal *b, const uint32_t *own, uint32_t n, doubl
 }
 
 /* The kept arc of i (of at most `top`) whose leaving lands i within its
- * aim above and its reach below, given to where it suits best: the
- * smallest such that finds a taker, so i sheds the fewest bytes that bring
- * it within its aim (the bytes bound counts exactly those). */
-static int shed_nearest(bal *b, uint32_t i, double top) {
+ * aim above and at most `past` below its target, given to where it suits
+ * best: the smallest such that finds a taker, so i sheds the fewest bytes
+ * that bring it within its aim (the bytes bound counts exactly those). */
+static int shed_nearest(bal *b, uint32_t i, double top, double past) {
   const uint32_t *own = b->slots + b->start[i], n = b->start[i + 1] - b->start[i];
-  const double over = b->held[i] - b->want[i], lo = over - aim(b, i), hi = over + reach(b, i);
+  const double over = b->held[i] - b->want[i], lo = over - aim(b, i), hi = over + past;
   const uint32_t first = first_within(b, own, n, top);
   for (uint32_t k = first_below(b, own, n, lo);
        k-- > first && (double)slot_size(b, own[k]) <= hi;) {
@@ -820,11 +822,14 @@ static int shed_largest(bal *b, uint32_t i, double most) {
   return 0;
 }
 
-/* Sheds one arc of i to a node it fits: a received one first (free), then
- * the smallest kept one that lands i within its aim, else its largest kept
- * one that leaves it within its reach below (an arc past that would have
- * to be refilled: bytes moved twice), else its largest kept one. 1 if it
- * could, 0 if not, RING_ENOMEM. */
+/* Sheds one arc of i to a node it fits, the fewest bytes first: a received
+ * one (free); the smallest kept one that lands i within its aim without
+ * passing its target; its largest kept one that leaves it above its aim
+ * (it sheds on: one arc that would pass the target far moves bytes that
+ * smaller ones need not); the smallest that lands it within its aim at
+ * all; its largest that leaves it within its reach below (an arc past that
+ * would be refilled: bytes moved twice); its largest. 1 if it could, 0 if
+ * not, RING_ENOMEM. */
 static int shed_one(bal *b, uint32_t i) {
   const double top = most_room(b);
   uint32_t m = received(b, i, b->cand);
@@ -833,13 +838,16 @@ static int shed_one(bal *b, uint32_t i) {
     if (u != NONE && u != i)
       return give(b, b->cand[k].id, u) ? 1 : RING_ENOMEM;
   }
-  int got = b->loose ? 0 : shed_nearest(b, i, top);
+  if (b->loose)
+    return shed_largest(b, i, top);
+  const double need = b->held[i] - b->want[i] - aim(b, i);
   const double keep = b->held[i] - (b->want[i] - reach(b, i));
-  if (got == 0 && !b->loose && keep < top)
-    got = shed_largest(b, i, keep);
-  if (got == 0)
-    got = shed_largest(b, i, top);
-  return got != 0 || b->loose ? got : shed_big(b, i);
+  int got = shed_nearest(b, i, top, 0);
+  got = got == 0 ? shed_largest(b, i, fmin(top, need)) : got;
+  got = got == 0 ? shed_nearest(b, i, top, reach(b, i)) : got;
+  got = got == 0 && keep < top ? shed_largest(b, i, keep) : got;
+  got = got == 0 ? shed_largest(b, i, top) : got;
+  return got != 0 ? got : shed_big(b, i);
 }
 
 /* (B) each node above target + band sheds its largest arcs that fit
