@@ -451,6 +451,16 @@ RING_EXTERN uint32_t ring_plan_best_effort_violations(const ring_plan *p);
 RING_EXTERN uint32_t ring_plan_bytes_off_tolerance(const ring_plan *p);
 /* Sum of arc_bytes over the moves (0 without arc sizes). */
 RING_EXTERN uint64_t ring_plan_bytes(const ring_plan *p);
+/* Bytes balance: the fewest bytes any plan could move (in the sizes the
+ * plan weighed) that ends every node as close to its target as this one
+ * does (within half the tolerance, within it, or within the floor): the
+ * forced arcs plus what each node above its band must shed to get there
+ * in whole arcs of its own, or what the nodes must receive (each node
+ * below its band what it lacks, each node above what its shed took it past
+ * its class below the target), whichever is more. Plans land above it by
+ * how the arcs fall and by bytes moved twice; the ratio says how far.
+ * ring_plan_verify checks no plan moves fewer. 0 under token balance. */
+RING_EXTERN uint64_t ring_plan_bytes_bound(const ring_plan *p);
 /* Moves whose every replica is down: their data cannot be streamed. */
 RING_EXTERN uint32_t ring_plan_lost_moves(const ring_plan *p);
 

@@ -127,6 +127,7 @@ static void report(const ring__planner *p, ring_plan *plan) {
     plan->loads[p->orig[s]].before++;
   plan->lower_bound = p->lower_bound;
   plan->off_tolerance = p->off_tolerance;
+  plan->bytes_bound = p->bytes_bound;
   for (uint32_t t = 0; p->soft && t < p->T; t++) {
     const uint16_t *o = &p->target->owners[(size_t)t * p->R];
     bool clash = false;
@@ -218,6 +219,7 @@ uint32_t ring_plan_best_effort_violations(const ring_plan *p) { return p ? p->so
 uint32_t ring_plan_bytes_off_tolerance(const ring_plan *p) { return p ? p->off_tolerance : 0; }
 uint64_t ring_plan_bytes(const ring_plan *p) { return p ? p->bytes : 0; }
 uint32_t ring_plan_lost_moves(const ring_plan *p) { return p ? p->lost : 0; }
+uint64_t ring_plan_bytes_bound(const ring_plan *p) { return p ? p->bytes_bound : 0; }
 
 int ring_plan_node_bytes(const ring_plan *p, uint16_t index, ring_plan_bytes_load *out) {
   if (p == NULL || out == NULL || p->byte_loads == NULL || index >= p->target->n_nodes)

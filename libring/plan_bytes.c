@@ -25,11 +25,17 @@
  * Like token balance, every slot moves at most once, and only slots that
  * must: (A) the forced ones (owner leaving, or a hard-domain clash), each
  * to the serving node it suits best; (B) from each node above share + tol,
- * arcs that fit elsewhere until it is within the aim: the one that lands it
- * within its aim nearest its share if there is one, else its largest; (C)
- * into each node below share - tol, an arc a donor can spare (received ones
- * first: re-pointing them costs no move): the one that lands it within its
- * aim nearest its share, else the largest, until it is within the aim. An
+ * arcs that fit elsewhere until it is within the aim, the fewest bytes
+ * first (shed_one): the smallest that lands it within its aim without
+ * passing its share, else its largest that leaves it above its aim (and it
+ * sheds on), else the smallest that lands it within its aim at all, else
+ * its largest that leaves it within its reach below (an arc past that
+ * would have to be refilled: its bytes moved twice), else its largest; (C)
+ * into each node below share - tol, an arc a donor can spare without
+ * leaving its own reach (a node brought to its aim is not drained past it
+ * again; received ones first: re-pointing them costs no move): the
+ * smallest that brings it within its aim, else the largest, until it is
+ * within the aim. An
  * arc goes where it suits best (pairing over and under nodes): to a node it
  * fits whole below its share, the tightest such, so small arcs fill what
  * large ones cannot, else where it lowers that node's distance from its
@@ -78,6 +84,21 @@
  * ring_plan_verify checks every plan against its bound, and the
  * property tests (tests/planner/test_plan_bytes.c, test_plan_bytes_scale.c)
  * measure how far above it plans land.
+ *
+ * Movement by bytes has a bound that is proven, not argued, and tight
+ * (ring_plan_bytes_bound): every byte a node ends with beyond its base arcs
+ * came from another node and every byte it gives up went to one, each
+ * moved byte is one arc moving once, and a node ends at most as far from
+ * its final target as its class says (within tol / 2, within tol, or
+ * within L). So any plan ending every node in the class this plan does
+ * moves at least the forced arcs plus, per node above its band, its base
+ * bytes past target + class (in whole arcs of its own: when its arcs
+ * smaller than that fall short together, at least its smallest arc of that
+ * size or more), and at least what the nodes receive: per node below, what
+ * it lacks to target - class, and per node above, what its shed took it
+ * past target - class. Plans land above it by how the arcs fall and by
+ * bytes moved twice; test_plan_bytes_scale reports the ratio and
+ * recomputes the bound from the tables alone.
  */
 #include "plan_int.h"
 
@@ -754,19 +775,31 @@ static uint16_t whole_receiver(const bal *b, uint32_t s) {
   return best;
 }
 
+/* The first of own (n arcs, largest first) smaller than `least`: the arcs
+ * before it, walked backwards, are those of at least `least`, the smallest
+ * first. */
+static uint32_t first_below(const bal *b, const uint32_t *own, uint32_t n, double least) {
+  uint32_t k = first_within(b, own, n, least);
+  while (k < n && (double)slot_size(b, own[k]) >= least)
+    k++;
+  return k;
+}
+
 /* The kept arc of i (of at most `top`) whose leaving lands i within its
- * aim above and its reach below, nearest its target, given to where it
- * suits best: the nearest each side of the surplus that finds a taker. */
-static int shed_nearest(bal *b, uint32_t i, double top) {
+ * aim above and at most `past` below its target, given to where it suits
+ * best: the smallest such that finds a taker, so i sheds the fewest bytes
+ * that bring it within its aim (the bytes bound counts exactly those). */
+static int shed_nearest(bal *b, uint32_t i, double top, double past) {
   const uint32_t *own = b->slots + b->start[i], n = b->start[i + 1] - b->start[i];
-  const double over = b->held[i] - b->want[i], lo = over - aim(b, i), hi = over + reach(b, i);
-  const uint32_t mid = first_within(b, own, n, over), first = first_within(b, own, n, top);
-  for (uint32_t k = mid; k-- > first && (double)slot_size(b, own[k]) <= hi;) {
-    int got = shed_to(b, i, own[k]);
+  const double over = b->held[i] - b->want[i], lo = over - aim(b, i), hi = over + past;
+  const uint32_t first = first_within(b, own, n, top);
+  for (uint32_t k = first_below(b, own, n, lo);
+       k-- > first && (double)slot_size(b, own[k]) <= hi;) {
+    int got = slot_size(b, own[k]) > 0 ? shed_to(b, i, own[k]) : 0;
     if (got != 0)
       return got;
   }
-  /* an arc that fits nowhere but lands i near its target: to a node it
+  /* an arc that fits nowhere but lands i within its aim: to a node it
    * leaves holding only arcs it cannot split */
   for (uint32_t k = first_within(b, own, n, hi); k < first && (double)slot_size(b, own[k]) >= lo;
        k++) {
@@ -774,8 +807,14 @@ static int shed_nearest(bal *b, uint32_t i, double top) {
     if (u != NONE && u != i)
       return give(b, own[k], u) ? 1 : RING_ENOMEM;
   }
-  for (uint32_t k = mid < first ? first : mid;
-       k < n && (double)slot_size(b, own[k]) >= lo && slot_size(b, own[k]) > 0; k++) {
+  return 0;
+}
+
+/* Gives i's largest kept arc of at most `most` that finds a taker: 1 if
+ * given, 0 if none, RING_ENOMEM. */
+static int shed_largest(bal *b, uint32_t i, double most) {
+  const uint32_t *own = b->slots + b->start[i], n = b->start[i + 1] - b->start[i];
+  for (uint32_t k = first_within(b, own, n, most); k < n && slot_size(b, own[k]) > 0; k++) {
     int got = shed_to(b, i, own[k]);
     if (got != 0)
       return got;
@@ -783,9 +822,14 @@ static int shed_nearest(bal *b, uint32_t i, double top) {
   return 0;
 }
 
-/* Sheds one arc of i to a node it fits: a received one first (free), then
- * the kept one that lands i nearest its target, else its largest kept one.
- * 1 if it could, 0 if not, RING_ENOMEM. */
+/* Sheds one arc of i to a node it fits, the fewest bytes first: a received
+ * one (free); the smallest kept one that lands i within its aim without
+ * passing its target; its largest kept one that leaves it above its aim
+ * (it sheds on: one arc that would pass the target far moves bytes that
+ * smaller ones need not); the smallest that lands it within its aim at
+ * all; its largest that leaves it within its reach below (an arc past that
+ * would be refilled: bytes moved twice); its largest. 1 if it could, 0 if
+ * not, RING_ENOMEM. */
 static int shed_one(bal *b, uint32_t i) {
   const double top = most_room(b);
   uint32_t m = received(b, i, b->cand);
@@ -794,14 +838,16 @@ static int shed_one(bal *b, uint32_t i) {
     if (u != NONE && u != i)
       return give(b, b->cand[k].id, u) ? 1 : RING_ENOMEM;
   }
-  int got = b->loose ? 0 : shed_nearest(b, i, top);
-  if (got != 0)
-    return got;
-  const uint32_t *own = b->slots + b->start[i], n = b->start[i + 1] - b->start[i];
-  for (uint32_t k = first_within(b, own, n, top); k < n && slot_size(b, own[k]) > 0; k++)
-    if ((got = shed_to(b, i, own[k])) != 0)
-      return got;
-  return b->loose ? 0 : shed_big(b, i);
+  if (b->loose)
+    return shed_largest(b, i, top);
+  const double need = b->held[i] - b->want[i] - aim(b, i);
+  const double keep = b->held[i] - (b->want[i] - reach(b, i));
+  int got = shed_nearest(b, i, top, 0);
+  got = got == 0 ? shed_largest(b, i, fmin(top, need)) : got;
+  got = got == 0 ? shed_nearest(b, i, top, reach(b, i)) : got;
+  got = got == 0 && keep < top ? shed_largest(b, i, keep) : got;
+  got = got == 0 ? shed_largest(b, i, top) : got;
+  return got != 0 ? got : shed_big(b, i);
 }
 
 /* (B) each node above target + band sheds its largest arcs that fit
@@ -829,40 +875,30 @@ typedef struct pull {
   bool costs;
 } pull;
 
-/* How far arc size a lands u from its target, if it brings u within its
- * aim; -1 if it does not. */
+/* How far past the near edge of its aim (target - aim: the fewest bytes
+ * that bring it within) arc size a takes u, if it brings u within its aim;
+ * -1 if it does not. */
 static double lands(const bal *b, uint16_t u, double a) {
   const double gap = b->want[u] - b->held[u];
-  return a >= gap - aim(b, u) ? fabs(a - gap) : -1;
+  return a >= gap - aim(b, u) ? fabs(a - (gap - aim(b, u))) : -1;
 }
 
-/* Among own[lo..n) (largest first), the kept arc that fits u and lands it
- * nearest its target, scanning each way from the target's gap while arcs
- * still bring u within its aim; UINT32_MAX if none does. */
+/* Among own[lo..n) (largest first), the smallest kept arc that fits u and
+ * brings it within its aim (the fewest bytes that do); UINT32_MAX if none
+ * does. */
 static uint32_t nearest(const bal *b, const uint32_t *own, uint32_t lo, uint32_t n, uint16_t u) {
-  const uint32_t mid = first_within(b, own, n, b->want[u] - b->held[u]);
-  uint32_t best = UINT32_MAX;
-  for (uint32_t k = mid < lo ? lo : mid; k < n && lands(b, u, (double)slot_size(b, own[k])) >= 0;
-       k++)
-    if (slot_size(b, own[k]) > 0 && !moved(b, own[k]) && fits(b, u, own[k])) {
-      best = own[k];
-      break;
-    }
-  for (uint32_t k = mid; k-- > lo;)
-    if (!moved(b, own[k]) && fits(b, u, own[k])) {
-      double far = lands(b, u, (double)slot_size(b, own[k]));
-      if (best == UINT32_MAX || far < lands(b, u, (double)slot_size(b, best)))
-        best = own[k];
-      break;
-    }
-  return best;
+  const double least = b->want[u] - b->held[u] - aim(b, u);
+  for (uint32_t k = first_below(b, own, n, least); k-- > lo;)
+    if (slot_size(b, own[k]) > 0 && !moved(b, own[k]) && fits(b, u, own[k]))
+      return own[k];
+  return UINT32_MAX;
 }
 
 /* The best arc donor d can spare to u with both ending within their
  * bands: a received one (free) first, then the kept one that brings u
  * within its aim nearest its target, else its largest kept one. */
 static pull spare(const bal *b, uint32_t d, uint16_t u) {
-  const double can_give = b->held[d] - (b->want[d] - band(b, d));
+  const double can_give = b->held[d] - (b->want[d] - reach(b, d));
   uint32_t m = received(b, d, b->cand);
   for (uint32_t k = 0; k < m; k++)
     if (b->cand[k].key <= can_give && fits(b, u, b->cand[k].id))
@@ -919,12 +955,13 @@ static pull best_pull(const bal *b, uint32_t m, uint16_t i) {
   return best;
 }
 
-/* Serving nodes by spare (bytes above target - band), the most first. */
+/* Serving nodes by spare (bytes above target - reach: a node brought to
+ * its aim is not drained past it again), the most first. */
 static uint32_t by_spare(bal *b) {
   uint32_t m = 0;
   for (uint32_t i = 0; i < b->p->n; i++)
     if (b->p->sh.eligible[i])
-      b->order[m++] = (keyed){b->held[i] - (b->want[i] - band(b, i)), i};
+      b->order[m++] = (keyed){b->held[i] - (b->want[i] - reach(b, i)), i};
   qsort(b->order, m, sizeof *b->order, cmp_keyed);
   return m;
 }
@@ -1050,6 +1087,60 @@ static int bounds(bal *b, uint32_t lb[3]) {
   return rc;
 }
 
+/* How far from its final target the plan leaves node i, as a class:
+ * within its aim (tol / 2), within tol, or within the floor (L; an excused
+ * node too). */
+static double ends_within(const bal *b, uint32_t i) {
+  const double off = fabs(b->held[i] - b->want[i]), tol = b->tol[i];
+  return off <= tol / 2 ? tol / 2 : off <= tol ? tol : b->limit;
+}
+
+/* The fewest bytes node i's kept base arcs can shed that reach `need`: at
+ * least need, and when its arcs smaller than need cannot reach it together,
+ * at least its smallest arc of need or more (a subset reaching need holds
+ * one). */
+static double least_shed(const bal *b, uint32_t i, double need) {
+  double below = 0, smallest_above = -1;
+  for (uint32_t k = b->start[i]; k < b->start[i + 1]; k++) {
+    const double sz = (double)slot_size(b, b->slots[k]);
+    if (sz < need)
+      below += sz;
+    else
+      smallest_above = sz;
+  }
+  return below >= need || smallest_above < 0 ? need : smallest_above;
+}
+
+/* The bytes bound (the head comment): every byte a node ends with beyond
+ * its base arcs came from another node, every byte it gives up went to
+ * one, and a moved byte is an arc moving once. So a plan that ends every
+ * node in the class this plan does moves at least the forced arcs plus
+ * what each node above its band sheds to get there (whole arcs: see
+ * least_shed), and at least what the nodes receive: each node below its
+ * band what it lacks, each node above what it shed past its class below
+ * its target. */
+static double bytes_bound(const bal *b) {
+  double out = 0, in = 0;
+  for (uint32_t k = 0; k < b->n_forced; k++)
+    out += (double)slot_size(b, b->forced[k]);
+  for (uint32_t i = 0; i < b->p->n; i++) {
+    double held0 = 0; /* its kept base arcs */
+    for (uint32_t k = b->start[i]; k < b->start[i + 1]; k++)
+      held0 += (double)slot_size(b, b->slots[k]);
+    const double want = b->want[i], tol = b->tol[i], c = ends_within(b, i);
+    if (!b->p->sh.eligible[i])
+      continue;
+    if (held0 > want + tol && held0 - want > c) {
+      const double need = held0 - want - c, shed = least_shed(b, i, need);
+      out += shed;
+      in += fmax(0, shed - need - 2 * c);
+    } else if (held0 < want - tol) {
+      in += fmax(0, want - c - held0);
+    }
+  }
+  return fmax(out, in);
+}
+
 int ring__plan_assign_bytes(ring__planner *p, ring_error *err) {
   bal b = {0};
   uint32_t lb[3] = {0};
@@ -1067,6 +1158,8 @@ int ring__plan_assign_bytes(ring__planner *p, ring_error *err) {
     rc = check_result(&b, err);
   if (rc == RING_OK) {
     p->off_tolerance = off_tolerance(&b);
+    p->bytes_bound = (uint64_t)bytes_bound(&b); /* floored: a bound stays a bound */
+
     p->lower_bound = p->off_tolerance ? lb[2] : short_of_aim(&b) ? lb[1] : lb[0];
     p->byte_target = b.want; /* the plan reports it per node */
     b.want = NULL;

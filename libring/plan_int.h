@@ -63,7 +63,8 @@ struct ring_plan {
   uint32_t lost;          /* moves with no live source */
   uint32_t off_tolerance; /* bytes balance: serving nodes outside the objective */
   uint64_t bytes;
-  ring_plan_load *loads;            /* per target node */
+  uint64_t bytes_bound;  /* bytes balance: the fewest bytes a plan ending as close moves */
+  ring_plan_load *loads; /* per target node */
   ring_plan_bytes_load *byte_loads; /* per target node, bytes balance only; else NULL */
 };
 
@@ -78,6 +79,7 @@ typedef struct ring__planner {
   uint32_t T, R, n;
   uint32_t lower_bound;
   uint32_t off_tolerance; /* bytes balance (plan_bytes.c) */
+  uint64_t bytes_bound;   /* bytes balance (plan_bytes.c), in the sizes it weighed */
   double *byte_target;    /* bytes balance: per node, its final target (plan_bytes.c) */
 } ring__planner;
 

@@ -366,6 +366,17 @@ static void verify_moves(replay *rp, const ring_plan *p, findings *f) {
     finding(f, "%u moves, below the lower bound %u", p->n_moves, p->lower_bound);
 }
 
+/* Bytes balance: the moves carry at least the bytes bound the plan states
+ * (ring_plan_bytes_bound), in the sizes it weighed. */
+static void check_bytes_bound(const ring_plan *p, const uint64_t *sizes, findings *f) {
+  uint64_t moved = 0;
+  for (uint32_t k = 0; k < p->n_moves; k++)
+    moved += sizes[p->moves[k].token];
+  if (moved < p->bytes_bound)
+    finding(f, "the moves carry %llu bytes, below the bytes bound %llu", (unsigned long long)moved,
+            (unsigned long long)p->bytes_bound);
+}
+
 int ring_plan_verify(const ring_table *base, const ring_plan *p, const ring_plan_config *cfg,
                      char **report) {
   static const ring_plan_config none;
@@ -388,6 +399,8 @@ int ring_plan_verify(const ring_table *base, const ring_plan *p, const ring_plan
       finding(&f, "base and target differ in T or R");
     else if ((rc = replay_init(&rp, base, p, cfg ? cfg : &none, &f)) == RING_OK)
       verify_moves(&rp, p, &f);
+    if (rc == RING_OK && sizes)
+      check_bytes_bound(p, sizes, &f);
   } else if (rc == RING_OK && p->n_moves > 0) {
     finding(&f, "%u moves without a base table", p->n_moves);
   }

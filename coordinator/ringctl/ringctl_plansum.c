@@ -75,8 +75,10 @@ cJSON *ringctl_plan_json(const rk_plan_doc *d, const ring_plan *plan, const rk_c
   cJSON_AddItemToObject(o, "moves", moves_json(plan));
   cJSON_AddItemToObject(o, "violations", violations_json(d));
   cJSON *bb = plan ? rk_plan_bytes_balance_json(plan) : NULL;
-  if (bb != NULL)
+  if (bb != NULL) {
     cJSON_AddItemToObject(o, "bytes_balance", bb);
+    cJSON_AddNumberToObject(o, "bytes_bound", (double)ring_plan_bytes_bound(plan));
+  }
   if (plan != NULL && arc_bytes != NULL) { /* sizes known now: per receiver, and the time */
     cJSON_AddNumberToObject(o, "bytes_now", (double)rk_plan_bytes_in(plan, arc_bytes, NULL));
     cJSON_AddItemToObject(o, "bytes_in", bytes_in_json(plan, arc_bytes));
@@ -203,12 +205,13 @@ static void print_balance(FILE *f, const ring_plan *plan, const flows *fl) {
   }
   fprintf(f, "balance:  furthest from target %.1f token-replicas before, %.1f after\n",
           worst_before, worst_after);
+  char least[32];
   if (by_bytes)
     fprintf(f,
             "bytes:    furthest from byte target %.1f%% before, %.1f%% after (tolerance %.0f%%, "
-            "%u nodes off it)\n",
+            "%u nodes off it); no plan ending as close moves under %s\n",
             100 * bytes_before, 100 * bytes_after, 100 * RING_BALANCE_TOLERANCE,
-            ring_plan_bytes_off_tolerance(plan));
+            ring_plan_bytes_off_tolerance(plan), ringctl_bytes(ring_plan_bytes_bound(plan), least));
 }
 
 static void print_head(FILE *f, const rk_plan_doc *d) {

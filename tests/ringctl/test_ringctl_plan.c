@@ -203,12 +203,17 @@ START_TEST(plan_balance_bytes) {
   }
   ck_assert_int_eq(nodes, FX_NODES);
   ck_assert_double_eq_tol(before, after, FX_NODES);
+  /* n0 must shed bytes: the bound says how many at least (ring_plan_verify
+   * and the planner's property tests hold the moves to it) */
+  ck_assert_double_gt(fx_num(j, "bytes_bound"), 0);
+  ck_assert_double_le(fx_num(j, "bytes_bound"), before);
   cJSON_Delete(j);
   j = fx_json(0, "p-bal", "plan --balance tokens"); /* only plans by bytes carry them */
   ck_assert_ptr_null(cJSON_GetObjectItem(j, "bytes_balance"));
   cJSON_Delete(j);
   FX_EXPECT_IN(0, out, "BYTES TARGET", "p-bal", "plan --balance bytes");
   FX_EXPECT_IN(0, out, "furthest from byte target", "p-bal", "plan --balance bytes");
+  FX_EXPECT_IN(0, out, "no plan ending as close moves under", "p-bal", "plan --balance bytes");
   fx_run tok = fx_ringctl("p-bal", "plan --balance tokens");
   ck_assert_int_eq(tok.code, 0);
   ck_assert_ptr_null(strstr(tok.out, "BYTES TARGET"));
