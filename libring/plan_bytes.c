@@ -24,9 +24,10 @@
  *
  * Like token balance, every slot moves at most once, and only slots that
  * must: (A) the forced ones (owner leaving, or a hard-domain clash), each
- * to the serving node it suits best; (B) from each node above share + tol,
- * arcs that fit elsewhere until it is within the aim, the fewest bytes
- * first (shed_one): the smallest that lands it within its aim without
+ * to the serving node it suits best; (B) from each node above share + tol
+ * but excused ones (holding only arcs larger than tol: they shed nothing,
+ * see excused()), arcs that fit elsewhere until it is within the aim, the
+ * fewest bytes first (shed_one): the smallest that lands it within its aim without
  * passing its share, else its largest that leaves it above its aim (and it
  * sheds on), else the smallest that lands it within its aim at all, else
  * its largest that leaves it within its reach below (an arc past that
@@ -850,6 +851,16 @@ static int shed_one(bal *b, uint32_t i) {
   return got != 0 ? got : shed_big(b, i);
 }
 
+/* Whether node i is above its band holding only arcs larger than its tol,
+ * which the objective excuses. Under the objective (not the floor) it
+ * sheds nothing: an arc it gave would leave it to be refilled, or push the
+ * node that took it out of its own band (at 5,000 hosts a join's shrinking
+ * shares turned such nodes over by a hair, and chains of their arcs moved
+ * up to twice the bytes the join needed). */
+static bool excused(const bal *b, uint32_t i) {
+  return !b->loose && b->held[i] > b->want[i] + band(b, i) && b->held[i] - b->bigb[i] <= 0;
+}
+
 /* (B) each node above target + band sheds its largest arcs that fit
  * elsewhere until it is within its aim. Returns the arcs shed, or
  * RING_ENOMEM. */
@@ -858,7 +869,7 @@ static int64_t shed(bal *b) {
   int64_t done = 0;
   for (uint32_t j = 0; j < m; j++) {
     uint32_t i = b->order[j].id;
-    if (!triggered(b, i) && b->held[i] <= b->want[i] + band(b, i))
+    if ((!triggered(b, i) && b->held[i] <= b->want[i] + band(b, i)) || excused(b, i))
       continue;
     int got = 1;
     while (b->held[i] > b->want[i] + aim(b, i) && (got = shed_one(b, i)) == 1)
