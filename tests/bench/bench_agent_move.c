@@ -206,7 +206,7 @@ START_TEST(move_between_agents) {
   printf("bench_agent_move: %.0f MB in %u arcs of %u files between two ring-agents on loopback, "
          "unthrottled, %u parallel fetches, %u rounds\n",
          mb, ARCS, FILES, parallel ? parallel : BENCH_AGENT_WORKERS, n_rounds);
-  bench_round rs[BENCH_ROUNDS_MAX];
+  bench_round rs[BENCH_ROUNDS_MAX] = {0};
   for (unsigned k = 0; k < n_rounds; k++)
     one_round(k, (int)(k % 2), per_file, &rs[k]);
   bench_report_rounds(rs, n_rounds, mb, "agents", "both agents, from publish to last install");
