@@ -12,8 +12,9 @@
 #include "agent.h"
 
 #include <errno.h>
-#include <sodium.h>
 #include <inttypes.h>
+#include <malloc.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,9 +275,24 @@ static int parse(agent *a, rd_opt **tablep, int argc, char **argv) {
   return rd_daemon_start(&d, argc, argv, *tablep, &a->o.common, &a->o);
 }
 
+/* Two malloc arenas shared by every thread, not one per thread (glibc's
+ * default, up to 8 per core): with one each, what a fetch worker or a
+ * server thread frees (1 MiB staging and receive buffers among it) stays
+ * resident in its own arena, unused by the others. In bench_agent_move
+ * the receiver's peak RSS went from 30.4-31.0 MiB to 24.7-24.8 MiB, CPU
+ * unchanged: a worker allocates a few times per file, nothing contends.
+ * MALLOC_ARENA_MAX in the environment still decides when set. */
+static void few_arenas(void) {
+#ifdef M_ARENA_MAX
+  if (getenv("MALLOC_ARENA_MAX") == NULL)
+    mallopt(M_ARENA_MAX, 2);
+#endif
+}
+
 int main(int argc, char **argv) {
   static agent a; /* one per process; its address is handed to threads */
   rd_opt *table = NULL;
+  few_arenas(); /* before any thread starts */
   int rc = parse(&a, &table, argc, argv);
   if (rc >= 0) {
     rd_opts_release(table);

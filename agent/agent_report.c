@@ -110,20 +110,26 @@ static int write_progress(agent *a, const rk_progress *p, ring_error *err) {
   return rc;
 }
 
+/* The report is looked at once the last write is AGENT_PROGRESS_EVERY_MS
+ * old, not on every turn of the loop: each look lists the jobs and stats
+ * every installed arc, and the loop turns for each install, tick and
+ * answer (a 256-arc move made 24000 lstat calls of it, most of them
+ * inside the window where nothing could be written anyway). A change
+ * within the window is written at its end, as before. */
 uint64_t agent_report_tick(agent *a) {
   if (a->report_version == 0)
     return UINT64_MAX;
+  uint64_t now = rd_now_ms(), wait = UINT64_MAX;
+  if (now < a->report_last_ms + AGENT_PROGRESS_EVERY_MS)
+    return a->report_last_ms + AGENT_PROGRESS_EVERY_MS - now; /* coalesce */
   rk_progress p = {.version = a->report_version};
   if (collect(a, &p) != RING_OK)
     return AGENT_PROGRESS_EVERY_MS;
   keep_present(a, &p);
-  uint64_t now = rd_now_ms(), wait = UINT64_MAX;
   uint64_t digest = agent_report_digest(p.tokens, p.n_tokens, p.failing, p.n_failing);
   bool changed = a->report_dirty || p.version != a->report_written_version ||
                  digest != a->report_written_digest;
-  if (changed && now < a->report_last_ms + AGENT_PROGRESS_EVERY_MS) {
-    wait = a->report_last_ms + AGENT_PROGRESS_EVERY_MS - now; /* coalesce */
-  } else if (changed) {
+  if (changed) {
     ring_error err = {0};
     a->report_last_ms = now;
     if (write_progress(a, &p, &err) == RING_OK) {

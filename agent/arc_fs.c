@@ -96,8 +96,9 @@ int arc__open_regular(int dfd, const char *name, struct stat *st) {
   if (fd < 0)
     return errno == ELOOP ? -ENOTSUP : -errno; /* ELOOP: a symbolic link at name */
   int rc = fstat(fd, st) != 0 ? -errno : !S_ISREG(st->st_mode) ? -ENOTSUP : 0;
-  int fl = rc == 0 ? fcntl(fd, F_GETFL) : -1;
-  if (rc == 0 && (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0))
+  /* O_NONBLOCK is the only flag F_SETFL can change that the open set:
+   * clearing them all clears it, one call per file instead of two. */
+  if (rc == 0 && fcntl(fd, F_SETFL, 0) != 0)
     rc = -errno;
   if (rc == 0)
     return fd;

@@ -114,8 +114,8 @@ void env_agent_start(int i, const char *id, const char *extra) {
            "%s --endpoints %s --cluster " ENV_CLUSTER " --id %s --listen %s --metrics %s"
            " --data-dir %s --zone %s --secret-file %s --lease-ttl 2s --drop-grace 1s"
            " --log-level debug %s %s",
-           RING_AGENT_BIN, env.etcd.endpoints, a->id, a->listen, a->metrics, a->data, a->zone,
-           env.secret, creds, extra ? extra : "");
+           env.agent_bin ? env.agent_bin : RING_AGENT_BIN, env.etcd.endpoints, a->id, a->listen,
+           a->metrics, a->data, a->zone, env.secret, creds, extra ? extra : "");
   env_argv(line, argv);
   char log[sizeof a->log];
   memcpy(log, a->log, sizeof log); /* proc_spawn writes into a->p */

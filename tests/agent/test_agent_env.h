@@ -66,6 +66,9 @@ typedef struct agent_env {
   /* With etcd auth on (tests/e2e, RING_E2E_AUTH): the etcd user flags of
    * agent `id` into flags (made on first use); NULL: no user. */
   void (*agent_creds)(const char *id, char *flags, size_t cap);
+  /* The ring-agent binary to run; NULL: RING_AGENT_BIN (a benchmark may
+   * run another build's, to set two builds side by side). */
+  const char *agent_bin;
 } agent_env;
 
 extern agent_env env;

@@ -5,7 +5,7 @@
  * agent's peak RSS. bench_arc measures the same transfer inside one
  * process (library calls, no etcd); this one runs the daemons.
  *
- *   bench_agent_move [--quick] [--rounds N] [--parallel N]
+ *   bench_agent_move [--quick] [--rounds N] [--parallel N] [--agent PATH]
  *
  * Its own etcd and two agents, a and b (test_agent_env.h: real ring-agent
  * processes; 4 parallel fetches, as when the throttle sets no limit, or
@@ -25,8 +25,13 @@
  * the receiver the owner, and the next round moves the arcs back once the
  * old holder has dropped its copies (1 s grace).
  *
- * The move's CPU is both agents' (user + system, /proc/<pid>/stat); the
- * peak RSS is each agent's VmHWM. Figures only: it fails when the move
+ * The move's CPU is both agents' (user + system, /proc/<pid>/stat), and
+ * their user CPU apart: the system part is mostly the disk's and the
+ * network's and swings with what the machine did before, while the
+ * agents' own work (checksums, signatures, JSON) is user time. The peak
+ * RSS is each agent's VmHWM. --agent runs another build's ring-agent
+ * (e.g. an older commit's) in this same harness, so two builds compare
+ * on their agents alone. Figures only: it fails when the move
  * does (an arc not installed within 5 minutes, or not identical).
  */
 #define ENV_TOKENS 256
@@ -39,13 +44,14 @@
 
 static bool quick;
 static unsigned n_rounds = 3;
-static unsigned parallel; /* throttle.moves_per_node; 0: the agents' default */
+static unsigned parallel;     /* throttle.moves_per_node; 0: the agents' default */
+static const char *agent_bin; /* --agent; NULL: this build's */
 static uint64_t version;
 
 /* ----------------------------------------------------------- the agents */
 
-/* CPU seconds of agent i so far (utime + stime). */
-static double agent_cpu_s(int i) {
+/* CPU seconds of agent i so far (utime + stime); its user part in *user. */
+static double agent_cpu_s(int i, double *user) {
   char path[64], buf[1024];
   snprintf(path, sizeof path, "/proc/%d/stat", (int)env.a[i].p.pid);
   FILE *f = fopen(path, "r");
@@ -57,7 +63,16 @@ static double agent_cpu_s(int i) {
   unsigned long long utime = 0, stime = 0;
   ck_assert_int_eq(
       sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime), 2);
-  return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+  double tick = (double)sysconf(_SC_CLK_TCK);
+  *user = (double)utime / tick;
+  return (double)(utime + stime) / tick;
+}
+
+/* CPU seconds of both agents so far; their user part in *user. */
+static double agents_cpu_s(double *user) {
+  double ua, ub, c = agent_cpu_s(0, &ua) + agent_cpu_s(1, &ub);
+  *user = ua + ub;
+  return c;
 }
 
 /* Agent i's peak resident set, MiB (VmHWM). */
@@ -114,7 +129,7 @@ static void time_move(int from, int to, bench_round *r, double *reported_s) {
   char src[BENCH_PATH];
   arcs_dir(from, src);
   bench_warm(src);
-  double c0 = agent_cpu_s(from) + agent_cpu_s(to);
+  double u0, c0 = agents_cpu_s(&u0), u1;
   double t0 = bench_now_s(), end = t0 + 300; /* before the publish: agents may start within it */
   publish(from, to);
   while (installed(to) < ARCS) {
@@ -124,7 +139,8 @@ static void time_move(int from, int to, bench_round *r, double *reported_s) {
     harness_sleep_ms(2);
   }
   r->move = bench_now_s() - t0;
-  r->cpu_move = agent_cpu_s(from) + agent_cpu_s(to) - c0;
+  r->cpu_move = agents_cpu_s(&u1) - c0;
+  r->cpu_user = u1 - u0;
   while (!reported_all(env.a[to].id)) {
     ck_assert_msg(bench_now_s() < end, "progress/%s never listed every arc", env.a[to].id);
     harness_sleep_ms(2);
@@ -173,6 +189,7 @@ static void one_round(unsigned k, int from, uint64_t per_file, bench_round *r) {
 
 START_TEST(move_between_agents) {
   uint64_t total = quick ? 64ull << 20 : 1ull << 30, per_file = total / (ARCS * FILES);
+  env.agent_bin = agent_bin;
   env_config(1, parallel, 0); /* moves_per_node: 0 is the agents' default, BENCH_AGENT_WORKERS */
   env_agent_init(0, "a");
   env_agent_init(1, "b");
@@ -189,7 +206,7 @@ START_TEST(move_between_agents) {
   printf("bench_agent_move: %.0f MB in %u arcs of %u files between two ring-agents on loopback, "
          "unthrottled, %u parallel fetches, %u rounds\n",
          mb, ARCS, FILES, parallel ? parallel : BENCH_AGENT_WORKERS, n_rounds);
-  bench_round rs[BENCH_ROUNDS_MAX];
+  bench_round rs[BENCH_ROUNDS_MAX] = {0};
   for (unsigned k = 0; k < n_rounds; k++)
     one_round(k, (int)(k % 2), per_file, &rs[k]);
   bench_report_rounds(rs, n_rounds, mb, "agents", "both agents, from publish to last install");
@@ -208,8 +225,10 @@ int main(int argc, char **argv) {
       n_rounds = (unsigned)atoi(argv[++i]);
     else if (strcmp(argv[i], "--parallel") == 0 && i + 1 < argc)
       parallel = (unsigned)atoi(argv[++i]);
+    else if (strcmp(argv[i], "--agent") == 0 && i + 1 < argc)
+      agent_bin = argv[++i];
     else
-      bench_die("usage", "bench_agent_move [--quick] [--rounds N] [--parallel N]");
+      bench_die("usage", "bench_agent_move [--quick] [--rounds N] [--parallel N] [--agent PATH]");
   }
   if (n_rounds < 1 || n_rounds > BENCH_ROUNDS_MAX)
     bench_die("--rounds", "1 to 16");

@@ -185,7 +185,7 @@ int main(int argc, char **argv) {
   uint64_t per_file = total / (ARCS * FILES);
   bench_pathf(arcs, "%s/arcs", src);
   bench_make_arcs(arcs, ARCS, FILES, per_file);
-  bench_round rs[BENCH_ROUNDS_MAX];
+  bench_round rs[BENCH_ROUNDS_MAX] = {0};
   for (unsigned i = 0; i < rounds; i++) {
     bench_pathf(cpdir, "%s/cp%u", root, i);
     bench_pathf(dstdir, "%s/dst%u", root, i);

@@ -258,15 +258,25 @@ typedef struct bench_round {
   bench_cp cp;           /* cp -r and the sync after it */
   double disk;           /* the ceiling: wall seconds of the durable copy from memory */
   double move, cpu_move; /* wall and CPU seconds of the move being measured */
+  double cpu_user;       /* the user part of cpu_move; 0: not measured apart */
 } bench_round;
+
+/* ", user 0.41 s" when the user part was measured apart, else "". */
+static inline const char *bench_user_part(double user, char out[32]) {
+  out[0] = '\0';
+  if (user > 0)
+    snprintf(out, 32, ", user %.2f s", user);
+  return out;
+}
 
 static inline void bench_print_round(unsigned i, const bench_round *r, double mb,
                                      const char *move) {
+  char user[32];
   printf("  round %u: cp -r %6.0f MB/s (CPU %.2f s), +sync %6.0f MB/s, ceiling %6.0f MB/s, %s "
-         "%6.0f MB/s (CPU %.2f s): %.2fx cp, %.2fx cp+sync, %.2fx ceiling\n",
+         "%6.0f MB/s (CPU %.2f s%s): %.2fx cp, %.2fx cp+sync, %.2fx ceiling\n",
          i + 1, mb / r->cp.cp, r->cp.cpu, mb / (r->cp.cp + r->cp.sync), mb / r->disk, move,
-         mb / r->move, r->cpu_move, r->cp.cp / r->move, (r->cp.cp + r->cp.sync) / r->move,
-         r->disk / r->move);
+         mb / r->move, r->cpu_move, bench_user_part(r->cpu_user, user), r->cp.cp / r->move,
+         (r->cp.cp + r->cp.sync) / r->move, r->disk / r->move);
 }
 
 static inline void bench_print_ratio(const char *a, const char *b, double x, const char *why) {
@@ -285,6 +295,7 @@ static inline void bench_report_rounds(const bench_round *rs, unsigned n, double
                                        const char *move, const char *cpu_of) {
   double cp[BENCH_ROUNDS_MAX], cps[BENCH_ROUNDS_MAX], disk[BENCH_ROUNDS_MAX];
   double mv[BENCH_ROUNDS_MAX], cpu_cp[BENCH_ROUNDS_MAX], cpu_mv[BENCH_ROUNDS_MAX];
+  double cpu_user[BENCH_ROUNDS_MAX];
   double r_cp[BENCH_ROUNDS_MAX], r_cps[BENCH_ROUNDS_MAX], r_disk[BENCH_ROUNDS_MAX];
   double best_cp = 0;
   for (unsigned i = 0; i < n; i++) {
@@ -292,6 +303,7 @@ static inline void bench_report_rounds(const bench_round *rs, unsigned n, double
     bench_print_round(i, r, mb, move);
     cp[i] = mb / r->cp.cp, cps[i] = mb / (r->cp.cp + r->cp.sync), disk[i] = mb / r->disk;
     mv[i] = mb / r->move, cpu_cp[i] = r->cp.cpu, cpu_mv[i] = r->cpu_move;
+    cpu_user[i] = r->cpu_user;
     r_cp[i] = r->cp.cp / r->move, r_cps[i] = (r->cp.cp + r->cp.sync) / r->move;
     r_disk[i] = r->disk / r->move;
     best_cp = cp[i] > best_cp ? cp[i] : best_cp;
@@ -302,7 +314,9 @@ static inline void bench_report_rounds(const bench_round *rs, unsigned n, double
   printf("  cp -r + sync       %7.0f MB/s\n", bench_median(cps, n));
   printf("  durable ceiling    %7.0f MB/s  (same files from memory: O_DIRECT, fsync, rename)\n",
          m_disk);
-  printf("  %-18s %7.0f MB/s  (CPU %.2f s: %s)\n", move, m_mv, bench_median(cpu_mv, n), cpu_of);
+  char user[32];
+  printf("  %-18s %7.0f MB/s  (CPU %.2f s%s: %s)\n", move, m_mv, bench_median(cpu_mv, n),
+         bench_user_part(bench_median(cpu_user, n), user), cpu_of);
   bench_print_ratio(move, "cp -r", bench_median(r_cp, n), "target >= 0.70x");
   bench_print_ratio(move, "cp+sync", bench_median(r_cps, n), "both durable");
   bench_print_ratio(move, "ceiling", bench_median(r_disk, n), "of what this disk takes durably");
