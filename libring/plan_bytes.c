@@ -27,33 +27,24 @@
  * to the serving node it suits best; (B) from each node above share + tol
  * but excused ones (holding only arcs larger than tol: they shed nothing,
  * see excused()), arcs that fit elsewhere until it is within the aim, the
- * fewest bytes first (shed_one): the smallest that lands it within its aim without
- * passing its share, else its largest that leaves it above its aim (and it
- * sheds on), else the smallest that lands it within its aim at all, else
- * its largest that leaves it within its reach below (an arc past that
- * would have to be refilled: its bytes moved twice), else its largest; (C)
- * into each node below share - tol, an arc a donor can spare without
- * leaving its own reach (a node brought to its aim is not drained past it
- * again; received ones first: re-pointing them costs no move): the
- * smallest that brings it within its aim, else the largest, until it is
- * within the aim. An
- * arc goes where it suits best (pairing over and under nodes): to a node it
- * fits whole below its share, the tightest such, so small arcs fill what
- * large ones cannot, else where it lowers that node's distance from its
- * share the most. An arc larger than any node's room that lands its holder
- * near its share goes, in (B), to the node furthest below its band holding
- * only arcs larger than its tol (an empty joiner, say; up to twice its
- * target), which the objective then excuses: one move where filling it
- * with arcs that fit took many.
- * Any other arc larger than every room goes to the node most below its
- * share whose own large arcs leave room for it, if it may then shed its
- * small ones. Targets follow the final owners (a node pinned at an arc it
- * received leaves less for the others), so nodes that end off tolerance
- * against them get rounds of their own. Should the floor still break, rounds
- * under the floor (L) place what they must, and rounds under
- * the objective shed the small arcs from where it landed. Receivers obey
- * the same rule as token balance (ring__can_take), so the waves keep
- * owners and hard domains distinct at every step.
+ * fewest bytes first (shed_one); (C) into each node below share - tol, an
+ * arc a donor can spare without leaving its own reach (a node brought to
+ * its aim is not drained past it again; received ones first: re-pointing
+ * them costs no move): the smallest that brings it within its aim, else
+ * the largest, until it is within the aim. An arc goes where it suits
+ * best (pairing over and under nodes): to a node it fits whole below its
+ * share, the tightest such, so small arcs fill what large ones cannot,
+ * else where it lowers that node's distance from its share the most. An arc larger than any node's
+ * room that lands its holder near its share goes, in (B), to the node furthest below its band
+ * holding only arcs larger than its tol (an empty joiner, say; up to twice its target), which the
+ * objective then excuses: one move where filling it with arcs that fit took many. Any other arc
+ * larger than every room goes to the node most below its share whose own large arcs leave room for
+ * it, if it may then shed its small ones. Targets follow the final owners (a node pinned at an arc
+ * it received leaves less for the others), so nodes that end off tolerance against them get rounds
+ * of their own. Should the floor still break, rounds under the floor (L) place what they must, and
+ * rounds under the objective shed the small arcs from where it landed. Receivers obey the same rule
+ * as token balance (ring__can_take), so the waves keep owners and hard domains distinct at every
+ * step.
  *
  * The lower bound, restated for this objective, is the largest of:
  *  - out: forced slots plus, per node above share + tol, the fewest of its
@@ -906,8 +897,8 @@ static uint32_t nearest(const bal *b, const uint32_t *own, uint32_t lo, uint32_t
 }
 
 /* The best arc donor d can spare to u with both ending within their
- * bands: a received one (free) first, then the kept one that brings u
- * within its aim nearest its target, else its largest kept one. */
+ * bands: a received one (free) first, then the smallest kept one that
+ * brings u within its aim, else its largest kept one. */
 static pull spare(const bal *b, uint32_t d, uint16_t u) {
   const double can_give = b->held[d] - (b->want[d] - reach(b, d));
   uint32_t m = received(b, d, b->cand);
@@ -1135,12 +1126,12 @@ static double bytes_bound(const bal *b) {
   for (uint32_t k = 0; k < b->n_forced; k++)
     out += (double)slot_size(b, b->forced[k]);
   for (uint32_t i = 0; i < b->p->n; i++) {
+    if (!b->p->sh.eligible[i])
+      continue;
     double held0 = 0; /* its kept base arcs */
     for (uint32_t k = b->start[i]; k < b->start[i + 1]; k++)
       held0 += (double)slot_size(b, b->slots[k]);
     const double want = b->want[i], tol = b->tol[i], c = ends_within(b, i);
-    if (!b->p->sh.eligible[i])
-      continue;
     if (held0 > want + tol && held0 - want > c) {
       const double need = held0 - want - c, shed = least_shed(b, i, need);
       out += shed;
@@ -1170,7 +1161,6 @@ int ring__plan_assign_bytes(ring__planner *p, ring_error *err) {
   if (rc == RING_OK) {
     p->off_tolerance = off_tolerance(&b);
     p->bytes_bound = (uint64_t)bytes_bound(&b); /* floored: a bound stays a bound */
-
     p->lower_bound = p->off_tolerance ? lb[2] : short_of_aim(&b) ? lb[1] : lb[0];
     p->byte_target = b.want; /* the plan reports it per node */
     b.want = NULL;

@@ -206,7 +206,7 @@ static void print_balance(FILE *f, const ring_plan *plan, const flows *fl) {
   fprintf(f, "balance:  furthest from target %.1f token-replicas before, %.1f after\n",
           worst_before, worst_after);
   char least[32];
-  if (by_bytes)
+  if (by_bytes) /* least: the bytes bound, as text */
     fprintf(f,
             "bytes:    furthest from byte target %.1f%% before, %.1f%% after (tolerance %.0f%%, "
             "%u nodes off it); no plan ending as close moves under %s\n",

@@ -293,6 +293,20 @@ START_TEST(big_arc_counts_ten_times) {
   ck_assert_uint_lt(ring_table_node_replicas(ring_plan_target(p), 0), 64);
   ck_assert_uint_ge(ring_plan_move_count(p), ring_plan_lower_bound(p));
   ck_assert_uint_ge(ring_plan_lower_bound(p), 5);
+  /* bytes: node 0 sheds at least 136,000 - (82,000 + its aim 4,100), and
+   * the moves carry at least the bound */
+  ck_assert_uint_ge(ring_plan_bytes_bound(p), 49900);
+  ck_assert_uint_le(ring_plan_bytes_bound(p), ring_plan_bytes(p));
+  /* the same plan verified against sizes a tenth as large (so every share
+   * and band shrinks alike): only the bytes its moves carry fall short */
+  uint64_t tenth[256];
+  for (uint32_t t = 0; t < 256; t++)
+    tenth[t] = sizes[t] / 10;
+  ring_plan_config small = cfg;
+  small.balance_sizes = tenth;
+  ck_assert_int_eq(ring_plan_verify(base, p, &small, &rep), 1);
+  ck_assert_ptr_nonnull(strstr(rep, "below the bytes bound"));
+  free(rep);
   ring_plan_config tok = {.failure_domain = "zone"};
   ring_plan *q = plan(base, &c, &tok); /* already token-balanced: nothing moves */
   ck_assert_uint_eq(ring_plan_move_count(q), 0);

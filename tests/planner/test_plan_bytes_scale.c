@@ -11,9 +11,8 @@
  * larger than that. Figures (not checked: plans are not within 1.2x the
  * move bound on 95% of cases, nor the bytes bound at 100 nodes): per
  * size, plans within 1.2x and 2x the bound, the worst ratio, the mean
- * deviation, nodes off
- * tolerance, the joiner's moves against its bound and its distance from
- * its share; per kind of plan (re-plan, join) the median, 95th percentile
+ * deviation, nodes off tolerance, the joiner's moves against its bound and
+ * its distance from its share; per kind of plan (re-plan, join) the median, 95th percentile
  * and worst of moves / bound (a plan with nodes off tolerance reports the
  * floor's bound, so its ratio can be far above the rest). The same for the
  * bytes moved against ring_plan_bytes_bound, which is recomputed here from
@@ -220,8 +219,11 @@ typedef struct tally {
   double bratio[2][CASES_MAX]; /* the same for bytes moved / ring_plan_bytes_bound */
 } tally;
 
-/* Bytes moved against the bytes bound, which the tables alone give again
- * and no plan beats. */
+/* Bytes moved against the bytes bound, which no plan beats. The bound is
+ * derived a second way here, from the public tables and the plan's per-node
+ * report rather than the planner's working state, and the two must agree:
+ * a bound read from stale state (targets that moved, slots already given)
+ * would differ. */
 static double bytes_ratio(const ring_table *base, const ring_plan *p, const uint64_t *sizes) {
   double lb = (double)ring_plan_bytes_bound(p), again = bytes_bound(base, p, sizes);
   double moved = (double)ring_plan_bytes(p);

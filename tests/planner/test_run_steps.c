@@ -222,9 +222,10 @@ START_TEST(first_step_spreads_receivers) {
 END_TEST
 
 /* The estimate: equal arcs spread evenly come within an arc a step of the
- * busiest receiver's share (in plan order they took 2.5 times as long); one source serving one arc
- * at a time (moves_per_node 1) to three receivers takes three times as long, and the estimate names
- * that source. */
+ * busiest receiver's share (in plan order they took 2.5 times as long);
+ * one source serving one arc at a time (moves_per_node 1) to three
+ * receivers takes three times as long, and the estimate names that
+ * source. */
 START_TEST(eta_models_steps_and_sources) {
   ring_table *base;
   ring_plan *p = drain_plan(1024, 4, &base);
