@@ -14,9 +14,9 @@
  * The objective: every serving node within tol = RING_BALANCE_TOLERANCE
  * (10%, never more than L, the largest arc) of its share; a node above that which holds only arcs
  * larger than its tol (it was given arcs it cannot split) is excused, as such. A node outside its
- * tol is brought to within tol / 2 (the aim), so one that must change does not stop on the edge and
- * drift out again; a node inside its tol is left alone. Receivers stay within share + tol, donors
- * within share - tol. Nodes the greedy cannot bring within tol are counted in
+ * tol is brought to within its aim (RING_BALANCE_AIM of tol), so one that must change does not stop
+ * on the edge and drift out again; a node inside its tol is left alone. Receivers stay within share
+ * + tol, donors within share - tol. Nodes the greedy cannot bring within tol are counted in
  * ring_plan_bytes_off_tolerance; the hard floor stays every node within
  * the largest arc L of its share (the old rule, always reachable but for
  * stranded slots), else the plan is refused. Empty arcs never move for
@@ -31,10 +31,16 @@
  * arc a donor can spare without leaving its own reach (a node brought to
  * its aim is not drained past it again; received ones first: re-pointing
  * them costs no move): the smallest that brings it within its aim, else
- * the largest, until it is within the aim. An arc goes where it suits
- * best (pairing over and under nodes): to a node it fits whole below its
- * share, the tightest such, so small arcs fill what large ones cannot,
- * else where it lowers that node's distance from its share the most. An arc larger than any node's
+ * the largest that does not carry it past its aim, until it is within the
+ * aim. An arc goes where it suits best (pairing over and under nodes): to a
+ * node below its band that it leaves at most at the near edge of its aim,
+ * the tightest such (each byte shed then counts toward what the nodes below
+ * must receive, and they stop near that edge, the fewest bytes: filled up
+ * to their shares, they took bytes others below then pulled from nodes
+ * within their bands, moving them twice over), else to a node it fits whole
+ * below its share, the tightest such, so small arcs fill what large ones
+ * cannot, else where it lowers that node's distance from its share the
+ * most. An arc larger than any node's
  * room that lands its holder near its share goes, in (B), to the node furthest below its band
  * holding only arcs larger than its tol (an empty joiner, say; up to twice its target), which the
  * objective then excuses: one move where filling it with arcs that fit took many. Any other arc
@@ -48,14 +54,14 @@
  *
  * The lower bound, restated for this objective, is the largest of:
  *  - out: forced slots plus, per node above share + tol, the fewest of its
- *    own arcs that bring it to share + tol / 2, or its count of arcs of at
+ *    own arcs that bring it to share + aim, or its count of arcs of at
  *    most tol if shedding those (leaving only arcs larger than tol) takes
  *    fewer;
  *  - in: per node below share - tol, the fewest arcs of all (largest first)
- *    that bring it to share - tol / 2;
+ *    that bring it to share - aim;
  *  - spare: forced slots plus the fewest moves that can cover the shortfall
  *    D (the sum over nodes below share - tol of the bytes up to share -
- *    tol / 2) left after the forced arcs' bytes. A move of arc a from d
+ *    aim) left after the forced arcs' bytes. A move of arc a from d
  *    lowers D by at most min(a, spare_d), spare_d = what d holds above its
  *    own share - tol (bytes beyond that reopen a shortfall at d), so each
  *    donor's possible moves are its own arcs largest first, each worth
@@ -81,7 +87,7 @@
  * (ring_plan_bytes_bound): every byte a node ends with beyond its base arcs
  * came from another node and every byte it gives up went to one, each
  * moved byte is one arc moving once, and a node ends at most as far from
- * its final target as its class says (within tol / 2, within tol, or
+ * its final target as its class says (within its aim, within tol, or
  * within L). So any plan ending every node in the class this plan does
  * moves at least the forced arcs plus, per node above its band, its base
  * bytes past target + class (in whole arcs of its own: when its arcs
@@ -140,9 +146,10 @@ typedef struct bal {
 /* How far node i may be from its target: tol, or L under the floor rule. */
 static double band(const bal *b, uint32_t i) { return b->loose ? b->limit : b->tol[i]; }
 
-/* How close a node that must change is brought: tol / 2, or L. */
+/* How close a node that must change is brought: RING_BALANCE_AIM of its
+ * tol, or L. */
 static double aim(const bal *b, uint32_t i) {
-  return b->loose ? b->limit : b->no_aim ? b->tol[i] : b->tol[i] / 2;
+  return b->loose ? b->limit : b->no_aim ? b->tol[i] : b->tol[i] * RING_BALANCE_AIM;
 }
 
 /* Whether node i is brought to its aim: it was outside its band. */
@@ -582,15 +589,19 @@ static bool fits(const bal *b, uint16_t u, uint32_t s) {
          ring__can_take(b->p, u, s / b->p->R, s % b->p->R);
 }
 
-/* How well arc size a suits node u, the lower the better: what it lowers
- * u's distance from its target by, negated (a node that can take it all
- * below its target gains the whole arc), then the tightest such fit (the
- * smallest shortfall, leaving larger shortfalls to larger arcs: small arcs
- * fill what large ones cannot). */
-static void suits(const bal *b, uint32_t u, double a, double key[2]) {
-  const double gap = b->want[u] - b->held[u];
-  key[0] = gap >= a ? -a : fabs(gap - a) - fabs(gap);
-  key[1] = gap >= a ? gap - a : 0;
+/* How well arc size a suits node u, the lower the better: first whether
+ * u is below its band and takes it whole short of its aim's near edge (what
+ * such a node lacks to there the plan must send in any case; the head
+ * comment says why they come first), then what it lowers u's distance from
+ * its target by, negated (a node that can take it all below its target
+ * gains the whole arc), then the tightest such fit (the smallest shortfall,
+ * leaving larger shortfalls to larger arcs: small arcs fill what large
+ * ones cannot). */
+static void suits(const bal *b, uint32_t u, double a, double key[3]) {
+  const double gap = b->want[u] - b->held[u], lack = gap - aim(b, u);
+  key[0] = triggered(b, u) && a <= lack ? 0 : 1;
+  key[1] = gap >= a ? -a : fabs(gap - a) - fabs(gap);
+  key[2] = key[0] == 0 ? lack - a : gap >= a ? gap - a : 0;
 }
 
 /* The node to take slot s: it fits (when must_fit; else it keeps capped
@@ -601,7 +612,7 @@ static uint16_t receiver(const bal *b, uint32_t s, bool must_fit, bool whole) {
   const uint32_t t = s / p->R, r = s % p->R;
   uint16_t best = NONE;
   uint32_t best_soft = 0;
-  double best_key[2] = {0, 0}, key[2];
+  double best_key[3] = {0, 0, 0}, key[3];
   for (uint32_t i = 0; i < p->n; i++) {
     const uint16_t u = (uint16_t)i;
     if (!p->sh.eligible[i] || (must_fit ? !fits(b, u, s) : !ring__can_take(p, u, t, r)) ||
@@ -609,16 +620,13 @@ static uint16_t receiver(const bal *b, uint32_t s, bool must_fit, bool whole) {
       continue;
     uint32_t soft = ring__soft_conflicts(p, u, t, r);
     suits(b, i, (double)slot_size(b, s), key);
-    bool same = soft == best_soft && key[0] == best_key[0] && key[1] == best_key[1];
-    bool better = best == NONE || soft < best_soft ||
-                  (soft == best_soft &&
-                   (key[0] < best_key[0] || (key[0] == best_key[0] && key[1] < best_key[1]))) ||
-                  (same && tie(s, i) > tie(s, best));
-    if (better) {
+    int cmp = soft != best_soft ? (soft < best_soft ? -1 : 1) : 0;
+    for (int k = 0; k < 3 && cmp == 0; k++)
+      cmp = key[k] < best_key[k] ? -1 : key[k] > best_key[k];
+    if (best == NONE || cmp < 0 || (cmp == 0 && tie(s, i) > tie(s, best))) {
       best = u;
       best_soft = soft;
-      best_key[0] = key[0];
-      best_key[1] = key[1];
+      memcpy(best_key, key, sizeof key);
     }
   }
   return best;
@@ -878,19 +886,25 @@ typedef struct pull {
 } pull;
 
 /* How far past the near edge of its aim (target - aim: the fewest bytes
- * that bring it within) arc size a takes u, if it brings u within its aim;
- * -1 if it does not. */
+ * that bring it within) arc size a takes u, if it brings u within its aim
+ * (not past its far edge either); -1 if it does not. */
 static double lands(const bal *b, uint16_t u, double a) {
   const double gap = b->want[u] - b->held[u];
-  return a >= gap - aim(b, u) ? fabs(a - (gap - aim(b, u))) : -1;
+  return a >= gap - aim(b, u) && a <= gap + aim(b, u) ? a - (gap - aim(b, u)) : -1;
+}
+
+/* Whether arc size a leaves u at most at the far edge of its aim. */
+static bool within_aim(const bal *b, uint16_t u, double a) {
+  return a <= b->want[u] - b->held[u] + aim(b, u);
 }
 
 /* Among own[lo..n) (largest first), the smallest kept arc that fits u and
- * brings it within its aim (the fewest bytes that do); UINT32_MAX if none
- * does. */
+ * brings it within its aim, not past it (the fewest bytes that do);
+ * UINT32_MAX if none does. */
 static uint32_t nearest(const bal *b, const uint32_t *own, uint32_t lo, uint32_t n, uint16_t u) {
   const double least = b->want[u] - b->held[u] - aim(b, u);
-  for (uint32_t k = first_below(b, own, n, least); k-- > lo;)
+  for (uint32_t k = first_below(b, own, n, least);
+       k-- > lo && within_aim(b, u, (double)slot_size(b, own[k]));)
     if (slot_size(b, own[k]) > 0 && !moved(b, own[k]) && fits(b, u, own[k]))
       return own[k];
   return UINT32_MAX;
@@ -898,7 +912,10 @@ static uint32_t nearest(const bal *b, const uint32_t *own, uint32_t lo, uint32_t
 
 /* The best arc donor d can spare to u with both ending within their
  * bands: a received one (free) first, then the smallest kept one that
- * brings u within its aim, else its largest kept one. */
+ * brings u within its aim, else its largest kept one that does not carry u
+ * past its aim (u takes a smaller one after it: an arc landing u between
+ * its aim and its band moves bytes past what u lacked), else its largest
+ * kept one. */
 static pull spare(const bal *b, uint32_t d, uint16_t u) {
   const double can_give = b->held[d] - (b->want[d] - reach(b, d));
   uint32_t m = received(b, d, b->cand);
@@ -912,18 +929,23 @@ static pull spare(const bal *b, uint32_t d, uint16_t u) {
     if (s != UINT32_MAX)
       return (pull){s, true};
   }
+  uint32_t past = UINT32_MAX; /* the largest that fits but passes u's aim */
   for (uint32_t k = lo; k < n; k++) {
     uint32_t s = own[k];
     if (slot_size(b, s) == 0)
       break;
-    if (!moved(b, s) && fits(b, u, s))
-      return (pull){s, true};
+    if (!moved(b, s) && fits(b, u, s)) {
+      if (within_aim(b, u, (double)slot_size(b, s)))
+        return (pull){s, true};
+      past = past == UINT32_MAX ? s : past;
+    }
   }
-  return (pull){UINT32_MAX, true};
+  return (pull){past, true};
 }
 
-/* Free first; then one that brings u within its aim, nearest its target;
- * else the larger. */
+/* Free first; then one that brings u within its aim, nearest its aim's
+ * near edge; then one that leaves u short of its aim, the larger; else the
+ * smaller. */
 static bool better_pull(const bal *b, uint16_t u, pull c, pull best) {
   if (c.slot == UINT32_MAX || best.slot == UINT32_MAX)
     return c.slot != UINT32_MAX;
@@ -933,7 +955,10 @@ static bool better_pull(const bal *b, uint16_t u, pull c, pull best) {
          fb = lands(b, u, (double)slot_size(b, best.slot));
   if (fc >= 0 || fb >= 0)
     return fc >= 0 && (fb < 0 || fc < fb);
-  return slot_size(b, c.slot) > slot_size(b, best.slot);
+  const double sc = (double)slot_size(b, c.slot), sb = (double)slot_size(b, best.slot);
+  if (within_aim(b, u, sc) != within_aim(b, u, sb))
+    return within_aim(b, u, sc);
+  return within_aim(b, u, sc) ? sc > sb : sc < sb;
 }
 
 /* The best pull into i over the donors in b->order (m of them, by spare
@@ -1090,11 +1115,11 @@ static int bounds(bal *b, uint32_t lb[3]) {
 }
 
 /* How far from its final target the plan leaves node i, as a class:
- * within its aim (tol / 2), within tol, or within the floor (L; an excused
+ * within its aim, within tol, or within the floor (L; an excused
  * node too). */
 static double ends_within(const bal *b, uint32_t i) {
-  const double off = fabs(b->held[i] - b->want[i]), tol = b->tol[i];
-  return off <= tol / 2 ? tol / 2 : off <= tol ? tol : b->limit;
+  const double off = fabs(b->held[i] - b->want[i]), tol = b->tol[i], a = tol * RING_BALANCE_AIM;
+  return off <= a ? a : off <= tol ? tol : b->limit;
 }
 
 /* The fewest bytes node i's kept base arcs can shed that reach `need`: at

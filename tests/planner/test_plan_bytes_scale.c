@@ -8,16 +8,15 @@
  * tolerance and its lower bound); after the re-plan the mean node
  * deviation is at most 5% of a share and no node is off; the joining node
  * ends within RING_BALANCE_TOLERANCE of its share, or holds only arcs
- * larger than that. Figures (not checked: plans are not within 1.2x the
- * move bound on 95% of cases, nor the bytes bound at 100 nodes): per
- * size, plans within 1.2x and 2x the bound, the worst ratio, the mean
- * deviation, nodes off tolerance, the joiner's moves against its bound and
- * its distance from its share; per kind of plan (re-plan, join) the median, 95th percentile
- * and worst of moves / bound (a plan with nodes off tolerance reports the
- * floor's bound, so its ratio can be far above the rest). The same for the
- * bytes moved against ring_plan_bytes_bound, which is recomputed here from
- * the base and target tables alone (bytes_bound) and must match, and which
- * no plan may beat.
+ * larger than that; per size, at least 95% of the plans move at most 1.2x
+ * the bytes bound (below). Figures (not checked: the move count is not
+ * within 1.2x its bound, which is argued and loose where arcs are large;
+ * libring/plan_bytes.c says why): per size, plans within 1.2x and 2x the bound, the worst ratio,
+ * the mean deviation, nodes off tolerance, the joiner's moves against its bound and its distance
+ * from its share; per kind of plan (re-plan, join) the median, 95th percentile and worst of moves /
+ * bound (a plan with nodes off tolerance reports the floor's bound, so its ratio can be far above
+ * the rest). The same for the bytes moved against ring_plan_bytes_bound, which is recomputed here
+ * from the base and target tables alone (bytes_bound) and must match, and which no plan may beat.
  *
  * The CI default runs 8 cases at 100 nodes and 2 at 1,000; RING_BYTES_FULL=1
  * runs 100, 20 and 3 at 5,000 (minutes); RING_BYTES_ONLY=N runs size N
@@ -161,7 +160,7 @@ static void holdings(const ring_plan *p, const uint64_t *sizes, double *held, do
  * target as p does (ring.h, ring_plan_bytes_bound), from the base table
  * and the plan's targets and afters (no node leaves here, so no arc is
  * forced). A node above its band sheds at least what it holds past target
- * + how close it ends (c: tol / 2, tol or the largest arc), in whole arcs
+ * + how close it ends (c: its aim, tol or the largest arc), in whole arcs
  * of its own: at least its smallest arc of that much or more when its
  * smaller arcs together fall short; it then receives what that sheds past
  * target - c. A node below its band receives at least what it lacks to
@@ -181,7 +180,8 @@ static double bytes_bound(const ring_table *base, const ring_plan *p, const uint
   for (uint16_t i = 0; i < n; i++) {
     ck_assert_int_eq(ring_plan_node_bytes(p, i, &l[i]), RING_OK);
     double tol = RING_BALANCE_TOLERANCE * l[i].target, off = fabs(l[i].after - l[i].target);
-    c[i] = off <= tol / 2 ? tol / 2 : off <= tol ? tol : largest;
+    const double a = tol * RING_BALANCE_AIM;
+    c[i] = off <= a ? a : off <= tol ? tol : largest;
     need[i] = i < nb && held0[i] > l[i].target + tol ? held0[i] - l[i].target - c[i] : 0;
     above[i] = -1;
   }
@@ -212,7 +212,7 @@ static double bytes_bound(const ring_table *base, const ring_plan *p, const uint
 }
 
 typedef struct tally {
-  uint32_t plans, near, near2, joins, off;
+  uint32_t plans, near, near2, bnear, joins, off;
   double dev_sum, dev_worst, join_dev_worst;
   uint64_t moves, bound, join_moves, join_bound;
   double ratio[2][CASES_MAX];  /* per kind (0 re-plan, 1 join), per case: moves / bound */
@@ -242,6 +242,7 @@ static void verified(const ring_table *base, const ring_plan *p, const ring_plan
   uint32_t m = ring_plan_move_count(p), lb = ring_plan_lower_bound(p);
   double ratio = lb ? (double)m / lb : (m ? 1e9 : 1);
   tl->bratio[kind][tl->plans / 2] = bytes_ratio(base, p, cfg->arc_bytes);
+  tl->bnear += tl->bratio[kind][tl->plans / 2] <= 1.2;
   tl->ratio[kind][tl->plans / 2] = ratio;
   tl->plans++;
   tl->near += ratio <= 1.2;
@@ -393,6 +394,8 @@ static void run_size(uint32_t n, uint32_t cases) {
   print_ratios(&tl, cases, false);
   print_ratios(&tl, cases, true);
   fflush(stdout);
+  ck_assert_msg(tl.bnear * 20 >= tl.plans * 19,
+                "%u nodes: %u of %u plans within 1.2x the bytes bound", n, tl.bnear, tl.plans);
   ring_table_free(tokens);
 }
 
