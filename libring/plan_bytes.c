@@ -924,7 +924,7 @@ static pull spare(const bal *b, uint32_t d, uint16_t u) {
       return (pull){b->cand[k].id, false};
   const uint32_t *own = b->slots + b->start[d], n = b->start[d + 1] - b->start[d];
   const uint32_t lo = first_within(b, own, n, can_give);
-  if (lo < n && lands(b, u, (double)slot_size(b, own[lo])) >= 0) {
+  if (lo < n && (double)slot_size(b, own[lo]) >= b->want[u] - b->held[u] - aim(b, u)) {
     uint32_t s = nearest(b, own, lo, n, u);
     if (s != UINT32_MAX)
       return (pull){s, true};
