@@ -324,20 +324,25 @@ static uint64_t *bytes_sizes(uint32_t T) {
   return sizes;
 }
 
-/* The joiner (the last node) against its share, in percent. */
-static double joiner_off(const ring_plan *p, const uint64_t *sizes) {
+/* The joiner (the last node): the bytes it holds, counted from the target
+ * table, against its weighted share of all bytes and against its byte
+ * target (ring_plan_node_bytes: the share, less what nodes pinned at an
+ * arc larger than theirs hold beyond it), in percent, into off[2]. */
+static void joiner_off(const ring_plan *p, const uint64_t *sizes, double off[2]) {
   const ring_table *t = ring_plan_target(p);
   uint32_t T = ring_table_tokens(t), R = ring_table_replicas(t);
   uint16_t j = (uint16_t)(ring_table_node_count(t) - 1);
   double one = 0, held = 0;
   ring_plan_load l;
+  ring_plan_bytes_load b;
   for (uint32_t k = 0; k < T; k++) {
     one += (double)sizes[k];
     for (uint32_t r = 0; r < R; r++)
       held += ring_table_owner(t, k, r) == j ? (double)sizes[k] : 0;
   }
   ring_plan_node_load(p, j, &l);
-  return 100 * (held / (l.target * one / T) - 1);
+  off[0] = 100 * (held / (l.target * one / T) - 1);
+  off[1] = ring_plan_node_bytes(p, j, &b) == RING_OK ? 100 * (held / b.target - 1) : NAN;
 }
 
 /* Bytes balance: the token-balanced target re-planned by bytes, then one
@@ -359,9 +364,13 @@ static void run_bytes(const bench_opts *o, test_cluster *c, const ring_table *to
     add_zone(c, 0, o->racks, 1);
     ring_plan *join =
         run_case("+1 node by bytes", BENCH_TARGET_BYTES_JOIN_MS, balanced, c, &cfg, runs);
-    if (join)
-      printf("  the joiner holds %+.1f%% of its byte share, %u nodes off tolerance\n",
-             joiner_off(join, sizes), ring_plan_bytes_off_tolerance(join));
+    if (join) {
+      double off[2];
+      joiner_off(join, sizes, off);
+      printf("  the joiner holds %+.1f%% of its weighted share of the bytes, %+.1f%% of its "
+             "target; %u nodes off tolerance\n",
+             off[0], off[1], ring_plan_bytes_off_tolerance(join));
+    }
     ring_plan_free(join);
     c->n = n;
   }
