@@ -914,8 +914,8 @@ static uint32_t nearest(const bal *b, const uint32_t *own, uint32_t lo, uint32_t
  * bands: a received one (free) first, then the smallest kept one that
  * brings u within its aim, else its largest kept one that does not carry u
  * past its aim (u takes a smaller one after it: an arc landing u between
- * its aim and its band moves bytes past what u lacked), else its largest
- * kept one. */
+ * its aim and its band moves bytes past what u lacked), else the smallest
+ * that fits (the least past its aim). */
 static pull spare(const bal *b, uint32_t d, uint16_t u) {
   const double can_give = b->held[d] - (b->want[d] - reach(b, d));
   uint32_t m = received(b, d, b->cand);
@@ -929,7 +929,7 @@ static pull spare(const bal *b, uint32_t d, uint16_t u) {
     if (s != UINT32_MAX)
       return (pull){s, true};
   }
-  uint32_t past = UINT32_MAX; /* the largest that fits but passes u's aim */
+  uint32_t past = UINT32_MAX; /* the smallest yet that fits but passes u's aim */
   for (uint32_t k = lo; k < n; k++) {
     uint32_t s = own[k];
     if (slot_size(b, s) == 0)
@@ -937,7 +937,7 @@ static pull spare(const bal *b, uint32_t d, uint16_t u) {
     if (!moved(b, s) && fits(b, u, s)) {
       if (within_aim(b, u, (double)slot_size(b, s)))
         return (pull){s, true};
-      past = past == UINT32_MAX ? s : past;
+      past = s;
     }
   }
   return (pull){past, true};
