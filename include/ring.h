@@ -437,18 +437,18 @@ RING_EXTERN uint32_t ring_plan_wave_count(const ring_plan *p);
 /* The fewest moves any plan for this input could make. Tokens balance:
  * token-replicas on nodes that must give them up, plus each node's excess
  * over its quota. Bytes balance (tol: RING_BALANCE_TOLERANCE of a node's
- * share; the aim: RING_BALANCE_AIM of tol): the largest of (the replicas that must move,
- * plus for each node above its share + tol, the fewest of its arcs whose
- * bytes bring it to its share + aim, or its arcs of at most tol when fewer)
- * and (for each node below its share - tol, the fewest of all arcs whose
- * bytes bring it up to its share - aim) and (the replicas that must move
- * plus the fewest donor moves, each worth min(arc, what its donor holds
- * above its own share - tol), that cover those shortfalls past the forced
- * arcs' bytes) and (per hard domain whose share is a replica of every
- * token, the tokens with no replica there, but for the smallest that its
- * nodes' tol each can leave out). A plan with nodes off tolerance reports
- * the same counts with the largest arc for tol and aim and no donor count
- * (libring/plan_bytes.c says why each holds). */
+ * share; the aim: RING_BALANCE_AIM of tol): the largest of (the replicas
+ * that must move, plus for each node above its share + tol, the fewest of
+ * its arcs whose bytes bring it to its share + aim, or its arcs of at most
+ * tol when fewer) and (for each node below its share - tol, the fewest of
+ * all arcs whose bytes bring it up to its share - aim) and (the replicas
+ * that must move plus the fewest donor moves, each worth min(arc, what its
+ * donor holds above its own share - tol), that cover those shortfalls past
+ * the forced arcs' bytes) and (per hard domain whose share is a replica of
+ * every token, the tokens with no replica there, but for the smallest that
+ * its nodes' tol each can leave out). A plan with nodes off tolerance
+ * reports the same counts with the largest arc for tol and aim and no donor
+ * count (libring/plan_bytes.c says why each holds). */
 RING_EXTERN uint32_t ring_plan_lower_bound(const ring_plan *p);
 /* Tokens whose owners repeat a best-effort domain value in the target. */
 RING_EXTERN uint32_t ring_plan_best_effort_violations(const ring_plan *p);

@@ -11,45 +11,47 @@
  * a whole share, and the bytes it holds beyond would otherwise leave every
  * other node short).
  *
- * The objective: every serving node within tol = RING_BALANCE_TOLERANCE
- * (10%, never more than L, the largest arc) of its share; a node above that which holds only arcs
- * larger than its tol (it was given arcs it cannot split) is excused, as such. A node outside its
- * tol is brought to within its aim (RING_BALANCE_AIM of tol), so one that must change does not stop
- * on the edge and drift out again; a node inside its tol is left alone. Receivers stay within share
- * + tol, donors within share - tol. Nodes the greedy cannot bring within tol are counted in
- * ring_plan_bytes_off_tolerance; the hard floor stays every node within
- * the largest arc L of its share (the old rule, always reachable but for
- * stranded slots), else the plan is refused. Empty arcs never move for
- * bytes: they weigh nothing.
+ * The objective: every serving node within tol = RING_BALANCE_TOLERANCE (10%,
+ * never more than L, the largest arc) of its share; a node above that which
+ * holds only arcs larger than its tol (it was given arcs it cannot split) is
+ * excused, as such. A node outside its tol is brought to within its aim
+ * (RING_BALANCE_AIM of tol), so one that must change does not stop on the edge
+ * and drift out again; a node inside its tol is left alone. Receivers stay
+ * within share + tol, donors within share - tol. Nodes the greedy cannot bring
+ * within tol are counted in ring_plan_bytes_off_tolerance; the hard floor stays
+ * every node within the largest arc L of its share (the old rule, always
+ * reachable but for stranded slots), else the plan is refused. Empty arcs never
+ * move for bytes: they weigh nothing.
  *
- * Like token balance, every slot moves at most once, and only slots that
- * must: (A) the forced ones (owner leaving, or a hard-domain clash), each
- * to the serving node it suits best; (B) from each node above share + tol
- * but excused ones (holding only arcs larger than tol: they shed nothing,
- * see excused()), arcs that fit elsewhere until it is within the aim, the
- * fewest bytes first (shed_one); (C) into each node below share - tol, an
- * arc a donor can spare without leaving its own reach (a node brought to
- * its aim is not drained past it again; received ones first: re-pointing
- * them costs no move): the smallest that brings it within its aim, else
- * the largest that does not carry it past its aim, until it is within the
- * aim. An arc goes where it suits best (pairing over and under nodes): to a
- * node below its band that it leaves at most at the near edge of its aim,
- * the tightest such (each byte shed then counts toward what the nodes below
- * must receive, and they stop near that edge, the fewest bytes: filled up
- * to their shares, they took bytes others below then pulled from nodes
- * within their bands, moving them twice over), else to a node it fits whole
- * below its share, the tightest such, so small arcs fill what large ones
- * cannot, else where it lowers that node's distance from its share the
- * most. An arc larger than any node's
- * room that lands its holder near its share goes, in (B), to the node furthest below its band
- * holding only arcs larger than its tol (an empty joiner, say; up to twice its target), which the
- * objective then excuses: one move where filling it with arcs that fit took many. Any other arc
- * larger than every room goes to the node most below its share whose own large arcs leave room for
- * it, if it may then shed its small ones. Targets follow the final owners (a node pinned at an arc
- * it received leaves less for the others), so nodes that end off tolerance against them get rounds
- * of their own. Should the floor still break, rounds under the floor (L) place what they must, and
- * rounds under the objective shed the small arcs from where it landed. Receivers obey the same rule
- * as token balance (ring__can_take), so the waves keep owners and hard domains distinct at every
+ * Like token balance, every slot moves at most once, and only slots that must:
+ * (A) the forced ones (owner leaving, or a hard-domain clash), each to the
+ * serving node it suits best; (B) from each node above share + tol but excused
+ * ones (holding only arcs larger than tol: they shed nothing, see excused()),
+ * arcs that fit elsewhere until it is within the aim, the fewest bytes first
+ * (shed_one); (C) into each node below share - tol, an arc a donor can spare
+ * without leaving its own reach (a node brought to its aim is not drained past
+ * it again; received ones first: re-pointing them costs no move): the smallest
+ * that brings it within its aim, else the largest that does not carry it past
+ * its aim, until it is within the aim. An arc goes where it suits best (pairing
+ * over and under nodes): to a node below its band that it leaves at most at the
+ * near edge of its aim, the tightest such (each byte shed then counts toward
+ * what the nodes below must receive, and they stop near that edge, the fewest
+ * bytes: filled up to their shares, they took bytes others below then pulled
+ * from nodes within their bands, moving them twice over), else to a node it
+ * fits whole below its share, the tightest such, so small arcs fill what large
+ * ones cannot, else where it lowers that node's distance from its share the
+ * most. An arc larger than any node's room that lands its holder near its share
+ * goes, in (B), to the node furthest below its band holding only arcs larger
+ * than its tol (an empty joiner, say; up to twice its target), which the
+ * objective then excuses: one move where filling it with arcs that fit took
+ * many. Any other arc larger than every room goes to the node most below its
+ * share whose own large arcs leave room for it, if it may then shed its small
+ * ones. Targets follow the final owners (a node pinned at an arc it received
+ * leaves less for the others), so nodes that end off tolerance against them get
+ * rounds of their own. Should the floor still break, rounds under the floor (L)
+ * place what they must, and rounds under the objective shed the small arcs from
+ * where it landed. Receivers obey the same rule as token balance
+ * (ring__can_take), so the waves keep owners and hard domains distinct at every
  * step.
  *
  * The lower bound, restated for this objective, is the largest of:
@@ -151,6 +153,10 @@ static double band(const bal *b, uint32_t i) { return b->loose ? b->limit : b->t
 static double aim(const bal *b, uint32_t i) {
   return b->loose ? b->limit : b->no_aim ? b->tol[i] : b->tol[i] * RING_BALANCE_AIM;
 }
+
+/* What node u lacks to its aim's near edge (target - aim): the fewest bytes
+ * that bring it within its aim; 0 or less once it is there or above. */
+static double to_aim(const bal *b, uint32_t u) { return b->want[u] - b->held[u] - aim(b, u); }
 
 /* Whether node i is brought to its aim: it was outside its band. */
 static bool triggered(const bal *b, uint32_t i) { return b->trig[i] && !b->loose; }
@@ -598,7 +604,7 @@ static bool fits(const bal *b, uint16_t u, uint32_t s) {
  * leaving larger shortfalls to larger arcs: small arcs fill what large
  * ones cannot). */
 static void suits(const bal *b, uint32_t u, double a, double key[3]) {
-  const double gap = b->want[u] - b->held[u], lack = gap - aim(b, u);
+  const double gap = b->want[u] - b->held[u], lack = to_aim(b, u);
   key[0] = triggered(b, u) && a <= lack ? 0 : 1;
   key[1] = gap >= a ? -a : fabs(gap - a) - fabs(gap);
   key[2] = key[0] == 0 ? lack - a : gap >= a ? gap - a : 0;
@@ -885,24 +891,24 @@ typedef struct pull {
   bool costs;
 } pull;
 
+/* Whether arc size a leaves u at most at the far edge of its aim. */
+static bool within_aim(const bal *b, uint16_t u, double a) {
+  return a <= b->want[u] - b->held[u] + aim(b, u);
+}
+
 /* How far past the near edge of its aim (target - aim: the fewest bytes
  * that bring it within) arc size a takes u, if it brings u within its aim
  * (not past its far edge either); -1 if it does not. */
 static double lands(const bal *b, uint16_t u, double a) {
-  const double gap = b->want[u] - b->held[u];
-  return a >= gap - aim(b, u) && a <= gap + aim(b, u) ? a - (gap - aim(b, u)) : -1;
-}
-
-/* Whether arc size a leaves u at most at the far edge of its aim. */
-static bool within_aim(const bal *b, uint16_t u, double a) {
-  return a <= b->want[u] - b->held[u] + aim(b, u);
+  const double lack = to_aim(b, u);
+  return a >= lack && within_aim(b, u, a) ? a - lack : -1;
 }
 
 /* Among own[lo..n) (largest first), the smallest kept arc that fits u and
  * brings it within its aim, not past it (the fewest bytes that do);
  * UINT32_MAX if none does. */
 static uint32_t nearest(const bal *b, const uint32_t *own, uint32_t lo, uint32_t n, uint16_t u) {
-  const double least = b->want[u] - b->held[u] - aim(b, u);
+  const double least = to_aim(b, u);
   for (uint32_t k = first_below(b, own, n, least);
        k-- > lo && within_aim(b, u, (double)slot_size(b, own[k]));)
     if (slot_size(b, own[k]) > 0 && !moved(b, own[k]) && fits(b, u, own[k]))
@@ -924,7 +930,7 @@ static pull spare(const bal *b, uint32_t d, uint16_t u) {
       return (pull){b->cand[k].id, false};
   const uint32_t *own = b->slots + b->start[d], n = b->start[d + 1] - b->start[d];
   const uint32_t lo = first_within(b, own, n, can_give);
-  if (lo < n && (double)slot_size(b, own[lo]) >= b->want[u] - b->held[u] - aim(b, u)) {
+  if (lo < n && (double)slot_size(b, own[lo]) >= to_aim(b, u)) {
     uint32_t s = nearest(b, own, lo, n, u);
     if (s != UINT32_MAX)
       return (pull){s, true};
@@ -1118,7 +1124,7 @@ static int bounds(bal *b, uint32_t lb[3]) {
  * within its aim, within tol, or within the floor (L; an excused
  * node too). */
 static double ends_within(const bal *b, uint32_t i) {
-  const double off = fabs(b->held[i] - b->want[i]), tol = b->tol[i], a = tol * RING_BALANCE_AIM;
+  const double off = fabs(b->held[i] - b->want[i]), a = aim(b, i), tol = b->tol[i];
   return off <= a ? a : off <= tol ? tol : b->limit;
 }
 

@@ -1,22 +1,23 @@
 /*
  * test_plan_bytes_scale.c: bytes balance at 100, 1,000 and 5,000 nodes
- * (T 65536, R 3, 10 zones as the hard level, weights 1 and every seventh
- * node 2; arc sizes Pareto(1.2) capped at 200x their mean, half of the
- * arcs empty). Per case: a token-balanced table is re-planned by bytes,
- * then one node joins the result and is planned by bytes. Checked on
- * every plan: ring_plan_verify (which holds it to its stated nodes off
- * tolerance and its lower bound); after the re-plan the mean node
- * deviation is at most 5% of a share and no node is off; the joining node
- * ends within RING_BALANCE_TOLERANCE of its share, or holds only arcs
- * larger than that; per size, at least 95% of the plans move at most 1.2x
- * the bytes bound (below). Figures (not checked: the move count is not
- * within 1.2x its bound, which is argued and loose where arcs are large;
- * libring/plan_bytes.c says why): per size, plans within 1.2x and 2x the bound, the worst ratio,
- * the mean deviation, nodes off tolerance, the joiner's moves against its bound and its distance
- * from its share; per kind of plan (re-plan, join) the median, 95th percentile and worst of moves /
- * bound (a plan with nodes off tolerance reports the floor's bound, so its ratio can be far above
- * the rest). The same for the bytes moved against ring_plan_bytes_bound, which is recomputed here
- * from the base and target tables alone (bytes_bound) and must match, and which no plan may beat.
+ * (T 65536, R 3, 10 zones as the hard level, weights 1 and every seventh node 2;
+ * arc sizes Pareto(1.2) capped at 200x their mean, half of the arcs empty). Per
+ * case: a token-balanced table is re-planned by bytes, then one node joins the
+ * result and is planned by bytes. Checked on every plan: ring_plan_verify
+ * (which holds it to its stated nodes off tolerance and its lower bound); after
+ * the re-plan the mean node deviation is at most 5% of a share and no node is
+ * off; the joining node ends within RING_BALANCE_TOLERANCE of its share, or
+ * holds only arcs larger than that; per size, at least 95% of the plans move at
+ * most 1.2x the bytes bound (below). Figures (not checked: the move count is
+ * not within 1.2x its bound, which is argued and loose where arcs are large;
+ * libring/plan_bytes.c says why): per size, plans within 1.2x and 2x the bound,
+ * the worst ratio, the mean deviation, nodes off tolerance, the joiner's moves
+ * against its bound and its distance from its share; per kind of plan (re-plan,
+ * join) the median, 95th percentile and worst of moves / bound (a plan with
+ * nodes off tolerance reports the floor's bound, so its ratio can be far above
+ * the rest). The same for the bytes moved against ring_plan_bytes_bound, which
+ * is recomputed here from the base and target tables alone (bytes_bound) and
+ * must match, and which no plan may beat.
  *
  * The CI default runs 8 cases at 100 nodes, 2 at 1,000 and 1 at 5,000
  * (seconds); RING_BYTES_FULL=1 runs 100, 20 and 3 (a minute);
